@@ -1,0 +1,943 @@
+#include "autoconf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/config.h"
+
+const char rn_config_embedded_default[] =
+    "# runnel single-node defaults (broker and controller in one process tree)\n"
+    "node.id=1\n"
+    "process.roles=broker,controller\n"
+    "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+    "advertised.listeners=PLAINTEXT://127.0.0.1:9092\n"
+    "controller.listener.names=CONTROLLER\n"
+    "controller.quorum.voters=1@127.0.0.1:9093\n"
+    "log.dirs=/tmp/runnel-logs\n"
+    "num.network.threads=3\n"
+    "num.replica.fetchers=1\n";
+
+enum cfg_type { T_INT, T_LONG, T_BOOL, T_STR, T_FN };
+
+struct cfg_key;
+typedef int (*cfg_fn)(struct rn_config *, const char *value, char *why,
+    size_t whylen);
+
+struct cfg_key {
+	const char *name;
+	enum cfg_type type;
+	size_t off;
+	size_t size; /* T_STR: buffer size */
+	int64_t min, max;
+	cfg_fn fn;
+};
+
+#define F(field) offsetof(struct rn_config, field)
+#define SZ(field) sizeof(((struct rn_config *)0)->field)
+
+static int parse_roles(struct rn_config *, const char *, char *, size_t);
+static int parse_listeners(struct rn_config *, const char *, char *, size_t);
+static int parse_advertised(struct rn_config *, const char *, char *, size_t);
+static int parse_ctl_names(struct rn_config *, const char *, char *, size_t);
+static int parse_voters(struct rn_config *, const char *, char *, size_t);
+static int parse_log_dirs(struct rn_config *, const char *, char *, size_t);
+static int parse_ret_hours(struct rn_config *, const char *, char *, size_t);
+static int parse_ret_minutes(struct rn_config *, const char *, char *, size_t);
+static int parse_roll_hours(struct rn_config *, const char *, char *, size_t);
+static int parse_sec_map(struct rn_config *, const char *, char *, size_t);
+
+static const struct cfg_key cfg_keys[] = {
+	{ "node.id", T_INT, F(node_id), 0, 0, INT32_MAX, NULL },
+	{ "broker.id", T_INT, F(node_id), 0, 0, INT32_MAX, NULL },
+	{ "process.roles", T_FN, 0, 0, 0, 0, parse_roles },
+	{ "listeners", T_FN, 0, 0, 0, 0, parse_listeners },
+	{ "advertised.listeners", T_FN, 0, 0, 0, 0, parse_advertised },
+	{ "controller.listener.names", T_FN, 0, 0, 0, 0, parse_ctl_names },
+	{ "controller.quorum.voters", T_FN, 0, 0, 0, 0, parse_voters },
+	{ "inter.broker.listener.name", T_STR, F(inter_broker_listener_name),
+	    SZ(inter_broker_listener_name), 0, 0, NULL },
+	{ "listener.security.protocol.map", T_FN, 0, 0, 0, 0, parse_sec_map },
+	{ "log.dirs", T_FN, 0, 0, 0, 0, parse_log_dirs },
+	{ "log.dir", T_FN, 0, 0, 0, 0, parse_log_dirs },
+	{ "metadata.log.dir", T_STR, F(metadata_log_dir),
+	    SZ(metadata_log_dir), 0, 0, NULL },
+	{ "broker.rack", T_STR, F(broker_rack), SZ(broker_rack), 0, 0, NULL },
+	{ "num.network.threads", T_INT, F(num_network_threads), 0, 1, 64,
+	    NULL },
+	{ "num.replica.fetchers", T_INT, F(num_replica_fetchers), 0, 1, 64,
+	    NULL },
+	{ "socket.request.max.bytes", T_LONG, F(socket_request_max_bytes), 0,
+	    1024, INT32_MAX, NULL },
+	{ "message.max.bytes", T_LONG, F(message_max_bytes), 0, 0, INT32_MAX,
+	    NULL },
+	{ "num.partitions", T_INT, F(num_partitions), 0, 1, 1000000, NULL },
+	{ "default.replication.factor", T_INT, F(default_replication_factor),
+	    0, 1, 32767, NULL },
+	{ "min.insync.replicas", T_INT, F(min_insync_replicas), 0, 1, 32767,
+	    NULL },
+	{ "auto.create.topics.enable", T_BOOL, F(auto_create_topics_enable), 0,
+	    0, 0, NULL },
+	{ "unclean.leader.election.enable", T_BOOL,
+	    F(unclean_leader_election_enable), 0, 0, 0, NULL },
+	{ "log.segment.bytes", T_LONG, F(log_segment_bytes), 0, 14,
+	    INT32_MAX, NULL },
+	{ "log.roll.ms", T_LONG, F(log_roll_ms), 0, 1, INT64_MAX, NULL },
+	{ "log.roll.hours", T_FN, 0, 0, 0, 0, parse_roll_hours },
+	{ "log.retention.ms", T_LONG, F(log_retention_ms), 0, -1, INT64_MAX,
+	    NULL },
+	{ "log.retention.minutes", T_FN, 0, 0, 0, 0, parse_ret_minutes },
+	{ "log.retention.hours", T_FN, 0, 0, 0, 0, parse_ret_hours },
+	{ "log.retention.bytes", T_LONG, F(log_retention_bytes), 0, -1,
+	    INT64_MAX, NULL },
+	{ "log.retention.check.interval.ms", T_LONG,
+	    F(log_retention_check_interval_ms), 0, 1, INT64_MAX, NULL },
+	{ "log.flush.interval.messages", T_LONG,
+	    F(log_flush_interval_messages), 0, 1, INT64_MAX, NULL },
+	{ "log.flush.interval.ms", T_LONG, F(log_flush_interval_ms), 0, 0,
+	    INT64_MAX, NULL },
+	{ "replica.lag.time.max.ms", T_LONG, F(replica_lag_time_max_ms), 0, 1,
+	    INT64_MAX, NULL },
+	{ "broker.heartbeat.interval.ms", T_LONG,
+	    F(broker_heartbeat_interval_ms), 0, 1, INT32_MAX, NULL },
+	{ "broker.session.timeout.ms", T_LONG, F(broker_session_timeout_ms), 0,
+	    1, INT32_MAX, NULL },
+
+	{ "control.socket.path", T_STR, F(control_socket_path),
+	    SZ(control_socket_path), 0, 0, NULL },
+	{ "supervisor.user", T_STR, F(supervisor_user), SZ(supervisor_user),
+	    0, 0, NULL },
+	{ "worker.restart.backoff.initial.ms", T_LONG,
+	    F(restart_backoff_initial_ms), 0, 0, 3600000, NULL },
+	{ "worker.restart.backoff.max.ms", T_LONG, F(restart_backoff_max_ms),
+	    0, 0, 3600000, NULL },
+	{ "worker.restart.max.failures", T_INT, F(restart_max_failures), 0, 1,
+	    1000000, NULL },
+	{ "worker.restart.failure.window.ms", T_LONG,
+	    F(restart_failure_window_ms), 0, 1, INT32_MAX, NULL },
+	{ "worker.heartbeat.timeout.ms", T_LONG,
+	    F(worker_heartbeat_timeout_ms), 0, 100, INT32_MAX, NULL },
+	{ "shutdown.timeout.ms", T_LONG, F(shutdown_timeout_ms), 0, 100,
+	    INT32_MAX, NULL },
+	{ "shm.max.partitions", T_INT, F(shm_max_partitions), 0, 1, 1 << 20,
+	    NULL },
+	{ "shm.ring.bytes", T_LONG, F(shm_ring_bytes), 0, 4096, 1 << 30,
+	    NULL },
+	{ "log.verbose", T_BOOL, F(log_verbose), 0, 0, 0, NULL },
+	{ "fault.worker.exit.on.start", T_STR, F(fault_worker_exit_on_start),
+	    SZ(fault_worker_exit_on_start), 0, 0, NULL },
+};
+
+/*
+ * Kafka keys an existing server.properties commonly carries that have no
+ * meaning in runnel (threads and buffers are sized differently here).
+ * They are accepted quietly so a Kafka config works unchanged.
+ */
+static const char *const cfg_accepted[] = {
+	"num.io.threads", "socket.send.buffer.bytes",
+	"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
+	"offsets.topic.replication.factor",
+	"transaction.state.log.replication.factor",
+	"transaction.state.log.min.isr", "group.initial.rebalance.delay.ms",
+	"log.cleaner.enable", "delete.topic.enable",
+};
+
+static void
+config_defaults(struct rn_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->node_id = -1;
+	cfg->num_network_threads = 3;
+	cfg->num_replica_fetchers = 1;
+	cfg->socket_request_max_bytes = 104857600;
+	cfg->message_max_bytes = 1048588;
+	cfg->num_partitions = 1;
+	cfg->default_replication_factor = 1;
+	cfg->min_insync_replicas = 1;
+	cfg->auto_create_topics_enable = true;
+	cfg->log_segment_bytes = 1073741824;
+	cfg->log_roll_ms = -2; /* unset: log.roll.hours decides */
+	cfg->log_retention_ms = -2;
+	cfg->log_retention_bytes = -1;
+	cfg->log_retention_check_interval_ms = 300000;
+	cfg->log_flush_interval_messages = INT64_MAX;
+	cfg->log_flush_interval_ms = -1;
+	cfg->replica_lag_time_max_ms = 30000;
+	cfg->broker_heartbeat_interval_ms = 2000;
+	cfg->broker_session_timeout_ms = 9000;
+	strlcpy(cfg->control_socket_path, "/run/runnel/runneld.sock",
+	    sizeof(cfg->control_socket_path));
+	cfg->restart_backoff_initial_ms = 100;
+	cfg->restart_backoff_max_ms = 10000;
+	cfg->restart_max_failures = 5;
+	cfg->restart_failure_window_ms = 60000;
+	cfg->worker_heartbeat_timeout_ms = 10000;
+	cfg->shutdown_timeout_ms = 10000;
+	cfg->shm_max_partitions = 4096;
+	cfg->shm_ring_bytes = 1 << 20;
+	cfg->retention_hours = 168;
+	cfg->retention_minutes = -1;
+	cfg->roll_hours = 168;
+}
+
+static char *
+trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int
+parse_int64(const char *v, int64_t min, int64_t max, int64_t *out,
+    char *why, size_t whylen)
+{
+	char *end;
+	long long n;
+
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || errno == ERANGE) {
+		snprintf(why, whylen, "not an integer");
+		return -1;
+	}
+	if (n < min || n > max) {
+		snprintf(why, whylen, "out of range [%lld, %lld]",
+		    (long long)min, (long long)max);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+/* Split a comma list in place; empty items are an error. */
+static int
+split_list(char *s, char **items, int max, char *why, size_t whylen)
+{
+	int n = 0;
+	char *p;
+
+	if (*trim(s) == '\0')
+		return 0;
+	while ((p = strsep(&s, ",")) != NULL) {
+		p = trim(p);
+		if (*p == '\0') {
+			snprintf(why, whylen, "empty list element");
+			return -1;
+		}
+		if (n == max) {
+			snprintf(why, whylen, "more than %d elements", max);
+			return -1;
+		}
+		items[n++] = p;
+	}
+	return n;
+}
+
+static int
+parse_hostport(char *hp, char *host, size_t hostlen, uint16_t *port,
+    char *why, size_t whylen)
+{
+	char *colon;
+	int64_t p;
+
+	/* [v6addr]:port or host:port; an empty host binds all addresses */
+	if (hp[0] == '[') {
+		char *rb = strchr(hp, ']');
+		if (rb == NULL || rb[1] != ':') {
+			snprintf(why, whylen, "bad address '%s'", hp);
+			return -1;
+		}
+		*rb = '\0';
+		colon = rb + 1;
+		hp++;
+	} else if ((colon = strrchr(hp, ':')) == NULL) {
+		snprintf(why, whylen, "missing port in '%s'", hp);
+		return -1;
+	}
+	*colon = '\0';
+	if (parse_int64(colon + 1, 0, 65535, &p, why, whylen) == -1) {
+		snprintf(why, whylen, "bad port '%s'", colon + 1);
+		return -1;
+	}
+	if (strlcpy(host, hp, hostlen) >= hostlen) {
+		snprintf(why, whylen, "host name too long");
+		return -1;
+	}
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int
+parse_listener_list(const char *value, struct rn_listener *out, int *n,
+    char *why, size_t whylen)
+{
+	char buf[4096], *items[RN_CONFIG_MAX_LISTENERS];
+	int i, j, count;
+
+	if (strlcpy(buf, value, sizeof(buf)) >= sizeof(buf)) {
+		snprintf(why, whylen, "value too long");
+		return -1;
+	}
+	if ((count = split_list(buf, items, RN_CONFIG_MAX_LISTENERS, why,
+	    whylen)) < 0)
+		return -1;
+	for (i = 0; i < count; i++) {
+		char *sep = strstr(items[i], "://");
+		if (sep == NULL || sep == items[i]) {
+			snprintf(why, whylen,
+			    "listener '%s' is not NAME://host:port", items[i]);
+			return -1;
+		}
+		*sep = '\0';
+		if (strlcpy(out[i].name, items[i], sizeof(out[i].name)) >=
+		    sizeof(out[i].name)) {
+			snprintf(why, whylen, "listener name too long");
+			return -1;
+		}
+		for (char *c = out[i].name; *c; c++)
+			*c = (char)toupper((unsigned char)*c);
+		if (parse_hostport(sep + 3, out[i].host, sizeof(out[i].host),
+		    &out[i].port, why, whylen) == -1)
+			return -1;
+		for (j = 0; j < i; j++)
+			if (strcmp(out[j].name, out[i].name) == 0) {
+				snprintf(why, whylen,
+				    "listener name %s appears twice",
+				    out[i].name);
+				return -1;
+			}
+	}
+	*n = count;
+	return 0;
+}
+
+static int
+parse_listeners(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	return parse_listener_list(v, cfg->listeners, &cfg->n_listeners, why,
+	    wl);
+}
+
+static int
+parse_advertised(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	return parse_listener_list(v, cfg->advertised, &cfg->n_advertised, why,
+	    wl);
+}
+
+static int
+parse_roles(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	char buf[256], *items[4];
+	int i, n;
+
+	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
+		snprintf(why, wl, "value too long");
+		return -1;
+	}
+	if ((n = split_list(buf, items, 4, why, wl)) < 0)
+		return -1;
+	cfg->roles = 0;
+	for (i = 0; i < n; i++) {
+		if (strcmp(items[i], "broker") == 0)
+			cfg->roles |= RN_ROLE_BROKER;
+		else if (strcmp(items[i], "controller") == 0)
+			cfg->roles |= RN_ROLE_CONTROLLER;
+		else {
+			snprintf(why, wl,
+			    "unknown role '%s' (broker, controller)", items[i]);
+			return -1;
+		}
+	}
+	if (cfg->roles == 0) {
+		snprintf(why, wl, "no role given");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_ctl_names(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	char buf[1024], *items[RN_CONFIG_MAX_LISTENERS];
+	int i, n;
+
+	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
+		snprintf(why, wl, "value too long");
+		return -1;
+	}
+	if ((n = split_list(buf, items, RN_CONFIG_MAX_LISTENERS, why, wl)) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		char *d = cfg->controller_listener_names[i];
+		if (strlcpy(d, items[i], RN_CONFIG_NAME_MAX) >=
+		    RN_CONFIG_NAME_MAX) {
+			snprintf(why, wl, "listener name too long");
+			return -1;
+		}
+		for (; *d; d++)
+			*d = (char)toupper((unsigned char)*d);
+	}
+	cfg->n_controller_listener_names = n;
+	return 0;
+}
+
+static int
+parse_voters(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	char buf[4096], *items[RN_CONFIG_MAX_VOTERS];
+	int i, j, n;
+
+	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
+		snprintf(why, wl, "value too long");
+		return -1;
+	}
+	if ((n = split_list(buf, items, RN_CONFIG_MAX_VOTERS, why, wl)) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		char *at = strchr(items[i], '@');
+		int64_t id;
+
+		if (at == NULL) {
+			snprintf(why, wl, "voter '%s' is not id@host:port",
+			    items[i]);
+			return -1;
+		}
+		*at = '\0';
+		if (parse_int64(items[i], 0, INT32_MAX, &id, why, wl) == -1) {
+			snprintf(why, wl, "bad voter id '%s'", items[i]);
+			return -1;
+		}
+		cfg->voters[i].id = (int32_t)id;
+		if (parse_hostport(at + 1, cfg->voters[i].host,
+		    sizeof(cfg->voters[i].host), &cfg->voters[i].port, why,
+		    wl) == -1)
+			return -1;
+		for (j = 0; j < i; j++)
+			if (cfg->voters[j].id == cfg->voters[i].id) {
+				snprintf(why, wl, "voter id %d appears twice",
+				    cfg->voters[i].id);
+				return -1;
+			}
+	}
+	cfg->n_voters = n;
+	return 0;
+}
+
+static int
+parse_log_dirs(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	char buf[8192], *items[RN_CONFIG_MAX_LOGDIRS];
+	int i, j, n;
+
+	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
+		snprintf(why, wl, "value too long");
+		return -1;
+	}
+	if ((n = split_list(buf, items, RN_CONFIG_MAX_LOGDIRS, why, wl)) < 0)
+		return -1;
+	if (n == 0) {
+		snprintf(why, wl, "no directory given");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (items[i][0] != '/') {
+			snprintf(why, wl, "'%s' is not an absolute path",
+			    items[i]);
+			return -1;
+		}
+		if (strlcpy(cfg->log_dirs[i], items[i],
+		    sizeof(cfg->log_dirs[i])) >= sizeof(cfg->log_dirs[i])) {
+			snprintf(why, wl, "path too long");
+			return -1;
+		}
+		for (j = 0; j < i; j++)
+			if (strcmp(cfg->log_dirs[j], cfg->log_dirs[i]) == 0) {
+				snprintf(why, wl, "'%s' appears twice",
+				    items[i]);
+				return -1;
+			}
+	}
+	cfg->n_log_dirs = n;
+	return 0;
+}
+
+static int
+parse_ret_hours(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	return parse_int64(v, -1, INT32_MAX, &cfg->retention_hours, why, wl);
+}
+
+static int
+parse_ret_minutes(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	return parse_int64(v, -1, INT32_MAX, &cfg->retention_minutes, why, wl);
+}
+
+static int
+parse_roll_hours(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	return parse_int64(v, 1, INT32_MAX, &cfg->roll_hours, why, wl);
+}
+
+/* Only PLAINTEXT is served; say so instead of silently serving it. */
+static int
+parse_sec_map(struct rn_config *cfg, const char *v, char *why, size_t wl)
+{
+	char buf[2048], *items[32];
+	int i, n;
+
+	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
+		snprintf(why, wl, "value too long");
+		return -1;
+	}
+	if ((n = split_list(buf, items, 32, why, wl)) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		char *c = strchr(items[i], ':');
+		if (c == NULL) {
+			snprintf(why, wl, "'%s' is not NAME:PROTOCOL",
+			    items[i]);
+			return -1;
+		}
+		if (strcasecmp(c + 1, "PLAINTEXT") != 0) {
+			snprintf(why, wl,
+			    "security protocol %s is not supported "
+			    "(PLAINTEXT only)", c + 1);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static const struct cfg_key *
+find_key(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cfg_keys) / sizeof(cfg_keys[0]); i++)
+		if (strcmp(cfg_keys[i].name, name) == 0)
+			return &cfg_keys[i];
+	return NULL;
+}
+
+static int
+is_accepted(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cfg_accepted) / sizeof(cfg_accepted[0]); i++)
+		if (strcmp(cfg_accepted[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+apply(struct rn_config *cfg, const char *key, const char *value,
+    const char *origin, int line, char *err, size_t errlen,
+    rn_config_warn_fn warn, void *arg)
+{
+	const struct cfg_key *k = find_key(key);
+	char why[256] = "";
+	char *base = (char *)cfg;
+	int64_t n;
+	int rc = 0;
+
+	if (k == NULL) {
+		if (!is_accepted(key) && warn != NULL) {
+			char msg[512];
+			snprintf(msg, sizeof(msg),
+			    "%s:%d: unknown configuration key '%s' ignored",
+			    origin, line, key);
+			warn(arg, msg);
+		}
+		return 0;
+	}
+	switch (k->type) {
+	case T_INT:
+		if ((rc = parse_int64(value, k->min, k->max, &n, why,
+		    sizeof(why))) == 0)
+			*(int *)(base + k->off) = (int)n;
+		break;
+	case T_LONG:
+		if ((rc = parse_int64(value, k->min, k->max, &n, why,
+		    sizeof(why))) == 0)
+			*(int64_t *)(base + k->off) = n;
+		break;
+	case T_BOOL:
+		if (strcasecmp(value, "true") == 0)
+			*(bool *)(base + k->off) = true;
+		else if (strcasecmp(value, "false") == 0)
+			*(bool *)(base + k->off) = false;
+		else {
+			snprintf(why, sizeof(why), "not true or false");
+			rc = -1;
+		}
+		break;
+	case T_STR:
+		if (strlcpy(base + k->off, value, k->size) >= k->size) {
+			snprintf(why, sizeof(why), "longer than %zu bytes",
+			    k->size - 1);
+			rc = -1;
+		}
+		break;
+	case T_FN:
+		rc = k->fn(cfg, value, why, sizeof(why));
+		break;
+	}
+	if (rc == -1)
+		snprintf(err, errlen, "%s:%d: invalid value '%s' for %s: %s",
+		    origin, line, value, key, why);
+	return rc;
+}
+
+/* Java properties escapes: \t \n \r \f \\ and \<any> -> <any>. */
+static void
+unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (*s != '\\' || s[1] == '\0') {
+			*d++ = *s;
+			continue;
+		}
+		s++;
+		switch (*s) {
+		case 't': *d++ = '\t'; break;
+		case 'n': *d++ = '\n'; break;
+		case 'r': *d++ = '\r'; break;
+		case 'f': *d++ = '\f'; break;
+		default: *d++ = *s; break;
+		}
+	}
+	*d = '\0';
+}
+
+static int
+parse_text(struct rn_config *cfg, const char *text, const char *origin,
+    char *err, size_t errlen, rn_config_warn_fn warn, void *arg)
+{
+	char *copy, *cur, *line;
+	char *logical = NULL;
+	size_t loglen = 0;
+	int lineno = 0, startline = 0, rc = 0;
+
+	if ((copy = strdup(text)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	cur = copy;
+	while (rc == 0 && (line = strsep(&cur, "\n")) != NULL) {
+		size_t len;
+		int cont;
+		char *t;
+
+		lineno++;
+		t = trim(line);
+		if (logical == NULL && (*t == '#' || *t == '!' || *t == '\0'))
+			continue;
+		len = strlen(t);
+		/* an odd number of trailing backslashes continues the line */
+		cont = 0;
+		for (size_t i = len; i > 0 && t[i - 1] == '\\'; i--)
+			cont = !cont;
+		if (cont)
+			t[--len] = '\0';
+		if (logical == NULL)
+			startline = lineno;
+		char *grown = realloc(logical, loglen + len + 1);
+		if (grown == NULL) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+			break;
+		}
+		logical = grown;
+		memcpy(logical + loglen, t, len + 1);
+		loglen += len;
+		if (cont && cur != NULL)
+			continue;
+
+		/* key ends at the first unescaped '=', ':' or blank */
+		char *p = logical, *key, *value;
+		while (*p && *p != '=' && *p != ':' && !isspace((unsigned char)*p)) {
+			if (*p == '\\' && p[1])
+				p++;
+			p++;
+		}
+		key = logical;
+		value = p;
+		if (*p) {
+			char term = *p;
+
+			*p++ = '\0';
+			if (isspace((unsigned char)term)) {
+				while (isspace((unsigned char)*p))
+					p++;
+				if (*p == '=' || *p == ':')
+					p++;
+			}
+			value = trim(p);
+		}
+		unescape(key);
+		unescape(value);
+		rc = apply(cfg, key, value, origin, startline, err, errlen,
+		    warn, arg);
+		free(logical);
+		logical = NULL;
+		loglen = 0;
+	}
+	free(logical);
+	free(copy);
+	return rc;
+}
+
+int
+rn_config_parse(struct rn_config *cfg, const char *text, const char *origin,
+    char *err, size_t errlen, rn_config_warn_fn warn, void *arg)
+{
+	config_defaults(cfg);
+	return parse_text(cfg, text, origin, err, errlen, warn, arg);
+}
+
+int
+rn_config_override(struct rn_config *cfg, const char *kv, char *err,
+    size_t errlen)
+{
+	char buf[8192], *eq;
+
+	if (strlcpy(buf, kv, sizeof(buf)) >= sizeof(buf)) {
+		snprintf(err, errlen, "override too long");
+		return -1;
+	}
+	if ((eq = strchr(buf, '=')) == NULL) {
+		snprintf(err, errlen, "override '%s' is not key=value", kv);
+		return -1;
+	}
+	*eq = '\0';
+	if (find_key(trim(buf)) == NULL && !is_accepted(trim(buf))) {
+		snprintf(err, errlen, "override: unknown configuration key '%s'",
+		    trim(buf));
+		return -1;
+	}
+	return apply(cfg, trim(buf), trim(eq + 1), "--override", 0, err,
+	    errlen, NULL, NULL);
+}
+
+int
+rn_config_load(struct rn_config *cfg, const char *path, char *err,
+    size_t errlen, rn_config_warn_fn warn, void *arg)
+{
+	char *text;
+	struct stat st;
+	ssize_t n;
+	int fd, rc;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || st.st_size > 16 * 1024 * 1024) {
+		snprintf(err, errlen, "%s: not a readable file under 16 MiB",
+		    path);
+		close(fd);
+		return -1;
+	}
+	if ((text = malloc((size_t)st.st_size + 1)) == NULL) {
+		close(fd);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	n = read(fd, text, (size_t)st.st_size);
+	close(fd);
+	if (n != st.st_size) {
+		snprintf(err, errlen, "%s: short read", path);
+		free(text);
+		return -1;
+	}
+	text[n] = '\0';
+	if (memchr(text, '\0', (size_t)n) != NULL) {
+		snprintf(err, errlen, "%s: contains a NUL byte", path);
+		free(text);
+		return -1;
+	}
+	rc = rn_config_parse(cfg, text, path, err, errlen, warn, arg);
+	free(text);
+	return rc;
+}
+
+const struct rn_listener *
+rn_config_listener(const struct rn_config *cfg, const char *name)
+{
+	int i;
+
+	for (i = 0; i < cfg->n_listeners; i++)
+		if (strcmp(cfg->listeners[i].name, name) == 0)
+			return &cfg->listeners[i];
+	return NULL;
+}
+
+bool
+rn_config_is_controller_listener(const struct rn_config *cfg,
+    const char *name)
+{
+	int i;
+
+	for (i = 0; i < cfg->n_controller_listener_names; i++)
+		if (strcmp(cfg->controller_listener_names[i], name) == 0)
+			return true;
+	return false;
+}
+
+const char *
+rn_config_roles_str(unsigned roles)
+{
+	switch (roles & (RN_ROLE_BROKER | RN_ROLE_CONTROLLER)) {
+	case RN_ROLE_BROKER: return "broker";
+	case RN_ROLE_CONTROLLER: return "controller";
+	case RN_ROLE_BROKER | RN_ROLE_CONTROLLER: return "broker,controller";
+	default: return "none";
+	}
+}
+
+int
+rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
+{
+	int i, found;
+
+	if (cfg->node_id < 0) {
+		snprintf(err, errlen, "required key node.id is missing");
+		return -1;
+	}
+	if (cfg->roles == 0) {
+		snprintf(err, errlen, "required key process.roles is missing");
+		return -1;
+	}
+	if (cfg->n_listeners == 0) {
+		snprintf(err, errlen, "required key listeners is missing");
+		return -1;
+	}
+	if (cfg->n_controller_listener_names == 0) {
+		snprintf(err, errlen,
+		    "required key controller.listener.names is missing");
+		return -1;
+	}
+	if (cfg->n_voters == 0) {
+		snprintf(err, errlen,
+		    "required key controller.quorum.voters is missing");
+		return -1;
+	}
+	if (cfg->n_log_dirs == 0) {
+		snprintf(err, errlen, "required key log.dirs is missing");
+		return -1;
+	}
+	if (cfg->roles & RN_ROLE_CONTROLLER) {
+		found = 0;
+		for (i = 0; i < cfg->n_voters; i++)
+			if (cfg->voters[i].id == cfg->node_id)
+				found = 1;
+		if (!found) {
+			snprintf(err, errlen,
+			    "invalid value for controller.quorum.voters: "
+			    "node.id %d has the controller role but is not a "
+			    "voter", cfg->node_id);
+			return -1;
+		}
+		if (rn_config_listener(cfg,
+		    cfg->controller_listener_names[0]) == NULL) {
+			snprintf(err, errlen,
+			    "invalid value '%s' for controller.listener.names: "
+			    "no such entry in listeners",
+			    cfg->controller_listener_names[0]);
+			return -1;
+		}
+	}
+	if (cfg->roles & RN_ROLE_BROKER) {
+		found = 0;
+		for (i = 0; i < cfg->n_listeners; i++)
+			if (!rn_config_is_controller_listener(cfg,
+			    cfg->listeners[i].name))
+				found = 1;
+		if (!found) {
+			snprintf(err, errlen,
+			    "invalid value for listeners: the broker role "
+			    "needs a listener that is not a controller "
+			    "listener");
+			return -1;
+		}
+	} else if (cfg->n_listeners > 0) {
+		for (i = 0; i < cfg->n_listeners; i++)
+			if (!rn_config_is_controller_listener(cfg,
+			    cfg->listeners[i].name)) {
+				snprintf(err, errlen,
+				    "invalid value for listeners: %s is not a "
+				    "controller listener and process.roles has "
+				    "no broker", cfg->listeners[i].name);
+				return -1;
+			}
+	}
+	/* advertised.listeners defaults to the non-controller listeners */
+	if (cfg->n_advertised == 0) {
+		for (i = 0; i < cfg->n_listeners; i++)
+			if (!rn_config_is_controller_listener(cfg,
+			    cfg->listeners[i].name))
+				cfg->advertised[cfg->n_advertised++] =
+				    cfg->listeners[i];
+	}
+	for (i = 0; i < cfg->n_advertised; i++) {
+		if (rn_config_listener(cfg, cfg->advertised[i].name) == NULL) {
+			snprintf(err, errlen,
+			    "invalid value for advertised.listeners: %s is not "
+			    "in listeners", cfg->advertised[i].name);
+			return -1;
+		}
+	}
+	if (cfg->inter_broker_listener_name[0] == '\0' &&
+	    cfg->n_advertised > 0)
+		strlcpy(cfg->inter_broker_listener_name,
+		    cfg->advertised[0].name,
+		    sizeof(cfg->inter_broker_listener_name));
+	if (cfg->metadata_log_dir[0] == '\0')
+		strlcpy(cfg->metadata_log_dir, cfg->log_dirs[0],
+		    sizeof(cfg->metadata_log_dir));
+	if (cfg->log_retention_ms == -2)
+		cfg->log_retention_ms = cfg->retention_minutes != -1 ?
+		    (cfg->retention_minutes < 0 ? -1 :
+		    cfg->retention_minutes * 60000) :
+		    (cfg->retention_hours < 0 ? -1 :
+		    cfg->retention_hours * 3600000);
+	if (cfg->log_roll_ms == -2)
+		cfg->log_roll_ms = cfg->roll_hours * 3600000;
+	if (cfg->restart_backoff_max_ms < cfg->restart_backoff_initial_ms) {
+		snprintf(err, errlen,
+		    "invalid value %lld for worker.restart.backoff.max.ms: "
+		    "below worker.restart.backoff.initial.ms",
+		    (long long)cfg->restart_backoff_max_ms);
+		return -1;
+	}
+	if (cfg->shm_ring_bytes & (cfg->shm_ring_bytes - 1)) {
+		snprintf(err, errlen,
+		    "invalid value %lld for shm.ring.bytes: not a power of two",
+		    (long long)cfg->shm_ring_bytes);
+		return -1;
+	}
+	if (cfg->control_socket_path[0] != '/') {
+		snprintf(err, errlen,
+		    "invalid value '%s' for control.socket.path: not an "
+		    "absolute path", cfg->control_socket_path);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,123 @@
+/*
+ * server.properties: Kafka's key names where Kafka has them, runnel's own
+ * keys for the supervisor. Parsing is all-or-nothing: an invalid value or
+ * a missing required key fails with one message naming key, value and
+ * line; an unknown key is only a warning.
+ */
+#ifndef RN_CONFIG_H
+#define RN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RN_CONFIG_MAX_LISTENERS 8
+#define RN_CONFIG_MAX_VOTERS 16
+#define RN_CONFIG_MAX_LOGDIRS 16
+#define RN_CONFIG_HOST_MAX 256
+#define RN_CONFIG_NAME_MAX 64
+
+#define RN_ROLE_BROKER 0x1
+#define RN_ROLE_CONTROLLER 0x2
+
+struct rn_listener {
+	char name[RN_CONFIG_NAME_MAX];
+	char host[RN_CONFIG_HOST_MAX]; /* "" binds every address */
+	uint16_t port;
+};
+
+struct rn_voter {
+	int32_t id;
+	char host[RN_CONFIG_HOST_MAX];
+	uint16_t port;
+};
+
+struct rn_config {
+	int32_t node_id;
+	unsigned roles; /* RN_ROLE_* */
+	struct rn_listener listeners[RN_CONFIG_MAX_LISTENERS];
+	int n_listeners;
+	struct rn_listener advertised[RN_CONFIG_MAX_LISTENERS];
+	int n_advertised;
+	char controller_listener_names[RN_CONFIG_MAX_LISTENERS][RN_CONFIG_NAME_MAX];
+	int n_controller_listener_names;
+	char inter_broker_listener_name[RN_CONFIG_NAME_MAX];
+	struct rn_voter voters[RN_CONFIG_MAX_VOTERS];
+	int n_voters;
+	char log_dirs[RN_CONFIG_MAX_LOGDIRS][1024];
+	int n_log_dirs;
+	char metadata_log_dir[1024];
+	char broker_rack[RN_CONFIG_NAME_MAX];
+
+	int num_network_threads;
+	int num_replica_fetchers;
+	int64_t socket_request_max_bytes;
+	int64_t message_max_bytes;
+
+	int num_partitions;
+	int default_replication_factor;
+	int min_insync_replicas;
+	bool auto_create_topics_enable;
+	bool unclean_leader_election_enable;
+	int64_t log_segment_bytes;
+	int64_t log_roll_ms;
+	int64_t log_retention_ms;
+	int64_t log_retention_bytes;
+	int64_t log_retention_check_interval_ms;
+	int64_t log_flush_interval_messages;
+	int64_t log_flush_interval_ms;
+	int64_t replica_lag_time_max_ms;
+	int64_t broker_heartbeat_interval_ms;
+	int64_t broker_session_timeout_ms;
+
+	/* runnel's own keys */
+	char control_socket_path[108];
+	char supervisor_user[64];
+	int64_t restart_backoff_initial_ms;
+	int64_t restart_backoff_max_ms;
+	int restart_max_failures;
+	int64_t restart_failure_window_ms;
+	int64_t worker_heartbeat_timeout_ms;
+	int64_t shutdown_timeout_ms;
+	int shm_max_partitions;
+	int64_t shm_ring_bytes;
+	bool log_verbose;
+	/* Test faults, off by default: named so nobody mistakes them for tuning. */
+	char fault_worker_exit_on_start[32];
+
+	/* Kafka's hours/minutes/ms trio for retention and roll: ms wins. */
+	int64_t retention_hours, retention_minutes, roll_hours;
+};
+
+/* The configuration used when runneld is started without --config. */
+extern const char rn_config_embedded_default[];
+
+/*
+ * Parse text (a properties file's contents) into cfg, defaults first.
+ * Returns 0, or -1 with a one-line reason in err. Warnings (unknown keys)
+ * are reported through warn(arg, message) when warn is not NULL.
+ */
+typedef void (*rn_config_warn_fn)(void *arg, const char *msg);
+int rn_config_parse(struct rn_config *cfg, const char *text,
+    const char *origin, char *err, size_t errlen, rn_config_warn_fn warn,
+    void *arg);
+
+/* Apply one "key=value" override (command line), line number 0. */
+int rn_config_override(struct rn_config *cfg, const char *kv, char *err,
+    size_t errlen);
+
+/* Cross-key checks and derived values; call after all input is applied. */
+int rn_config_finish(struct rn_config *cfg, char *err, size_t errlen);
+
+/* Read a file and parse it. */
+int rn_config_load(struct rn_config *cfg, const char *path, char *err,
+    size_t errlen, rn_config_warn_fn warn, void *arg);
+
+const struct rn_listener *rn_config_listener(const struct rn_config *cfg,
+    const char *name);
+bool rn_config_is_controller_listener(const struct rn_config *cfg,
+    const char *name);
+/* "broker,controller" etc. */
+const char *rn_config_roles_str(unsigned roles);
+
+#endif /* RN_CONFIG_H */

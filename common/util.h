@@ -1,0 +1,36 @@
+/* Small helpers every process uses: clocks, fds, files, ids. */
+#ifndef RN_UTIL_H
+#define RN_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+int64_t rn_now_ms(void);      /* CLOCK_MONOTONIC */
+int64_t rn_now_ns(void);      /* CLOCK_MONOTONIC */
+int64_t rn_wallclock_ms(void); /* CLOCK_REALTIME, for timestamps users see */
+
+int rn_set_nonblock(int fd);
+int rn_set_cloexec(int fd, int on);
+/* Loop over short writes and EINTR; -errno on failure. */
+ssize_t rn_write_all(int fd, const void *buf, size_t len);
+ssize_t rn_read_full(int fd, void *buf, size_t len);
+
+/* mkdir -p with mode; 0 or -errno. */
+int rn_mkdir_p(const char *path, mode_t mode);
+/* Write a whole file atomically (tmp, fsync, rename, fsync dir). */
+int rn_write_file_atomic(const char *path, const void *buf, size_t len,
+    mode_t mode);
+
+/* Kafka's Uuid: 16 random bytes, printed as 22 chars of unpadded base64url. */
+struct rn_uuid {
+	uint8_t b[16];
+};
+int rn_uuid_random(struct rn_uuid *u);
+void rn_uuid_str(const struct rn_uuid *u, char out[23]);
+int rn_uuid_parse(const char *s, struct rn_uuid *u);
+int rn_uuid_is_zero(const struct rn_uuid *u);
+
+#endif /* RN_UTIL_H */

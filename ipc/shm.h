@@ -1,0 +1,149 @@
+/*
+ * The node's one shared-memory segment. The supervisor creates it (memfd,
+ * MAP_SHARED) before forking, so every worker inherits the mapping. It holds
+ * only offsets, never pointers. Layout:
+ *
+ *   header      magic, layout version, size, generation, creator pid,
+ *               region table
+ *   workers     one slot per worker: pid, state, restarts, heartbeat
+ *   metadata    the metadata image (one writer: the controller worker),
+ *               guarded by a seqlock
+ *   partitions  partition runtime table (robust append lock per partition)
+ *   rings       per worker: a ring to the controller and one from it
+ */
+#ifndef RN_SHM_H
+#define RN_SHM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ipc/rlock.h"
+#include "ipc/ring.h"
+#include "ipc/seqlock.h"
+
+#define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
+#define RN_SHM_LAYOUT_VERSION 1
+#define RN_SHM_MAX_WORKERS 130 /* 1 controller + 64 network + 64 fetchers + 1 */
+
+enum rn_worker_role {
+	RN_ROLE_W_CONTROLLER = 0,
+	RN_ROLE_W_NETWORK = 1,
+	RN_ROLE_W_FETCHER = 2,
+};
+
+enum rn_worker_state {
+	RN_WS_EMPTY = 0,
+	RN_WS_STARTING,  /* forked, not yet in its loop */
+	RN_WS_RUNNING,   /* heartbeating */
+	RN_WS_BACKOFF,   /* died, waiting to be restarted */
+	RN_WS_FAILED,    /* crash-looped; given up */
+	RN_WS_STOPPING,
+	RN_WS_STOPPED,
+};
+
+enum rn_region {
+	RN_REGION_WORKERS = 0,
+	RN_REGION_METADATA,
+	RN_REGION_PARTITIONS,
+	RN_REGION_RINGS,
+	RN_REGION_COUNT
+};
+
+struct rn_shm_region {
+	uint64_t off;
+	uint64_t size;
+};
+
+struct rn_shm_hdr {
+	uint64_t magic;
+	uint32_t layout_version;
+	uint32_t n_workers;
+	uint64_t size;
+	_Atomic uint64_t generation; /* bumped when a region is rebuilt */
+	int32_t creator_pid;
+	uint32_t ring_bytes;
+	uint32_t max_partitions;
+	uint32_t pad;
+	struct rn_shm_region regions[RN_REGION_COUNT];
+};
+
+/* One per worker; the supervisor owns pid/state/restarts, the worker its heartbeat. */
+struct rn_worker_slot {
+	_Atomic int32_t pid;
+	_Atomic uint32_t state;
+	uint32_t role;
+	uint32_t index;
+	_Atomic uint32_t restarts;
+	uint32_t pad;
+	_Atomic int64_t started_ms;   /* CLOCK_MONOTONIC */
+	_Atomic int64_t heartbeat_ms; /* CLOCK_MONOTONIC, written by the worker */
+	_Atomic uint64_t heartbeats;
+	_Atomic uint64_t hellos;      /* controller: hello messages received from this slot */
+	char pad2[64 - 56];
+};
+_Static_assert(sizeof(struct rn_worker_slot) == 64, "worker slot is one cache line");
+
+/*
+ * The metadata image as the controller publishes it. The fixed part is
+ * what every reader needs first; the variable part (brokers, topics,
+ * partitions) follows and is sized from shm.max.partitions.
+ */
+struct rn_meta_image {
+	struct rn_seqlock lock;
+	uint32_t pad;
+	int32_t writer_pid;
+	int32_t node_id;
+	_Atomic uint64_t version; /* bumped on every publish */
+	int64_t published_ms;
+	char cluster_id[24];      /* Kafka Uuid as base64url; "" until known */
+	uint64_t body_size;       /* bytes available after this header */
+};
+
+/* Partition runtime entry; the storage and replication layers fill it. */
+struct rn_part_slot {
+	struct rn_rlock lock; /* serializes appends across network workers */
+	char body[512 - sizeof(struct rn_rlock)];
+};
+_Static_assert(sizeof(struct rn_part_slot) == 512, "partition slot size");
+
+struct rn_shm_params {
+	uint32_t n_workers;
+	uint32_t ring_bytes;     /* power of two */
+	uint32_t max_partitions;
+};
+
+struct rn_shm {
+	void *base;
+	size_t size;
+	int fd;
+	struct rn_shm_hdr *hdr;
+};
+
+size_t rn_shm_size(const struct rn_shm_params *p);
+/* Create, map and format; 0 or -errno. */
+int rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm);
+/* Check the header of an inherited mapping; 0 or -EPROTO. */
+int rn_shm_check(const struct rn_shm *shm);
+void rn_shm_destroy(struct rn_shm *shm);
+
+struct rn_worker_slot *rn_shm_worker(const struct rn_shm *shm, unsigned slot);
+struct rn_meta_image *rn_shm_meta(const struct rn_shm *shm);
+struct rn_part_slot *rn_shm_partition(const struct rn_shm *shm, unsigned i);
+/* The ring a worker writes to reach the controller, and the one it reads. */
+struct rn_ring *rn_shm_ring_to_ctl(const struct rn_shm *shm, unsigned slot);
+struct rn_ring *rn_shm_ring_from_ctl(const struct rn_shm *shm, unsigned slot);
+
+/*
+ * The controller died in the middle of a publish (odd seqlock): clear the
+ * image and bump the segment generation so readers know to wait for a
+ * fresh publish. Called by the supervisor before restarting it.
+ */
+void rn_shm_meta_rebuild(struct rn_shm *shm);
+
+const char *rn_worker_role_name(enum rn_worker_role role);
+const char *rn_worker_state_name(enum rn_worker_state state);
+
+#endif /* RN_SHM_H */

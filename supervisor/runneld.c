@@ -1,0 +1,338 @@
+/*
+ * runneld: the node supervisor. Runs in the foreground (systemd style):
+ * validates the whole configuration before touching anything, locks the
+ * log dirs, binds the listeners and the control socket, creates the
+ * shared memory, then forks the controller, network and replica-fetcher
+ * workers and keeps them alive.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "supervisor/sv.h"
+#include "supervisor/sv_control.h"
+
+extern char **environ;
+
+volatile sig_atomic_t sv_got_sigchld, sv_got_sigterm, sv_got_sighup;
+
+static struct sv sv;
+
+static void
+sighandler(int sig)
+{
+	switch (sig) {
+	case SIGCHLD: sv_got_sigchld = 1; break;
+	case SIGTERM:
+	case SIGINT: sv_got_sigterm = 1; break;
+	case SIGHUP: sv_got_sighup = 1; break;
+	}
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: runneld [--config FILE] [--override KEY=VALUE ...] [-v]\n"
+	    "       runneld --check-config [--config FILE]\n"
+	    "Without --config, runs a single node with the embedded default\n"
+	    "configuration (runneld --print-default-config shows it).\n");
+}
+
+static void
+config_warn(void *arg, const char *msg)
+{
+	(void)arg;
+	log_warnx("%s", msg);
+}
+
+static int
+load_config(int argc, char **argv, int *check_only)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "override", required_argument, NULL, 'o' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "print-default-config", no_argument, NULL, 'P' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = NULL;
+	char err[1024];
+	int ch, verbose = 0, i;
+
+	*check_only = 0;
+	while ((ch = getopt_long(argc, argv, "c:o:vh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': path = optarg; break;
+		case 'o': break; /* applied below, after the file */
+		case 'C': *check_only = 1; break;
+		case 'P':
+			fputs(rn_config_embedded_default, stdout);
+			exit(0);
+		case 'v': verbose = 1; break;
+		case 'V':
+			printf("runneld %s\n", PACKAGE_VERSION);
+			exit(0);
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		exit(2);
+	}
+	if (path != NULL) {
+		if (rn_config_load(&sv.cfg, path, err, sizeof(err),
+		    config_warn, NULL) != 0)
+			goto bad;
+	} else if (rn_config_parse(&sv.cfg, rn_config_embedded_default,
+	    "embedded-default", err, sizeof(err), config_warn, NULL) != 0)
+		goto bad;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:o:vh", opts, NULL)) != -1)
+		if (ch == 'o' && rn_config_override(&sv.cfg, optarg, err,
+		    sizeof(err)) != 0)
+			goto bad;
+	if (verbose)
+		sv.cfg.log_verbose = true;
+	if (rn_config_finish(&sv.cfg, err, sizeof(err)) != 0)
+		goto bad;
+	rn_log_set_verbose(sv.cfg.log_verbose);
+	for (i = 0; i < sv.cfg.n_log_dirs; i++)
+		log_debug("log dir %s", sv.cfg.log_dirs[i]);
+	return 0;
+bad:
+	log_errx("configuration: %s", err);
+	return -1;
+}
+
+static int
+resolve_service_user(void)
+{
+	struct passwd *pw;
+
+	sv.service_uid = geteuid();
+	sv.service_gid = getegid();
+	if (sv.cfg.supervisor_user[0] == '\0')
+		return 0;
+	if ((pw = getpwnam(sv.cfg.supervisor_user)) == NULL) {
+		log_errx("configuration: supervisor.user '%s' does not exist",
+		    sv.cfg.supervisor_user);
+		return -1;
+	}
+	if (geteuid() != 0) {
+		if (pw->pw_uid != geteuid()) {
+			log_errx("configuration: supervisor.user is '%s' but "
+			    "runneld is not started as root",
+			    sv.cfg.supervisor_user);
+			return -1;
+		}
+		return 0;
+	}
+	sv.service_uid = pw->pw_uid;
+	sv.service_gid = pw->pw_gid;
+	sv.drop_privileges = pw->pw_uid != 0;
+	return 0;
+}
+
+static int
+setup_shared(void)
+{
+	struct rn_shm_params p;
+	unsigned i;
+	int rc;
+
+	sv.env.n_network = (unsigned)sv.cfg.num_network_threads;
+	sv.env.n_fetchers = (unsigned)sv.cfg.num_replica_fetchers;
+	sv.env.n_workers = 1 + sv.env.n_network + sv.env.n_fetchers;
+	p.n_workers = sv.env.n_workers;
+	p.ring_bytes = (uint32_t)sv.cfg.shm_ring_bytes;
+	p.max_partitions = (uint32_t)sv.cfg.shm_max_partitions;
+	if ((rc = rn_shm_create(&p, &sv.shm)) != 0) {
+		log_errx("cannot create shared memory (%zu bytes): %s",
+		    rn_shm_size(&p), strerror(-rc));
+		return -1;
+	}
+	sv.env.shm = &sv.shm;
+	sv.env.cfg = &sv.cfg;
+	for (i = 0; i < sv.env.n_workers; i++)
+		if ((sv.env.efd[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) ==
+		    -1) {
+			log_warn("eventfd");
+			return -1;
+		}
+	log_info("shared memory: %zu bytes, %u workers, %u partition slots",
+	    sv.shm.size, sv.env.n_workers, p.max_partitions);
+	return 0;
+}
+
+static void
+setup_signals(sigset_t *waitmask)
+{
+	struct sigaction sa;
+	sigset_t block;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = sighandler;
+	sigaction(SIGCHLD, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	/* signals arrive only inside ppoll(), so flags are never missed */
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, waitmask);
+	sigdelset(waitmask, SIGCHLD);
+	sigdelset(waitmask, SIGTERM);
+	sigdelset(waitmask, SIGINT);
+	sigdelset(waitmask, SIGHUP);
+}
+
+static void
+update_status(int64_t now)
+{
+	unsigned running = sv_children_count_state(&sv, RN_WS_RUNNING);
+	unsigned failed = sv_children_count_state(&sv, RN_WS_FAILED);
+
+	if (!sv.ready_sent)
+		return;
+	if (failed > 0)
+		sv_notify_status(&sv, "degraded: %u of %u workers running, %u "
+		    "failed", running, sv.n_children, failed);
+	else if (running < sv.n_children)
+		sv_notify_status(&sv, "recovering: %u of %u workers running",
+		    running, sv.n_children);
+	else
+		sv_notify_status(&sv, "running: %u workers", sv.n_children);
+	(void)now;
+}
+
+static void
+main_loop(const sigset_t *waitmask)
+{
+	struct pollfd pfd[1 + SV_CONTROL_MAX_CONNS];
+	struct timespec tick = { 0, 100 * 1000 * 1000 };
+
+	for (;;) {
+		int64_t now = rn_now_ms();
+		int n;
+
+		if (sv_got_sigchld) {
+			sv_got_sigchld = 0;
+			sv_children_reap(&sv, now);
+		}
+		if (sv_got_sighup) {
+			sv_got_sighup = 0;
+			log_notice("SIGHUP: configuration reload is not "
+			    "supported; restart the node to apply changes");
+		}
+		if (sv_got_sigterm && !sv.stopping) {
+			sv.stopping = true;
+			sv.stop_deadline_ms = now + sv.cfg.shutdown_timeout_ms;
+			log_notice("stopping: network workers, then replica "
+			    "fetchers, then the controller");
+			sv_notify_stopping(&sv);
+		}
+		if (sv.stopping) {
+			sv_children_stop(&sv, now);
+			if (sv_children_all_exited(&sv))
+				break;
+		} else {
+			if (!sv.ready_sent && sv_children_all_running(&sv))
+				sv_notify_ready(&sv);
+			update_status(now);
+		}
+		sv_children_tick(&sv, now);
+		sv_notify_tick(&sv, now);
+
+		pfd[0].fd = sv.ctl_fd;
+		pfd[0].events = POLLIN;
+		pfd[0].revents = 0;
+		n = 1 + sv_control_pollfds(pfd + 1, SV_CONTROL_MAX_CONNS);
+		if (ppoll(pfd, (nfds_t)n, &tick, waitmask) > 0) {
+			if (pfd[0].revents & POLLIN)
+				sv_control_accept(&sv);
+			sv_control_handle(&sv, pfd + 1, n - 1);
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	sigset_t waitmask;
+	int check_only;
+	unsigned i;
+
+	setproctitle_init(argc, argv, environ);
+	rn_log_init("supervisor", NULL, 0);
+	memset(&sv, 0, sizeof(sv));
+	sv.ctl_fd = -1;
+	sv.shm.fd = -1;
+	if (load_config(argc, argv, &check_only) != 0)
+		return 1;
+	if (check_only) {
+		printf("configuration ok: node %d, roles %s\n", sv.cfg.node_id,
+		    rn_config_roles_str(sv.cfg.roles));
+		return 0;
+	}
+	rn_log_init("supervisor", NULL, sv.cfg.log_verbose);
+	if (resolve_service_user() != 0 || sv_logdirs_lock(&sv) != 0)
+		return 1;
+	if ((errno = -sv_control_open(&sv)) != 0) {
+		log_errx("control socket %s: %s", sv.cfg.control_socket_path,
+		    strerror(errno));
+		return 1;
+	}
+	if (sv_listeners_bind(&sv) != 0 || setup_shared() != 0) {
+		sv_control_close(&sv);
+		return 1;
+	}
+	sv.policy.initial_ms = sv.cfg.restart_backoff_initial_ms;
+	sv.policy.max_ms = sv.cfg.restart_backoff_max_ms;
+	sv.policy.max_failures = sv.cfg.restart_max_failures;
+	sv.policy.window_ms = sv.cfg.restart_failure_window_ms;
+	sv.started_ms = rn_now_ms();
+	setproctitle("-runneld: supervisor node %d", sv.cfg.node_id);
+	setup_signals(&waitmask);
+	sv_notify_init(&sv);
+	sv_notify_status(&sv, "starting workers");
+	log_info("node %d (%s) starting: %d network, %d replica-fetcher "
+	    "workers", sv.cfg.node_id, rn_config_roles_str(sv.cfg.roles),
+	    sv.cfg.num_network_threads, sv.cfg.num_replica_fetchers);
+
+	sv_children_init(&sv);
+	for (i = 0; i < sv.n_children; i++)
+		if (sv_child_start(&sv, &sv.children[i]) != 0) {
+			sv.exit_code = 1;
+			sv_got_sigterm = 1;
+			break;
+		}
+	main_loop(&waitmask);
+
+	sv_control_close(&sv);
+	rn_shm_destroy(&sv.shm);
+	log_info("stopped");
+	return sv.exit_code;
+}

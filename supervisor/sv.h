@@ -1,0 +1,90 @@
+/*
+ * The supervisor: the one privileged process of a node. It owns the
+ * listeners, the log dir locks, the shared memory and the control socket,
+ * and forks, watches and restarts the workers.
+ */
+#ifndef SV_H
+#define SV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include "common/config.h"
+#include "ipc/shm.h"
+#include "supervisor/sv_backoff.h"
+#include "workers/worker.h"
+
+struct sv_child {
+	char name[32];                 /* "network-1" */
+	enum rn_worker_role role;
+	unsigned index;
+	unsigned slot;                 /* worker slot in shared memory */
+	pid_t pid;                     /* 0 when not running */
+	enum rn_worker_state state;
+	int64_t started_ms;
+	int64_t restart_at_ms;         /* RN_WS_BACKOFF: when to start again */
+	int64_t kill_at_ms;            /* asked to stop: SIGKILL after this */
+	bool restart_requested;        /* operator restart: not a failure */
+	unsigned restarts;
+	struct sv_restart_state history;
+	int last_status;               /* raw wait status of the last exit */
+};
+
+struct sv {
+	struct rn_config cfg;
+	struct rn_shm shm;
+	struct rn_worker_env env;      /* what every worker inherits */
+	struct sv_child children[RN_SHM_MAX_WORKERS];
+	unsigned n_children;
+	struct sv_restart_policy policy;
+	int ctl_fd;
+	uid_t service_uid;
+	gid_t service_gid;
+	bool drop_privileges;
+	bool ready_sent;
+	bool stopping;
+	int64_t stop_deadline_ms;
+	int64_t started_ms;
+	int exit_code;
+	uint64_t watchdog_usec;
+	int64_t next_watchdog_ms;
+	char status_line[256];
+};
+
+/* sv_child.c */
+void sv_children_init(struct sv *sv);
+int sv_child_start(struct sv *sv, struct sv_child *c);
+void sv_children_reap(struct sv *sv, int64_t now);
+void sv_children_tick(struct sv *sv, int64_t now);
+struct sv_child *sv_child_find(struct sv *sv, const char *name);
+int sv_child_restart(struct sv *sv, struct sv_child *c);
+void sv_children_stop(struct sv *sv, int64_t now);
+bool sv_children_all_running(const struct sv *sv);
+bool sv_children_all_exited(const struct sv *sv);
+unsigned sv_children_count_state(const struct sv *sv, enum rn_worker_state s);
+
+/* sv_control.c */
+int sv_control_open(struct sv *sv);
+void sv_control_accept(struct sv *sv);
+void sv_control_close(struct sv *sv);
+
+/* sv_notify.c */
+void sv_notify_init(struct sv *sv);
+void sv_notify_status(struct sv *sv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void sv_notify_ready(struct sv *sv);
+void sv_notify_stopping(struct sv *sv);
+void sv_notify_tick(struct sv *sv, int64_t now);
+
+/* sv_logdir.c */
+int sv_logdirs_lock(struct sv *sv);
+
+/* sv_listen.c */
+int sv_listeners_bind(struct sv *sv);
+
+/* Signal flags, set by handlers only. */
+extern volatile sig_atomic_t sv_got_sigchld, sv_got_sigterm, sv_got_sighup;
+
+#endif /* SV_H */

@@ -1,0 +1,354 @@
+/*
+ * The child table: fork, reap, back off and restart workers. Restarting
+ * one worker touches no other: its rings are repaired and, for the
+ * controller, the metadata image is rebuilt if it died mid-publish.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "supervisor/sv.h"
+
+static void
+child_publish(struct sv *sv, struct sv_child *c)
+{
+	struct rn_worker_slot *ws = rn_shm_worker(&sv->shm, c->slot);
+
+	atomic_store(&ws->pid, (int32_t)c->pid);
+	atomic_store(&ws->restarts, c->restarts);
+	atomic_store(&ws->started_ms, c->started_ms);
+	/* RUNNING is the worker's to set, on its first heartbeat */
+	if (c->state != RN_WS_STARTING ||
+	    atomic_load(&ws->state) != RN_WS_RUNNING)
+		atomic_store(&ws->state, c->state);
+}
+
+void
+sv_children_init(struct sv *sv)
+{
+	const struct rn_worker_env *env = &sv->env;
+	unsigned i, n = 0;
+
+	memset(sv->children, 0, sizeof(sv->children));
+	sv->children[n].role = RN_ROLE_W_CONTROLLER;
+	sv->children[n].index = 0;
+	n++;
+	for (i = 0; i < env->n_network; i++, n++) {
+		sv->children[n].role = RN_ROLE_W_NETWORK;
+		sv->children[n].index = i;
+	}
+	for (i = 0; i < env->n_fetchers; i++, n++) {
+		sv->children[n].role = RN_ROLE_W_FETCHER;
+		sv->children[n].index = i;
+	}
+	for (i = 0; i < n; i++) {
+		struct sv_child *c = &sv->children[i];
+		struct rn_worker_slot *ws;
+
+		c->slot = rn_worker_slot_of(env, c->role, c->index);
+		rn_worker_name(c->role, c->index, c->name, sizeof(c->name));
+		c->state = RN_WS_EMPTY;
+		ws = rn_shm_worker(&sv->shm, c->slot);
+		ws->role = c->role;
+		ws->index = c->index;
+	}
+	sv->n_children = n;
+}
+
+/* Before a new incarnation attaches: make what the old one left usable. */
+static void
+child_repair_ipc(struct sv *sv, struct sv_child *c)
+{
+	size_t dropped;
+
+	if (c->role == RN_ROLE_W_CONTROLLER) {
+		struct rn_meta_image *mi = rn_shm_meta(&sv->shm);
+
+		if (rn_seq_writer_died(&mi->lock)) {
+			log_warnx("controller died while publishing metadata: "
+			    "rebuilding the image");
+			rn_shm_meta_rebuild(&sv->shm);
+		}
+		/* it consumes every ring to the controller */
+		for (unsigned s = 1; s < sv->env.n_workers; s++) {
+			struct rn_ring *r = rn_shm_ring_to_ctl(&sv->shm, s);
+			if (!rn_ring_valid(r) &&
+			    (dropped = rn_ring_repair(r)) > 0)
+				log_warnx("ring to controller from slot %u: "
+				    "dropped %zu bytes", s, dropped);
+		}
+	}
+	if (!rn_ring_valid(rn_shm_ring_to_ctl(&sv->shm, c->slot))) {
+		dropped = rn_ring_repair(rn_shm_ring_to_ctl(&sv->shm, c->slot));
+		log_warnx("%s: repaired its ring to the controller (%zu bytes "
+		    "dropped)", c->name, dropped);
+	}
+	if (!rn_ring_valid(rn_shm_ring_from_ctl(&sv->shm, c->slot))) {
+		dropped = rn_ring_repair(rn_shm_ring_from_ctl(&sv->shm,
+		    c->slot));
+		log_warnx("%s: repaired its ring from the controller (%zu "
+		    "bytes dropped)", c->name, dropped);
+	}
+}
+
+int
+sv_child_start(struct sv *sv, struct sv_child *c)
+{
+	pid_t pid;
+
+	child_repair_ipc(sv, c);
+	c->state = RN_WS_STARTING;
+	atomic_store(&rn_shm_worker(&sv->shm, c->slot)->state, RN_WS_STARTING);
+	atomic_store(&rn_shm_worker(&sv->shm, c->slot)->heartbeat_ms, 0);
+	if ((pid = fork()) == -1) {
+		log_warn("fork %s", c->name);
+		return -errno;
+	}
+	if (pid == 0) {
+		if (sv->ctl_fd >= 0)
+			close(sv->ctl_fd);
+		rn_worker_run(&sv->env, c->role, c->index, sv->service_uid,
+		    sv->service_gid, sv->drop_privileges);
+	}
+	c->pid = pid;
+	c->started_ms = rn_now_ms();
+	c->kill_at_ms = 0;
+	child_publish(sv, c);
+	log_info("started %s, pid %d", c->name, (int)pid);
+	return 0;
+}
+
+struct sv_child *
+sv_child_find(struct sv *sv, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->n_children; i++)
+		if (strcmp(sv->children[i].name, name) == 0)
+			return &sv->children[i];
+	return NULL;
+}
+
+static struct sv_child *
+child_by_pid(struct sv *sv, pid_t pid)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->n_children; i++)
+		if (sv->children[i].pid == pid)
+			return &sv->children[i];
+	return NULL;
+}
+
+static void
+child_describe_exit(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited with status %d",
+		    WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d (%s)",
+		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "stopped with wait status 0x%x", status);
+}
+
+static void
+child_exited(struct sv *sv, struct sv_child *c, int status, int64_t now)
+{
+	char how[96];
+	int64_t delay;
+
+	child_describe_exit(status, how, sizeof(how));
+	c->pid = 0;
+	c->last_status = status;
+	if (sv->stopping) {
+		log_info("%s %s", c->name, how);
+		c->state = RN_WS_STOPPED;
+		child_publish(sv, c);
+		return;
+	}
+	if (c->restart_requested) {
+		/* operator restart: not a failure, no backoff */
+		c->restart_requested = false;
+		c->restarts++;
+		log_notice("%s %s; restarting as asked", c->name, how);
+		sv_child_start(sv, c);
+		return;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == RN_WORKER_EXIT_FATAL) {
+		log_errx("%s %s: it asked not to be restarted", c->name, how);
+		c->state = RN_WS_FAILED;
+	} else if ((delay = sv_backoff_failure(&c->history, &sv->policy,
+	    now)) < 0) {
+		log_errx("%s %s: %d failures within %lld ms, giving up on it",
+		    c->name, how, sv->policy.max_failures + 1,
+		    (long long)sv->policy.window_ms);
+		c->state = RN_WS_FAILED;
+	} else {
+		log_warnx("%s %s; restarting in %lld ms", c->name, how,
+		    (long long)delay);
+		c->state = RN_WS_BACKOFF;
+		c->restart_at_ms = now + delay;
+	}
+	child_publish(sv, c);
+	if (c->state == RN_WS_FAILED) {
+		sv_notify_status(sv, "worker %s failed", c->name);
+		if (c->role == RN_ROLE_W_CONTROLLER) {
+			/* without a controller the node is useless: let
+			 * systemd restart it whole */
+			log_errx("the controller failed: stopping the node");
+			sv->exit_code = 1;
+			sv_got_sigterm = 1;
+		}
+	}
+}
+
+void
+sv_children_reap(struct sv *sv, int64_t now)
+{
+	struct sv_child *c;
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if ((c = child_by_pid(sv, pid)) != NULL)
+			child_exited(sv, c, status, now);
+	}
+}
+
+void
+sv_children_tick(struct sv *sv, int64_t now)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->n_children; i++) {
+		struct sv_child *c = &sv->children[i];
+		struct rn_worker_slot *ws = rn_shm_worker(&sv->shm, c->slot);
+
+		if (c->state == RN_WS_BACKOFF && now >= c->restart_at_ms &&
+		    !sv->stopping) {
+			c->restarts++;
+			sv_child_start(sv, c);
+			continue;
+		}
+		if (c->pid == 0)
+			continue;
+		if (c->kill_at_ms != 0 && now >= c->kill_at_ms) {
+			log_warnx("%s did not stop in time: SIGKILL", c->name);
+			kill(c->pid, SIGKILL);
+			c->kill_at_ms = 0;
+			continue;
+		}
+		c->state = atomic_load(&ws->state);
+		/* a hung worker (no heartbeat) is killed and restarted */
+		if (c->state == RN_WS_RUNNING && !sv->stopping &&
+		    c->kill_at_ms == 0 &&
+		    now - atomic_load(&ws->heartbeat_ms) >
+		    sv->cfg.worker_heartbeat_timeout_ms) {
+			log_errx("%s has not heartbeaten for %lld ms: killing "
+			    "it", c->name,
+			    (long long)(now - atomic_load(&ws->heartbeat_ms)));
+			kill(c->pid, SIGKILL);
+		}
+	}
+}
+
+int
+sv_child_restart(struct sv *sv, struct sv_child *c)
+{
+	int64_t now = rn_now_ms();
+
+	if (c->pid == 0) {
+		/* failed or backing off: start it now, history forgotten */
+		sv_backoff_reset(&c->history);
+		c->restarts++;
+		return sv_child_start(sv, c);
+	}
+	c->restart_requested = true;
+	c->kill_at_ms = now + sv->cfg.shutdown_timeout_ms;
+	if (kill(c->pid, SIGTERM) == -1)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Stop in order: network workers first (no new client work), then the
+ * replica fetchers, the controller last. Each stage gets a share of the
+ * deadline; what is left at the deadline is killed.
+ */
+void
+sv_children_stop(struct sv *sv, int64_t now)
+{
+	static const enum rn_worker_role order[] = { RN_ROLE_W_NETWORK,
+	    RN_ROLE_W_FETCHER, RN_ROLE_W_CONTROLLER };
+	unsigned i, r;
+
+	for (r = 0; r < RN_ARRAY_SIZE(order); r++) {
+		bool alive = false;
+
+		for (i = 0; i < sv->n_children; i++) {
+			struct sv_child *c = &sv->children[i];
+
+			if (c->role != order[r])
+				continue;
+			if (c->state == RN_WS_BACKOFF) {
+				c->state = RN_WS_STOPPED;
+				child_publish(sv, c);
+			}
+			if (c->pid == 0)
+				continue;
+			alive = true;
+			if (c->state != RN_WS_STOPPING) {
+				c->state = RN_WS_STOPPING;
+				child_publish(sv, c);
+				kill(c->pid, SIGTERM);
+				c->kill_at_ms = sv->stop_deadline_ms;
+			}
+		}
+		if (alive)
+			return; /* the next stage waits for this one */
+	}
+	(void)now;
+}
+
+bool
+sv_children_all_running(const struct sv *sv)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->n_children; i++)
+		if (atomic_load(&rn_shm_worker(&sv->shm,
+		    sv->children[i].slot)->state) != RN_WS_RUNNING)
+			return false;
+	return true;
+}
+
+bool
+sv_children_all_exited(const struct sv *sv)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->n_children; i++)
+		if (sv->children[i].pid != 0)
+			return false;
+	return true;
+}
+
+unsigned
+sv_children_count_state(const struct sv *sv, enum rn_worker_state s)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < sv->n_children; i++)
+		if (sv->children[i].state == s)
+			n++;
+	return n;
+}

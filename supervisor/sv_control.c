@@ -1,0 +1,316 @@
+/*
+ * The control socket: AF_UNIX stream, mode 0660, one length-prefixed
+ * msgpack request per frame. Callers are identified with SO_PEERCRED;
+ * verbs that change anything are refused to anyone but root and the
+ * service user. A malformed or oversized request gets an error reply and
+ * its connection closed; nothing else is affected.
+ */
+#include "autoconf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libgen.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "supervisor/sv.h"
+#include "supervisor/sv_control.h"
+
+static struct sv_conn conns[SV_CONTROL_MAX_CONNS];
+
+int
+sv_control_open(struct sv *sv)
+{
+	struct sockaddr_un sun;
+	char dir[sizeof(sun.sun_path)];
+	int fd, rc;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlcpy(sun.sun_path, sv->cfg.control_socket_path,
+	    sizeof(sun.sun_path)) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strlcpy(dir, sun.sun_path, sizeof(dir));
+	if ((rc = rn_mkdir_p(dirname(dir), 0755)) != 0)
+		return rc;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1)
+		return -errno;
+	/* a socket left by a killed runneld: the dir lock proves it is stale */
+	unlink(sun.sun_path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    chmod(sun.sun_path, 0660) == -1 || listen(fd, 16) == -1) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (sv->drop_privileges &&
+	    chown(sun.sun_path, 0, sv->service_gid) == -1)
+		log_warn("chown %s", sun.sun_path);
+	for (int i = 0; i < SV_CONTROL_MAX_CONNS; i++)
+		conns[i].fd = -1;
+	sv->ctl_fd = fd;
+	return 0;
+}
+
+void
+sv_control_close(struct sv *sv)
+{
+	for (int i = 0; i < SV_CONTROL_MAX_CONNS; i++)
+		if (conns[i].fd >= 0) {
+			close(conns[i].fd);
+			free(conns[i].buf);
+			conns[i].fd = -1;
+		}
+	if (sv->ctl_fd >= 0) {
+		close(sv->ctl_fd);
+		unlink(sv->cfg.control_socket_path);
+		sv->ctl_fd = -1;
+	}
+}
+
+static void
+conn_close(struct sv_conn *c)
+{
+	close(c->fd);
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+void
+sv_control_accept(struct sv *sv)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd, i;
+
+	while ((fd = accept4(sv->ctl_fd, NULL, NULL,
+	    SOCK_CLOEXEC | SOCK_NONBLOCK)) != -1) {
+		for (i = 0; i < SV_CONTROL_MAX_CONNS; i++)
+			if (conns[i].fd == -1)
+				break;
+		if (i == SV_CONTROL_MAX_CONNS ||
+		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+			log_warnx("control: refusing a connection (%s)",
+			    i == SV_CONTROL_MAX_CONNS ? "too many" :
+			    strerror(errno));
+			close(fd);
+			continue;
+		}
+		memset(&conns[i], 0, sizeof(conns[i]));
+		conns[i].fd = fd;
+		conns[i].uid = cred.uid;
+		conns[i].pid = cred.pid;
+		conns[i].opened_ms = rn_now_ms();
+	}
+}
+
+int
+sv_control_pollfds(struct pollfd *pfd, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < SV_CONTROL_MAX_CONNS && n < max; i++)
+		if (conns[i].fd >= 0) {
+			pfd[n].fd = conns[i].fd;
+			pfd[n].events = POLLIN;
+			pfd[n].revents = 0;
+			n++;
+		}
+	return n;
+}
+
+static void
+reply_error(struct sv_conn *c, const char *msg)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	rn_mp_pack_str(&pk, "ok");
+	msgpack_pack_false(&pk);
+	rn_mp_pack_str(&pk, "error");
+	rn_mp_pack_str(&pk, msg);
+	/* replies are small; a peer that cannot take one loses it */
+	(void)rn_ctl_send(c->fd, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+reply_sbuf(struct sv_conn *c, msgpack_sbuffer *sb)
+{
+	(void)rn_ctl_send(c->fd, sb->data, sb->size);
+}
+
+static bool
+conn_privileged(const struct sv *sv, const struct sv_conn *c)
+{
+	return c->uid == 0 || c->uid == sv->service_uid;
+}
+
+/* Returns false when the connection must be closed after the reply. */
+static bool
+handle_request(struct sv *sv, struct sv_conn *c, const char *buf, size_t len)
+{
+	msgpack_unpacked up;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	char verb[32], worker[64];
+	bool keep = true;
+	int64_t v;
+
+	msgpack_unpacked_init(&up);
+	if (msgpack_unpack_next(&up, buf, len, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS || up.data.type != MSGPACK_OBJECT_MAP) {
+		log_warnx("control: malformed request from pid %d uid %u",
+		    (int)c->pid, (unsigned)c->uid);
+		reply_error(c, "malformed request: expected a msgpack map");
+		keep = false;
+		goto out;
+	}
+	v = rn_mp_get_int(&up.data, "v", -1);
+	if (v != RN_CTL_VERSION) {
+		reply_error(c, "unsupported control protocol version");
+		keep = false;
+		goto out;
+	}
+	if (rn_mp_get_str(&up.data, "verb", verb, sizeof(verb)) != 0) {
+		reply_error(c, "malformed request: no verb");
+		keep = false;
+		goto out;
+	}
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	if (strcmp(verb, "status") == 0) {
+		sv_control_pack_status(sv, &pk);
+		reply_sbuf(c, &sb);
+	} else if (strcmp(verb, "restart") == 0 || strcmp(verb, "stop") == 0) {
+		if (!conn_privileged(sv, c)) {
+			log_warnx("control: %s refused to uid %u", verb,
+			    (unsigned)c->uid);
+			reply_error(c, "permission denied: only root and the "
+			    "service user may change the node");
+		} else if (strcmp(verb, "stop") == 0) {
+			log_notice("control: stop requested by uid %u pid %d",
+			    (unsigned)c->uid, (int)c->pid);
+			sv_got_sigterm = 1;
+			msgpack_pack_map(&pk, 1);
+			rn_mp_pack_str(&pk, "ok");
+			msgpack_pack_true(&pk);
+			reply_sbuf(c, &sb);
+		} else {
+			struct sv_child *child = NULL;
+
+			if (rn_mp_get_str(&up.data, "worker", worker,
+			    sizeof(worker)) != 0 ||
+			    (child = sv_child_find(sv, worker)) == NULL) {
+				reply_error(c, "no such worker");
+			} else if (sv->stopping) {
+				reply_error(c, "the node is stopping");
+			} else {
+				log_notice("control: restart of %s requested "
+				    "by uid %u", worker, (unsigned)c->uid);
+				if (sv_child_restart(sv, child) != 0)
+					reply_error(c, strerror(errno));
+				else {
+					msgpack_pack_map(&pk, 1);
+					rn_mp_pack_str(&pk, "ok");
+					msgpack_pack_true(&pk);
+					reply_sbuf(c, &sb);
+				}
+			}
+		}
+	} else {
+		reply_error(c, "unknown verb");
+	}
+	msgpack_sbuffer_destroy(&sb);
+out:
+	msgpack_unpacked_destroy(&up);
+	return keep;
+}
+
+/* Read what is there; answer each complete frame. */
+static void
+conn_read(struct sv *sv, struct sv_conn *c)
+{
+	for (;;) {
+		size_t want = c->have < 4 ? 4 - c->have : c->need - c->have;
+		ssize_t n;
+
+		if (c->have >= 4 && c->buf == NULL) {
+			uint32_t be;
+
+			memcpy(&be, c->hdr, 4);
+			c->need = 4 + (size_t)ntohl(be);
+			if (c->need - 4 > RN_CTL_MAX_REQUEST) {
+				log_warnx("control: %zu-byte request from pid "
+				    "%d refused", c->need - 4, (int)c->pid);
+				reply_error(c, "request too large");
+				conn_close(c);
+				return;
+			}
+			if ((c->buf = malloc(c->need - 4 + 1)) == NULL) {
+				conn_close(c);
+				return;
+			}
+			want = c->need - c->have;
+		}
+		if (c->have < 4)
+			n = read(c->fd, c->hdr + c->have, want);
+		else
+			n = read(c->fd, c->buf + (c->have - 4), want);
+		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
+			conn_close(c);
+			return;
+		}
+		if (n == -1)
+			return;
+		c->have += (size_t)n;
+		if (c->buf != NULL && c->have == c->need) {
+			bool keep = handle_request(sv, c, c->buf, c->need - 4);
+
+			free(c->buf);
+			c->buf = NULL;
+			c->have = c->need = 0;
+			if (!keep) {
+				conn_close(c);
+				return;
+			}
+		}
+	}
+}
+
+void
+sv_control_handle(struct sv *sv, const struct pollfd *pfd, int n)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		if (pfd[i].revents == 0)
+			continue;
+		for (j = 0; j < SV_CONTROL_MAX_CONNS; j++)
+			if (conns[j].fd == pfd[i].fd) {
+				conn_read(sv, &conns[j]);
+				break;
+			}
+	}
+	/* a peer that sends half a request and sits on it is dropped */
+	int64_t now = rn_now_ms();
+	for (j = 0; j < SV_CONTROL_MAX_CONNS; j++)
+		if (conns[j].fd >= 0 && conns[j].have > 0 &&
+		    now - conns[j].opened_ms > 10000)
+			conn_close(&conns[j]);
+}

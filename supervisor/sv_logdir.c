@@ -1,0 +1,66 @@
+/*
+ * Each log dir is created if missing and locked with flock() on its
+ * ".lock" file for the life of the node, as Kafka does, so two nodes can
+ * never share a directory. The lock fds are inherited by the workers,
+ * which keeps the lock held across worker restarts.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "supervisor/sv.h"
+
+static int
+lock_dir(struct sv *sv, const char *dir)
+{
+	char path[1100];
+	int fd, rc;
+
+	if ((rc = rn_mkdir_p(dir, 0750)) != 0) {
+		log_errx("log dir %s: cannot create it: %s", dir,
+		    strerror(-rc));
+		return -1;
+	}
+	if (sv->drop_privileges && chown(dir, sv->service_uid,
+	    sv->service_gid) == -1) {
+		log_errx("log dir %s: cannot hand it to the service user: %s",
+		    dir, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/.lock", dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640)) == -1) {
+		log_errx("log dir %s: cannot open %s: %s", dir, path,
+		    strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		log_errx("log dir %s is locked by another process (%s); is "
+		    "another runneld or Kafka using it?", dir,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return 0; /* the fd stays open, holding the lock */
+}
+
+int
+sv_logdirs_lock(struct sv *sv)
+{
+	int i;
+
+	for (i = 0; i < sv->cfg.n_log_dirs; i++)
+		if (lock_dir(sv, sv->cfg.log_dirs[i]) != 0)
+			return -1;
+	/* the metadata log dir may be one of them or its own */
+	for (i = 0; i < sv->cfg.n_log_dirs; i++)
+		if (strcmp(sv->cfg.log_dirs[i], sv->cfg.metadata_log_dir) == 0)
+			return 0;
+	return lock_dir(sv, sv->cfg.metadata_log_dir);
+}

@@ -1,0 +1,104 @@
+/* The node's status as the control socket reports it. */
+#include "autoconf.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/ctlproto.h"
+#include "common/util.h"
+#include "supervisor/sv.h"
+#include "supervisor/sv_control.h"
+
+static void
+pack_listeners(msgpack_packer *pk, const struct rn_listener *l, int n)
+{
+	char buf[RN_CONFIG_NAME_MAX + RN_CONFIG_HOST_MAX + 16];
+	int i;
+
+	msgpack_pack_array(pk, (size_t)n);
+	for (i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "%s://%s:%u", l[i].name, l[i].host,
+		    l[i].port);
+		rn_mp_pack_str(pk, buf);
+	}
+}
+
+static void
+pack_node(struct sv *sv, msgpack_packer *pk, int64_t now)
+{
+	struct rn_meta_image *mi = rn_shm_meta(&sv->shm);
+	char cluster[sizeof(mi->cluster_id) + 1] = "";
+	uint64_t version = 0;
+	uint32_t seq;
+
+	/* bounded read: a dead writer must not hang the supervisor */
+	if (rn_seq_read_begin_timeout(&mi->lock, &seq, 100000) == 0) {
+		version = atomic_load(&mi->version);
+		memcpy(cluster, mi->cluster_id, sizeof(mi->cluster_id));
+		if (rn_seq_read_retry(&mi->lock, seq))
+			version = 0;
+	}
+	msgpack_pack_map(pk, 10);
+	rn_mp_pack_str(pk, "node_id");
+	msgpack_pack_int32(pk, sv->cfg.node_id);
+	rn_mp_pack_str(pk, "roles");
+	rn_mp_pack_str(pk, rn_config_roles_str(sv->cfg.roles));
+	rn_mp_pack_str(pk, "listeners");
+	pack_listeners(pk, sv->cfg.listeners, sv->cfg.n_listeners);
+	rn_mp_pack_str(pk, "advertised_listeners");
+	pack_listeners(pk, sv->cfg.advertised, sv->cfg.n_advertised);
+	rn_mp_pack_str(pk, "pid");
+	msgpack_pack_int(pk, getpid());
+	rn_mp_pack_str(pk, "uptime_ms");
+	msgpack_pack_int64(pk, now - sv->started_ms);
+	rn_mp_pack_str(pk, "state");
+	rn_mp_pack_str(pk, sv->stopping ? "stopping" :
+	    sv->ready_sent ? "running" : "starting");
+	rn_mp_pack_str(pk, "cluster_id");
+	rn_mp_pack_str(pk, cluster);
+	rn_mp_pack_str(pk, "metadata_image_version");
+	msgpack_pack_uint64(pk, version);
+	rn_mp_pack_str(pk, "shm_generation");
+	msgpack_pack_uint64(pk, atomic_load(&sv->shm.hdr->generation));
+}
+
+void
+sv_control_pack_status(struct sv *sv, msgpack_packer *pk)
+{
+	int64_t now = rn_now_ms();
+	unsigned i;
+
+	msgpack_pack_map(pk, 3);
+	rn_mp_pack_str(pk, "ok");
+	msgpack_pack_true(pk);
+	rn_mp_pack_str(pk, "node");
+	pack_node(sv, pk, now);
+	rn_mp_pack_str(pk, "workers");
+	msgpack_pack_array(pk, sv->n_children);
+	for (i = 0; i < sv->n_children; i++) {
+		const struct sv_child *c = &sv->children[i];
+		struct rn_worker_slot *ws = rn_shm_worker(&sv->shm, c->slot);
+		int64_t hb = atomic_load(&ws->heartbeat_ms);
+
+		msgpack_pack_map(pk, 9);
+		rn_mp_pack_str(pk, "name");
+		rn_mp_pack_str(pk, c->name);
+		rn_mp_pack_str(pk, "role");
+		rn_mp_pack_str(pk, rn_worker_role_name(c->role));
+		rn_mp_pack_str(pk, "index");
+		msgpack_pack_unsigned_int(pk, c->index);
+		rn_mp_pack_str(pk, "pid");
+		msgpack_pack_int(pk, c->pid);
+		rn_mp_pack_str(pk, "state");
+		rn_mp_pack_str(pk, rn_worker_state_name(c->state));
+		rn_mp_pack_str(pk, "restarts");
+		msgpack_pack_unsigned_int(pk, c->restarts);
+		rn_mp_pack_str(pk, "uptime_ms");
+		msgpack_pack_int64(pk, c->pid ? now - c->started_ms : 0);
+		rn_mp_pack_str(pk, "heartbeat_age_ms");
+		msgpack_pack_int64(pk, c->pid && hb ? now - hb : -1);
+		rn_mp_pack_str(pk, "hellos");
+		msgpack_pack_uint64(pk, atomic_load(&ws->hellos));
+	}
+}

@@ -1,0 +1,306 @@
+/*
+ * runnelctl: the operator's client of the supervisor's control socket.
+ *   runnelctl [-s PATH] status [--json]
+ *   runnelctl [-s PATH] restart WORKER
+ *   runnelctl [-s PATH] stop
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "common/ctlproto.h"
+
+#define DEFAULT_SOCKET "/run/runnel/runneld.sock"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: runnelctl [-s SOCKET] status [--json]\n"
+	    "       runnelctl [-s SOCKET] restart WORKER\n"
+	    "       runnelctl [-s SOCKET] stop\n"
+	    "SOCKET defaults to $RUNNEL_CONTROL_SOCKET, else %s\n",
+	    DEFAULT_SOCKET);
+}
+
+static int
+ctl_connect(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
+	    sizeof(sun.sun_path)) {
+		fprintf(stderr, "runnelctl: socket path too long\n");
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		fprintf(stderr, "runnelctl: cannot connect to %s: %s\n", path,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+json_str(const char *s, size_t n)
+{
+	size_t i;
+
+	putchar('"');
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void
+json_obj(const msgpack_object *o)
+{
+	uint32_t i;
+
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL: printf("null"); break;
+	case MSGPACK_OBJECT_BOOLEAN:
+		printf(o->via.boolean ? "true" : "false");
+		break;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		printf("%llu", (unsigned long long)o->via.u64);
+		break;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		printf("%lld", (long long)o->via.i64);
+		break;
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		printf("%g", o->via.f64);
+		break;
+	case MSGPACK_OBJECT_STR:
+		json_str(o->via.str.ptr, o->via.str.size);
+		break;
+	case MSGPACK_OBJECT_ARRAY:
+		putchar('[');
+		for (i = 0; i < o->via.array.size; i++) {
+			if (i)
+				putchar(',');
+			json_obj(&o->via.array.ptr[i]);
+		}
+		putchar(']');
+		break;
+	case MSGPACK_OBJECT_MAP:
+		putchar('{');
+		for (i = 0; i < o->via.map.size; i++) {
+			if (i)
+				putchar(',');
+			if (o->via.map.ptr[i].key.type == MSGPACK_OBJECT_STR)
+				json_obj(&o->via.map.ptr[i].key);
+			else
+				printf("\"?\"");
+			putchar(':');
+			json_obj(&o->via.map.ptr[i].val);
+		}
+		putchar('}');
+		break;
+	default:
+		printf("null");
+	}
+}
+
+static void
+fmt_duration(int64_t ms, char *buf, size_t len)
+{
+	int64_t s = ms / 1000;
+
+	if (ms < 0)
+		snprintf(buf, len, "-");
+	else if (s < 60)
+		snprintf(buf, len, "%llds", (long long)s);
+	else if (s < 3600)
+		snprintf(buf, len, "%lldm%02llds", (long long)(s / 60),
+		    (long long)(s % 60));
+	else
+		snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600),
+		    (long long)(s / 60 % 60));
+}
+
+static void
+print_str_list(const msgpack_object *a)
+{
+	uint32_t i;
+
+	if (a == NULL || a->type != MSGPACK_OBJECT_ARRAY)
+		return;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *s = &a->via.array.ptr[i];
+		if (s->type == MSGPACK_OBJECT_STR)
+			printf("%s%.*s", i ? ", " : "", (int)s->via.str.size,
+			    s->via.str.ptr);
+	}
+}
+
+static void
+print_status(const msgpack_object *r)
+{
+	const msgpack_object *node = rn_mp_get(r, "node");
+	const msgpack_object *ws = rn_mp_get(r, "workers");
+	char roles[64] = "", state[32] = "", cluster[64] = "", up[32];
+	uint32_t i;
+
+	rn_mp_get_str(node, "roles", roles, sizeof(roles));
+	rn_mp_get_str(node, "state", state, sizeof(state));
+	rn_mp_get_str(node, "cluster_id", cluster, sizeof(cluster));
+	fmt_duration(rn_mp_get_int(node, "uptime_ms", -1), up, sizeof(up));
+	printf("node %lld (%s), supervisor pid %lld, %s, up %s\n",
+	    (long long)rn_mp_get_int(node, "node_id", -1), roles,
+	    (long long)rn_mp_get_int(node, "pid", -1), state, up);
+	printf("listeners: ");
+	print_str_list(rn_mp_get(node, "listeners"));
+	printf("\nadvertised: ");
+	print_str_list(rn_mp_get(node, "advertised_listeners"));
+	printf("\ncluster id: %s\n", cluster[0] ? cluster : "(not known yet)");
+	printf("metadata image version: %lld\n\n",
+	    (long long)rn_mp_get_int(node, "metadata_image_version", 0));
+	printf("%-20s %-16s %-8s %-9s %8s %10s\n", "NAME", "ROLE", "PID",
+	    "STATE", "RESTARTS", "UPTIME");
+	for (i = 0; ws != NULL && ws->type == MSGPACK_OBJECT_ARRAY &&
+	    i < ws->via.array.size; i++) {
+		const msgpack_object *w = &ws->via.array.ptr[i];
+		char name[64] = "", role[32] = "", st[32] = "", pid[16];
+		int64_t p = rn_mp_get_int(w, "pid", 0);
+
+		rn_mp_get_str(w, "name", name, sizeof(name));
+		rn_mp_get_str(w, "role", role, sizeof(role));
+		rn_mp_get_str(w, "state", st, sizeof(st));
+		snprintf(pid, sizeof(pid), "%lld", (long long)p);
+		fmt_duration(p ? rn_mp_get_int(w, "uptime_ms", -1) : -1, up,
+		    sizeof(up));
+		printf("%-20s %-16s %-8s %-9s %8lld %10s\n", name, role,
+		    p ? pid : "-", st,
+		    (long long)rn_mp_get_int(w, "restarts", 0), up);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = getenv("RUNNEL_CONTROL_SOCKET");
+	const char *verb, *worker = NULL;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+	char *reply = NULL, err[256];
+	int ch, json = 0, fd, rc = 1;
+	ssize_t n;
+
+	if (path == NULL)
+		path = DEFAULT_SOCKET;
+	while ((ch = getopt_long(argc, argv, "+s:jh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 's': path = optarg; break;
+		case 'j': json = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	verb = argv[optind++];
+	/* options may also follow the verb: "status --json" */
+	while ((ch = getopt_long(argc, argv, "s:jh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 's': path = optarg; break;
+		case 'j': json = 1; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (strcmp(verb, "restart") == 0) {
+		if (optind >= argc) {
+			fprintf(stderr, "runnelctl: restart needs a worker "
+			    "name (see runnelctl status)\n");
+			return 2;
+		}
+		worker = argv[optind++];
+	} else if (strcmp(verb, "status") != 0 && strcmp(verb, "stop") != 0) {
+		fprintf(stderr, "runnelctl: unknown verb '%s'\n", verb);
+		usage(stderr);
+		return 2;
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if ((fd = ctl_connect(path)) == -1)
+		return 1;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, worker ? 3 : 2);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_CTL_VERSION);
+	rn_mp_pack_str(&pk, "verb");
+	rn_mp_pack_str(&pk, verb);
+	if (worker) {
+		rn_mp_pack_str(&pk, "worker");
+		rn_mp_pack_str(&pk, worker);
+	}
+	if (rn_ctl_send(fd, sb.data, sb.size) != 0 ||
+	    (n = rn_ctl_recv(fd, &reply, RN_CTL_MAX_REPLY)) < 0) {
+		fprintf(stderr, "runnelctl: %s: no reply from runneld\n", path);
+		goto out;
+	}
+	msgpack_unpacked_init(&up);
+	if (msgpack_unpack_next(&up, reply, (size_t)n, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS || up.data.type != MSGPACK_OBJECT_MAP) {
+		fprintf(stderr, "runnelctl: malformed reply\n");
+	} else if (rn_mp_get(&up.data, "ok") == NULL ||
+	    !rn_mp_get(&up.data, "ok")->via.boolean) {
+		if (rn_mp_get_str(&up.data, "error", err, sizeof(err)) != 0)
+			strlcpy(err, "request failed", sizeof(err));
+		fprintf(stderr, "runnelctl: %s\n", err);
+	} else {
+		if (strcmp(verb, "status") == 0) {
+			if (json) {
+				json_obj(&up.data);
+				putchar('\n');
+			} else
+				print_status(&up.data);
+		} else if (strcmp(verb, "restart") == 0)
+			printf("restarting %s\n", worker);
+		else
+			printf("stopping\n");
+		rc = 0;
+	}
+	msgpack_unpacked_destroy(&up);
+out:
+	free(reply);
+	msgpack_sbuffer_destroy(&sb);
+	close(fd);
+	return rc;
+}

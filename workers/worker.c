@@ -1,0 +1,228 @@
+#include "autoconf.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/msgtypes.h"
+#include "workers/worker.h"
+
+static volatile sig_atomic_t worker_stop;
+
+static void
+worker_sigterm(int sig)
+{
+	(void)sig;
+	worker_stop = 1;
+}
+
+bool
+rn_worker_should_stop(void)
+{
+	return worker_stop != 0;
+}
+
+unsigned
+rn_worker_slot_of(const struct rn_worker_env *env, enum rn_worker_role role,
+    unsigned index)
+{
+	switch (role) {
+	case RN_ROLE_W_CONTROLLER: return 0;
+	case RN_ROLE_W_NETWORK: return 1 + index;
+	case RN_ROLE_W_FETCHER: return 1 + env->n_network + index;
+	}
+	return 0;
+}
+
+void
+rn_worker_name(enum rn_worker_role role, unsigned index, char *buf,
+    size_t len)
+{
+	if (role == RN_ROLE_W_CONTROLLER)
+		strlcpy(buf, "controller", len);
+	else
+		snprintf(buf, len, "%s-%u", rn_worker_role_name(role), index);
+}
+
+static void
+worker_signals(void)
+{
+	struct sigaction sa;
+	sigset_t none;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = worker_sigterm;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGCHLD, &sa, NULL);
+	/* the supervisor runs with signals blocked outside ppoll() */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void
+worker_drop_privileges(uid_t uid, gid_t gid)
+{
+	if (setgroups(1, &gid) == -1 || setresgid(gid, gid, gid) == -1 ||
+	    setresuid(uid, uid, uid) == -1)
+		fatal("cannot drop privileges to uid %u", (unsigned)uid);
+	if (setuid(0) != -1)
+		fatalx("privileges could be regained after dropping them");
+}
+
+/* Keep only the listeners this role serves. */
+static void
+worker_close_listeners(const struct rn_worker_env *env,
+    enum rn_worker_role role)
+{
+	int i;
+
+	for (i = 0; i < env->n_listen; i++) {
+		bool keep = (role == RN_ROLE_W_NETWORK &&
+		    !env->listen[i].controller) ||
+		    (role == RN_ROLE_W_CONTROLLER && env->listen[i].controller);
+		if (!keep)
+			close(env->listen[i].fd);
+	}
+}
+
+void
+rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
+    unsigned index, uid_t uid, gid_t gid, bool drop)
+{
+	struct rn_worker w;
+	pid_t parent = getppid();
+	int rc;
+
+	/* a worker never outlives its supervisor */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(RN_WORKER_EXIT_FATAL);
+	worker_signals();
+
+	memset(&w, 0, sizeof(w));
+	w.env = env;
+	w.role = role;
+	w.index = index;
+	w.slot = rn_worker_slot_of(env, role, index);
+	w.ws = rn_shm_worker(env->shm, w.slot);
+	/* the supervisor stores it too, but only after fork() returns there */
+	atomic_store(&w.ws->pid, (int32_t)getpid());
+	rn_worker_name(role, index, w.name, sizeof(w.name));
+	setproctitle("-runneld: %s", w.name);
+	rn_log_init(rn_worker_role_name(role), w.name, env->cfg->log_verbose);
+	worker_close_listeners(env, role);
+	if (drop)
+		worker_drop_privileges(uid, gid);
+
+	if (env->cfg->fault_worker_exit_on_start[0] != '\0' &&
+	    strcmp(env->cfg->fault_worker_exit_on_start, w.name) == 0) {
+		log_warnx("fault.worker.exit.on.start names this worker: "
+		    "exiting");
+		exit(RN_WORKER_EXIT_RESTART);
+	}
+
+	switch (role) {
+	case RN_ROLE_W_CONTROLLER:
+		rc = rn_controller_main(&w);
+		break;
+	case RN_ROLE_W_NETWORK:
+		rc = rn_network_main(&w);
+		break;
+	case RN_ROLE_W_FETCHER:
+		rc = rn_fetcher_main(&w);
+		break;
+	default:
+		rc = RN_WORKER_EXIT_FATAL;
+	}
+	log_debug("exiting with status %d", rc);
+	exit(rc);
+}
+
+void
+rn_worker_heartbeat(struct rn_worker *w)
+{
+	int64_t now = rn_now_ms();
+	uint32_t starting = RN_WS_STARTING;
+
+	atomic_store_explicit(&w->ws->heartbeat_ms, now, memory_order_release);
+	atomic_fetch_add_explicit(&w->ws->heartbeats, 1, memory_order_relaxed);
+	/* the first heartbeat tells the supervisor this worker is up */
+	atomic_compare_exchange_strong(&w->ws->state, &starting,
+	    RN_WS_RUNNING);
+	w->next_heartbeat_ms = now + RN_WORKER_HEARTBEAT_MS;
+}
+
+void
+rn_worker_wait(struct rn_worker *w, int timeout_ms)
+{
+	struct pollfd pfd;
+	int64_t now = rn_now_ms();
+	int64_t until_hb = w->next_heartbeat_ms - now;
+	uint64_t v;
+
+	if (until_hb <= 0) {
+		rn_worker_heartbeat(w);
+		until_hb = RN_WORKER_HEARTBEAT_MS;
+	}
+	if (timeout_ms < 0 || timeout_ms > until_hb)
+		timeout_ms = (int)until_hb;
+	pfd.fd = w->env->efd[w->slot];
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, timeout_ms) > 0)
+		(void)read(pfd.fd, &v, sizeof(v));
+	if (rn_now_ms() >= w->next_heartbeat_ms)
+		rn_worker_heartbeat(w);
+}
+
+int
+rn_worker_send_ctl(struct rn_worker *w, uint16_t type, const void *buf,
+    uint32_t len)
+{
+	struct rn_ring *r = rn_shm_ring_to_ctl(w->env->shm, w->slot);
+	int rc;
+
+	if ((rc = rn_ring_push(r, type, buf, len)) != 0)
+		return rc;
+	rc = rn_ring_notify(r, w->env->efd[0]);
+	return rc < 0 ? rc : 0;
+}
+
+int
+rn_worker_send_hello(struct rn_worker *w)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int rc;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "role");
+	rn_mp_pack_str(&pk, rn_worker_role_name(w->role));
+	rn_mp_pack_str(&pk, "index");
+	msgpack_pack_unsigned_int(&pk, w->index);
+	rn_mp_pack_str(&pk, "pid");
+	msgpack_pack_int(&pk, getpid());
+	rc = rn_worker_send_ctl(w, RN_IPC_HELLO, sb.data, (uint32_t)sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}

@@ -1,0 +1,77 @@
+/*
+ * What a worker process is given by the supervisor at fork time, and the
+ * loop every worker shares: heartbeat into its slot, sleep on its eventfd,
+ * stop on SIGTERM. Each role has one entry point.
+ *
+ * Exit status is a contract with the supervisor (as in nginx and
+ * PostgreSQL background workers): 0 stopped on request, 1 restart me
+ * (with backoff), 2 do not restart me.
+ */
+#ifndef RN_WORKER_H
+#define RN_WORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "ipc/shm.h"
+
+#define RN_WORKER_EXIT_OK 0
+#define RN_WORKER_EXIT_RESTART 1
+#define RN_WORKER_EXIT_FATAL 2
+
+#define RN_WORKER_HEARTBEAT_MS 250
+
+struct rn_listen_fd {
+	int fd;
+	int listener;       /* index into cfg.listeners */
+	bool controller;    /* a controller listener */
+};
+
+/* Built by the supervisor before the first fork; identical in every worker. */
+struct rn_worker_env {
+	const struct rn_config *cfg;
+	struct rn_shm *shm;
+	struct rn_listen_fd listen[RN_CONFIG_MAX_LISTENERS];
+	int n_listen;
+	int efd[RN_SHM_MAX_WORKERS]; /* wake-up eventfd of each worker slot */
+	unsigned n_workers;
+	unsigned n_network, n_fetchers;
+};
+
+struct rn_worker {
+	const struct rn_worker_env *env;
+	enum rn_worker_role role;
+	unsigned index;
+	unsigned slot;
+	char name[32];
+	struct rn_worker_slot *ws;
+	int64_t next_heartbeat_ms;
+};
+
+/* Slot numbering: controller first, then network, then fetchers. */
+unsigned rn_worker_slot_of(const struct rn_worker_env *env,
+    enum rn_worker_role role, unsigned index);
+void rn_worker_name(enum rn_worker_role role, unsigned index, char *buf,
+    size_t len);
+
+/* Called in the child right after fork; never returns. */
+void rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
+    unsigned index, uid_t uid, gid_t gid, bool drop) __attribute__((noreturn));
+
+/* Shared loop helpers. */
+bool rn_worker_should_stop(void);
+void rn_worker_heartbeat(struct rn_worker *w);
+/* Sleep until the eventfd fires or timeout_ms passes; also services heartbeats. */
+void rn_worker_wait(struct rn_worker *w, int timeout_ms);
+/* Push a msgpack payload to the controller and wake it. */
+int rn_worker_send_ctl(struct rn_worker *w, uint16_t type, const void *buf,
+    uint32_t len);
+int rn_worker_send_hello(struct rn_worker *w);
+
+/* Role entry points; each returns the exit status. */
+int rn_controller_main(struct rn_worker *w);
+int rn_network_main(struct rn_worker *w);
+int rn_fetcher_main(struct rn_worker *w);
+
+#endif /* RN_WORKER_H */
