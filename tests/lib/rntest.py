@@ -1,0 +1,195 @@
+"""Helpers for runnel's integration tests: TAP output and real runneld nodes.
+
+Each test starts real runneld processes from the build tree on 127.0.0.1,
+in a private temporary directory, and talks to them with runnelctl and
+real Kafka clients.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILDDIR = os.environ.get("RUNNEL_BUILDDIR", os.getcwd())
+RUNNELD = os.path.join(BUILDDIR, "runneld")
+RUNNELCTL = os.path.join(BUILDDIR, "runnelctl")
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name):
+        self.n += 1
+        if not cond:
+            self.failed += 1
+        print("%sok %d - %s" % ("" if cond else "not ", self.n, name), flush=True)
+        return cond
+
+    def eq(self, got, want, name):
+        if not self.ok(got == want, name):
+            self.diag("     got: %r" % (got,))
+            self.diag("  wanted: %r" % (want,))
+        return got == want
+
+    def diag(self, msg):
+        for line in str(msg).splitlines():
+            print("# " + line, file=sys.stderr, flush=True)
+
+    def done(self):
+        print("1..%d" % self.n, flush=True)
+        sys.exit(1 if self.failed else 0)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout=10.0, step=0.05):
+    """Poll pred() until it returns a true value or timeout passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            return v
+        time.sleep(step)
+
+
+class Node:
+    """One runneld in its own directory with its own ports."""
+
+    def __init__(self, tmp, node_id=1, props=None, voters=None,
+                 roles="broker,controller", name=None):
+        self.dir = os.path.join(tmp, name or ("node%d" % node_id))
+        os.makedirs(self.dir, exist_ok=True)
+        self.node_id = node_id
+        self.port = free_port()
+        self.ctl_port = free_port()
+        self.sock = os.path.join(self.dir, "ctl.sock")
+        self.logdir = os.path.join(self.dir, "data")
+        self.logfile = os.path.join(self.dir, "runneld.log")
+        self.config = os.path.join(self.dir, "server.properties")
+        self.proc = None
+        p = {
+            "node.id": str(node_id),
+            "process.roles": roles,
+            "listeners": "PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d"
+                         % (self.port, self.ctl_port),
+            "advertised.listeners": "PLAINTEXT://127.0.0.1:%d" % self.port,
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": voters or
+                "%d@127.0.0.1:%d" % (node_id, self.ctl_port),
+            "log.dirs": self.logdir,
+            "control.socket.path": self.sock,
+            "num.network.threads": "2",
+            "num.replica.fetchers": "1",
+        }
+        p.update(props or {})
+        self.props = p
+        self.write_config()
+
+    def write_config(self):
+        with open(self.config, "w") as f:
+            for k, v in self.props.items():
+                f.write("%s=%s\n" % (k, v))
+
+    @property
+    def bootstrap(self):
+        return "127.0.0.1:%d" % self.port
+
+    def start(self, env=None, args=()):
+        e = dict(os.environ)
+        e["RUNNEL_LOG_STDERR"] = "1"
+        e.update(env or {})
+        self.log = open(self.logfile, "ab")
+        self.proc = subprocess.Popen([RUNNELD, "--config", self.config] + list(args),
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=e)
+        return self.proc
+
+    def ctl(self, *args, check=False):
+        r = subprocess.run([RUNNELCTL, "-s", self.sock] + list(args),
+                           capture_output=True, text=True, timeout=10)
+        if check and r.returncode != 0:
+            raise RuntimeError("runnelctl %s: %s" % (args, r.stderr))
+        return r
+
+    def status(self):
+        r = self.ctl("status", "--json")
+        if r.returncode != 0:
+            return None
+        return json.loads(r.stdout)
+
+    def workers(self):
+        st = self.status()
+        return {w["name"]: w for w in st["workers"]} if st else {}
+
+    def wait_running(self, timeout=15.0):
+        def all_running():
+            st = self.status()
+            return st if st and st["node"]["state"] == "running" and all(
+                w["state"] == "running" for w in st["workers"]) else None
+        return wait_for(all_running, timeout)
+
+    def pids(self):
+        """Every live process of this node: supervisor and workers."""
+        out = []
+        if self.proc and self.proc.poll() is None:
+            out.append(self.proc.pid)
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == self.proc.pid:
+                        out.append(int(pid))
+                except (OSError, IndexError, ValueError):
+                    pass
+        return out
+
+    def stop(self, timeout=20.0):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode if self.proc else None
+
+    def kill(self):
+        """SIGKILL the supervisor and every worker, as a crash would."""
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc:
+            self.proc.wait()
+
+    def logtext(self):
+        with open(self.logfile, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+
+class TempDir:
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix="runnel-test-")
+        return self.path
+
+    def __exit__(self, *exc):
+        if os.environ.get("RUNNEL_KEEP_TEST_DIRS"):
+            print("# kept %s" % self.path, file=sys.stderr)
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)
