@@ -127,7 +127,7 @@ static const struct cfg_key cfg_keys[] = {
 	    INT32_MAX, NULL },
 	{ "shm.max.partitions", T_INT, F(shm_max_partitions), 0, 1, 1 << 20,
 	    NULL },
-	{ "shm.ring.bytes", T_LONG, F(shm_ring_bytes), 0, 4096, 1 << 30,
+	{ "shm.ring.bytes", T_LONG, F(shm_ring_bytes), 0, 262144, 1 << 30,
 	    NULL },
 	{ "log.verbose", T_BOOL, F(log_verbose), 0, 0, 0, NULL },
 	{ "fault.worker.exit.on.start", T_STR, F(fault_worker_exit_on_start),

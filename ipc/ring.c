@@ -216,6 +216,9 @@ rn_ring_push(struct rn_ring *r, uint16_t type, const void *buf, uint32_t len)
 	uint64_t head, used, total;
 	uint32_t cap = r->capacity, need, off, contig, padlen;
 
+	/* a scribbled geometry would send our writes outside the ring */
+	if (!geometry_ok(r))
+		return -EBADMSG;
 	if (len > r->max_payload)
 		return -EMSGSIZE;
 	need = FRAME_HDR + (uint32_t)round_frame(len);
@@ -273,6 +276,8 @@ peek_frame(struct rn_ring *r, struct rn_frame *f, uint64_t *size)
 {
 	uint64_t tail, head;
 
+	if (!geometry_ok(r))
+		return -EBADMSG;
 	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	for (;;) {
 		head = r->head_cache;

@@ -49,9 +49,11 @@ int rn_ring_init(void *mem, uint32_t capacity);
 struct rn_ring *rn_ring_at(void *mem);
 
 /*
- * Producer side.  -EAGAIN if full, -EMSGSIZE if len > rn_ring_max_payload().
- * The message becomes visible atomically (a single release store of head)
- * only when complete.  Any type value is allowed; padding is marked by a flag.
+ * Producer side.  -EAGAIN if full, -EMSGSIZE if len > rn_ring_max_payload(),
+ * -EBADMSG if the ring's geometry or indices are corrupt (nothing written;
+ * see rn_ring_repair()).  The message becomes visible atomically (a single
+ * release store of head) only when complete.  Any type value is allowed;
+ * padding is marked by a flag.
  */
 int rn_ring_push(struct rn_ring *r, uint16_t type, const void *buf,
     uint32_t len);

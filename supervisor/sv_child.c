@@ -62,11 +62,18 @@ sv_children_init(struct sv *sv)
 	sv->n_children = n;
 }
 
-/* Before a new incarnation attaches: make what the old one left usable. */
+/*
+ * Before a new incarnation attaches: make what the old one left usable.
+ * A ring whose producer died may hold a torn frame: repair() cuts it off.
+ * A ring whose consumer died holds only messages for the old incarnation,
+ * and its producer may still be pushing: discard() is the safe reset.
+ */
 static void
 child_repair_ipc(struct sv *sv, struct sv_child *c)
 {
+	struct rn_ring *r;
 	size_t dropped;
+	unsigned s;
 
 	if (c->role == RN_ROLE_W_CONTROLLER) {
 		struct rn_meta_image *mi = rn_shm_meta(&sv->shm);
@@ -76,26 +83,29 @@ child_repair_ipc(struct sv *sv, struct sv_child *c)
 			    "rebuilding the image");
 			rn_shm_meta_rebuild(&sv->shm);
 		}
-		/* it consumes every ring to the controller */
-		for (unsigned s = 1; s < sv->env.n_workers; s++) {
-			struct rn_ring *r = rn_shm_ring_to_ctl(&sv->shm, s);
-			if (!rn_ring_valid(r) &&
-			    (dropped = rn_ring_repair(r)) > 0)
-				log_warnx("ring to controller from slot %u: "
-				    "dropped %zu bytes", s, dropped);
+		/*
+		 * It consumed every ring to the controller. Valid ones keep
+		 * their messages: the live workers' requests still count.
+		 */
+		for (s = 1; s < sv->env.n_workers; s++) {
+			r = rn_shm_ring_to_ctl(&sv->shm, s);
+			if (!rn_ring_valid(r)) {
+				log_warnx("ring to the controller from slot %u "
+				    "was left inconsistent: emptied", s);
+				rn_ring_discard(r);
+			}
+			r = rn_shm_ring_from_ctl(&sv->shm, s);
+			if (!rn_ring_valid(r) && (dropped = rn_ring_repair(r)) > 0)
+				log_warnx("ring from the controller to slot %u: "
+				    "dropped a torn tail of %zu bytes", s, dropped);
 		}
+		return;
 	}
-	if (!rn_ring_valid(rn_shm_ring_to_ctl(&sv->shm, c->slot))) {
-		dropped = rn_ring_repair(rn_shm_ring_to_ctl(&sv->shm, c->slot));
-		log_warnx("%s: repaired its ring to the controller (%zu bytes "
-		    "dropped)", c->name, dropped);
-	}
-	if (!rn_ring_valid(rn_shm_ring_from_ctl(&sv->shm, c->slot))) {
-		dropped = rn_ring_repair(rn_shm_ring_from_ctl(&sv->shm,
-		    c->slot));
-		log_warnx("%s: repaired its ring from the controller (%zu "
-		    "bytes dropped)", c->name, dropped);
-	}
+	r = rn_shm_ring_to_ctl(&sv->shm, c->slot);
+	if (!rn_ring_valid(r) && (dropped = rn_ring_repair(r)) > 0)
+		log_warnx("%s: dropped a torn tail of %zu bytes from its ring "
+		    "to the controller", c->name, dropped);
+	rn_ring_discard(rn_shm_ring_from_ctl(&sv->shm, c->slot));
 }
 
 int
