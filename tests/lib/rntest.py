@@ -108,9 +108,10 @@ class Node:
     def bootstrap(self):
         return "127.0.0.1:%d" % self.port
 
-    def start(self, env=None, args=()):
+    def start(self, env=None, args=(), journal=False):
         e = dict(os.environ)
-        e["RUNNEL_LOG_STDERR"] = "1"
+        if not journal:
+            e["RUNNEL_LOG_STDERR"] = "1"
         e.update(env or {})
         self.log = open(self.logfile, "ab")
         self.proc = subprocess.Popen([RUNNELD, "--config", self.config] + list(args),
