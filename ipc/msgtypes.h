@@ -7,7 +7,7 @@
 #ifndef RN_MSGTYPES_H
 #define RN_MSGTYPES_H
 
-#define RN_IPC_VERSION 1
+#define RN_IPC_VERSION 2
 
 enum rn_ipc_type {
 	RN_IPC_PAD = 0,     /* reserved by the ring for wrap-around padding */
@@ -19,6 +19,27 @@ enum rn_ipc_type {
 	RN_IPC_HELLO = 1,
 	/* controller -> worker, answer to HELLO: {"v": int, "image": int} */
 	RN_IPC_HELLO_ACK = 2,
+	/*
+	 * network worker -> controller: a Kafka admin request the controller
+	 * answers (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+	 * IncrementalAlterConfigs, ...), forwarded as it came from the client:
+	 * {"v": int, "req": uint (worker's id for the request), "key": int
+	 *  (API key), "ver": int (API version), "client": str (client id),
+	 *  "body": bin (request body, after the request header)}.
+	 */
+	RN_IPC_ADMIN_REQUEST = 3,
+	/*
+	 * controller -> network worker: {"v": int, "req": uint, "err": int
+	 * (0, or a Kafka error code when the request could not be handled
+	 * at all), "body": bin (response body, without the response header)}.
+	 */
+	RN_IPC_ADMIN_RESPONSE = 4,
+	/*
+	 * network worker -> controller: create these topics with the broker
+	 * defaults if they do not exist (auto.create.topics.enable), no reply:
+	 * {"v": int, "topics": [str, ...]}.
+	 */
+	RN_IPC_AUTO_CREATE = 5,
 };
 
 #endif /* RN_MSGTYPES_H */
