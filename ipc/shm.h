@@ -102,12 +102,17 @@ struct rn_meta_image {
 	uint64_t body_size;       /* bytes available after this header */
 };
 
-/* Partition runtime entry; the storage and replication layers fill it. */
+/*
+ * Partition runtime entry; workers/partition.h gives it its shape (the
+ * log's shared state, high watermark, fetch waiters). Only the lock is
+ * formatted here.
+ */
+#define RN_PART_SLOT_SIZE 5120
 struct rn_part_slot {
 	struct rn_rlock lock; /* serializes appends across network workers */
-	char body[512 - sizeof(struct rn_rlock)];
+	char body[RN_PART_SLOT_SIZE - sizeof(struct rn_rlock)];
 };
-_Static_assert(sizeof(struct rn_part_slot) == 512, "partition slot size");
+_Static_assert(sizeof(struct rn_part_slot) % 64 == 0, "partition slot size");
 
 struct rn_shm_params {
 	uint32_t n_workers;

@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
+#include "supervisor/sv_metaprops.h"
 
 extern char **environ;
 
@@ -298,7 +299,9 @@ main(int argc, char **argv)
 		return 0;
 	}
 	rn_log_init("supervisor", NULL, sv.cfg.log_verbose);
-	if (resolve_service_user() != 0 || sv_logdirs_lock(&sv) != 0)
+	/* meta.properties: node and directory ids, the cluster id if known */
+	if (resolve_service_user() != 0 || sv_logdirs_lock(&sv) != 0 ||
+	    rn_metaprops_ensure(&sv.cfg, &sv.env) != 0)
 		return 1;
 	if ((errno = -sv_control_open(&sv)) != 0) {
 		log_errx("control socket %s: %s", sv.cfg.control_socket_path,

@@ -40,6 +40,13 @@ lock_dir(struct sv *sv, const char *dir)
 		    strerror(errno));
 		return -1;
 	}
+	/*
+	 * Workers of a node that was just killed may still be exiting with
+	 * the lock's fd open: give them a moment before calling it taken.
+	 */
+	for (int tries = 0; flock(fd, LOCK_EX | LOCK_NB) == -1 &&
+	    errno == EWOULDBLOCK && tries < 50; tries++)
+		usleep(100 * 1000);
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 		log_errx("log dir %s is locked by another process (%s); is "
 		    "another runneld or Kafka using it?", dir,

@@ -1,11 +1,13 @@
 /*
- * The controller worker: one per node. It owns the metadata image in
- * shared memory (the only writer of it) and is the consumer of every
- * worker's ring to the controller.
+ * The controller worker: one per node. It runs the metadata quorum
+ * (libraft on a libuv loop, see ctl_raft.h), owns the metadata image in
+ * shared memory (its only writer) and consumes every worker's ring to the
+ * controller.
  */
 #include "autoconf.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,39 +17,28 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
+#include "supervisor/sv_metaprops.h"
+#include "workers/ctl_raft.h"
 #include "workers/worker.h"
 
-static void
-ctl_publish_image(struct rn_worker *w)
-{
-	struct rn_meta_image *mi = rn_shm_meta(w->env->shm);
-
-	rn_seq_write_begin(&mi->lock);
-	mi->writer_pid = getpid();
-	mi->node_id = w->env->cfg->node_id;
-	mi->published_ms = rn_wallclock_ms();
-	atomic_fetch_add_explicit(&mi->version, 1, memory_order_relaxed);
-	rn_seq_write_end(&mi->lock);
-}
-
 static int
-ctl_reply(struct rn_worker *w, unsigned slot, uint16_t type,
+ctl_reply(struct ctl *c, unsigned slot, uint16_t type,
     const msgpack_sbuffer *sb)
 {
-	struct rn_ring *r = rn_shm_ring_from_ctl(w->env->shm, slot);
+	struct rn_ring *r = rn_shm_ring_from_ctl(c->shm, slot);
 	int rc;
 
 	if ((rc = rn_ring_push(r, type, sb->data, (uint32_t)sb->size)) != 0)
 		return rc;
-	rc = rn_ring_notify(r, w->env->efd[slot]);
+	rc = rn_ring_notify(r, c->w->env->efd[slot]);
 	return rc < 0 ? rc : 0;
 }
 
 static int
-ctl_on_hello(struct rn_worker *w, unsigned slot, const msgpack_object *m)
+ctl_on_hello(struct ctl *c, unsigned slot, const msgpack_object *m)
 {
-	struct rn_meta_image *mi = rn_shm_meta(w->env->shm);
-	struct rn_worker_slot *ws = rn_shm_worker(w->env->shm, slot);
+	struct rn_meta_image *mi = rn_shm_meta(c->shm);
+	struct rn_worker_slot *ws = rn_shm_worker(c->shm, slot);
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	char role[32];
@@ -73,21 +64,21 @@ ctl_on_hello(struct rn_worker *w, unsigned slot, const msgpack_object *m)
 	msgpack_pack_int(&pk, RN_IPC_VERSION);
 	rn_mp_pack_str(&pk, "image");
 	msgpack_pack_uint64(&pk, atomic_load(&mi->version));
-	rc = ctl_reply(w, slot, RN_IPC_HELLO_ACK, &sb);
+	rc = ctl_reply(c, slot, RN_IPC_HELLO_ACK, &sb);
 	msgpack_sbuffer_destroy(&sb);
 	return rc;
 }
 
 /*
- * Drain one worker's ring. A message from the wrong sender or one that
- * does not parse is a bug inside the node: it costs this worker a
- * restart, never the node.
+ * Drain one worker's ring. A message from the wrong sender is left over
+ * from an earlier incarnation and dropped; one that does not parse is a
+ * bug inside the node: it costs this worker a restart, never the node.
  */
 static int
-ctl_drain(struct rn_worker *w, unsigned slot)
+ctl_drain(struct ctl *c, unsigned slot)
 {
-	struct rn_ring *r = rn_shm_ring_to_ctl(w->env->shm, slot);
-	struct rn_worker_slot *ws = rn_shm_worker(w->env->shm, slot);
+	struct rn_ring *r = rn_shm_ring_to_ctl(c->shm, slot);
+	struct rn_worker_slot *ws = rn_shm_worker(c->shm, slot);
 	msgpack_unpacked up;
 	const void *payload;
 	uint16_t type;
@@ -99,19 +90,24 @@ ctl_drain(struct rn_worker *w, unsigned slot)
 		pid_t sender = rn_ring_peek_sender(r);
 
 		if (sender != atomic_load(&ws->pid)) {
-			/* a message left by a previous incarnation: drop it */
 			log_debug("slot %u: dropping message from old pid %d",
 			    slot, (int)sender);
 			rn_ring_release(r);
 			continue;
 		}
 		if (msgpack_unpack_next(&up, payload, (size_t)len, NULL) !=
-		    MSGPACK_UNPACK_SUCCESS) {
+		    MSGPACK_UNPACK_SUCCESS || up.data.type !=
+		    MSGPACK_OBJECT_MAP) {
 			log_warnx("slot %u: malformed IPC message type %u",
 			    slot, type);
 			rc = -EBADMSG;
 		} else if (type == RN_IPC_HELLO) {
-			rc = ctl_on_hello(w, slot, &up.data);
+			rc = ctl_on_hello(c, slot, &up.data);
+		} else if (type == RN_IPC_ADMIN_REQUEST ||
+		    type == RN_IPC_AUTO_CREATE) {
+			/* copied: the ring space is released right below */
+			rc = ctl_admin_enqueue(c, slot, sender, type,
+			    &up.data);
 		} else {
 			log_warnx("slot %u: unexpected IPC message type %u",
 			    slot, type);
@@ -128,32 +124,167 @@ ctl_drain(struct rn_worker *w, unsigned slot)
 	return rc;
 }
 
-int
-rn_controller_main(struct rn_worker *w)
+static void ctl_stop(struct ctl *c, int exit_code);
+
+static void
+ctl_drain_all(struct ctl *c)
 {
 	unsigned slot;
 
-	ctl_publish_image(w);
-	rn_worker_heartbeat(w);
-	log_info("controller up: node %d, roles %s",
-	    w->env->cfg->node_id, rn_config_roles_str(w->env->cfg->roles));
-
-	while (!rn_worker_should_stop()) {
-		for (slot = 1; slot < w->env->n_workers; slot++) {
-			struct rn_ring *r = rn_shm_ring_to_ctl(w->env->shm, slot);
-
-			rn_ring_consumer_sleeping(r, true);
-			if (ctl_drain(w, slot) != 0) {
-				log_errx("bad message from slot %u: restarting",
-				    slot);
-				return RN_WORKER_EXIT_RESTART;
-			}
+	if (c->stopping)
+		return;
+	for (slot = 1; slot < c->w->env->n_workers; slot++) {
+		/* announce sleep first: a push after the last peek wakes us */
+		rn_ring_consumer_sleeping(rn_shm_ring_to_ctl(c->shm, slot),
+		    true);
+		if (ctl_drain(c, slot) != 0) {
+			log_errx("bad message from slot %u: restarting", slot);
+			ctl_stop(c, RN_WORKER_EXIT_RESTART);
+			return;
 		}
-		rn_worker_wait(w, 1000);
-		for (slot = 1; slot < w->env->n_workers; slot++)
-			rn_ring_consumer_sleeping(
-			    rn_shm_ring_to_ctl(w->env->shm, slot), false);
 	}
+	ctl_admin_kick(c);
+}
+
+static void
+ctl_on_wake(uv_poll_t *p, int status, int events)
+{
+	struct ctl *c = p->data;
+	uint64_t v;
+
+	(void)status;
+	(void)events;
+	(void)!read(c->w->env->efd[0], &v, sizeof(v));
+	ctl_drain_all(c);
+}
+
+static void
+ctl_on_tick(uv_timer_t *t)
+{
+	struct ctl *c = t->data;
+
+	rn_worker_heartbeat(c->w);
+	if (rn_worker_should_stop()) {
+		ctl_stop(c, RN_WORKER_EXIT_OK);
+		return;
+	}
+	ctl_drain_all(c);
+}
+
+static void
+ctl_after_turn(uv_check_t *h)
+{
+	struct ctl *c = h->data;
+
+	if (c->fatal && !c->stopping) {
+		ctl_stop(c, c->exit_code);
+		return;
+	}
+	ctl_raft_watch(c);
+	ctl_admin_kick(c);
+}
+
+static void
+ctl_handle_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void
+ctl_quorum_closed(struct ctl *c)
+{
+	uv_close((uv_handle_t *)&c->tick, ctl_handle_closed);
+	uv_close((uv_handle_t *)&c->wake, ctl_handle_closed);
+	uv_close((uv_handle_t *)&c->after, ctl_handle_closed);
+}
+
+static void
+ctl_stop(struct ctl *c, int exit_code)
+{
+	if (c->stopping)
+		return;
+	c->stopping = true;
+	if (c->exit_code == RN_WORKER_EXIT_OK)
+		c->exit_code = exit_code;
+	ctl_admin_fail_all(c);
 	log_info("controller stopping");
-	return RN_WORKER_EXIT_OK;
+	ctl_raft_close(c, ctl_quorum_closed);
+}
+
+static void
+ctl_remove_topic_hook(void *arg, const struct ctl_topic *t)
+{
+	ctl_admin_topic_removed(arg, t);
+}
+
+int
+rn_controller_main(struct rn_worker *w)
+{
+	const struct rn_worker_env *env = w->env;
+	struct ctl *c;
+	char err[1400];
+	int i, rc;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("out of memory");
+	c->w = w;
+	c->cfg = env->cfg;
+	c->shm = env->shm;
+	c->n_dirs = c->cfg->n_log_dirs;
+	ctl_state_init(&c->st);
+	c->st.on_remove_topic = ctl_remove_topic_hook;
+	c->st.hook_arg = c;
+	rn_worker_heartbeat(w);
+	log_info("controller up: node %d, roles %s", c->cfg->node_id,
+	    rn_config_roles_str(c->cfg->roles));
+
+	/* the files may know more than the supervisor did at fork time */
+	strlcpy(c->known_cluster_id, env->cluster_id,
+	    sizeof(c->known_cluster_id));
+	for (i = 0; i < c->n_dirs; i++)
+		memcpy(c->dir_ids[i], env->dir_ids[i], 16);
+	if ((rc = rn_metaprops_load(c->cfg, c->known_cluster_id, c->dir_ids,
+	    err, sizeof(err))) != 0) {
+		/* a supervisor that did not write them: do it here */
+		struct rn_worker_env *tmp = calloc(1, sizeof(*tmp));
+
+		log_debug("%s: creating missing meta.properties", err);
+		if (tmp == NULL || rn_metaprops_ensure(c->cfg, tmp) != 0 ||
+		    rn_metaprops_load(c->cfg, c->known_cluster_id, c->dir_ids,
+		    err, sizeof(err)) != 0) {
+			if (tmp != NULL)
+				log_errx("%s", err);
+			free(tmp);
+			free(c);
+			return RN_WORKER_EXIT_FATAL;
+		}
+		free(tmp);
+	}
+
+	ctl_admin_cleanup_deleted(c);
+	if ((rc = uv_loop_init(&c->loop)) != 0)
+		fatal("uv_loop_init: %s", uv_strerror(rc));
+	uv_timer_init(&c->loop, &c->tick);
+	c->tick.data = c;
+	uv_poll_init(&c->loop, &c->wake, env->efd[0]);
+	c->wake.data = c;
+	uv_check_init(&c->loop, &c->after);
+	c->after.data = c;
+	uv_timer_start(&c->tick, ctl_on_tick, CTL_TICK_MS, CTL_TICK_MS);
+	uv_poll_start(&c->wake, UV_READABLE, ctl_on_wake);
+	uv_check_start(&c->after, ctl_after_turn);
+
+	if (ctl_raft_start(c) != 0) {
+		c->exit_code = RN_WORKER_EXIT_RESTART;
+		ctl_stop(c, RN_WORKER_EXIT_RESTART);
+	}
+	ctl_drain_all(c);
+	uv_run(&c->loop, UV_RUN_DEFAULT);
+	if (uv_loop_close(&c->loop) != 0)
+		log_debug("event loop closed with handles left");
+	rc = c->exit_code;
+	ctl_state_free(&c->st);
+	free(c);
+	log_info("controller stopped");
+	return rc;
 }

@@ -37,6 +37,14 @@ struct rn_worker_env {
 	int efd[RN_SHM_MAX_WORKERS]; /* wake-up eventfd of each worker slot */
 	unsigned n_workers;
 	unsigned n_network, n_fetchers;
+	/*
+	 * From meta.properties when the supervisor started (rn_metaprops_ensure):
+	 * the cluster id ("" until the metadata log names one; the controller
+	 * re-reads the files, so this is only the starting value) and the
+	 * directory.id of each cfg->log_dirs entry (Kafka Uuid bytes).
+	 */
+	char cluster_id[23];
+	uint8_t dir_ids[RN_CONFIG_MAX_LOGDIRS][16];
 };
 
 struct rn_worker {

@@ -23,8 +23,9 @@ with TempDir() as tmp:
         t.eq(st["node"]["roles"], "broker,controller", "status shows the roles")
         t.ok(any(str(n.port) in l for l in st["node"]["listeners"]),
              "status shows the listeners")
-        t.ok(st["node"]["metadata_image_version"] >= 1,
-             "the controller published the metadata image")
+        st2 = wait_for(lambda: (lambda s: s if s and s["node"]["metadata_image_version"] >= 1
+                                and s["node"]["cluster_id"] else None)(n.status()), 10)
+        t.ok(st2 is not None, "the controller published the metadata image with a cluster id")
 
         # every worker is its own process, titled with its role and index
         for name, w in sorted(ws.items()):

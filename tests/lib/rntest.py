@@ -66,6 +66,14 @@ def wait_for(pred, timeout=10.0, step=0.05):
         time.sleep(step)
 
 
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 class Node:
     """One runneld in its own directory with its own ports."""
 
@@ -171,13 +179,16 @@ class Node:
 
     def kill(self):
         """SIGKILL the supervisor and every worker, as a crash would."""
-        for pid in self.pids():
+        pids = self.pids()
+        for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         if self.proc:
             self.proc.wait()
+        # workers are reaped by init: wait until they are really gone
+        wait_for(lambda: not any(_alive(p) for p in pids), 10)
 
     def logtext(self):
         with open(self.logfile, "rb") as f:

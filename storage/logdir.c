@@ -1,0 +1,130 @@
+/* Partition directory names and log-dir-level markers. */
+#include "storage/logdir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int
+rn_topic_name_valid(const char *topic)
+{
+	size_t n = strlen(topic);
+
+	if (n == 0 || n > RN_TOPIC_MAX || strcmp(topic, ".") == 0 ||
+	    strcmp(topic, "..") == 0)
+		return 0;
+	return strspn(topic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-") == n;
+}
+
+int
+rn_partition_dir_name(char *buf, size_t size, const char *topic,
+    int32_t partition)
+{
+	int n;
+
+	if (!rn_topic_name_valid(topic) || partition < 0)
+		return -EINVAL;
+	n = snprintf(buf, size, "%s-%d", topic, partition);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int
+rn_partition_dir_parse(const char *name, char topic[RN_TOPIC_MAX + 1],
+    int32_t *partition)
+{
+	const char *dash = strrchr(name, '-');
+	char *end;
+	long v;
+	size_t tlen;
+
+	if (dash == NULL || dash == name || dash[1] < '0' || dash[1] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(dash + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || v < 0 || v > INT32_MAX)
+		return -EINVAL;
+	tlen = (size_t)(dash - name);
+	if (tlen > RN_TOPIC_MAX)
+		return -EINVAL;
+	memcpy(topic, name, tlen);
+	topic[tlen] = '\0';
+	if (!rn_topic_name_valid(topic))
+		return -EINVAL;
+	*partition = (int32_t)v;
+	return 0;
+}
+
+int
+rn_logdir_list(const char *root,
+    int (*fn)(void *arg, const char *topic, int32_t partition), void *arg)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int rc = 0;
+
+	if (d == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		char topic[RN_TOPIC_MAX + 1];
+		int32_t part;
+		struct stat st;
+
+		if (de->d_name[0] == '.' ||
+		    rn_partition_dir_parse(de->d_name, topic, &part) < 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		rc = fn(arg, topic, part);
+		if (rc < 0)
+			break;
+	}
+	closedir(d);
+	return rc < 0 ? rc : 0;
+}
+
+static int
+marker_path(char *buf, size_t size, const char *root)
+{
+	if ((size_t)snprintf(buf, size, "%s/%s", root, RN_CLEAN_SHUTDOWN_FILE) >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int
+rn_logdir_mark_clean(const char *root)
+{
+	char path[4096];
+	int rc = marker_path(path, sizeof(path), root);
+
+	return rc < 0 ? rc : rn_ckpt_write_atomic(path, "", 0);
+}
+
+int
+rn_logdir_take_clean(const char *root)
+{
+	char path[4096];
+	int rc = marker_path(path, sizeof(path), root);
+
+	if (rc < 0)
+		return rc;
+	if (unlink(path) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	/* Make the removal durable: a crash from now on must look unclean. */
+	{
+		int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	}
+	return 1;
+}

@@ -1,0 +1,791 @@
+/*
+ * A real controller worker in a forked child, driven from the parent the
+ * way a network worker drives it: admin requests over the slot-1 ring,
+ * answers read back, the image read through rn_mdview. Then the
+ * controller is killed and restarted (the metadata log brings everything
+ * back), topics are altered and deleted, and a node whose
+ * meta.properties names another cluster is refused.
+ */
+#include "autoconf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "common/config.h"
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "ipc/msgtypes.h"
+#include "protocol/kerrors.h"
+#include "protocol/kmsg_gen.h"
+#include "supervisor/sv_metaprops.h"
+#include "tests/lib/tap.h"
+#include "workers/worker.h"
+
+extern char **environ;
+
+static struct rn_config cfg;
+static struct rn_shm shm;
+static struct rn_worker_env env;
+static struct rn_mdview view;
+static char tmpdir[256], datadir[300];
+static pid_t ctl_pid;
+static uint64_t next_req = 1;
+static struct rn_arena arena;
+
+static int
+free_listener(uint16_t *port)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+	    listen(fd, 16) != 0 || getsockname(fd, (struct sockaddr *)&sin,
+	    &len) != 0)
+		bail("cannot listen: %s", strerror(errno));
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+static void
+start_controller(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	if (rn_seq_writer_died(&rn_shm_meta(&shm)->lock))
+		rn_shm_meta_rebuild(&shm); /* what the supervisor does */
+	if ((ctl_pid = fork()) < 0)
+		bail("fork");
+	if (ctl_pid == 0)
+		rn_worker_run(&env, RN_ROLE_W_CONTROLLER, 0, getuid(),
+		    getgid(), false);
+	atomic_store(&rn_shm_worker(&shm, 0)->pid, ctl_pid);
+}
+
+static int
+wait_exit(int timeout_ms)
+{
+	int status, i;
+
+	for (i = 0; i < timeout_ms / 10; i++) {
+		if (waitpid(ctl_pid, &status, WNOHANG) == ctl_pid)
+			return status;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* Refresh the view until pred holds (or timeout); returns pred's value. */
+static bool
+wait_view(bool (*pred)(void *), void *arg, int timeout_ms)
+{
+	int i;
+
+	for (i = 0; i < timeout_ms / 10; i++) {
+		rn_mdview_refresh(&view, &shm);
+		if (view.version != 0 && pred(arg))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static bool
+pred_ready(void *arg)
+{
+	(void)arg;
+	return view.cluster_id[0] != '\0' && rn_mdview_broker(&view, 1) != NULL;
+}
+
+static bool
+pred_version_above(void *arg)
+{
+	return view.version > *(uint64_t *)arg && pred_ready(NULL);
+}
+
+static bool
+pred_topic(void *arg)
+{
+	return rn_mdview_topic(&view, arg, strlen(arg)) != NULL;
+}
+
+static bool
+pred_no_topic(void *arg)
+{
+	return rn_mdview_topic(&view, arg, strlen(arg)) == NULL;
+}
+
+static void
+send_msg(uint16_t type, const msgpack_sbuffer *sb)
+{
+	struct rn_ring *r = rn_shm_ring_to_ctl(&shm, 1);
+
+	if (rn_ring_push(r, type, sb->data, (uint32_t)sb->size) != 0)
+		bail("ring to the controller is full");
+	rn_ring_notify(r, env.efd[0]);
+}
+
+/* Send one admin request; wait for its answer; body into the arena. */
+static int16_t
+admin(int16_t key, int16_t ver, struct rn_kwriter *req, const uint8_t **body,
+    size_t *blen)
+{
+	struct rn_ring *in = rn_shm_ring_from_ctl(&shm, 1);
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	uint64_t id = next_req++;
+	int64_t deadline = rn_now_ms() + 10000;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 6);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "req");
+	msgpack_pack_uint64(&pk, id);
+	rn_mp_pack_str(&pk, "key");
+	msgpack_pack_int(&pk, key);
+	rn_mp_pack_str(&pk, "ver");
+	msgpack_pack_int(&pk, ver);
+	rn_mp_pack_str(&pk, "client");
+	rn_mp_pack_str(&pk, "test");
+	rn_mp_pack_str(&pk, "body");
+	msgpack_pack_bin(&pk, req->len);
+	msgpack_pack_bin_body(&pk, req->buf, req->len);
+	send_msg(RN_IPC_ADMIN_REQUEST, &sb);
+	msgpack_sbuffer_destroy(&sb);
+	rn_kwriter_reset(req);
+
+	while (rn_now_ms() < deadline) {
+		msgpack_unpacked up;
+		const void *payload;
+		uint16_t type;
+		ssize_t len;
+
+		if (rn_ring_wait(in, env.efd[1], 200) != 0)
+			continue;
+		if ((len = rn_ring_peek(in, &type, &payload)) < 0)
+			continue;
+		msgpack_unpacked_init(&up);
+		if (type == RN_IPC_ADMIN_RESPONSE &&
+		    msgpack_unpack_next(&up, payload, (size_t)len, NULL) ==
+		    MSGPACK_UNPACK_SUCCESS &&
+		    (uint64_t)rn_mp_get_int(&up.data, "req", -1) == id) {
+			const msgpack_object *b = rn_mp_get(&up.data, "body");
+			int16_t err = (int16_t)rn_mp_get_int(&up.data, "err",
+			    -1);
+			uint8_t *copy = rn_arena_alloc(&arena,
+			    b->via.bin.size + 1);
+
+			memcpy(copy, b->via.bin.ptr, b->via.bin.size);
+			*body = copy;
+			*blen = b->via.bin.size;
+			msgpack_unpacked_destroy(&up);
+			rn_ring_release(in);
+			return err;
+		}
+		msgpack_unpacked_destroy(&up);
+		rn_ring_release(in);
+	}
+	bail("no answer to admin request %llu", (unsigned long long)id);
+}
+
+struct ct_conf {
+	const char *k, *v;
+};
+
+/* CreateTopics with one topic; returns the topic's error code. */
+static int16_t
+create_topic(const char *name, int32_t np, int16_t rf,
+    const struct ct_conf *confs, int nconf, bool validate_only,
+    struct rn_CreateTopicsResponse_CreatableTopicResult *out)
+{
+	struct rn_CreateTopicsRequest req;
+	struct rn_CreateTopicsRequest_CreatableTopic t;
+	struct rn_CreateTopicsRequest_CreatableTopicConfig c[8];
+	struct rn_CreateTopicsResponse resp;
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	const uint8_t *body;
+	size_t blen;
+	int i;
+	int16_t e;
+
+	rn_CreateTopicsRequest_init(&req);
+	rn_CreateTopicsRequest_CreatableTopic_init(&t);
+	t.name = rn_kstr_c(name);
+	t.num_partitions = np;
+	t.replication_factor = rf;
+	for (i = 0; i < nconf; i++) {
+		c[i].name = rn_kstr_c(confs[i].k);
+		c[i].value = rn_kstr_c(confs[i].v);
+	}
+	t.configs = c;
+	t.configs_count = nconf;
+	req.topics = &t;
+	req.topics_count = 1;
+	req.timeout_ms = 5000;
+	req.validate_only = validate_only;
+	rn_kwriter_init(&w);
+	if (rn_CreateTopicsRequest_encode(&w, 7, &req) != 0)
+		bail("encode CreateTopics");
+	e = admin(RN_KAPI_CREATE_TOPICS, 7, &w, &body, &blen);
+	rn_kwriter_free(&w);
+	if (e != 0)
+		return -1000 - e;
+	rn_kreader_init(&r, body, blen);
+	if (rn_CreateTopicsResponse_decode(&r, 7, &arena, &resp) != 0 ||
+	    resp.topics_count != 1)
+		bail("CreateTopics response does not decode");
+	if (out != NULL)
+		*out = resp.topics[0];
+	if (resp.topics[0].error_code != 0)
+		diag("CreateTopics %s: %s: %.*s", name,
+		    rn_kerr_name(resp.topics[0].error_code),
+		    (int)(resp.topics[0].error_message.len > 0 ?
+		    resp.topics[0].error_message.len : 0),
+		    resp.topics[0].error_message.ptr);
+	return resp.topics[0].error_code;
+}
+
+static int16_t
+incremental_alter_res(int8_t type, const char *resource, const char *key,
+    int8_t op, const char *value)
+{
+	struct rn_IncrementalAlterConfigsRequest req;
+	struct rn_IncrementalAlterConfigsRequest_AlterConfigsResource res;
+	struct rn_IncrementalAlterConfigsRequest_AlterableConfig c;
+	struct rn_IncrementalAlterConfigsResponse resp;
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	const uint8_t *body;
+	size_t blen;
+
+	rn_IncrementalAlterConfigsRequest_init(&req);
+	rn_IncrementalAlterConfigsRequest_AlterConfigsResource_init(&res);
+	res.resource_type = type;
+	res.resource_name = rn_kstr_c(resource);
+	c.name = rn_kstr_c(key);
+	c.config_operation = op;
+	c.value = rn_kstr_c(value);
+	res.configs = &c;
+	res.configs_count = 1;
+	req.resources = &res;
+	req.resources_count = 1;
+	rn_kwriter_init(&w);
+	if (rn_IncrementalAlterConfigsRequest_encode(&w, 1, &req) != 0)
+		bail("encode IncrementalAlterConfigs");
+	if (admin(RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 1, &w, &body, &blen) != 0)
+		bail("IncrementalAlterConfigs refused");
+	rn_kwriter_free(&w);
+	rn_kreader_init(&r, body, blen);
+	if (rn_IncrementalAlterConfigsResponse_decode(&r, 1, &arena, &resp) !=
+	    0 || resp.responses_count != 1)
+		bail("IncrementalAlterConfigs response");
+	return resp.responses[0].error_code;
+}
+
+static int16_t
+incremental_alter(const char *topic, const char *key, int8_t op,
+    const char *value)
+{
+	return incremental_alter_res(2, topic, key, op, value);
+}
+
+static int16_t
+alter_configs(const char *topic, const char *key, const char *value)
+{
+	struct rn_AlterConfigsRequest req;
+	struct rn_AlterConfigsRequest_AlterConfigsResource res;
+	struct rn_AlterConfigsRequest_AlterableConfig c;
+	struct rn_AlterConfigsResponse resp;
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	const uint8_t *body;
+	size_t blen;
+
+	rn_AlterConfigsRequest_init(&req);
+	rn_AlterConfigsRequest_AlterConfigsResource_init(&res);
+	res.resource_type = 2;
+	res.resource_name = rn_kstr_c(topic);
+	c.name = rn_kstr_c(key);
+	c.value = rn_kstr_c(value);
+	res.configs = &c;
+	res.configs_count = 1;
+	req.resources = &res;
+	req.resources_count = 1;
+	rn_kwriter_init(&w);
+	if (rn_AlterConfigsRequest_encode(&w, 1, &req) != 0)
+		bail("encode AlterConfigs");
+	if (admin(RN_KAPI_ALTER_CONFIGS, 1, &w, &body, &blen) != 0)
+		bail("AlterConfigs refused");
+	rn_kwriter_free(&w);
+	rn_kreader_init(&r, body, blen);
+	if (rn_AlterConfigsResponse_decode(&r, 1, &arena, &resp) != 0 ||
+	    resp.responses_count != 1)
+		bail("AlterConfigs response");
+	return resp.responses[0].error_code;
+}
+
+static int16_t
+delete_topic(const char *name, const uint8_t *id)
+{
+	struct rn_DeleteTopicsRequest req;
+	struct rn_DeleteTopicsRequest_DeleteTopicState s;
+	struct rn_DeleteTopicsResponse resp;
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	const uint8_t *body;
+	size_t blen;
+
+	rn_DeleteTopicsRequest_init(&req);
+	rn_DeleteTopicsRequest_DeleteTopicState_init(&s);
+	if (name != NULL)
+		s.name = rn_kstr_c(name);
+	else {
+		s.name.len = -1;
+		memcpy(s.topic_id.b, id, 16);
+	}
+	req.topics = &s;
+	req.topics_count = 1;
+	req.timeout_ms = 5000;
+	rn_kwriter_init(&w);
+	if (rn_DeleteTopicsRequest_encode(&w, 6, &req) != 0)
+		bail("encode DeleteTopics");
+	if (admin(RN_KAPI_DELETE_TOPICS, 6, &w, &body, &blen) != 0)
+		bail("DeleteTopics refused");
+	rn_kwriter_free(&w);
+	rn_kreader_init(&r, body, blen);
+	if (rn_DeleteTopicsResponse_decode(&r, 6, &arena, &resp) != 0 ||
+	    resp.responses_count != 1)
+		bail("DeleteTopics response");
+	return resp.responses[0].error_code;
+}
+
+static int16_t
+create_partitions(const char *name, int32_t count)
+{
+	struct rn_CreatePartitionsRequest req;
+	struct rn_CreatePartitionsRequest_CreatePartitionsTopic t;
+	struct rn_CreatePartitionsResponse resp;
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	const uint8_t *body;
+	size_t blen;
+
+	rn_CreatePartitionsRequest_init(&req);
+	rn_CreatePartitionsRequest_CreatePartitionsTopic_init(&t);
+	t.name = rn_kstr_c(name);
+	t.count = count;
+	t.assignments = NULL;
+	t.assignments_count = -1;
+	req.topics = &t;
+	req.topics_count = 1;
+	req.timeout_ms = 5000;
+	rn_kwriter_init(&w);
+	if (rn_CreatePartitionsRequest_encode(&w, 3, &req) != 0)
+		bail("encode CreatePartitions");
+	if (admin(RN_KAPI_CREATE_PARTITIONS, 3, &w, &body, &blen) != 0)
+		bail("CreatePartitions refused");
+	rn_kwriter_free(&w);
+	rn_kreader_init(&r, body, blen);
+	if (rn_CreatePartitionsResponse_decode(&r, 3, &arena, &resp) != 0 ||
+	    resp.results_count != 1)
+		bail("CreatePartitions response");
+	return resp.results[0].error_code;
+}
+
+static void
+metaprops_cluster_id(char out[23])
+{
+	struct rn_metaprops mp;
+	char err[256];
+
+	out[0] = '\0';
+	if (rn_metaprops_read(datadir, &mp, err, sizeof(err)) == 0)
+		strcpy(out, mp.cluster_id);
+}
+
+static const char *
+topic_config(const char *topic, const char *key, enum rn_config_source *src)
+{
+	static char buf[64];
+	const char *v = NULL;
+
+	rn_mdview_refresh(&view, &shm);
+	if (rn_mdview_topic_config(&view, rn_mdview_topic(&view, topic,
+	    strlen(topic)), &cfg, key, &v, src, buf, sizeof(buf)) != 0)
+		return NULL;
+	return v;
+}
+
+static void
+setup(void)
+{
+	struct rn_shm_params sp = { 2, 1u << 16, 64 };
+	char text[1024], err[256];
+	uint16_t cport, bport;
+	int cfd, bfd;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rn-test-ctl-XXXXXX");
+	if (mkdtemp(tmpdir) == NULL)
+		bail("mkdtemp");
+	snprintf(datadir, sizeof(datadir), "%s/data", tmpdir);
+	cfd = free_listener(&cport);
+	bfd = free_listener(&bport);
+	close(bfd); /* only its number: the broker listener is not served */
+	snprintf(text, sizeof(text),
+	    "node.id=1\nprocess.roles=broker,controller\n"
+	    "listeners=PLAINTEXT://127.0.0.1:%u,CONTROLLER://127.0.0.1:%u\n"
+	    "controller.listener.names=CONTROLLER\n"
+	    "controller.quorum.voters=1@127.0.0.1:%u\n"
+	    "log.dirs=%s\nnum.partitions=2\nshm.max.partitions=64\n"
+	    "log.segment.bytes=2048\n", bport, cport, cport, datadir);
+	if (rn_config_parse(&cfg, text, "test", err, sizeof(err), NULL,
+	    NULL) != 0 || rn_config_finish(&cfg, err, sizeof(err)) != 0)
+		bail("config: %s", err);
+	if (rn_shm_create(&sp, &shm) != 0)
+		bail("shm");
+	memset(&env, 0, sizeof(env));
+	env.cfg = &cfg;
+	env.shm = &shm;
+	env.listen[0].fd = cfd;
+	env.listen[0].listener = 1;
+	env.listen[0].controller = true;
+	env.n_listen = 1;
+	env.n_workers = 2;
+	env.n_network = 1;
+	env.efd[0] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	env.efd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rn_mkdir_p(datadir, 0750) != 0)
+		bail("mkdir");
+	/* what runneld does once the log dirs are locked */
+	is_int(rn_metaprops_ensure(&cfg, &env), 0, "meta.properties written");
+	is_str(env.cluster_id, "", "no cluster id before the first start");
+	atomic_store(&rn_shm_worker(&shm, 1)->pid, getpid());
+	rn_mdview_init(&view);
+	rn_arena_init(&arena, 1u << 26);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct rn_CreateTopicsResponse_CreatableTopicResult res;
+	const struct rn_mdv_topic *t;
+	const struct rn_mdv_partition *p;
+	enum rn_config_source src;
+	struct ct_conf good[] = { { "retention.ms", "1000" } };
+	struct ct_conf unknown[] = { { "no.such.config", "1" } };
+	struct ct_conf badval[] = { { "retention.ms", "soon" } };
+	char cid[23], cid2[23], path[600], text[512];
+	uint8_t orders_id[16];
+	int32_t slots[3];
+	uint64_t ver;
+	int status, i;
+	FILE *f;
+
+	setproctitle_init(argc, argv, environ);
+	rn_log_init("test", NULL, 0);
+	setup();
+	start_controller();
+	ok(wait_view(pred_ready, NULL, 10000), "controller published an "
+	    "image with a cluster id and broker 1");
+	metaprops_cluster_id(cid);
+	ok(cid[0] != '\0' && strcmp(cid, view.cluster_id) == 0,
+	    "meta.properties has the published cluster id (%s)", cid);
+	is_int(view.controller_id, 1, "node 1 is the active controller");
+
+	/* CreateTopics */
+	is_int(create_topic("orders", 3, 1, good, 1, false, &res), 0,
+	    "CreateTopics orders: success");
+	ok(res.num_partitions == 3 && res.replication_factor == 1 &&
+	    !rn_uuid_is_zero(&res.topic_id) && res.configs_count > 0,
+	    "v7 result: partitions, rf, topic id, configs");
+	memcpy(orders_id, res.topic_id.b, 16);
+	for (i = 0; i < res.configs_count; i++)
+		if (rn_kstr_eq(res.configs[i].name, "retention.ms"))
+			ok(rn_kstr_eq(res.configs[i].value, "1000") &&
+			    res.configs[i].config_source ==
+			    RN_CFGSRC_DYNAMIC_TOPIC_CONFIG,
+			    "result config retention.ms=1000 from the topic");
+	is_int(create_topic("orders", 1, 1, NULL, 0, false, NULL),
+	    RN_KERR_TOPIC_ALREADY_EXISTS, "again: TOPIC_ALREADY_EXISTS");
+	is_int(create_topic("bad/name", 1, 1, NULL, 0, false, NULL),
+	    RN_KERR_INVALID_TOPIC_EXCEPTION, "bad/name: INVALID_TOPIC_EXCEPTION");
+	is_int(create_topic("..", 1, 1, NULL, 0, false, NULL),
+	    RN_KERR_INVALID_TOPIC_EXCEPTION, "'..': INVALID_TOPIC_EXCEPTION");
+	is_int(create_topic("a.b", 1, 1, NULL, 0, false, NULL), 0, "a.b");
+	is_int(create_topic("a_b", 1, 1, NULL, 0, false, NULL),
+	    RN_KERR_INVALID_TOPIC_EXCEPTION, "a_b collides with a.b");
+	is_int(create_topic("zero", 0, 1, NULL, 0, false, NULL),
+	    RN_KERR_INVALID_PARTITIONS, "0 partitions: INVALID_PARTITIONS");
+	is_int(create_topic("rf2", 1, 2, NULL, 0, false, NULL),
+	    RN_KERR_INVALID_REPLICATION_FACTOR,
+	    "RF 2 with one broker: INVALID_REPLICATION_FACTOR");
+	is_int(create_topic("cfg1", 1, 1, unknown, 1, false, NULL),
+	    RN_KERR_INVALID_CONFIG, "unknown config: INVALID_CONFIG");
+	is_int(create_topic("cfg2", 1, 1, badval, 1, false, NULL),
+	    RN_KERR_INVALID_CONFIG, "bad value: INVALID_CONFIG");
+	is_int(create_topic("dry", 1, 1, NULL, 0, true, NULL), 0,
+	    "validate_only succeeds");
+	is_int(create_topic("dflt", -1, -1, NULL, 0, false, &res), 0,
+	    "defaults: success");
+	is_int(res.num_partitions, 2, "num.partitions applied");
+
+	/* the image */
+	rn_mdview_refresh(&view, &shm);
+	t = rn_mdview_topic(&view, "orders", 6);
+	ok(t != NULL && t->n_parts == 3 && memcmp(t->id, orders_id, 16) == 0,
+	    "orders in the image with its id and 3 partitions");
+	ok(rn_mdview_topic(&view, "dry", 3) == NULL, "validate_only created "
+	    "nothing");
+	for (i = 0; i < 3; i++) {
+		p = rn_mdview_partition(t, i);
+		slots[i] = p != NULL ? p->slot : -1;
+		ok(p != NULL && p->leader == 1 && p->slot >= 0 && p->slot < 64 &&
+		    p->dir == 0, "orders-%d: leader 1, slot %d, dir 0", i,
+		    slots[i]);
+	}
+	ok(slots[0] != slots[1] && slots[1] != slots[2] &&
+	    slots[0] != slots[2], "distinct slots");
+	ok(topic_config("orders", "retention.ms", &src) != NULL &&
+	    strcmp(topic_config("orders", "retention.ms", &src), "1000") == 0 &&
+	    src == RN_CFGSRC_DYNAMIC_TOPIC_CONFIG,
+	    "orders retention.ms=1000 DYNAMIC_TOPIC_CONFIG");
+
+	/* SIGKILL and restart: the metadata log brings it all back */
+	ver = view.version;
+	kill(ctl_pid, SIGKILL);
+	wait_exit(5000);
+	start_controller();
+	ok(wait_view(pred_version_above, &ver, 10000),
+	    "restarted controller republished");
+	t = rn_mdview_topic(&view, "orders", 6);
+	ok(t != NULL && memcmp(t->id, orders_id, 16) == 0 && t->n_parts == 3,
+	    "orders back with the same id");
+	ok(t != NULL && t->parts[0].slot == slots[0] &&
+	    t->parts[1].slot == slots[1] && t->parts[2].slot == slots[2],
+	    "same slots after the restart");
+	ok(rn_mdview_topic(&view, "a.b", 3) != NULL &&
+	    rn_mdview_topic(&view, "dflt", 4) != NULL, "other topics back");
+	metaprops_cluster_id(cid2);
+	is_str(cid2, cid, "meta.properties keeps the cluster id");
+	is_str(view.cluster_id, cid, "same cluster id published");
+
+	/* configs */
+	is_int(incremental_alter("orders", "segment.ms", 0, "5000"), 0,
+	    "IncrementalAlterConfigs SET segment.ms");
+	ok(topic_config("orders", "segment.ms", &src) != NULL &&
+	    strcmp(topic_config("orders", "segment.ms", &src), "5000") == 0 &&
+	    src == RN_CFGSRC_DYNAMIC_TOPIC_CONFIG, "segment.ms=5000 dynamic");
+	is_int(incremental_alter("orders", "retention.ms", 1, NULL), 0,
+	    "IncrementalAlterConfigs DELETE retention.ms");
+	topic_config("orders", "retention.ms", &src);
+	ok(src != RN_CFGSRC_DYNAMIC_TOPIC_CONFIG, "retention.ms override gone");
+	is_int(incremental_alter("orders", "segment.bytes", 0, "1"),
+	    RN_KERR_INVALID_CONFIG, "segment.bytes=1: INVALID_CONFIG");
+	is_int(incremental_alter("nope", "segment.ms", 0, "1"),
+	    RN_KERR_UNKNOWN_TOPIC_OR_PARTITION, "unknown topic");
+	is_int(alter_configs("orders", "max.message.bytes", "2000"), 0,
+	    "AlterConfigs replaces the set");
+	ok(strcmp(topic_config("orders", "max.message.bytes", &src), "2000") ==
+	    0 && src == RN_CFGSRC_DYNAMIC_TOPIC_CONFIG,
+	    "max.message.bytes=2000 dynamic");
+	topic_config("orders", "segment.ms", &src);
+	ok(src != RN_CFGSRC_DYNAMIC_TOPIC_CONFIG,
+	    "segment.ms dropped by the legacy replace");
+	ok(strcmp(topic_config("orders", "segment.bytes", &src), "2048") == 0 &&
+	    src == RN_CFGSRC_STATIC_BROKER_CONFIG,
+	    "segment.bytes from server.properties: STATIC_BROKER_CONFIG");
+
+	/* dynamic broker configs: the cluster default, then this broker */
+	is_int(incremental_alter_res(4, "", "log.retention.ms", 0, "7000"), 0,
+	    "dynamic default log.retention.ms");
+	ok(strcmp(topic_config("orders", "retention.ms", &src), "7000") == 0 &&
+	    src == RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG,
+	    "orders retention.ms=7000 DYNAMIC_DEFAULT_BROKER_CONFIG");
+	is_int(incremental_alter_res(4, "1", "log.retention.ms", 0, "8000"), 0,
+	    "broker 1 log.retention.ms");
+	ok(strcmp(topic_config("orders", "retention.ms", &src), "8000") == 0 &&
+	    src == RN_CFGSRC_DYNAMIC_BROKER_CONFIG,
+	    "orders retention.ms=8000 DYNAMIC_BROKER_CONFIG");
+	is_int(incremental_alter_res(4, "", "log.retention.ms", 0, "x"),
+	    RN_KERR_INVALID_CONFIG, "bad broker value: INVALID_CONFIG");
+	is_int(incremental_alter_res(4, "", "num.io.threads", 0, "3"),
+	    RN_KERR_INVALID_CONFIG, "unsupported broker key: INVALID_CONFIG");
+
+	/* CreatePartitions */
+	is_int(create_partitions("dflt", 4), 0, "CreatePartitions 2 -> 4");
+	is_int(create_partitions("dflt", 3), RN_KERR_INVALID_PARTITIONS,
+	    "4 -> 3: INVALID_PARTITIONS");
+	rn_mdview_refresh(&view, &shm);
+	t = rn_mdview_topic(&view, "dflt", 4);
+	ok(t != NULL && t->n_parts == 4 && t->parts[3].slot >= 0,
+	    "dflt has 4 partitions with slots");
+
+	/* DeleteTopics: image first, then the dirs */
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/orders-%d", datadir, i);
+		mkdir(path, 0750);
+		snprintf(path, sizeof(path), "%s/orders-%d/00000000000000000000.log",
+		    datadir, i);
+		if ((f = fopen(path, "w")) != NULL)
+			fclose(f);
+	}
+	is_int(delete_topic("orders", NULL), 0, "DeleteTopics orders");
+	ok(wait_view(pred_no_topic, "orders", 2000), "orders gone from the "
+	    "image");
+	snprintf(path, sizeof(path), "%s/orders-0", datadir);
+	ok(access(path, F_OK) != 0, "orders-0 directory removed");
+	snprintf(text, sizeof(text), "ls %s | grep -c delete >/dev/null",
+	    datadir);
+	ok(system(text) != 0, "no -delete dir left behind");
+	is_int(delete_topic("orders", NULL), RN_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+	    "again: UNKNOWN_TOPIC_OR_PARTITION");
+	is_int(delete_topic(NULL, orders_id), RN_KERR_UNKNOWN_TOPIC_ID,
+	    "by its old id: UNKNOWN_TOPIC_ID");
+	rn_mdview_refresh(&view, &shm);
+	t = rn_mdview_topic(&view, "a.b", 3);
+	{
+		uint8_t abid[16];
+
+		memcpy(abid, t->id, 16);
+		is_int(delete_topic(NULL, abid), 0, "DeleteTopics a.b by id");
+	}
+	ok(wait_view(pred_no_topic, "a.b", 2000), "a.b gone");
+	is_int(create_topic("a_b", 1, 1, NULL, 0, false, NULL), 0,
+	    "a_b may now be created");
+
+	/* auto-creation */
+	{
+		msgpack_sbuffer sb;
+		msgpack_packer pk;
+
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		msgpack_pack_map(&pk, 2);
+		rn_mp_pack_str(&pk, "v");
+		msgpack_pack_int(&pk, RN_IPC_VERSION);
+		rn_mp_pack_str(&pk, "topics");
+		msgpack_pack_array(&pk, 2);
+		rn_mp_pack_str(&pk, "auto1");
+		rn_mp_pack_str(&pk, "dflt");
+		send_msg(RN_IPC_AUTO_CREATE, &sb);
+		msgpack_sbuffer_destroy(&sb);
+	}
+	ok(wait_view(pred_topic, "auto1", 5000), "auto1 auto-created");
+	t = rn_mdview_topic(&view, "auto1", 5);
+	ok(t != NULL && t->n_parts == 2, "with num.partitions partitions");
+
+	/*
+	 * Past the snapshot threshold: libraft snapshots the state and drops
+	 * old entries; a restarted controller restores the snapshot.
+	 */
+	{
+		int64_t t0 = rn_now_ms();
+		int fails = 0;
+		char v[16];
+
+		for (i = 0; i < 1100; i++) {
+			snprintf(v, sizeof(v), "%d", 1000 + i);
+			if (incremental_alter("dflt", "segment.ms", 0, v) != 0)
+				fails++;
+		}
+		is_int(fails, 0, "1100 config changes committed (%lld ms)",
+		    (long long)(rn_now_ms() - t0));
+	}
+	snprintf(text, sizeof(text), "ls %s/__cluster_metadata-0 | "
+	    "grep -q snapshot", datadir);
+	ok(system(text) == 0, "a snapshot was taken");
+	rn_mdview_refresh(&view, &shm);
+	t = rn_mdview_topic(&view, "dflt", 4);
+	for (i = 0; i < 4; i++)
+		slots[i % 3] = t->parts[i].slot;
+	ver = view.version;
+	kill(ctl_pid, SIGKILL);
+	wait_exit(5000);
+	start_controller();
+	ok(wait_view(pred_version_above, &ver, 10000),
+	    "restarted from the snapshot");
+	ok(strcmp(topic_config("dflt", "segment.ms", &src), "2099") == 0,
+	    "the last change survived");
+	t = rn_mdview_topic(&view, "dflt", 4);
+	ok(t != NULL && t->n_parts == 4 && t->parts[3].slot == slots[0] &&
+	    rn_mdview_topic(&view, "auto1", 5) != NULL &&
+	    rn_mdview_topic(&view, "a_b", 3) != NULL,
+	    "topics and slots restored");
+
+	/* SIGTERM: clean stop */
+	kill(ctl_pid, SIGTERM);
+	status = wait_exit(10000);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "SIGTERM: exit status 0");
+
+	/* another cluster's meta.properties: refused */
+	{
+		struct rn_metaprops mp;
+		char err[256];
+
+		if (rn_metaprops_read(datadir, &mp, err, sizeof(err)) != 0)
+			bail("meta.properties: %s", err);
+		strcpy(mp.cluster_id, "AAAAAAAAAAAAAAAAAAAAAQ");
+		if (rn_metaprops_write(datadir, &mp) != 0)
+			bail("cannot rewrite meta.properties");
+	}
+	start_controller();
+	status = wait_exit(15000);
+	ok(status != -1 && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == RN_WORKER_EXIT_FATAL,
+	    "a log naming another cluster: exit status 2 (status 0x%x)",
+	    status);
+	metaprops_cluster_id(cid2);
+	is_str(cid2, "AAAAAAAAAAAAAAAAAAAAAQ", "meta.properties left alone");
+	if (status == -1) {
+		kill(ctl_pid, SIGKILL);
+		wait_exit(5000);
+	}
+
+	/*
+	 * A node formatted with a cluster id and an empty metadata log (here:
+	 * the log removed): the first active controller proposes that id.
+	 */
+	snprintf(text, sizeof(text), "rm -rf %s/__cluster_metadata-0",
+	    datadir);
+	if (system(text) != 0)
+		bail("rm");
+	rn_shm_meta_rebuild(&shm);
+	rn_mdview_free(&view);
+	rn_mdview_init(&view);
+	start_controller();
+	ok(wait_view(pred_ready, NULL, 10000), "fresh log: image published");
+	is_str(view.cluster_id, "AAAAAAAAAAAAAAAAAAAAAQ",
+	    "the formatted cluster id became the cluster's");
+	ok(rn_mdview_topic(&view, "dflt", 4) == NULL, "and the log is new");
+	kill(ctl_pid, SIGTERM);
+	status = wait_exit(10000);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stopped");
+
+	snprintf(text, sizeof(text), "rm -rf %s", tmpdir);
+	if (system(text) != 0)
+		diag("could not remove %s", tmpdir);
+	rn_mdview_free(&view);
+	return done_testing();
+}

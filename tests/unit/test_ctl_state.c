@@ -1,0 +1,331 @@
+/*
+ * The controller's metadata state: records in, state out; snapshot and
+ * restore give the same state (slots included); the image the state
+ * encodes parses back through the readers' view, configs and their
+ * sources included; publishing through shared memory.
+ */
+#include "autoconf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "ipc/shm.h"
+#include "tests/lib/tap.h"
+#include "workers/ctl_records.h"
+#include "workers/ctl_state.h"
+
+static void
+apply_batch(struct ctl_state *st, struct ctl_batch *b, uint64_t index)
+{
+	void *e;
+	size_t len;
+
+	e = ctl_batch_finish(b, &len);
+	if (e == NULL)
+		bail("out of memory");
+	if (ctl_state_apply(st, e, len, index) < 0)
+		bail("batch at %llu did not apply", (unsigned long long)index);
+	free(e);
+	ctl_batch_free(b);
+	ctl_batch_init(b);
+}
+
+static void
+add_topic(struct ctl_batch *b, const char *name, uint8_t idb, int np,
+    const int32_t *replicas, int rf)
+{
+	struct ctl_partition p;
+	uint8_t id[16];
+	int i;
+
+	memset(id, idb, sizeof(id));
+	ctl_rec_topic(b, name, strlen(name), id);
+	for (i = 0; i < np; i++) {
+		memset(&p, 0, sizeof(p));
+		p.n_replicas = rf;
+		p.replicas = (int32_t *)&replicas[i * rf];
+		p.n_isr = rf;
+		p.isr = (int32_t *)&replicas[i * rf];
+		p.leader = replicas[i * rf];
+		ctl_rec_partition(b, id, i, &p, false);
+	}
+}
+
+static int
+snap_equal(const struct ctl_state *a, const struct ctl_state *b)
+{
+	msgpack_sbuffer x, y;
+	int eq;
+
+	msgpack_sbuffer_init(&x);
+	msgpack_sbuffer_init(&y);
+	ctl_state_snapshot(a, &x);
+	ctl_state_snapshot(b, &y);
+	eq = x.size == y.size && memcmp(x.data, y.data, x.size) == 0;
+	msgpack_sbuffer_destroy(&x);
+	msgpack_sbuffer_destroy(&y);
+	return eq;
+}
+
+static struct ctl_state st;
+static uint8_t dir_ids[2][16] = { { 0xd1 }, { 0xd2 } };
+
+static void
+build_state(void)
+{
+	struct ctl_batch b;
+	struct ctl_broker br;
+	struct ctl_listener l = { "PLAINTEXT", "127.0.0.1", 9092 };
+	int32_t r1[] = { 1, 1, 1 }, r2[] = { 1, 2, 2, 1 };
+	char cid[23];
+	uint8_t raw[16];
+
+	ctl_state_init(&st);
+	ctl_batch_init(&b);
+	ctl_uuid_random(raw);
+	ctl_uuid_str(raw, cid);
+	ctl_rec_cluster_id(&b, cid, CTL_METADATA_VERSION);
+	ctl_rec_feature_level(&b, "metadata.version", CTL_METADATA_VERSION);
+	memset(&br, 0, sizeof(br));
+	br.id = 1;
+	br.listeners = &l;
+	br.n_listeners = 1;
+	strcpy(br.rack, "r1");
+	br.log_dirs = dir_ids;
+	br.n_log_dirs = 2;
+	ctl_rec_register_broker(&b, &br, false);
+	apply_batch(&st, &b, 2);
+	is_str(st.cluster_id, cid, "ClusterId applied");
+	is_int(st.metadata_version, CTL_METADATA_VERSION, "metadata.version");
+	is_int(st.n_brokers, 1, "one broker");
+	is_int(st.brokers[0].epoch, 2, "broker epoch is the record's index");
+
+	add_topic(&b, "alpha", 0xa1, 3, r1, 1);
+	ctl_rec_config(&b, CTL_RES_TOPIC, "alpha", 5, "retention.ms", "1000");
+	apply_batch(&st, &b, 3);
+	add_topic(&b, "beta", 0xb1, 2, r2, 2);
+	ctl_rec_config(&b, CTL_RES_BROKER, "", 0, "log.retention.bytes",
+	    "4096");
+	apply_batch(&st, &b, 4);
+	is_int(st.n_topics, 2, "two topics");
+	is_int(st.topics[0]->n_parts, 3, "alpha has 3 partitions");
+	ok(st.topics[0]->parts[0].slots[0] == 0 &&
+	    st.topics[0]->parts[1].slots[0] == 1 &&
+	    st.topics[0]->parts[2].slots[0] == 2, "alpha takes slots 0-2");
+	ok(st.topics[1]->parts[0].slots[0] == 3 &&
+	    st.topics[1]->parts[0].slots[1] == 0 &&
+	    st.topics[1]->parts[1].slots[1] == 4,
+	    "beta: broker 1 slots 3 and 4, broker 2 slots from 0");
+	is_str(ctl_configs_get(&st.topics[0]->configs, "retention.ms"), "1000",
+	    "topic config applied");
+
+	/* delete alpha, create gamma: it reuses the lowest free slots */
+	{
+		uint8_t id[16];
+		int32_t r3[] = { 1, 1 };
+
+		memset(id, 0xa1, sizeof(id));
+		ctl_rec_remove_topic(&b, id);
+		apply_batch(&st, &b, 5);
+		ok(ctl_state_topic(&st, "alpha", 5) == NULL, "alpha removed");
+		add_topic(&b, "gamma", 0xc1, 2, r3, 1);
+		apply_batch(&st, &b, 6);
+		ok(st.topics[1]->parts[0].slots[0] == 0 &&
+		    st.topics[1]->parts[1].slots[0] == 1,
+		    "gamma reuses slots 0 and 1");
+	}
+	/* a config deleted with a nil value */
+	ctl_rec_config(&b, CTL_RES_TOPIC, "gamma", 5, "cleanup.policy",
+	    "delete");
+	ctl_rec_config(&b, CTL_RES_TOPIC, "gamma", 5, "segment.ms", "5000");
+	apply_batch(&st, &b, 7);
+	ctl_rec_config(&b, CTL_RES_TOPIC, "gamma", 5, "cleanup.policy", NULL);
+	apply_batch(&st, &b, 8);
+	ok(ctl_configs_get(&st.topics[1]->configs, "cleanup.policy") == NULL &&
+	    ctl_configs_get(&st.topics[1]->configs, "segment.ms") != NULL,
+	    "nil value deletes one key");
+	ok(ctl_state_topic_collision(&st, "gam_ma", 6) == NULL &&
+	    ctl_state_topic_collision(&st, "be.ta", 5) == NULL,
+	    "no collision without . or _ in the existing name");
+	ctl_batch_free(&b);
+}
+
+static void
+test_snapshot(void)
+{
+	struct ctl_state st2;
+	msgpack_sbuffer sb;
+
+	msgpack_sbuffer_init(&sb);
+	is_int(ctl_state_snapshot(&st, &sb), 0, "snapshot taken");
+	ctl_state_init(&st2);
+	is_int(ctl_state_restore(&st2, sb.data, sb.size), 0, "restored");
+	ok(snap_equal(&st, &st2), "restored state is identical");
+	ok(st2.topics[1]->parts[0].slots[0] == 0 &&
+	    st2.topics[0]->parts[0].slots[0] == 3,
+	    "slots survive the snapshot (not recomputed)");
+	is_int(st2.brokers[0].epoch, 2, "broker epoch survives");
+	is_int((long long)st2.last_index, 8, "last index survives");
+	ok(ctl_state_restore(&st2, "\x01\x02", 2) < 0,
+	    "garbage snapshot refused");
+	ctl_state_free(&st2);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+test_image(void)
+{
+	struct ctl_local loc = { 1, 1, 7, 2, (const uint8_t (*)[16])dir_ids,
+	    4096 };
+	struct rn_config cfg;
+	struct rn_mdview v;
+	const struct rn_mdv_topic *t;
+	const struct rn_mdv_partition *p;
+	const struct rn_mdv_broker *br;
+	enum rn_config_source src;
+	msgpack_sbuffer sb;
+	const char *val;
+	char buf[64], err[256];
+	uint8_t id[16];
+
+	if (rn_config_parse(&cfg, "node.id=1\nprocess.roles=broker,controller\n"
+	    "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+	    "controller.listener.names=CONTROLLER\n"
+	    "controller.quorum.voters=1@127.0.0.1:9093\n"
+	    "log.dirs=/tmp/x\nlog.segment.bytes=2048\n", "test", err,
+	    sizeof(err), NULL, NULL) != 0 || rn_config_finish(&cfg, err,
+	    sizeof(err)) != 0)
+		bail("config: %s", err);
+	msgpack_sbuffer_init(&sb);
+	ctl_state_encode_image(&st, &loc, &sb);
+	rn_mdview_init(&v);
+	is_int(rn_mdview_load(&v, sb.data, sb.size), 0, "image parses");
+	is_str(v.cluster_id, st.cluster_id, "cluster id");
+	ok(v.controller_id == 1 && v.epoch == 7 && v.offset == 8,
+	    "controller, epoch, offset");
+	is_int(v.n_topics, 2, "two topics in the view");
+	t = rn_mdview_topic(&v, "gamma", 5);
+	ok(t != NULL && t->n_parts == 2, "gamma found by name");
+	memset(id, 0xb1, sizeof(id));
+	ok(rn_mdview_topic_by_id(&v, id) != NULL &&
+	    strcmp(rn_mdview_topic_by_id(&v, id)->name, "beta") == 0,
+	    "beta found by id");
+	ok(rn_mdview_topic(&v, "alpha", 5) == NULL, "alpha gone");
+	p = rn_mdview_partition(t, 1);
+	ok(p != NULL && p->slot == 1 && p->leader == 1 && p->n_replicas == 1,
+	    "gamma-1: slot 1, leader 1");
+	ok(p != NULL && p->dir == 0, "gamma-1 in the first dir");
+	ok(rn_mdview_partition(t, 2) == NULL, "no gamma-2");
+	p = rn_mdview_partition(rn_mdview_topic(&v, "beta", 4), 0);
+	ok(p != NULL && p->n_offline == 1 && p->offline[0] == 2,
+	    "beta-0: the replica on unregistered broker 2 is offline");
+	br = rn_mdview_broker(&v, 1);
+	ok(br != NULL && strcmp(br->host, "127.0.0.1") == 0 &&
+	    br->port == 9092 && br->rack != NULL &&
+	    strcmp(br->rack, "r1") == 0 && !br->fenced, "broker 1");
+	ok(rn_mdview_broker(&v, 2) == NULL, "no broker 2");
+
+	is_int(rn_mdview_topic_config(&v, t, &cfg, "segment.ms", &val, &src,
+	    buf, sizeof(buf)), 0, "segment.ms looked up");
+	ok(strcmp(val, "5000") == 0 && src == RN_CFGSRC_DYNAMIC_TOPIC_CONFIG,
+	    "topic override: DYNAMIC_TOPIC_CONFIG");
+	rn_mdview_topic_config(&v, t, &cfg, "retention.bytes", &val, &src,
+	    buf, sizeof(buf));
+	ok(strcmp(val, "4096") == 0 &&
+	    src == RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG,
+	    "dynamic broker default: DYNAMIC_DEFAULT_BROKER_CONFIG");
+	rn_mdview_topic_config(&v, t, &cfg, "segment.bytes", &val, &src,
+	    buf, sizeof(buf));
+	ok(strcmp(val, "2048") == 0 && src == RN_CFGSRC_STATIC_BROKER_CONFIG,
+	    "server.properties: STATIC_BROKER_CONFIG (got %s, %d)", val, src);
+	rn_mdview_topic_config(&v, t, &cfg, "compression.type", &val, &src,
+	    buf, sizeof(buf));
+	ok(strcmp(val, "producer") == 0 && src == RN_CFGSRC_DEFAULT_CONFIG,
+	    "built-in default: DEFAULT_CONFIG");
+	ok(rn_mdview_topic_config(&v, t, &cfg, "no.such", &val, &src, buf,
+	    sizeof(buf)) == -ENOENT, "unknown key");
+	ok(rn_mdview_broker_config(&v, &cfg, "log.retention.bytes", &val,
+	    &src, buf, sizeof(buf)) == 0 && strcmp(val, "4096") == 0 &&
+	    src == RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG,
+	    "broker config log.retention.bytes: dynamic default");
+	ok(rn_mdview_broker_config(&v, &cfg, "log.segment.bytes", &val,
+	    &src, buf, sizeof(buf)) == 0 && strcmp(val, "2048") == 0 &&
+	    src == RN_CFGSRC_STATIC_BROKER_CONFIG,
+	    "broker config log.segment.bytes: static");
+	rn_mdview_free(&v);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+test_validate(void)
+{
+	const struct rn_topic_config_def *d = rn_topic_config_def("segment.bytes");
+	char err[256];
+
+	ok(d != NULL && rn_topic_config_validate(d, "100", err,
+	    sizeof(err)) == 0, "segment.bytes=100 valid");
+	ok(rn_topic_config_validate(d, "10", err, sizeof(err)) != 0 &&
+	    strstr(err, "at least 14") != NULL, "below minimum: %s", err);
+	ok(rn_topic_config_validate(d, "abc", err, sizeof(err)) != 0 &&
+	    strstr(err, "Not a number of type INT") != NULL, "not a number");
+	d = rn_topic_config_def("compression.type");
+	ok(rn_topic_config_validate(d, "zstd", err, sizeof(err)) == 0 &&
+	    rn_topic_config_validate(d, "brotli", err, sizeof(err)) != 0,
+	    "compression.type choices: %s", err);
+	d = rn_topic_config_def("cleanup.policy");
+	ok(rn_topic_config_validate(d, "compact", err, sizeof(err)) != 0,
+	    "cleanup.policy=compact refused");
+}
+
+static void
+test_shm_publish(void)
+{
+	struct rn_shm_params sp = { 2, 4096, 64 };
+	struct ctl_local loc = { 1, 1, 7, 2, (const uint8_t (*)[16])dir_ids,
+	    64 };
+	struct rn_shm shm;
+	struct rn_mdview v;
+	msgpack_sbuffer sb;
+
+	if (rn_shm_create(&sp, &shm) != 0)
+		bail("shm");
+	rn_mdview_init(&v);
+	is_int(rn_mdview_refresh(&v, &shm), -EAGAIN, "nothing published yet");
+	msgpack_sbuffer_init(&sb);
+	ctl_state_encode_image(&st, &loc, &sb);
+	is_int(rn_mdimage_publish(&shm, 1, st.cluster_id, sb.data, sb.size),
+	    0, "published");
+	is_int(rn_mdview_refresh(&v, &shm), 1, "view refreshed");
+	is_int(rn_mdview_refresh(&v, &shm), 0, "no change, no work");
+	is_str(rn_shm_meta(&shm)->cluster_id, st.cluster_id,
+	    "header carries the cluster id");
+	ok(rn_mdview_topic(&v, "beta", 4) != NULL, "beta visible");
+	/* the supervisor rebuilds the image after a controller crash */
+	rn_shm_meta_rebuild(&shm);
+	is_int(rn_mdview_refresh(&v, &shm), -EAGAIN, "rebuilt image: wait");
+	ok(rn_mdview_topic(&v, "beta", 4) != NULL,
+	    "the old view stays usable meanwhile");
+	is_int(rn_mdimage_publish(&shm, 1, st.cluster_id, sb.data, sb.size),
+	    0, "republished");
+	is_int(rn_mdview_refresh(&v, &shm), 1, "view refreshed again");
+	ok(rn_mdimage_publish(&shm, 1, "", sb.data, (size_t)64 << 20) ==
+	    -EMSGSIZE, "oversized body refused");
+	rn_mdview_free(&v);
+	msgpack_sbuffer_destroy(&sb);
+	rn_shm_destroy(&shm);
+}
+
+int
+main(void)
+{
+	build_state();
+	test_snapshot();
+	test_image();
+	test_validate();
+	test_shm_publish();
+	ctl_state_free(&st);
+	return done_testing();
+}

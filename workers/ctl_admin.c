@@ -1,0 +1,1640 @@
+/*
+ * Admin APIs the controller answers (forwarded by the network workers as
+ * RN_IPC_ADMIN_REQUEST) and topic auto-creation. One operation runs at a
+ * time: it is validated against the applied state, its records are
+ * proposed as one raft entry, and the answer goes back only once that
+ * entry is committed, applied and published, as Kafka's controller does.
+ * Running one at a time means validation never misses a record still in
+ * flight.
+ */
+#include "autoconf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "ipc/msgtypes.h"
+#include "protocol/kerrors.h"
+#include "protocol/kmsg_gen.h"
+#include "workers/ctl_assign.h"
+#include "workers/ctl_raft.h"
+
+#define OP_QUEUE_MAX 1024
+#define OP_ARENA_LIMIT (64u << 20)
+#define MSG_MAX 512
+
+struct ctl_op {
+	struct ctl_op *next;
+	struct ctl *c;
+	unsigned slot;
+	pid_t sender;
+	uint16_t type;
+	uint64_t req;
+	int16_t key, ver;
+	uint8_t *body;
+	size_t len;
+	struct raft_apply apply;
+	struct ctl_batch batch;
+	struct rn_arena arena;   /* decoded request, response arrays, messages */
+	bool validate_only;
+	int local_added;         /* replicas this operation puts on this node */
+	union {
+		struct rn_CreateTopicsResponse ct;
+		struct rn_DeleteTopicsResponse dt;
+		struct rn_CreatePartitionsResponse cp;
+		struct rn_AlterConfigsResponse ac;
+		struct rn_IncrementalAlterConfigsResponse iac;
+	} resp;
+};
+
+struct ctl_deletion {
+	struct ctl_deletion *next;
+	char path[1400];
+	char name[300];          /* <topic>-<p>, for the renamed dir */
+	char dir[1100];
+	char topic[CTL_TOPIC_NAME_MAX + 1];
+	int32_t partition;
+};
+
+/* ---- small helpers -------------------------------------------------- */
+
+/* A record about one topic, with TOPIC= for journalctl. */
+static void
+log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
+{
+	const char *fields[2] = { NULL, NULL };
+	char field[CTL_TOPIC_NAME_MAX + 8], msg[1024];
+	va_list ap;
+
+	snprintf(field, sizeof(field), "TOPIC=%.*s",
+	    (int)(name.len > 0 ? name.len : 0), name.ptr);
+	fields[0] = field;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rn_log_fields(prio, fields, "%s", msg);
+}
+
+static struct rn_kstr
+op_msg(struct ctl_op *op, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static struct rn_kstr
+op_msg(struct ctl_op *op, const char *fmt, ...)
+{
+	struct rn_kstr s = { NULL, -1 };
+	va_list ap;
+	char *p;
+	int n;
+
+	if ((p = rn_arena_alloc(&op->arena, MSG_MAX)) == NULL)
+		return s;
+	va_start(ap, fmt);
+	n = vsnprintf(p, MSG_MAX, fmt, ap);
+	va_end(ap);
+	s.ptr = p;
+	s.len = n < MSG_MAX ? n : MSG_MAX - 1;
+	return s;
+}
+
+static struct rn_kstr
+op_str(struct ctl_op *op, const char *str)
+{
+	struct rn_kstr s = { NULL, -1 };
+	size_t n = strlen(str);
+	char *p;
+
+	if ((p = rn_arena_alloc(&op->arena, n + 1)) != NULL) {
+		memcpy(p, str, n + 1);
+		s.ptr = p;
+		s.len = (int32_t)n;
+	}
+	return s;
+}
+
+/* NUL-terminated copy of a kstr into buf; false if null or too long. */
+static bool
+kstr_copy(struct rn_kstr s, char *buf, size_t len)
+{
+	if (s.len < 0 || (size_t)s.len >= len)
+		return false;
+	memcpy(buf, s.ptr, (size_t)s.len);
+	buf[s.len] = '\0';
+	return true;
+}
+
+/* Kafka's topic name rules; message in Kafka's words. */
+static bool
+topic_name_valid(struct rn_kstr name, char *why, size_t len)
+{
+	int32_t i;
+
+	if (name.len <= 0) {
+		snprintf(why, len, "Topic name is invalid: the empty string is "
+		    "not allowed");
+		return false;
+	}
+	if (name.len == 1 && name.ptr[0] == '.') {
+		snprintf(why, len, "Topic name is invalid: '.' is not allowed");
+		return false;
+	}
+	if (name.len == 2 && name.ptr[0] == '.' && name.ptr[1] == '.') {
+		snprintf(why, len, "Topic name is invalid: '..' is not "
+		    "allowed");
+		return false;
+	}
+	if (name.len > CTL_TOPIC_NAME_MAX) {
+		snprintf(why, len, "Topic name is invalid: the length of "
+		    "'%.*s' is longer than the max allowed length %d",
+		    (int)name.len, name.ptr, CTL_TOPIC_NAME_MAX);
+		return false;
+	}
+	for (i = 0; i < name.len; i++) {
+		char ch = name.ptr[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+		    ch == '-')) {
+			snprintf(why, len, "Topic name is invalid: '%.*s' "
+			    "contains one or more characters other than ASCII "
+			    "alphanumerics, '.', '_' and '-'", (int)name.len,
+			    name.ptr);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+names_collide(struct rn_kstr a, struct rn_kstr b)
+{
+	int32_t i;
+
+	if (a.len != b.len)
+		return false;
+	for (i = 0; i < a.len; i++) {
+		char x = a.ptr[i] == '.' ? '_' : a.ptr[i];
+		char y = b.ptr[i] == '.' ? '_' : b.ptr[i];
+
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
+static int
+live_brokers(const struct ctl_state *st, int32_t *ids, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < st->n_brokers && n < max; i++)
+		if (!st->brokers[i].fenced)
+			ids[n++] = st->brokers[i].id;
+	return n;
+}
+
+static int
+rand_below(int n)
+{
+	uint8_t raw[16];
+	uint32_t v;
+
+	if (n <= 1 || ctl_uuid_random(raw) != 0)
+		return 0;
+	memcpy(&v, raw, sizeof(v));
+	return (int)(v % (uint32_t)n);
+}
+
+/*
+ * Log dir per new replica: the broker's registered dir holding the fewest
+ * replicas, counting the ones this operation already placed.
+ */
+struct dirload {
+	int32_t broker;
+	int n;
+	int count[RN_CONFIG_MAX_LOGDIRS];
+};
+
+struct placer {
+	const struct ctl_state *st;
+	struct dirload loads[64];
+	int n;
+};
+
+static void
+place_dir(struct placer *pl, int32_t broker, uint8_t out[16])
+{
+	const struct ctl_broker *b = ctl_state_broker(pl->st, broker);
+	struct dirload *dl = NULL;
+	int i, best = 0;
+
+	memset(out, 0, 16);
+	if (b == NULL || b->n_log_dirs == 0)
+		return; /* unknown: the broker chooses (Uuid zero) */
+	for (i = 0; i < pl->n; i++)
+		if (pl->loads[i].broker == broker)
+			dl = &pl->loads[i];
+	if (dl == NULL) {
+		if (pl->n == (int)RN_ARRAY_SIZE(pl->loads)) {
+			memcpy(out, b->log_dirs[0], 16);
+			return;
+		}
+		dl = &pl->loads[pl->n++];
+		dl->broker = broker;
+		dl->n = b->n_log_dirs < RN_CONFIG_MAX_LOGDIRS ? b->n_log_dirs :
+		    RN_CONFIG_MAX_LOGDIRS;
+		for (i = 0; i < dl->n; i++)
+			dl->count[i] = ctl_state_dir_load(pl->st, broker,
+			    b->log_dirs[i]);
+	}
+	for (i = 1; i < dl->n; i++)
+		if (dl->count[i] < dl->count[best])
+			best = i;
+	dl->count[best]++;
+	memcpy(out, b->log_dirs[best], 16);
+}
+
+/* One new partition's record: leader = first replica, ISR = replicas. */
+static void
+rec_new_partition(struct ctl_batch *b, struct placer *pl,
+    const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf)
+{
+	struct ctl_partition part;
+	uint8_t dirs[64][16];
+	int32_t i;
+
+	memset(&part, 0, sizeof(part));
+	part.n_replicas = rf;
+	part.replicas = (int32_t *)replicas;
+	part.n_isr = rf;
+	part.isr = (int32_t *)replicas;
+	part.leader = replicas[0];
+	part.leader_epoch = 0;
+	part.partition_epoch = 0;
+	for (i = 0; i < rf && i < 64; i++)
+		place_dir(pl, replicas[i], dirs[i]);
+	part.dirs = dirs;
+	ctl_rec_partition(b, tid, p, &part, false);
+}
+
+/* Kafka's checks of a manual assignment; 0 or an error code with msg. */
+static int16_t
+check_manual(struct ctl_op *op, const struct ctl_state *st,
+    const int32_t *ids, int32_t n, int32_t want_rf, struct rn_kstr *msg)
+{
+	int32_t i, j;
+
+	if (n == 0) {
+		*msg = op_msg(op, "The manual partition assignment includes an "
+		    "empty replica list.");
+		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	for (i = 0; i < n; i++) {
+		if (ctl_state_broker(st, ids[i]) == NULL) {
+			*msg = op_msg(op, "The manual partition assignment "
+			    "includes broker %d, but no such broker is "
+			    "registered.", ids[i]);
+			return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+		}
+		for (j = 0; j < i; j++)
+			if (ids[j] == ids[i]) {
+				*msg = op_msg(op, "The manual partition "
+				    "assignment includes the broker %d more "
+				    "than once.", ids[i]);
+				return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+			}
+	}
+	if (want_rf > 0 && n != want_rf) {
+		*msg = op_msg(op, "The manual partition assignment includes a "
+		    "partition with %d replica(s), but this is not consistent "
+		    "with previous partitions, which have %d replica(s).", n,
+		    want_rf);
+		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	return 0;
+}
+
+/*
+ * This node holds its replicas in shared-memory slots (shm.max.partitions
+ * of them): refuse what would not fit rather than create partitions it
+ * cannot serve. Other brokers' limits are theirs to report.
+ */
+static int16_t
+check_local_slots(struct ctl_op *op, const int32_t *replicas, int32_t n,
+    struct rn_kstr *msg)
+{
+	const struct ctl_state *st = &op->c->st;
+	int32_t node = op->c->cfg->node_id, i, p, r;
+	uint32_t max = op->c->shm->hdr->max_partitions;
+	int used = 0, add = 0, k;
+
+	for (i = 0; i < n; i++)
+		if (replicas[i] == node)
+			add++;
+	if (add == 0)
+		return 0;
+	for (k = 0; k < st->n_topics; k++)
+		for (p = 0; p < st->topics[k]->n_parts; p++)
+			for (r = 0; r < st->topics[k]->parts[p].n_replicas; r++)
+				if (st->topics[k]->parts[p].replicas[r] == node)
+					used++;
+	if ((uint32_t)(used + op->local_added + add) > max) {
+		*msg = op_msg(op, "Broker %d can hold %u partitions "
+		    "(shm.max.partitions) and has %d: no room for %d more.",
+		    node, max, used + op->local_added, add);
+		return RN_KERR_POLICY_VIOLATION;
+	}
+	op->local_added += add;
+	return 0;
+}
+
+static int16_t
+rf_unreachable(struct ctl_op *op, int32_t rf, int live, struct rn_kstr *msg)
+{
+	if (live == 0)
+		*msg = op_msg(op, "Unable to replicate the partition %d time(s): "
+		    "All brokers are currently fenced.", rf);
+	else
+		*msg = op_msg(op, "Unable to replicate the partition %d time(s): "
+		    "The target replication factor of %d cannot be reached "
+		    "because only %d broker(s) are registered.", rf, rf, live);
+	return RN_KERR_INVALID_REPLICATION_FACTOR;
+}
+
+/* ---- effective topic configs (CreateTopics v5+) --------------------- */
+
+static const char *
+effective_config(struct ctl *c, const struct rn_topic_config_def *d,
+    const char *override, int8_t *source, char *buf, size_t len)
+{
+	char node[16];
+	const char *v;
+
+	snprintf(node, sizeof(node), "%d", c->cfg->node_id);
+	if (override != NULL) {
+		*source = RN_CFGSRC_DYNAMIC_TOPIC_CONFIG;
+		return override;
+	}
+	if ((v = ctl_configs_get(ctl_state_broker_configs(&c->st, node),
+	    d->broker_key)) != NULL) {
+		*source = RN_CFGSRC_DYNAMIC_BROKER_CONFIG;
+		return v;
+	}
+	if ((v = ctl_configs_get(ctl_state_broker_configs(&c->st, ""),
+	    d->broker_key)) != NULL) {
+		*source = RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG;
+		return v;
+	}
+	*source = rn_topic_config_static(c->cfg, d, buf, len) ?
+	    RN_CFGSRC_STATIC_BROKER_CONFIG : RN_CFGSRC_DEFAULT_CONFIG;
+	return buf;
+}
+
+/* ---- CreateTopics --------------------------------------------------- */
+
+struct new_topic {
+	struct rn_kstr name;
+	const struct rn_CreateTopicsRequest_CreatableTopic *req;
+	int32_t np, rf;
+	int32_t *replicas;       /* np * rf */
+};
+
+static int16_t
+create_one(struct ctl_op *op, struct placer *pl,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t,
+    struct rn_CreateTopicsResponse_CreatableTopicResult *res,
+    const struct rn_kstr *earlier, int n_earlier, struct rn_kstr *msg)
+{
+	struct ctl *c = op->c;
+	const struct ctl_state *st = &c->st;
+	int32_t np = t->num_partitions, rf = t->replication_factor, i, j;
+	int32_t brokers[1024], *replicas;
+	const struct ctl_topic *other;
+	char why[MSG_MAX], key[256], val[4096];
+	uint8_t tid[16];
+	int16_t e;
+	int live;
+
+	if (!topic_name_valid(t->name, why, sizeof(why))) {
+		*msg = op_msg(op, "%s", why);
+		return RN_KERR_INVALID_TOPIC_EXCEPTION;
+	}
+	if (ctl_state_topic(st, t->name.ptr, (size_t)t->name.len) != NULL) {
+		*msg = op_msg(op, "Topic '%.*s' already exists.",
+		    (int)t->name.len, t->name.ptr);
+		return RN_KERR_TOPIC_ALREADY_EXISTS;
+	}
+	if ((other = ctl_state_topic_collision(st, t->name.ptr,
+	    (size_t)t->name.len)) != NULL) {
+		*msg = op_msg(op, "Topic '%.*s' collides with existing topic: "
+		    "%s", (int)t->name.len, t->name.ptr, other->name);
+		return RN_KERR_INVALID_TOPIC_EXCEPTION;
+	}
+	for (i = 0; i < n_earlier; i++)
+		if (names_collide(earlier[i], t->name)) {
+			*msg = op_msg(op, "Topic '%.*s' collides with existing "
+			    "topic: %.*s", (int)t->name.len, t->name.ptr,
+			    (int)earlier[i].len, earlier[i].ptr);
+			return RN_KERR_INVALID_TOPIC_EXCEPTION;
+		}
+	/* configs */
+	for (i = 0; i < t->configs_count; i++) {
+		const struct rn_topic_config_def *d;
+
+		if (!kstr_copy(t->configs[i].name, key, sizeof(key)) ||
+		    (d = rn_topic_config_def(key)) == NULL) {
+			*msg = op_msg(op, "Unknown topic config name: %.*s",
+			    (int)(t->configs[i].name.len > 0 ?
+			    t->configs[i].name.len : 0),
+			    t->configs[i].name.ptr);
+			return RN_KERR_INVALID_CONFIG;
+		}
+		if (t->configs[i].value.len < 0) {
+			*msg = op_msg(op, "Null value not supported for topic "
+			    "configs: %s", key);
+			return RN_KERR_INVALID_CONFIG;
+		}
+		if (!kstr_copy(t->configs[i].value, val, sizeof(val)) ||
+		    rn_topic_config_validate(d, val, why, sizeof(why)) != 0) {
+			*msg = op_msg(op, "%s", why);
+			return RN_KERR_INVALID_CONFIG;
+		}
+	}
+	live = live_brokers(st, brokers, (int)RN_ARRAY_SIZE(brokers));
+	if (t->assignments_count > 0) {
+		if (rf != -1) {
+			*msg = op_msg(op, "A manual partition assignment was "
+			    "specified, but replication factor was not set to "
+			    "-1.");
+			return RN_KERR_INVALID_REQUEST;
+		}
+		if (np != -1) {
+			*msg = op_msg(op, "A manual partition assignment was "
+			    "specified, but numPartitions was not set to -1.");
+			return RN_KERR_INVALID_REQUEST;
+		}
+		np = t->assignments_count;
+		rf = t->assignments[0].broker_ids_count;
+		if (rf > 64)
+			rf = 64;
+		replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
+		    (size_t)np * (size_t)(rf > 0 ? rf : 1));
+		if (replicas == NULL)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+		for (i = 0; i < np; i++) {
+			const struct rn_CreateTopicsRequest_CreatableReplicaAssignment
+			    *a = NULL;
+
+			for (j = 0; j < t->assignments_count; j++)
+				if (t->assignments[j].partition_index == i) {
+					if (a != NULL) {
+						*msg = op_msg(op, "Found multiple "
+						    "manual partition assignments "
+						    "for partition %d", i);
+						return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+					}
+					a = &t->assignments[j];
+				}
+			if (a == NULL) {
+				*msg = op_msg(op, "partitions should be a "
+				    "consecutive 0-based integer sequence");
+				return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+			}
+			if ((e = check_manual(op, st, a->broker_ids,
+			    a->broker_ids_count, rf, msg)) != 0)
+				return e;
+			memcpy(&replicas[i * rf], a->broker_ids,
+			    sizeof(int32_t) * (size_t)rf);
+		}
+	} else {
+		if (rf < -1 || rf == 0) {
+			*msg = op_msg(op, "Replication factor must be larger "
+			    "than 0, or -1 to use the default value.");
+			return RN_KERR_INVALID_REPLICATION_FACTOR;
+		}
+		if (np < -1 || np == 0) {
+			*msg = op_msg(op, "Number of partitions was set to an "
+			    "invalid non-positive value.");
+			return RN_KERR_INVALID_PARTITIONS;
+		}
+		if (np == -1)
+			np = c->cfg->num_partitions;
+		if (rf == -1)
+			rf = c->cfg->default_replication_factor;
+		if (rf > live)
+			return rf_unreachable(op, rf, live, msg);
+		replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
+		    (size_t)np * (size_t)rf);
+		if (replicas == NULL)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+		if (ctl_assign_rack_unaware(brokers, live, np, rf,
+		    rand_below(live), rand_below(live), 0, replicas) != 0)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+	}
+	if ((e = check_local_slots(op, replicas, np * rf, msg)) != 0)
+		return e;
+	if (ctl_uuid_random(tid) != 0)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	memcpy(res->topic_id.b, tid, 16);
+	res->num_partitions = np;
+	res->replication_factor = (int16_t)rf;
+	/* v5+: every topic config with its value and source */
+	if (op->ver >= 5) {
+		const struct rn_topic_config_def *d;
+		int n = 0;
+
+		for (d = rn_topic_config_defs; d->name != NULL; d++)
+			n++;
+		res->configs = rn_arena_alloc(&op->arena,
+		    sizeof(*res->configs) * (size_t)n);
+		if (res->configs == NULL)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+		for (d = rn_topic_config_defs, j = 0; d->name != NULL; d++,
+		    j++) {
+			struct rn_CreateTopicsResponse_CreatableTopicConfigs *o =
+			    &res->configs[j];
+			const char *ov = NULL;
+			char buf[64];
+			int8_t src;
+
+			for (i = 0; i < t->configs_count; i++)
+				if (rn_kstr_eq(t->configs[i].name, d->name) &&
+				    kstr_copy(t->configs[i].value, val,
+				    sizeof(val)))
+					ov = val;
+			rn_CreateTopicsResponse_CreatableTopicConfigs_init(o);
+			o->name = rn_kstr_c(d->name);
+			o->value = op_str(op, effective_config(c, d, ov, &src,
+			    buf, sizeof(buf)));
+			o->config_source = src;
+			o->read_only = false;
+			o->is_sensitive = false;
+		}
+		res->configs_count = n;
+	}
+	if (op->validate_only)
+		return 0;
+	ctl_rec_topic(&op->batch, t->name.ptr, (size_t)t->name.len, tid);
+	/* configs go between the topic and its partitions, as in Kafka */
+	for (i = 0; i < t->configs_count; i++) {
+		kstr_copy(t->configs[i].name, key, sizeof(key));
+		kstr_copy(t->configs[i].value, val, sizeof(val));
+		ctl_rec_config(&op->batch, CTL_RES_TOPIC, t->name.ptr,
+		    (size_t)t->name.len, key, val);
+	}
+	for (i = 0; i < np; i++)
+		rec_new_partition(&op->batch, pl, tid, i, &replicas[i * rf],
+		    rf);
+	return 0;
+}
+
+static int
+op_create_topics(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_CreateTopicsRequest req;
+	struct rn_CreateTopicsResponse *resp = &op->resp.ct;
+	struct rn_kstr *created;
+	struct placer pl;
+	int n_created = 0, rc;
+	int32_t i, j;
+
+	if ((rc = rn_CreateTopicsRequest_decode(r, op->ver, &op->arena,
+	    &req)) != 0)
+		return rc;
+	op->validate_only = req.validate_only;
+	memset(&pl, 0, sizeof(pl));
+	pl.st = &op->c->st;
+	rn_CreateTopicsResponse_init(resp);
+	resp->topics_count = req.topics_count;
+	resp->topics = rn_arena_alloc(&op->arena, sizeof(*resp->topics) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	created = rn_arena_alloc(&op->arena, sizeof(*created) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	if (resp->topics == NULL || created == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req.topics_count; i++) {
+		struct rn_CreateTopicsResponse_CreatableTopicResult *res =
+		    &resp->topics[i];
+		struct rn_kstr msg = { NULL, -1 };
+		int16_t e = 0;
+
+		rn_CreateTopicsResponse_CreatableTopicResult_init(res);
+		res->name = req.topics[i].name;
+		res->error_message.len = -1;
+		for (j = 0; j < i; j++)
+			if (req.topics[j].name.len == req.topics[i].name.len &&
+			    memcmp(req.topics[j].name.ptr, req.topics[i].name.ptr,
+			    (size_t)req.topics[i].name.len) == 0) {
+				e = RN_KERR_INVALID_REQUEST;
+				msg = op_msg(op, "Duplicate topic name.");
+			}
+		if (e == 0)
+			e = create_one(op, &pl, &req.topics[i], res, created,
+			    n_created, &msg);
+		res->error_code = e;
+		res->error_message = msg;
+		if (e != 0) {
+			memset(&res->topic_id, 0, sizeof(res->topic_id));
+			res->num_partitions = -1;
+			res->replication_factor = -1;
+			res->configs_count = 0;
+			res->configs = NULL;
+			log_topic(LOG_INFO, res->name, "CreateTopics %.*s: %s "
+			    "(%.*s)", (int)res->name.len, res->name.ptr,
+			    rn_kerr_name(e), (int)(msg.len > 0 ? msg.len : 0),
+			    msg.ptr);
+		} else {
+			created[n_created++] = req.topics[i].name;
+			log_topic(LOG_INFO, res->name, "CreateTopics %.*s: %d "
+			    "partition(s), replication factor %d%s",
+			    (int)res->name.len,
+			    res->name.ptr, res->num_partitions,
+			    res->replication_factor, op->validate_only ?
+			    " (validate only)" : "");
+		}
+	}
+	return 0;
+}
+
+/* ---- auto-creation (no reply) ---------------------------------------- */
+
+static int
+op_auto_create(struct ctl_op *op)
+{
+	struct ctl *c = op->c;
+	msgpack_unpacked up;
+	const msgpack_object *a;
+	struct rn_CreateTopicsRequest_CreatableTopic t;
+	struct rn_CreateTopicsResponse_CreatableTopicResult res;
+	struct rn_kstr *done;
+	struct placer pl;
+	uint32_t i;
+	int n_done = 0;
+
+	if (!c->cfg->auto_create_topics_enable)
+		return 0;
+	msgpack_unpacked_init(&up);
+	if (msgpack_unpack_next(&up, (const char *)op->body, op->len, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS || (a = rn_mp_get(&up.data, "topics")) ==
+	    NULL || a->type != MSGPACK_OBJECT_ARRAY) {
+		msgpack_unpacked_destroy(&up);
+		return 0;
+	}
+	memset(&pl, 0, sizeof(pl));
+	pl.st = &c->st;
+	done = rn_arena_alloc(&op->arena, sizeof(*done) *
+	    (a->via.array.size + 1));
+	for (i = 0; done != NULL && i < a->via.array.size; i++) {
+		const msgpack_object *o = &a->via.array.ptr[i];
+		struct rn_kstr msg = { NULL, -1 };
+		int16_t e;
+		int k;
+
+		if (o->type != MSGPACK_OBJECT_STR)
+			continue;
+		memset(&t, 0, sizeof(t));
+		t.name.ptr = o->via.str.ptr;
+		t.name.len = (int32_t)o->via.str.size;
+		t.num_partitions = -1;
+		t.replication_factor = -1;
+		for (k = 0; k < n_done; k++)
+			if (done[k].len == t.name.len && memcmp(done[k].ptr,
+			    t.name.ptr, (size_t)t.name.len) == 0)
+				break;
+		if (k < n_done)
+			continue;
+		rn_CreateTopicsResponse_CreatableTopicResult_init(&res);
+		e = create_one(op, &pl, &t, &res, done, n_done, &msg);
+		if (e == RN_KERR_TOPIC_ALREADY_EXISTS)
+			continue;
+		if (e != 0) {
+			log_warnx("auto-creating topic %.*s: %s (%.*s)",
+			    (int)t.name.len, t.name.ptr, rn_kerr_name(e),
+			    (int)(msg.len > 0 ? msg.len : 0), msg.ptr);
+			continue;
+		}
+		/* the name must outlive the unpacked message */
+		done[n_done++] = op_msg(op, "%.*s", (int)t.name.len,
+		    t.name.ptr);
+		log_topic(LOG_INFO, t.name, "auto-creating topic %.*s",
+		    (int)t.name.len, t.name.ptr);
+	}
+	msgpack_unpacked_destroy(&up);
+	return 0;
+}
+
+/* ---- DeleteTopics --------------------------------------------------- */
+
+static int
+op_delete_topics(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_DeleteTopicsRequest req;
+	struct rn_DeleteTopicsResponse *resp = &op->resp.dt;
+	const struct ctl_state *st = &op->c->st;
+	uint8_t (*removed)[16];
+	int32_t i, n, n_removed = 0, k;
+	int rc;
+
+	if ((rc = rn_DeleteTopicsRequest_decode(r, op->ver, &op->arena,
+	    &req)) != 0)
+		return rc;
+	n = op->ver >= 6 ? req.topics_count : req.topic_names_count;
+	rn_DeleteTopicsResponse_init(resp);
+	resp->responses_count = n;
+	resp->responses = rn_arena_alloc(&op->arena,
+	    sizeof(*resp->responses) * (size_t)(n > 0 ? n : 1));
+	removed = rn_arena_alloc(&op->arena, 16 * (size_t)(n > 0 ? n : 1));
+	if (resp->responses == NULL || removed == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct rn_DeleteTopicsResponse_DeletableTopicResult *res =
+		    &resp->responses[i];
+		struct rn_kstr name = op->ver >= 6 ? req.topics[i].name :
+		    req.topic_names[i];
+		const struct ctl_topic *t = NULL;
+		bool by_id = op->ver >= 6 && name.len < 0;
+
+		rn_DeleteTopicsResponse_DeletableTopicResult_init(res);
+		res->name = name;
+		res->error_message.len = -1;
+		if (op->ver >= 6 && name.len >= 0 &&
+		    !rn_uuid_is_zero(&req.topics[i].topic_id)) {
+			res->error_code = RN_KERR_INVALID_REQUEST;
+			res->error_message = op_msg(op, "You may not specify "
+			    "both topic name and topic id.");
+			continue;
+		}
+		if (by_id) {
+			res->topic_id = req.topics[i].topic_id;
+			t = ctl_state_topic_by_id(st, req.topics[i].topic_id.b);
+			if (t == NULL) {
+				res->error_code = RN_KERR_UNKNOWN_TOPIC_ID;
+				continue;
+			}
+			res->name = op_str(op, t->name);
+		} else {
+			if (name.len > 0)
+				t = ctl_state_topic(st, name.ptr,
+				    (size_t)name.len);
+			if (t == NULL) {
+				res->error_code =
+				    RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			memcpy(res->topic_id.b, t->id, 16);
+		}
+		for (k = 0; k < n_removed; k++)
+			if (memcmp(removed[k], t->id, 16) == 0)
+				break;
+		if (k < n_removed)
+			continue; /* named twice: one record */
+		memcpy(removed[n_removed++], t->id, 16);
+		ctl_rec_remove_topic(&op->batch, t->id);
+		log_topic(LOG_INFO, rn_kstr_c(t->name), "DeleteTopics %s",
+		    t->name);
+	}
+	return 0;
+}
+
+/* ---- CreatePartitions ----------------------------------------------- */
+
+static int
+op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_CreatePartitionsRequest req;
+	struct rn_CreatePartitionsResponse *resp = &op->resp.cp;
+	const struct ctl_state *st = &op->c->st;
+	struct placer pl;
+	int32_t i, j, brokers[1024];
+	int rc, live;
+
+	if ((rc = rn_CreatePartitionsRequest_decode(r, op->ver, &op->arena,
+	    &req)) != 0)
+		return rc;
+	op->validate_only = req.validate_only;
+	memset(&pl, 0, sizeof(pl));
+	pl.st = st;
+	live = live_brokers(st, brokers, (int)RN_ARRAY_SIZE(brokers));
+	rn_CreatePartitionsResponse_init(resp);
+	resp->results_count = req.topics_count;
+	resp->results = rn_arena_alloc(&op->arena, sizeof(*resp->results) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	if (resp->results == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req.topics_count; i++) {
+		const struct rn_CreatePartitionsRequest_CreatePartitionsTopic
+		    *tp = &req.topics[i];
+		struct rn_CreatePartitionsResponse_CreatePartitionsTopicResult
+		    *res = &resp->results[i];
+		const struct ctl_topic *t;
+		int32_t cur, add, rf, *replicas, p;
+		int16_t e = 0;
+		struct rn_kstr msg = { NULL, -1 };
+
+		rn_CreatePartitionsResponse_CreatePartitionsTopicResult_init(
+		    res);
+		res->name = tp->name;
+		res->error_message.len = -1;
+		for (j = 0; j < i; j++)
+			if (req.topics[j].name.len == tp->name.len &&
+			    memcmp(req.topics[j].name.ptr, tp->name.ptr,
+			    (size_t)tp->name.len) == 0) {
+				e = RN_KERR_INVALID_REQUEST;
+				msg = op_msg(op, "Duplicate topic name.");
+			}
+		t = tp->name.len > 0 ? ctl_state_topic(st, tp->name.ptr,
+		    (size_t)tp->name.len) : NULL;
+		if (e == 0 && t == NULL) {
+			e = RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			msg = op_msg(op, "This server does not host this "
+			    "topic-partition.");
+		}
+		if (e != 0) {
+			res->error_code = e;
+			res->error_message = msg;
+			continue;
+		}
+		cur = t->n_parts;
+		if (tp->count == cur) {
+			e = RN_KERR_INVALID_PARTITIONS;
+			msg = op_msg(op, "Topic already has %d partition(s).",
+			    cur);
+		} else if (tp->count < cur) {
+			e = RN_KERR_INVALID_PARTITIONS;
+			msg = op_msg(op, "The topic %s currently has %d "
+			    "partition(s); %d would not be an increase.",
+			    t->name, cur, tp->count);
+		}
+		add = tp->count - cur;
+		rf = cur > 0 ? t->parts[0].n_replicas : 1;
+		if (rf > 64)
+			rf = 64;
+		if (e == 0 && tp->assignments_count >= 0 &&
+		    tp->assignments != NULL &&
+		    tp->assignments_count != add) {
+			e = RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+			msg = op_msg(op, "Attempted to add %d additional "
+			    "partition(s), but only %d assignment(s) were "
+			    "specified.", add, tp->assignments_count);
+		}
+		replicas = e == 0 ? rn_arena_alloc(&op->arena,
+		    sizeof(int32_t) * (size_t)add * (size_t)rf) : NULL;
+		if (e == 0 && replicas == NULL)
+			e = RN_KERR_UNKNOWN_SERVER_ERROR;
+		if (e == 0 && tp->assignments != NULL &&
+		    tp->assignments_count > 0) {
+			for (j = 0; j < add && e == 0; j++) {
+				e = check_manual(op, st,
+				    tp->assignments[j].broker_ids,
+				    tp->assignments[j].broker_ids_count, rf,
+				    &msg);
+				if (e == 0)
+					memcpy(&replicas[j * rf],
+					    tp->assignments[j].broker_ids,
+					    sizeof(int32_t) * (size_t)rf);
+			}
+		} else if (e == 0) {
+			if (rf > live)
+				e = rf_unreachable(op, rf, live, &msg);
+			else if (ctl_assign_rack_unaware(brokers, live, add,
+			    rf, rand_below(live), rand_below(live), cur,
+			    replicas) != 0)
+				e = RN_KERR_UNKNOWN_SERVER_ERROR;
+		}
+		if (e == 0)
+			e = check_local_slots(op, replicas, add * rf, &msg);
+		res->error_code = e;
+		res->error_message = msg;
+		if (e != 0 || op->validate_only)
+			continue;
+		for (p = 0; p < add; p++)
+			rec_new_partition(&op->batch, &pl, t->id, cur + p,
+			    &replicas[p * rf], rf);
+		log_topic(LOG_INFO, tp->name, "CreatePartitions %s: %d -> %d",
+		    t->name, cur, tp->count);
+	}
+	return 0;
+}
+
+/* ---- AlterConfigs / IncrementalAlterConfigs -------------------------- */
+
+#define OP_SET 0
+#define OP_DELETE 1
+#define OP_APPEND 2
+#define OP_SUBTRACT 3
+
+struct cfg_change {
+	const char *key;          /* topic key, or broker key for brokers */
+	const struct rn_topic_config_def *def;
+	int op;
+	char value[4096];
+};
+
+/*
+ * Resolve a resource: the topic, or a broker resource name ("" or a node
+ * id). 0, or an error code with msg.
+ */
+static int16_t
+resolve_resource(struct ctl_op *op, int8_t type, struct rn_kstr name,
+    const struct ctl_topic **t, char *bname, size_t blen,
+    struct rn_kstr *msg)
+{
+	*t = NULL;
+	if (type == CTL_RES_TOPIC) {
+		if (name.len <= 0 || (*t = ctl_state_topic(&op->c->st,
+		    name.ptr, (size_t)name.len)) == NULL) {
+			*msg = op_msg(op, "Topic %.*s does not exist.",
+			    (int)(name.len > 0 ? name.len : 0), name.ptr);
+			return RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		}
+		return 0;
+	}
+	if (type == CTL_RES_BROKER) {
+		char *end;
+		long id;
+
+		if (!kstr_copy(name, bname, blen))
+			bname[0] = '\0';
+		if (bname[0] != '\0') {
+			id = strtol(bname, &end, 10);
+			if (*end != '\0' || id < 0 || id > INT32_MAX) {
+				*msg = op_msg(op, "Invalid broker name %s",
+				    bname);
+				return RN_KERR_INVALID_REQUEST;
+			}
+		}
+		return 0;
+	}
+	*msg = op_msg(op, "Unsupported resource type %d", type);
+	return RN_KERR_INVALID_REQUEST;
+}
+
+/* Check one change against the config schema. */
+static int16_t
+check_change(struct ctl_op *op, int8_t type, struct cfg_change *ch,
+    struct rn_kstr *msg)
+{
+	char why[MSG_MAX];
+
+	ch->def = type == CTL_RES_TOPIC ? rn_topic_config_def(ch->key) :
+	    rn_topic_config_def_by_broker_key(ch->key);
+	if (ch->def == NULL) {
+		*msg = op_msg(op, type == CTL_RES_TOPIC ? "Unknown topic config "
+		    "name: %s" : "Unknown or read-only broker config name: %s",
+		    ch->key);
+		return RN_KERR_INVALID_CONFIG;
+	}
+	if (ch->op == OP_DELETE)
+		return 0;
+	if ((ch->op == OP_APPEND || ch->op == OP_SUBTRACT) &&
+	    ch->def->type != RN_CFGTYPE_LIST) {
+		*msg = op_msg(op, "Config value %s is not allowed for config "
+		    "key: %s", ch->op == OP_APPEND ? "append" : "subtract",
+		    ch->key);
+		return RN_KERR_INVALID_CONFIG;
+	}
+	if (rn_topic_config_validate(ch->def, ch->value, why,
+	    sizeof(why)) != 0) {
+		/* the message names the topic key; brokers see theirs */
+		*msg = op_msg(op, "%s", why);
+		return RN_KERR_INVALID_CONFIG;
+	}
+	return 0;
+}
+
+/* Records for the resource's new config set. */
+static void
+emit_changes(struct ctl_op *op, int8_t type, const char *rname,
+    const struct ctl_configs *cur, struct cfg_change *ch, int n,
+    bool replace)
+{
+	int i, k;
+
+	if (replace && cur != NULL)
+		for (k = 0; k < cur->n; k++) {
+			for (i = 0; i < n; i++)
+				if (strcmp(ch[i].key, cur->v[k].key) == 0)
+					break;
+			if (i == n)
+				ctl_rec_config(&op->batch, type, rname,
+				    strlen(rname), cur->v[k].key, NULL);
+		}
+	for (i = 0; i < n; i++) {
+		const char *old = ctl_configs_get(cur, ch[i].key);
+
+		switch (ch[i].op) {
+		case OP_DELETE:
+			if (old != NULL)
+				ctl_rec_config(&op->batch, type, rname,
+				    strlen(rname), ch[i].key, NULL);
+			break;
+		case OP_SUBTRACT:
+			/* lists here hold one value: subtracting it empties */
+			if (old != NULL && strcmp(old, ch[i].value) == 0)
+				ctl_rec_config(&op->batch, type, rname,
+				    strlen(rname), ch[i].key, NULL);
+			break;
+		default:
+			if (old == NULL || strcmp(old, ch[i].value) != 0)
+				ctl_rec_config(&op->batch, type, rname,
+				    strlen(rname), ch[i].key, ch[i].value);
+		}
+	}
+}
+
+/* Shared by both APIs; results go in the (identically shaped) arrays. */
+static int16_t
+alter_resource(struct ctl_op *op, int8_t type, struct rn_kstr name,
+    int32_t n, const struct rn_kstr *keys, const struct rn_kstr *values,
+    const int8_t *ops, bool replace, struct rn_kstr *msg)
+{
+	const struct ctl_topic *t;
+	const struct ctl_configs *cur;
+	struct cfg_change *ch;
+	char bname[32], rname[CTL_TOPIC_NAME_MAX + 1];
+	int32_t i, j;
+	int16_t e;
+
+	if ((e = resolve_resource(op, type, name, &t, bname, sizeof(bname),
+	    msg)) != 0)
+		return e;
+	if ((ch = rn_arena_alloc(&op->arena, sizeof(*ch) *
+	    (size_t)(n > 0 ? n : 1))) == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	for (i = 0; i < n; i++) {
+		char *key = rn_arena_alloc(&op->arena, 256);
+
+		if (key == NULL || !kstr_copy(keys[i], key, 256)) {
+			*msg = op_msg(op, "Invalid config name");
+			return RN_KERR_INVALID_REQUEST;
+		}
+		for (j = 0; j < i; j++)
+			if (strcmp(ch[j].key, key) == 0) {
+				*msg = op_msg(op, "Error due to duplicate config "
+				    "keys");
+				return RN_KERR_INVALID_REQUEST;
+			}
+		ch[i].key = key;
+		ch[i].op = ops != NULL ? ops[i] : OP_SET;
+		if (ch[i].op < OP_SET || ch[i].op > OP_SUBTRACT) {
+			*msg = op_msg(op, "Unknown config operation %d",
+			    ch[i].op);
+			return RN_KERR_INVALID_REQUEST;
+		}
+		ch[i].value[0] = '\0';
+		if (ch[i].op != OP_DELETE) {
+			if (values[i].len < 0) {
+				*msg = op_msg(op, "Null value not supported for "
+				    "%s configs: %s", type == CTL_RES_TOPIC ?
+				    "topic" : "broker", key);
+				return RN_KERR_INVALID_CONFIG;
+			}
+			if (!kstr_copy(values[i], ch[i].value,
+			    sizeof(ch[i].value))) {
+				*msg = op_msg(op, "Value of %s is too long",
+				    key);
+				return RN_KERR_INVALID_CONFIG;
+			}
+		}
+		if ((e = check_change(op, type, &ch[i], msg)) != 0)
+			return e;
+	}
+	if (type == CTL_RES_TOPIC) {
+		strlcpy(rname, t->name, sizeof(rname));
+		cur = &t->configs;
+	} else {
+		strlcpy(rname, bname, sizeof(rname));
+		cur = ctl_state_broker_configs(&op->c->st, bname);
+	}
+	if (!op->validate_only)
+		emit_changes(op, type, rname, cur, ch, n, replace);
+	log_info("%s %s %s: %d change(s)%s", replace ? "AlterConfigs" :
+	    "IncrementalAlterConfigs", type == CTL_RES_TOPIC ? "topic" :
+	    "broker", rname[0] ? rname : "(default)", n,
+	    op->validate_only ? " (validate only)" : "");
+	return 0;
+}
+
+static int
+op_alter_configs(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_AlterConfigsRequest req;
+	struct rn_AlterConfigsResponse *resp = &op->resp.ac;
+	int32_t i, k;
+	int rc;
+
+	if ((rc = rn_AlterConfigsRequest_decode(r, op->ver, &op->arena,
+	    &req)) != 0)
+		return rc;
+	op->validate_only = req.validate_only;
+	rn_AlterConfigsResponse_init(resp);
+	resp->responses_count = req.resources_count;
+	resp->responses = rn_arena_alloc(&op->arena, sizeof(*resp->responses) *
+	    (size_t)(req.resources_count > 0 ? req.resources_count : 1));
+	if (resp->responses == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req.resources_count; i++) {
+		const struct rn_AlterConfigsRequest_AlterConfigsResource *res =
+		    &req.resources[i];
+		struct rn_AlterConfigsResponse_AlterConfigsResourceResponse *o =
+		    &resp->responses[i];
+		struct rn_kstr msg = { NULL, -1 }, *keys, *vals;
+		int32_t n = res->configs_count;
+
+		rn_AlterConfigsResponse_AlterConfigsResourceResponse_init(o);
+		o->resource_type = res->resource_type;
+		o->resource_name = res->resource_name;
+		keys = rn_arena_alloc(&op->arena, sizeof(*keys) *
+		    (size_t)(n > 0 ? n : 1));
+		vals = rn_arena_alloc(&op->arena, sizeof(*vals) *
+		    (size_t)(n > 0 ? n : 1));
+		if (keys == NULL || vals == NULL)
+			return -ENOMEM;
+		for (k = 0; k < n; k++) {
+			keys[k] = res->configs[k].name;
+			vals[k] = res->configs[k].value;
+		}
+		o->error_code = alter_resource(op, res->resource_type,
+		    res->resource_name, n, keys, vals, NULL, true, &msg);
+		o->error_message = msg;
+	}
+	return 0;
+}
+
+static int
+op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_IncrementalAlterConfigsRequest req;
+	struct rn_IncrementalAlterConfigsResponse *resp = &op->resp.iac;
+	int32_t i, k;
+	int rc;
+
+	if ((rc = rn_IncrementalAlterConfigsRequest_decode(r, op->ver,
+	    &op->arena, &req)) != 0)
+		return rc;
+	op->validate_only = req.validate_only;
+	rn_IncrementalAlterConfigsResponse_init(resp);
+	resp->responses_count = req.resources_count;
+	resp->responses = rn_arena_alloc(&op->arena, sizeof(*resp->responses) *
+	    (size_t)(req.resources_count > 0 ? req.resources_count : 1));
+	if (resp->responses == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req.resources_count; i++) {
+		const struct rn_IncrementalAlterConfigsRequest_AlterConfigsResource
+		    *res = &req.resources[i];
+		struct rn_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse
+		    *o = &resp->responses[i];
+		struct rn_kstr msg = { NULL, -1 }, *keys, *vals;
+		int32_t n = res->configs_count;
+		int8_t *ops;
+
+		rn_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_init(o);
+		o->resource_type = res->resource_type;
+		o->resource_name = res->resource_name;
+		keys = rn_arena_alloc(&op->arena, sizeof(*keys) *
+		    (size_t)(n > 0 ? n : 1));
+		vals = rn_arena_alloc(&op->arena, sizeof(*vals) *
+		    (size_t)(n > 0 ? n : 1));
+		ops = rn_arena_alloc(&op->arena, (size_t)(n > 0 ? n : 1));
+		if (keys == NULL || vals == NULL || ops == NULL)
+			return -ENOMEM;
+		for (k = 0; k < n; k++) {
+			keys[k] = res->configs[k].name;
+			vals[k] = res->configs[k].value;
+			ops[k] = res->configs[k].config_operation;
+		}
+		o->error_code = alter_resource(op, res->resource_type,
+		    res->resource_name, n, keys, vals, ops, false, &msg);
+		o->error_message = msg;
+	}
+	return 0;
+}
+
+/* ---- replies -------------------------------------------------------- */
+
+/* Once the records failed to commit: every success becomes NOT_CONTROLLER. */
+static void
+op_fail_successes(struct ctl_op *op)
+{
+	int16_t e = RN_KERR_NOT_CONTROLLER;
+	int32_t i;
+
+	switch (op->key) {
+	case RN_KAPI_CREATE_TOPICS:
+		for (i = 0; i < op->resp.ct.topics_count; i++)
+			if (op->resp.ct.topics[i].error_code == 0)
+				op->resp.ct.topics[i].error_code = e;
+		break;
+	case RN_KAPI_DELETE_TOPICS:
+		for (i = 0; i < op->resp.dt.responses_count; i++)
+			if (op->resp.dt.responses[i].error_code == 0)
+				op->resp.dt.responses[i].error_code = e;
+		break;
+	case RN_KAPI_CREATE_PARTITIONS:
+		for (i = 0; i < op->resp.cp.results_count; i++)
+			if (op->resp.cp.results[i].error_code == 0)
+				op->resp.cp.results[i].error_code = e;
+		break;
+	case RN_KAPI_ALTER_CONFIGS:
+		for (i = 0; i < op->resp.ac.responses_count; i++)
+			if (op->resp.ac.responses[i].error_code == 0)
+				op->resp.ac.responses[i].error_code = e;
+		break;
+	case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
+		for (i = 0; i < op->resp.iac.responses_count; i++)
+			if (op->resp.iac.responses[i].error_code == 0)
+				op->resp.iac.responses[i].error_code = e;
+		break;
+	}
+}
+
+static int
+op_encode(struct ctl_op *op, struct rn_kwriter *w)
+{
+	switch (op->key) {
+	case RN_KAPI_CREATE_TOPICS:
+		return rn_CreateTopicsResponse_encode(w, op->ver, &op->resp.ct);
+	case RN_KAPI_DELETE_TOPICS:
+		return rn_DeleteTopicsResponse_encode(w, op->ver, &op->resp.dt);
+	case RN_KAPI_CREATE_PARTITIONS:
+		return rn_CreatePartitionsResponse_encode(w, op->ver,
+		    &op->resp.cp);
+	case RN_KAPI_ALTER_CONFIGS:
+		return rn_AlterConfigsResponse_encode(w, op->ver, &op->resp.ac);
+	case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
+		return rn_IncrementalAlterConfigsResponse_encode(w, op->ver,
+		    &op->resp.iac);
+	}
+	return RN_KE_VERSION;
+}
+
+/* Push {"v","req","err","body"} to the worker that asked, if still alive. */
+static void
+op_reply(struct ctl_op *op, int16_t err)
+{
+	struct ctl *c = op->c;
+	struct rn_worker_slot *ws = rn_shm_worker(c->shm, op->slot);
+	struct rn_ring *ring = rn_shm_ring_from_ctl(c->shm, op->slot);
+	struct rn_kwriter w;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int rc;
+
+	if (op->type != RN_IPC_ADMIN_REQUEST)
+		return;
+	if (atomic_load(&ws->pid) != op->sender) {
+		log_debug("slot %u restarted: dropping the answer to request "
+		    "%llu", op->slot, (unsigned long long)op->req);
+		return;
+	}
+	rn_kwriter_init(&w);
+	if (err == 0 && ((rc = op_encode(op, &w)) != 0 || w.err != 0)) {
+		log_warnx("encoding the answer to API %d v%d: %d", op->key,
+		    op->ver, rc != 0 ? rc : w.err);
+		err = RN_KERR_UNKNOWN_SERVER_ERROR;
+		w.len = 0;
+	}
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "req");
+	msgpack_pack_uint64(&pk, op->req);
+	rn_mp_pack_str(&pk, "err");
+	msgpack_pack_int(&pk, err);
+	rn_mp_pack_str(&pk, "body");
+	msgpack_pack_bin(&pk, err == 0 ? w.len : 0);
+	if (err == 0)
+		msgpack_pack_bin_body(&pk, w.buf, w.len);
+	rc = rn_ring_push(ring, RN_IPC_ADMIN_RESPONSE, sb.data,
+	    (uint32_t)sb.size);
+	if (rc == 0)
+		rc = rn_ring_notify(ring, c->w->env->efd[op->slot]);
+	if (rc != 0)
+		log_warnx("cannot answer request %llu of slot %u: %s",
+		    (unsigned long long)op->req, op->slot, strerror(-rc));
+	msgpack_sbuffer_destroy(&sb);
+	rn_kwriter_free(&w);
+}
+
+static void
+op_free(struct ctl_op *op)
+{
+	ctl_batch_free(&op->batch);
+	rn_arena_free(&op->arena);
+	free(op->body);
+	free(op);
+}
+
+static void
+op_finish(struct ctl_op *op, int16_t err)
+{
+	op_reply(op, err);
+	op_free(op);
+}
+
+/* ---- the queue ------------------------------------------------------ */
+
+int
+ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender, uint16_t type,
+    const msgpack_object *m)
+{
+	const msgpack_object *body = rn_mp_get(m, "body");
+	struct ctl_op *op;
+	int64_t v = rn_mp_get_int(m, "v", -1);
+
+	if (v != RN_IPC_VERSION)
+		return -EBADMSG;
+	if ((op = calloc(1, sizeof(*op))) == NULL)
+		return -ENOMEM;
+	op->c = c;
+	op->slot = slot;
+	op->sender = sender;
+	op->type = type;
+	ctl_batch_init(&op->batch);
+	rn_arena_init(&op->arena, OP_ARENA_LIMIT);
+	if (type == RN_IPC_ADMIN_REQUEST) {
+		op->req = (uint64_t)rn_mp_get_int(m, "req", -1);
+		op->key = (int16_t)rn_mp_get_int(m, "key", -1);
+		op->ver = (int16_t)rn_mp_get_int(m, "ver", -1);
+		if (rn_mp_get(m, "req") == NULL || body == NULL ||
+		    body->type != MSGPACK_OBJECT_BIN) {
+			op_free(op);
+			return -EBADMSG;
+		}
+		op->len = body->via.bin.size;
+		op->body = malloc(op->len > 0 ? op->len : 1);
+		if (op->body != NULL)
+			memcpy(op->body, body->via.bin.ptr, op->len);
+	} else {
+		/* keep the whole map: op_auto_create reads "topics" */
+		msgpack_sbuffer sb;
+		msgpack_packer pk;
+
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		msgpack_pack_object(&pk, *m);
+		op->body = (uint8_t *)sb.data;
+		op->len = sb.size;
+	}
+	if (op->body == NULL) {
+		op_free(op);
+		return -ENOMEM;
+	}
+	if (c->n_ops >= OP_QUEUE_MAX) {
+		log_warnx("admin queue full: refusing request from slot %u",
+		    slot);
+		op_finish(op, RN_KERR_NOT_CONTROLLER);
+		return 0;
+	}
+	if (c->ops_tail != NULL)
+		c->ops_tail->next = op;
+	else
+		c->ops_head = op;
+	c->ops_tail = op;
+	c->n_ops++;
+	return 0;
+}
+
+static void
+op_applied(struct raft_apply *req, int status, void *result)
+{
+	struct ctl_op *op = req->data;
+	struct ctl *c = op->c;
+
+	(void)result;
+	c->op_inflight = NULL;
+	if (status != 0) {
+		log_warnx("admin request not committed: %s",
+		    raft_strerror(status));
+		op_fail_successes(op);
+	} else {
+		/* committed and applied: make it visible before answering */
+		ctl_publish(c);
+	}
+	op_finish(op, 0);
+	if (!c->stopping)
+		ctl_admin_kick(c);
+}
+
+/* Validate and build records; then propose or answer right away. */
+static void
+op_run(struct ctl *c, struct ctl_op *op)
+{
+	struct rn_kreader r;
+	int rc = 0;
+
+	if (op->type == RN_IPC_AUTO_CREATE) {
+		op_auto_create(op);
+	} else if (!rn_kapi_supported(op->key, op->ver)) {
+		op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
+		return;
+	} else {
+		rn_kreader_init(&r, op->body, op->len);
+		switch (op->key) {
+		case RN_KAPI_CREATE_TOPICS:
+			rc = op_create_topics(op, &r);
+			break;
+		case RN_KAPI_DELETE_TOPICS:
+			rc = op_delete_topics(op, &r);
+			break;
+		case RN_KAPI_CREATE_PARTITIONS:
+			rc = op_create_partitions(op, &r);
+			break;
+		case RN_KAPI_ALTER_CONFIGS:
+			rc = op_alter_configs(op, &r);
+			break;
+		case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
+			rc = op_incremental_alter_configs(op, &r);
+			break;
+		default:
+			log_warnx("slot %u: API key %d is not answered by the "
+			    "controller", op->slot, op->key);
+			op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
+			return;
+		}
+		if (rc != 0) {
+			log_warnx("slot %u: API %d v%d request does not decode "
+			    "(%d)", op->slot, op->key, op->ver, rc);
+			op_finish(op, rc == RN_KE_VERSION ?
+			    RN_KERR_UNSUPPORTED_VERSION : RN_KERR_INVALID_REQUEST);
+			return;
+		}
+	}
+	if (op->batch.n == 0 || op->validate_only) {
+		op_finish(op, 0);
+		return;
+	}
+	op->apply.data = op;
+	if ((rc = ctl_raft_propose(c, &op->batch, &op->apply,
+	    op_applied)) != 0) {
+		op_fail_successes(op);
+		op_finish(op, 0);
+		return;
+	}
+	c->op_inflight = op;
+}
+
+void
+ctl_admin_kick(struct ctl *c)
+{
+	struct ctl_op *op;
+
+	while (c->ready && !c->stopping && !c->fatal &&
+	    c->op_inflight == NULL && (op = c->ops_head) != NULL) {
+		c->ops_head = op->next;
+		if (c->ops_head == NULL)
+			c->ops_tail = NULL;
+		c->n_ops--;
+		op->next = NULL;
+		op_run(c, op);
+	}
+	/* a follower in a cluster points clients at the active controller */
+	if (!c->ready && c->raft_inited && c->ops_head != NULL &&
+	    raft_state(&c->raft) == RAFT_FOLLOWER) {
+		raft_id id = 0;
+		const char *addr = NULL;
+
+		raft_leader(&c->raft, &id, &addr);
+		if (id != 0 && id != (raft_id)c->cfg->node_id)
+			ctl_admin_fail_all(c);
+	}
+}
+
+void
+ctl_admin_fail_all(struct ctl *c)
+{
+	struct ctl_op *op;
+
+	while ((op = c->ops_head) != NULL) {
+		c->ops_head = op->next;
+		c->n_ops--;
+		op_finish(op, RN_KERR_NOT_CONTROLLER);
+	}
+	c->ops_tail = NULL;
+	/* the in-flight one ends in op_applied with raft's verdict */
+}
+
+/* ---- deleting the dirs of removed topics ----------------------------- */
+
+void
+ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t)
+{
+	struct ctl_local loc;
+	int32_t p, slot, dir;
+
+	ctl_local(c, &loc);
+	for (p = 0; p < t->n_parts; p++) {
+		struct ctl_deletion *d;
+
+		ctl_state_local_placement(&c->st, &loc, t, p, &slot, &dir);
+		if (dir < 0 || dir >= c->cfg->n_log_dirs)
+			continue;
+		if ((d = calloc(1, sizeof(*d))) == NULL)
+			continue;
+		strlcpy(d->dir, c->cfg->log_dirs[dir], sizeof(d->dir));
+		strlcpy(d->topic, t->name, sizeof(d->topic));
+		d->partition = p;
+		snprintf(d->name, sizeof(d->name), "%s-%d", t->name, p);
+		snprintf(d->path, sizeof(d->path), "%s/%s", d->dir, d->name);
+		d->next = c->deletions;
+		c->deletions = d;
+	}
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	if (remove(path) != 0 && errno != ENOENT)
+		log_warn("removing %s", path);
+	return 0;
+}
+
+static void
+rm_tree(const char *path)
+{
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void
+ctl_admin_cleanup_deleted(struct ctl *c)
+{
+	char path[1400];
+	struct dirent *de;
+	DIR *dp;
+	int i;
+
+	for (i = 0; i < c->cfg->n_log_dirs; i++) {
+		if ((dp = opendir(c->cfg->log_dirs[i])) == NULL)
+			continue;
+		while ((de = readdir(dp)) != NULL) {
+			size_t n = strlen(de->d_name);
+
+			/* <topic>-<p>.<32 hex>-delete, left by a crash */
+			if (n < 41 || strcmp(de->d_name + n - 7, "-delete") != 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s",
+			    c->cfg->log_dirs[i], de->d_name);
+			log_info("removing %s, left from a topic deletion",
+			    path);
+			rm_tree(path);
+		}
+		closedir(dp);
+	}
+}
+
+void
+ctl_admin_run_deletions(struct ctl *c)
+{
+	struct ctl_deletion *d;
+
+	while ((d = c->deletions) != NULL) {
+		char to[1600], hex[33], base[300];
+		uint8_t raw[16];
+		size_t keep;
+		int i;
+
+		c->deletions = d->next;
+		if (ctl_uuid_random(raw) != 0)
+			memset(raw, 0, sizeof(raw));
+		for (i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+		/* a file name has 255 bytes: shorten the topic part if needed */
+		strlcpy(base, d->name, sizeof(base));
+		keep = 255 - (1 + 32 + strlen("-delete"));
+		if (strlen(base) > keep)
+			base[keep] = '\0';
+		snprintf(to, sizeof(to), "%s/%s.%s-delete", d->dir, base, hex);
+		if (rename(d->path, to) == 0) {
+			const char *fields[] = { NULL, NULL, NULL };
+			char tf[320], pf[32];
+
+			snprintf(tf, sizeof(tf), "TOPIC=%s", d->topic);
+			snprintf(pf, sizeof(pf), "PARTITION=%d", d->partition);
+			fields[0] = tf;
+			fields[1] = pf;
+			rn_log_fields(LOG_INFO, fields, "deleting %s", to);
+			rm_tree(to);
+		} else if (errno != ENOENT)
+			log_warn("renaming %s for deletion", d->path);
+		free(d);
+	}
+}

@@ -1,0 +1,24 @@
+/*
+ * Replica placement without racks: partition leaders go round-robin over
+ * the brokers from a start index, and followers sit at a distance from the
+ * leader that grows by one every time the leaders wrap around the broker
+ * list, so replicas spread instead of repeating the same pairs (the
+ * placement Kafka's AdminUtils calls rack-unaware).
+ */
+#ifndef RN_CTL_ASSIGN_H
+#define RN_CTL_ASSIGN_H
+
+#include <stdint.h>
+
+/*
+ * Fill out[i * rf + j] with replica j of partition start_partition + i,
+ * for i in [0, n_parts). brokers: the candidate ids in the order to use
+ * (callers sort them). start_index and shift are in [0, n_brokers): the
+ * caller draws them at random, tests fix them. Returns 0, or -EINVAL when
+ * rf < 1, rf > n_brokers or n_parts < 0.
+ */
+int ctl_assign_rack_unaware(const int32_t *brokers, int n_brokers,
+    int n_parts, int rf, int start_index, int shift, int start_partition,
+    int32_t *out);
+
+#endif /* RN_CTL_ASSIGN_H */

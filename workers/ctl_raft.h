@@ -1,0 +1,115 @@
+/*
+ * The controller worker's core: a libuv loop running libraft over the
+ * metadata log in <metadata.log.dir>/__cluster_metadata-0/, the metadata
+ * state the committed records build, and the image it publishes.
+ *
+ * Every voter of controller.quorum.voters bootstraps the same static
+ * configuration on first start (no format step, KIP-1262). Once this node
+ * leads and has applied everything before its term (a barrier), it writes
+ * what the cluster still lacks: the ClusterId and metadata.version
+ * records, and its own broker's registration. Only then ("ready") does it
+ * run admin operations, one at a time, each answered once its records are
+ * committed, applied and published.
+ */
+#ifndef RN_CTL_RAFT_H
+#define RN_CTL_RAFT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <uv.h>
+
+#include "common/config.h"
+#include "ipc/shm.h"
+#include "workers/ctl_records.h"
+#include "workers/ctl_state.h"
+#include "workers/worker.h"
+
+#define CTL_RAFT_DIR "__cluster_metadata-0"
+#define CTL_SNAPSHOT_THRESHOLD 1024
+#define CTL_SNAPSHOT_TRAILING 128
+#define CTL_TICK_MS RN_WORKER_HEARTBEAT_MS
+
+struct ctl_op;        /* an admin operation: ctl_admin.c */
+struct ctl_deletion;  /* a local partition dir to remove after publishing */
+
+struct ctl {
+	struct rn_worker *w;
+	const struct rn_config *cfg;
+	struct rn_shm *shm;
+	uv_loop_t loop;
+	uv_timer_t tick;          /* heartbeat, stop request, ring drain */
+	uv_poll_t wake;           /* the controller's eventfd */
+	uv_check_t after;         /* after each loop turn: leadership, publish */
+	int exit_code;
+	bool stopping;
+
+	/* what only this node knows */
+	char known_cluster_id[23]; /* meta.properties at start ("" if none) */
+	uint8_t dir_ids[RN_CONFIG_MAX_LOGDIRS][16];
+	int n_dirs;
+
+	/* raft */
+	struct raft raft;
+	struct raft_io io;
+	struct raft_fsm fsm;
+	struct raft_uv_transport transport;
+	bool io_inited, raft_inited, raft_closed;
+	void (*close_done)(struct ctl *c);
+	char raft_dir[1100];
+
+	/* metadata */
+	struct ctl_state st;
+	bool dirty;               /* applied but not yet published */
+	bool fatal;               /* refuse to go on (cluster id conflict) */
+
+	/* leadership */
+	uint64_t leader_term;     /* term this node leads in; 0: not leader */
+	uint64_t last_leader;     /* leader id last published (raft_id) */
+	bool ready;
+	bool barrier_inflight;
+	struct raft_barrier barrier;
+	struct raft_apply boot_apply;
+	bool boot_inflight;
+
+	/* admin operations: a queue, one in flight */
+	struct ctl_op *ops_head, *ops_tail;
+	struct ctl_op *op_inflight;
+	unsigned n_ops;
+
+	struct ctl_deletion *deletions;
+};
+
+/* ctl_raft.c */
+int ctl_raft_start(struct ctl *c);
+void ctl_raft_close(struct ctl *c, void (*done)(struct ctl *c));
+/* Propose a finished batch; cb fires once applied (status 0) or failed. */
+int ctl_raft_propose(struct ctl *c, const struct ctl_batch *b,
+    struct raft_apply *req, raft_apply_cb cb);
+bool ctl_raft_is_leader(struct ctl *c);
+/* Leadership changes, bootstrap records; call after each loop turn. */
+void ctl_raft_watch(struct ctl *c);
+/* Publish the image if the applied state changed; then run deletions. */
+void ctl_publish(struct ctl *c);
+/* Node-local facts for the image. */
+void ctl_local(struct ctl *c, struct ctl_local *loc);
+
+/* ctl_admin.c */
+/* An RN_IPC_ADMIN_REQUEST / RN_IPC_AUTO_CREATE from slot; the message is
+ * copied. 0, or -EBADMSG when malformed. */
+int ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender,
+    uint16_t type, const msgpack_object *m);
+/* Run queued operations while ready and none is in flight. */
+void ctl_admin_kick(struct ctl *c);
+/* Leadership lost or stopping: answer everything queued with NOT_CONTROLLER. */
+void ctl_admin_fail_all(struct ctl *c);
+/* Remove the local dirs of a topic being removed (called by the FSM). */
+void ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t);
+/* After a publish: rename and remove the dirs queued above. */
+void ctl_admin_run_deletions(struct ctl *c);
+/* At start: remove "-delete" dirs a crash left behind. */
+void ctl_admin_cleanup_deleted(struct ctl *c);
+
+#endif /* RN_CTL_RAFT_H */

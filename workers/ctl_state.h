@@ -1,0 +1,168 @@
+/*
+ * The controller's metadata state: what the committed metadata records
+ * say, applied in log order. Applying is deterministic, so every node that
+ * replays the same log (or restores the same snapshot) gets the same
+ * state, partition-runtime slots included.
+ *
+ * Headers here use raw 16-byte arrays for Kafka Uuids so they can be
+ * included next to either common/util.h or protocol/kcodec.h.
+ */
+#ifndef RN_CTL_STATE_H
+#define RN_CTL_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "common/config.h"
+
+#define CTL_TOPIC_NAME_MAX 249
+#define CTL_MAX_FEATURES 8
+/* Kafka's metadata.version feature level for 3.9-IV0. */
+#define CTL_METADATA_VERSION 21
+
+/* Config resource types, Kafka's numbering. */
+#define CTL_RES_TOPIC 2
+#define CTL_RES_BROKER 4
+
+struct ctl_kv {
+	char *key;
+	char *value;
+};
+
+/* Sorted by key. */
+struct ctl_configs {
+	struct ctl_kv *v;
+	int n, cap;
+};
+
+struct ctl_listener {
+	char name[RN_CONFIG_NAME_MAX];
+	char host[RN_CONFIG_HOST_MAX];
+	uint16_t port;
+};
+
+struct ctl_broker {
+	int32_t id;
+	uint8_t incarnation[16];
+	int64_t epoch;           /* log index of its registration */
+	struct ctl_listener *listeners;
+	int n_listeners;
+	char rack[RN_CONFIG_NAME_MAX]; /* "" = none */
+	uint8_t (*log_dirs)[16];
+	int n_log_dirs;
+	bool fenced;
+};
+
+struct ctl_partition {
+	int32_t n_replicas;
+	int32_t *replicas;
+	int32_t n_isr;
+	int32_t *isr;
+	int32_t leader, leader_epoch, partition_epoch;
+	uint8_t (*dirs)[16];     /* per replica: its log dir's directory.id */
+	int32_t *slots;          /* per replica: slot on that broker */
+};
+
+struct ctl_topic {
+	char name[CTL_TOPIC_NAME_MAX + 1];
+	uint8_t id[16];
+	struct ctl_partition *parts; /* index = partition id */
+	int32_t n_parts;
+	struct ctl_configs configs;
+};
+
+struct ctl_res_configs {
+	char name[32];           /* broker resource name; "" = cluster default */
+	struct ctl_configs cfg;
+};
+
+/* Lowest-free allocator of one broker's partition-runtime slots. */
+struct ctl_slotmap {
+	int32_t broker;
+	uint64_t *bits;
+	int32_t nwords;
+};
+
+struct ctl_state {
+	char cluster_id[23];
+	int16_t metadata_version;
+	struct {
+		char name[48];
+		int16_t level;
+	} features[CTL_MAX_FEATURES];
+	int n_features;
+	struct ctl_broker *brokers; /* sorted by id */
+	int n_brokers;
+	struct ctl_topic **topics;  /* creation order */
+	int n_topics, cap_topics;
+	struct ctl_res_configs *broker_res;
+	int n_broker_res;
+	struct ctl_slotmap *slotmaps;
+	int n_slotmaps;
+	uint64_t applying_index;    /* log index of the entry being applied */
+	uint64_t last_index;        /* last applied log index */
+	uint64_t last_term;
+	/* Called before a topic is removed (its local dirs go away). */
+	void (*on_remove_topic)(void *arg, const struct ctl_topic *t);
+	void *hook_arg;
+};
+
+void ctl_state_init(struct ctl_state *st);
+void ctl_state_free(struct ctl_state *st);
+void ctl_state_reset(struct ctl_state *st);
+
+/*
+ * Apply one log entry (a msgpack array of records) at index. Records that
+ * do not make sense against the state (unknown topic id, ...) are logged
+ * and skipped: a committed entry is never refused, or the log would stall.
+ * Returns the number of records applied, or -EBADMSG when the entry is not
+ * a record batch at all (still nothing half-applied).
+ */
+int ctl_state_apply(struct ctl_state *st, const void *buf, size_t len,
+    uint64_t index);
+/* Apply one record map. 0, or -EINVAL when it was skipped. */
+int ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec);
+
+/* Snapshot: a record batch rebuilding the whole state (with slots and
+ * broker epochs), deterministic byte for byte. */
+int ctl_state_snapshot(const struct ctl_state *st, msgpack_sbuffer *sb);
+int ctl_state_restore(struct ctl_state *st, const void *buf, size_t len);
+
+/* Lookups. */
+struct ctl_topic *ctl_state_topic(const struct ctl_state *st,
+    const char *name, size_t len);
+struct ctl_topic *ctl_state_topic_by_id(const struct ctl_state *st,
+    const uint8_t id[16]);
+/* An existing topic whose name differs from name only by '.' vs '_'. */
+struct ctl_topic *ctl_state_topic_collision(const struct ctl_state *st,
+    const char *name, size_t len);
+struct ctl_broker *ctl_state_broker(const struct ctl_state *st, int32_t id);
+const struct ctl_configs *ctl_state_broker_configs(const struct ctl_state *st,
+    const char *resource);
+const char *ctl_configs_get(const struct ctl_configs *c, const char *key);
+/* Replicas on broker b hosted in log dir dir (for placement). */
+int ctl_state_dir_load(const struct ctl_state *st, int32_t broker,
+    const uint8_t dir[16]);
+
+/* What the image needs that only this node knows. */
+struct ctl_local {
+	int32_t node_id;
+	int32_t controller_id;   /* -1 when no leader is known */
+	uint64_t epoch;          /* raft term */
+	int n_dirs;
+	const uint8_t (*dir_ids)[16]; /* index = cfg.log_dirs index */
+	uint32_t max_partitions;
+};
+
+/* Encode the metadata image body (see ipc/mdimage.h for its shape). */
+int ctl_state_encode_image(const struct ctl_state *st,
+    const struct ctl_local *loc, msgpack_sbuffer *sb);
+/* This node's (slot, dir index) of a replica set, -1/-1 when not local. */
+void ctl_state_local_placement(const struct ctl_state *st,
+    const struct ctl_local *loc, const struct ctl_topic *t, int32_t p,
+    int32_t *slot, int32_t *dir);
+
+#endif /* RN_CTL_STATE_H */

@@ -1,0 +1,131 @@
+/*
+ * The network worker's internals: connections, the event loop, and one
+ * handler per Kafka API. Each connection has at most one request being
+ * handled at a time (as Kafka mutes a channel), so responses leave in
+ * request order; later requests wait in the read buffer.
+ */
+#ifndef RN_NET_H
+#define RN_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "protocol/kcodec.h"
+#include "protocol/kmsg_gen.h"
+#include "workers/partition.h"
+#include "workers/worker.h"
+#include "ipc/mdimage.h"
+
+struct net;
+struct conn;
+
+/* A response on its way out: its encoded bytes and the records it references. */
+struct net_out {
+	struct net_out *next;
+	struct rn_kwriter w;
+	struct rn_kchunk *chunks;
+	int n_chunks;
+	int cur;                 /* chunk being sent */
+	size_t cur_off;          /* bytes of it already sent */
+	struct rn_log_slice *slices; /* released once sent */
+	struct rn_part **slice_parts;
+	int n_slices;
+};
+
+enum conn_wait {
+	CONN_IDLE = 0,
+	CONN_WAIT_FETCH,         /* a fetch parked until data or max.wait.ms */
+	CONN_WAIT_CONTROLLER,    /* an admin request forwarded to the controller */
+};
+
+struct conn {
+	int fd;
+	uint64_t id;
+	struct conn *next_all, *prev_all;
+	char peer[64];
+
+	/* input: frames accumulate here; grown only as bytes arrive */
+	uint8_t *rbuf;
+	size_t rlen, rcap;
+	size_t frame_off;        /* start of the frame being handled */
+	size_t frame_len;        /* its size (without the prefix); 0 if none */
+
+	/* the request being handled */
+	enum conn_wait wait;
+	int64_t deadline_ms;
+	struct rn_krequest_header hdr;
+	struct rn_arena arena;
+	void *req;               /* decoded request (in arena) */
+	uint64_t admin_req;      /* id of the request forwarded to the controller */
+
+	struct net_out *out_head, *out_tail;
+	bool want_write;
+	bool closing;            /* close once the output drains */
+};
+
+struct net {
+	struct rn_worker *w;
+	const struct rn_config *cfg;
+	int epfd;
+	int efd;                 /* this worker's wake-up eventfd */
+	uint64_t next_conn_id;
+	uint64_t next_admin_id;
+	struct conn *conns;      /* all connections */
+	struct conn *dead;       /* closed this round, freed after the events */
+	unsigned n_conns;
+	struct rn_mdview view;
+	struct rn_part_table parts;
+	int fetch_efds[64];      /* eventfd of each network worker, by index */
+	int64_t now_ms;
+	int64_t next_retention_ms;
+	/* ApiVersions answer: the APIs this worker handles, from the codec table */
+	struct rn_ApiVersionsResponse_ApiVersion *apis;
+	int n_apis;
+};
+
+/* net_conn.c */
+struct conn *net_conn_new(struct net *n, int fd);
+void net_conn_close(struct net *n, struct conn *c, const char *why);
+void net_conn_reap(struct net *n);
+void net_conn_readable(struct net *n, struct conn *c);
+void net_conn_writable(struct net *n, struct conn *c);
+void net_conn_queue(struct net *n, struct conn *c, struct net_out *o);
+/* Finish the request being handled and move to the next one, if any. */
+void net_conn_request_done(struct net *n, struct conn *c);
+void net_conn_process(struct net *n, struct conn *c);
+
+/* net_dispatch.c */
+/* Handle the frame at c->frame_off; returns false if the connection must close. */
+bool net_dispatch(struct net *n, struct conn *c);
+/* Start a response for the request being handled. */
+struct net_out *net_out_begin(struct conn *c, size_t *mark);
+void net_out_finish(struct net *n, struct conn *c, struct net_out *o,
+    size_t mark);
+void net_out_free(struct net *n, struct net_out *o);
+int net_apis_init(struct net *n);
+bool net_api_served(const struct net *n, int16_t key, int16_t version);
+
+/* One per API; each queues its response or parks the connection. */
+int net_api_versions(struct net *n, struct conn *c);
+int net_metadata(struct net *n, struct conn *c);
+int net_describe_cluster(struct net *n, struct conn *c);
+int net_describe_configs(struct net *n, struct conn *c);
+int net_produce(struct net *n, struct conn *c);
+int net_fetch(struct net *n, struct conn *c);
+int net_list_offsets(struct net *n, struct conn *c);
+int net_offset_for_leader_epoch(struct net *n, struct conn *c);
+int net_delete_records(struct net *n, struct conn *c);
+int net_admin_forward(struct net *n, struct conn *c);
+
+/* net_fetch.c: parked fetches */
+void net_fetch_recheck(struct net *n, struct conn *c, bool timed_out);
+
+/* net_admin.c: replies from the controller */
+int net_admin_drain(struct net *n);
+void net_auto_create(struct net *n, const struct rn_kstr *names, int count);
+
+/* Map a storage error to a Kafka error code. */
+int16_t net_storage_kerr(int rc);
+
+#endif /* RN_NET_H */

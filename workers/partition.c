@@ -1,0 +1,270 @@
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "ipc/mdimage.h"
+#include "protocol/kerrors.h"
+#include "storage/errors.h"
+#include "workers/partition.h"
+
+int
+rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
+    const struct rn_config *cfg)
+{
+	t->shm = shm;
+	t->cfg = cfg;
+	t->n = shm->hdr->max_partitions;
+	t->parts = calloc(t->n, sizeof(*t->parts));
+	return t->parts == NULL ? -ENOMEM : 0;
+}
+
+void
+rn_part_table_close(struct rn_part_table *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->parts[i].log != NULL)
+			rn_log_close(t->parts[i].log);
+	free(t->parts);
+	t->parts = NULL;
+}
+
+static void
+no_repair(void *arg)
+{
+	(void)arg;
+}
+
+/* Lock; if the last holder died holding it, repair the log first. */
+static int
+part_lock_rt(struct rn_part_rt *rt, struct rn_log *log)
+{
+	int rc = rn_rlock_lock(&rt->lock, no_repair, NULL);
+
+	if (rc == 1) {
+		log_warnx("a partition lock holder died: repairing its log");
+		if (log != NULL && (rc = rn_log_repair(log)) != 0) {
+			log_warnx("log repair failed: %s", strerror(-rc));
+			rn_rlock_unlock(&rt->lock);
+			return rc;
+		}
+		return 0;
+	}
+	return rc;
+}
+
+int
+rn_part_lock(struct rn_part *p)
+{
+	return part_lock_rt(p->rt, p->log);
+}
+
+void
+rn_part_unlock(struct rn_part *p)
+{
+	rn_rlock_unlock(&p->rt->lock);
+}
+
+int64_t
+rn_part_config_int(const struct rn_mdview *v, const struct rn_mdv_topic *t,
+    const struct rn_config *cfg, const char *key, int64_t dflt)
+{
+	enum rn_config_source src;
+	const char *value;
+	char buf[64], *end;
+	long long n;
+
+	if (rn_mdview_topic_config(v, t, cfg, key, &value, &src, buf,
+	    sizeof(buf)) != 0 || value == NULL)
+		return dflt;
+	n = strtoll(value, &end, 10);
+	return *value != '\0' && *end == '\0' ? n : dflt;
+}
+
+void
+rn_part_config_str(const struct rn_mdview *v, const struct rn_mdv_topic *t,
+    const struct rn_config *cfg, const char *key, char *out, size_t outlen)
+{
+	enum rn_config_source src;
+	const char *value;
+	char buf[256];
+
+	if (rn_mdview_topic_config(v, t, cfg, key, &value, &src, buf,
+	    sizeof(buf)) != 0 || value == NULL)
+		value = "";
+	strlcpy(out, value, outlen);
+}
+
+void
+rn_part_log_config(const struct rn_mdview *v, const struct rn_mdv_topic *t,
+    const struct rn_config *cfg, struct rn_log_config *out)
+{
+	char ts[32] = "";
+
+	*out = rn_log_config_default();
+	out->segment_bytes = rn_part_config_int(v, t, cfg, "segment.bytes", cfg->log_segment_bytes);
+	out->segment_ms = rn_part_config_int(v, t, cfg, "segment.ms",
+	    cfg->log_roll_ms);
+	out->retention_ms = rn_part_config_int(v, t, cfg, "retention.ms", cfg->log_retention_ms);
+	out->retention_bytes = rn_part_config_int(v, t, cfg, "retention.bytes", cfg->log_retention_bytes);
+	out->max_message_bytes = rn_part_config_int(v, t, cfg, "max.message.bytes", cfg->message_max_bytes);
+	out->flush_messages = rn_part_config_int(v, t, cfg, "flush.messages", cfg->log_flush_interval_messages);
+	out->flush_ms = rn_part_config_int(v, t, cfg, "flush.ms",
+	    cfg->log_flush_interval_ms < 0 ? INT64_MAX :
+	    cfg->log_flush_interval_ms);
+	rn_part_config_str(v, t, cfg, "message.timestamp.type", ts, sizeof(ts));
+	out->timestamp_type_log_append = strcmp(ts, "LogAppendTime") == 0;
+}
+
+static bool
+log_config_same(const struct rn_log_config *a, const struct rn_log_config *b)
+{
+	return a->segment_bytes == b->segment_bytes &&
+	    a->segment_ms == b->segment_ms &&
+	    a->retention_ms == b->retention_ms &&
+	    a->retention_bytes == b->retention_bytes &&
+	    a->max_message_bytes == b->max_message_bytes &&
+	    a->flush_messages == b->flush_messages &&
+	    a->flush_ms == b->flush_ms &&
+	    a->index_interval_bytes == b->index_interval_bytes &&
+	    a->segment_index_bytes == b->segment_index_bytes &&
+	    a->timestamp_type_log_append == b->timestamp_type_log_append;
+}
+
+static int
+part_open(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
+    struct rn_part *p, struct rn_part_rt *rt)
+{
+	struct rn_log_config lcfg;
+	char path[2048];
+	int dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
+	int rc, died;
+
+	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
+	    topic->name, mp->p);
+	rn_part_log_config(v, topic, t->cfg, &lcfg);
+	if (p->log != NULL) {
+		rn_log_close(p->log);
+		p->log = NULL;
+	}
+	died = rn_rlock_lock(&rt->lock, no_repair, NULL);
+	if (died < 0)
+		return died;
+	if (memcmp(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b)) != 0 ||
+	    rt->partition != mp->p ||
+	    atomic_load(&rt->incarnation) == 0) {
+		/* the slot changes hands: its old state means nothing here */
+		memset(&rt->log, 0, sizeof(rt->log));
+		memcpy(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b));
+		rt->partition = mp->p;
+		atomic_store(&rt->high_watermark, -1);
+		atomic_store(&rt->leader_epoch, -1);
+		atomic_store(&rt->fetch_waiters, 0);
+		atomic_fetch_add(&rt->incarnation, 1);
+	}
+	/* recovers from disk when the shared state is new */
+	rc = rn_log_open(path, &lcfg, &rt->log, NULL, &p->log);
+	if (rc == 0 && died == 1)
+		rc = rn_log_repair(p->log);
+	if (rc == 0 && atomic_load(&rt->high_watermark) < 0) {
+		/* what the log holds was committed before the restart */
+		atomic_store(&rt->high_watermark, rn_log_end_offset(p->log));
+	}
+	rn_rlock_unlock(&rt->lock);
+	if (rc != 0) {
+		log_warnx("cannot open log %s: %s", path, strerror(-rc));
+		if (p->log != NULL) {
+			rn_log_close(p->log);
+			p->log = NULL;
+		}
+		return rc;
+	}
+	p->rt = rt;
+	p->slot = mp->slot;
+	p->incarnation = atomic_load(&rt->incarnation);
+	p->config_version = v->version;
+	p->lcfg = lcfg;
+	return 0;
+}
+
+/* A new leader epoch starts at the current log end (becoming leader). */
+static void
+part_epoch(struct rn_part *p, const struct rn_mdv_partition *mp)
+{
+	if (mp->leader_epoch <= atomic_load(&p->rt->leader_epoch))
+		return;
+	if (rn_part_lock(p) != 0)
+		return;
+	if (mp->leader_epoch > atomic_load(&p->rt->leader_epoch)) {
+		rn_log_assign_epoch(p->log, mp->leader_epoch,
+		    rn_log_end_offset(p->log));
+		atomic_store(&p->rt->leader_epoch, mp->leader_epoch);
+	}
+	rn_part_unlock(p);
+}
+
+struct rn_part *
+rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
+    int16_t *kerr)
+{
+	struct rn_part_rt *rt;
+	struct rn_part *p;
+
+	if (mp->slot < 0 || (uint32_t)mp->slot >= t->n) {
+		*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
+		return NULL;
+	}
+	p = &t->parts[mp->slot];
+	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
+	if (p->log != NULL && p->incarnation == atomic_load(&rt->incarnation) &&
+	    p->config_version != v->version) {
+		/* a new image: reopen only if this topic's log rules changed */
+		struct rn_log_config lcfg;
+
+		rn_part_log_config(v, topic, t->cfg, &lcfg);
+		if (log_config_same(&lcfg, &p->lcfg))
+			p->config_version = v->version;
+	}
+	if (p->log == NULL || p->incarnation != atomic_load(&rt->incarnation) ||
+	    p->config_version != v->version) {
+		if (part_open(t, v, topic, mp, p, rt) != 0) {
+			*kerr = RN_KERR_KAFKA_STORAGE_ERROR;
+			return NULL;
+		}
+	}
+	if (mp->leader == t->cfg->node_id)
+		part_epoch(p, mp);
+	return p;
+}
+
+void
+rn_part_wake_fetchers(struct rn_part *p, const int *efd_by_worker,
+    unsigned self)
+{
+	uint64_t bits = atomic_load(&p->rt->fetch_waiters), one = 1;
+	unsigned i;
+
+	(void)self;
+	for (i = 0; bits != 0 && i < 64; i++, bits >>= 1)
+		if (bits & 1)
+			(void)write(efd_by_worker[i], &one, sizeof(one));
+}
+
+void
+rn_part_clear_waiters(struct rn_part_table *t, unsigned self)
+{
+	uint64_t mask = ~(1ULL << self);
+	uint32_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->parts[i].log != NULL)
+			atomic_fetch_and(&t->parts[i].rt->fetch_waiters, mask);
+}
