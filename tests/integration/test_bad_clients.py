@@ -1,0 +1,143 @@
+"""Bad input from outside never crashes a worker or allocates without bound:
+oversized, negative and garbage frames, unknown API keys and versions, truncated
+bodies. Each gets Kafka's answer or a closed connection and a log line, and the
+broker keeps serving real clients."""
+import socket
+import struct
+import time
+
+from confluent_kafka import Producer
+
+from rntest import Node, Tap, TempDir
+
+t = Tap()
+
+
+def conn(n):
+    s = socket.create_connection(("127.0.0.1", n.port), timeout=5)
+    return s
+
+
+def closed(s):
+    try:
+        s.settimeout(5)
+        return s.recv(65536) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+
+
+def frame(body):
+    return struct.pack(">i", len(body)) + body
+
+
+def header(key, ver, corr, client=b"bad-client"):
+    return struct.pack(">hhih", key, ver, corr, len(client)) + client
+
+
+def recv_frame(s):
+    s.settimeout(5)
+    hdr = b""
+    while len(hdr) < 4:
+        c = s.recv(4 - len(hdr))
+        if not c:
+            return None
+        hdr += c
+    (n,) = struct.unpack(">i", hdr)
+    body = b""
+    while len(body) < n:
+        c = s.recv(n - len(body))
+        if not c:
+            return None
+        body += c
+    return body
+
+
+with TempDir() as tmp:
+    n = Node(tmp, props={"socket.request.max.bytes": "1048576"})
+    n.start()
+    try:
+        st = n.wait_running()
+        t.ok(st is not None, "node is up")
+        pids = {w["name"]: w["pid"] for w in st["workers"]}
+
+        s = conn(n)
+        s.sendall(struct.pack(">i", 1048577))
+        t.ok(closed(s), "a size prefix above socket.request.max.bytes closes the connection")
+        s = conn(n)
+        s.sendall(struct.pack(">i", -5))
+        t.ok(closed(s), "a negative size prefix closes the connection")
+        s = conn(n)
+        s.sendall(struct.pack(">i", 0x7FFFFFFF) + b"x" * 100)
+        t.ok(closed(s), "a 2 GiB size prefix closes the connection before allocating")
+
+        s = conn(n)
+        s.sendall(frame(header(999, 0, 7)))
+        t.ok(closed(s), "an unknown API key closes the connection")
+        s = conn(n)
+        s.sendall(frame(header(0, 42, 8)))  # Produce v42
+        t.ok(closed(s), "an unsupported version of a known API closes the connection")
+
+        # ApiVersions at a version we do not serve: UNSUPPORTED_VERSION with our ranges
+        s = conn(n)
+        s.sendall(frame(header(18, 99, 9) + b"\x00"))  # header v2: tagged fields
+        r = recv_frame(s)
+        t.ok(r is not None, "ApiVersions v99 is answered")
+        if r:
+            corr, err, count = struct.unpack(">ihi", r[:10])
+            keys = {struct.unpack(">hhh", r[10 + 6 * i:16 + 6 * i])[0]: 
+                    struct.unpack(">hhh", r[10 + 6 * i:16 + 6 * i])[1:] for i in range(count)}
+            t.eq((corr, err), (9, 35), "with correlation id and UNSUPPORTED_VERSION (35)")
+            t.eq(keys.get(18), (0, 3), "and our ApiVersions range 0-3")
+            t.eq(keys.get(0), (3, 9), "and our Produce range 3-9")
+            t.ok(8 not in keys and 11 not in keys, "never APIs we do not serve")
+
+        # a Metadata v1 request claiming a billion topics in a tiny frame
+        s = conn(n)
+        s.sendall(frame(header(3, 1, 10) + struct.pack(">i", 1000000000)))
+        t.ok(closed(s), "an array count beyond the frame closes the connection")
+        # a string longer than the frame
+        s = conn(n)
+        s.sendall(frame(header(3, 1, 11) + struct.pack(">ih", 1, 30000) + b"abc"))
+        t.ok(closed(s), "a string length beyond the frame closes the connection")
+        # random garbage after a valid header
+        s = conn(n)
+        s.sendall(frame(header(0, 7, 12) + bytes(range(256)) * 4))
+        t.ok(closed(s), "a garbage Produce body closes the connection")
+        # a frame cut short: the broker waits; the client gives up
+        s = conn(n)
+        s.sendall(struct.pack(">i", 100) + b"\x00\x03")
+        s.close()
+        # a corrupt record batch inside a well-formed Produce: CORRUPT_MESSAGE
+        batch = bytearray(61 + 10)
+        struct.pack_into(">qi", batch, 0, 0, len(batch) - 12)
+        batch[16] = 2  # magic
+        body = (struct.pack(">hhi", -1, 1, 5000) + struct.pack(">i", 1) +
+                struct.pack(">h", 5) + b"hosed" + struct.pack(">ii", 1, 0) +
+                struct.pack(">i", len(batch)) + bytes(batch))
+        s = conn(n)
+        s.sendall(frame(header(0, 7, 13) + body))
+        r = recv_frame(s)
+        t.ok(r is not None, "a produce with a corrupt batch is answered")
+        if r:
+            # corr, [topics: 1, name "hosed", [partitions: 1, index, error]]
+            off = 4 + 4 + 2 + 5 + 4 + 4
+            err = struct.unpack(">h", r[off:off + 2])[0]
+            t.ok(err in (2, 3, 87), "with an error code (%d), not an append" % err)
+
+        time.sleep(0.5)
+        st = n.status()
+        t.eq({w["name"]: w["pid"] for w in st["workers"]}, pids,
+             "no worker crashed or restarted")
+        log = n.logtext()
+        t.ok("socket.request.max.bytes" in log and "unknown" in log,
+             "the refusals are logged")
+
+        ok = []
+        p = Producer({"bootstrap.servers": n.bootstrap})
+        p.produce("after-bad", b"still fine", on_delivery=lambda e, m: ok.append(e is None))
+        p.flush(20)
+        t.ok(ok == [True], "real clients are still served")
+    finally:
+        n.kill()
+
+t.done()
