@@ -7,7 +7,7 @@
 #ifndef RN_MSGTYPES_H
 #define RN_MSGTYPES_H
 
-#define RN_IPC_VERSION 2
+#define RN_IPC_VERSION 3
 
 enum rn_ipc_type {
 	RN_IPC_PAD = 0,     /* reserved by the ring for wrap-around padding */
@@ -40,6 +40,14 @@ enum rn_ipc_type {
 	 * {"v": int, "topics": [str, ...]}.
 	 */
 	RN_IPC_AUTO_CREATE = 5,
+	/*
+	 * network worker (partition leader) -> controller worker: ask the
+	 * active controller to change an ISR (Kafka's AlterPartition):
+	 * {"v": int, "topic_id": bin 16, "p": int, "leader_epoch": int,
+	 *  "partition_epoch": int, "isr": [int, ...]}. No reply: the new
+	 * metadata image shows whether it was applied.
+	 */
+	RN_IPC_ALTER_PARTITION = 6,
 };
 
 #endif /* RN_MSGTYPES_H */

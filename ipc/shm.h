@@ -66,7 +66,15 @@ struct rn_shm_hdr {
 	int32_t creator_pid;
 	uint32_t ring_bytes;
 	uint32_t max_partitions;
-	uint32_t pad;
+	/*
+	 * Controlled shutdown handshake: the supervisor sets 1 on SIGTERM,
+	 * the controller worker sets 2 once the active controller has moved
+	 * this broker's leaderships away (or it gave up); then workers stop.
+	 */
+	_Atomic uint32_t controlled_shutdown;
+	/* Test faults set through the control socket; 0 = off (default). */
+	_Atomic uint32_t fault_stall_fetch;   /* replica fetchers stop fetching */
+	uint32_t pad2;
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };
 

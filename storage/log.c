@@ -3,7 +3,7 @@
  * retention, flushing, recovery and repair. See log.h for the concurrency
  * model; in short, everything that mutates runs under the caller's lock and
  * publishes through atomics in struct rn_log_shared, readers take
- * consistent snapshots and re-read the directory when the generation moves.
+ * consistent snapshots and re-read the directory when segments appear or go.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* sync_file_range */
@@ -347,13 +347,26 @@ refresh(struct rn_log *log)
 	return -EAGAIN;
 }
 
+/* Is a segment with this base in the list (searching from the newest)? */
+static int
+list_has(const struct rn_log *log, int64_t base)
+{
+	for (int i = log->nsegs - 1; i >= 0; i--) {
+		if (log->segs[i]->base_offset == base)
+			return 1;
+		if (log->segs[i]->base_offset < base)
+			return 0;
+	}
+	return 0;
+}
+
 static int
 snapshot(struct rn_log *log, struct snap *s)
 {
 	struct rn_log_shared *sh = log->sh;
 
 	for (int tries = 0; tries < 100000; tries++) {
-		uint32_t g1 = atomic_load_explicit(&sh->generation, ACQ);
+		uint32_t g1 = atomic_load_explicit(&sh->generation, ACQ), c1;
 
 		if (g1 & 1) {
 			sched_yield();
@@ -366,6 +379,12 @@ snapshot(struct rn_log *log, struct snap *s)
 				return rc;
 			continue;
 		}
+		c1 = atomic_load_explicit(&sh->commit_seq, ACQ);
+		if (c1 & 1) {
+			if (tries > 1000)
+				sched_yield();
+			continue;
+		}
 		/* log end first: the size loaded after it covers its batches */
 		s->leo = atomic_load_explicit(&sh->log_end_offset, ACQ);
 		s->lso = atomic_load_explicit(&sh->log_start_offset, ACQ);
@@ -374,10 +393,19 @@ snapshot(struct rn_log *log, struct snap *s)
 		s->tc = atomic_load_explicit(&sh->active_tidx_entries, ACQ);
 		s->abase = atomic_load_explicit(&sh->active_base_offset, ACQ);
 		atomic_thread_fence(ACQ);
-		if (atomic_load_explicit(&sh->generation, RLX) == g1) {
-			s->gen = g1;
-			return 0;
+		if (atomic_load_explicit(&sh->commit_seq, RLX) != c1 ||
+		    atomic_load_explicit(&sh->generation, RLX) != g1)
+			continue;
+		if (!list_has(log, s->abase)) {
+			/* A roll elsewhere: the new active segment is not listed yet. */
+			int rc = rescan(log);
+
+			if (rc < 0 && rc != -ENOENT)
+				return rc;
+			continue;
 		}
+		s->gen = g1;
+		return 0;
 	}
 	return -EAGAIN;
 }
@@ -475,13 +503,23 @@ ensure_active_open(struct rn_log *log, struct rn_segment *seg)
 	return rc;
 }
 
-/* Map a segment's indexes for lookups; failure just means "no index". */
+/*
+ * Map a segment's indexes for lookups; failure just means "no index". The
+ * active segment's entry counts come from the shared state, so any mapping
+ * does. An older segment's come from its (trimmed) file sizes: a mapping
+ * made while it was still active is redone, never trusted.
+ */
 static int
-ensure_index_read(struct rn_log *log, struct rn_segment *seg)
+ensure_index_read(struct rn_log *log, struct rn_segment *seg, int active)
 {
-	if (seg->oidx.fd >= 0)
+	int rc;
+
+	if (seg->oidx.fd >= 0 && (active || seg->idx_trusted))
 		return 0;
-	return rn_segment_open_indexes(log->dirfd, seg, 0, 0);
+	rc = rn_segment_open_indexes(log->dirfd, seg, 0, 0);
+	if (rc == 0 && !active)
+		seg->idx_trusted = 1;
+	return rc;
 }
 
 /* ---- batch header reading for lookups ---- */
@@ -526,14 +564,14 @@ hdr_at(struct hdr_reader *r, int64_t pos, int64_t end, struct rn_batch_header *h
  * segment, <0 error.
  */
 static int
-locate(struct rn_log *log, struct rn_segment *seg, uint32_t o_entries,
-    int64_t end, int64_t offset, struct hdr_reader *r, int64_t *pos_out,
-    struct rn_batch_header *h)
+locate(struct rn_log *log, struct rn_segment *seg, int active,
+    uint32_t o_entries, int64_t end, int64_t offset, struct hdr_reader *r,
+    int64_t *pos_out, struct rn_batch_header *h)
 {
 	int64_t pos = 0, o, p;
 	int rc;
 
-	if (offset > seg->base_offset && ensure_index_read(log, seg) == 0 &&
+	if (offset > seg->base_offset && ensure_index_read(log, seg, active) == 0 &&
 	    rn_oidx_lookup(&seg->oidx, o_entries, offset, end, &o, &p) >= 0)
 		pos = p;
 	while ((rc = hdr_at(r, pos, end, h)) == 1) {
@@ -841,8 +879,16 @@ writer_enter(struct rn_log *log, struct rn_segment **active)
 	}
 	seg = active_seg(log);
 	if (seg == NULL ||
-	    seg->base_offset != atomic_load_explicit(&sh->active_base_offset, ACQ))
-		return -EUCLEAN;
+	    seg->base_offset != atomic_load_explicit(&sh->active_base_offset, ACQ)) {
+		/* Another process rolled: pick up the new segment. */
+		rc = rescan(log);
+		if (rc < 0)
+			return rc;
+		seg = active_seg(log);
+		if (seg == NULL ||
+		    seg->base_offset != atomic_load_explicit(&sh->active_base_offset, ACQ))
+			return -EUCLEAN;
+	}
 	rc = ensure_active_open(log, seg);
 	if (rc < 0)
 		return rc;
@@ -865,14 +911,17 @@ roll(struct rn_log *log, int64_t leo)
 
 	if (old->base_offset == leo)
 		return 0;	/* already empty */
+	/*
+	 * No generation change: a roll only adds a segment. Readers notice
+	 * the new active base in their snapshot and re-read the directory;
+	 * the base and its empty cursor are published in one commit window.
+	 */
 	load_cursor(log, &c);
-	gen_begin(log);
 	rc = create_segment(log, leo, &seg);
 	if (rc == 0 && (rc = list_append(log, seg)) < 0)
 		rn_segment_free(seg);
 	if (rc < 0) {
 		rn_segment_unlink(log->dirfd, leo);
-		gen_end(log);
 		return rc;
 	}
 	/* Kafka's onBecomeInactiveSegment: final time entry, trimmed indexes. */
@@ -881,6 +930,7 @@ roll(struct rn_log *log, int64_t leo)
 	    rn_index_resize(&old->tidx, c.t_entries) < 0)
 		rn_segment_close_indexes(old);	/* remapped lazily */
 	old->idx_active = 0;
+	old->idx_trusted = old->oidx.fd >= 0;
 	old->o_entries = c.o_entries;
 	old->t_entries = c.t_entries;
 	old->size = c.size;
@@ -890,12 +940,11 @@ roll(struct rn_log *log, int64_t leo)
 	/* Start writeback now so a later flush has less to wait for. */
 	sync_file_range(old->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 
-	atomic_store_explicit(&sh->active_base_offset, leo, REL);
 	rn_segment_cursor_init(&c, leo);
 	commit_begin(log);
+	atomic_store_explicit(&sh->active_base_offset, leo, REL);
 	store_cursor(log, &c);
 	commit_end(log);
-	gen_end(log);
 	return 1;
 }
 
@@ -1054,12 +1103,15 @@ rn_log_append_replica(struct rn_log *log, const void *batches, size_t len,
 	rc = maybe_roll(log, seg, len, &sum, sum.max_timestamp);
 	if (rc < 0)
 		return rc;
-	if (rc == 0 && sum.last_offset - seg->base_offset > INT32_MAX)
-		rc = roll(log, sum.first_offset);	/* like Kafka: new base past the gap */
-	if (rc < 0)
-		return rc;
 	if (rc > 0) {
 		info->rolled = 1;
+		seg = active_seg(log);
+	}
+	if (sum.last_offset - seg->base_offset > INT32_MAX) {
+		rc = roll(log, sum.first_offset);	/* like Kafka: new base past the gap */
+		if (rc < 0)
+			return rc;
+		info->rolled |= rc > 0;
 		seg = active_seg(log);
 	}
 	if (sum.last_offset - seg->base_offset > INT32_MAX)
@@ -1099,11 +1151,11 @@ read_once(struct rn_log *log, const struct snap *s, int64_t offset,
 			rc = rc == -ENOENT ? -EAGAIN : rc;
 			break;
 		}
-		if (!active && ensure_index_read(log, seg) < 0)
+		if (ensure_index_read(log, seg, active) < 0)
 			seg->o_entries = 0;
 		n_o = active ? s->oc : seg->o_entries;
 		hdr_init(r, seg->fd);
-		rc = locate(log, seg, n_o, end, offset, r, &pos, &h);
+		rc = locate(log, seg, active, n_o, end, offset, r, &pos, &h);
 		if (rc < 0)
 			break;
 		if (rc == 0)
@@ -1247,7 +1299,7 @@ offset_of_max_timestamp(struct rn_log *log, int64_t *offset, int64_t *found_ts)
 			if (seg->base_offset == s.abase) {
 				t = atomic_load_explicit(&log->sh->active_max_ts, RLX);
 				o = atomic_load_explicit(&log->sh->active_max_ts_offset, RLX);
-			} else if (ensure_index_read(log, seg) == 0 && seg->t_entries > 0) {
+			} else if (ensure_index_read(log, seg, 0) == 0 && seg->t_entries > 0) {
 				rn_tidx_get(&seg->tidx, seg->t_entries - 1, &t, &o);
 			} else {
 				continue;
@@ -1267,7 +1319,8 @@ offset_of_max_timestamp(struct rn_log *log, int64_t *offset, int64_t *found_ts)
 			int64_t end = best->base_offset == s.abase ? s.asize : best->size;
 
 			hdr_init(&log->hr, best->fd);
-			found = locate(log, best, best_n, end, best_off, &log->hr, &pos, &h);
+			found = locate(log, best, best->base_offset == s.abase, best_n, end,
+			    best_off, &log->hr, &pos, &h);
 			if (found == 1)
 				rc = find_time_in_batch(best->fd, pos, &h, best_ts, s.lso,
 				    offset, found_ts);
@@ -1332,7 +1385,7 @@ rn_log_offset_for_time(struct rn_log *log, int64_t ts, int64_t *offset,
 				rc = -EAGAIN;
 				break;
 			}
-			if (ensure_index_read(log, seg) < 0) {
+			if (ensure_index_read(log, seg, active) < 0) {
 				n_o = n_t = 0;
 			} else {
 				n_o = active ? s.oc : seg->o_entries;
@@ -1344,7 +1397,7 @@ rn_log_offset_for_time(struct rn_log *log, int64_t ts, int64_t *offset,
 			    toff > start)
 				start = toff;
 			hdr_init(r, seg->fd);
-			hr = locate(log, seg, n_o, end, start, r, &pos, &h);
+			hr = locate(log, seg, active, n_o, end, start, r, &pos, &h);
 			while (hr == 1) {
 				if (h.max_timestamp >= ts && rn_batch_last_offset(&h) >= s.lso &&
 				    rn_batch_last_offset(&h) < s.leo) {
@@ -1468,13 +1521,13 @@ rn_log_truncate_to(struct rn_log *log, int64_t offset)
 	rc = rn_segment_open_log(log->dirfd, seg, 0);
 	if (rc < 0)
 		return rc;
-	if (!active && ensure_index_read(log, seg) < 0)
+	if (ensure_index_read(log, seg, active) < 0)
 		seg->o_entries = seg->t_entries = 0;
 	n_o = active ? atomic_load_explicit(&sh->active_oidx_entries, ACQ) : seg->o_entries;
 	n_t = active ? atomic_load_explicit(&sh->active_tidx_entries, ACQ) : seg->t_entries;
 	r = &log->hr;
 	hdr_init(r, seg->fd);
-	found = locate(log, seg, n_o, end, offset, r, &pos, &h);
+	found = locate(log, seg, active, n_o, end, offset, r, &pos, &h);
 	if (found < 0)
 		return found;
 	new_leo = found && h.base_offset < offset ? h.base_offset : offset;
@@ -1630,7 +1683,8 @@ rn_log_flush(struct rn_log *log, int64_t now_ms)
 			if (rc == 0 && fdatasync(seg->fd) < 0)
 				rc = -errno;
 			/* Indexes below the recovery point are not rebuilt on restart. */
-			if (rc == 0 && ensure_index_read(log, seg) == 0 &&
+			if (rc == 0 && ensure_index_read(log, seg,
+			    seg->base_offset == atomic_load_explicit(&sh->active_base_offset, ACQ)) == 0 &&
 			    (fdatasync(seg->oidx.fd) < 0 || fdatasync(seg->tidx.fd) < 0))
 				rc = -errno;
 		}

@@ -13,9 +13,12 @@
  * then publishes with release stores of active_size and log_end_offset, so
  * readers never see a torn batch; a writer killed in between leaves
  * unpublished bytes that rn_log_repair() (run by the next lock holder when
- * the lock reports its owner died) cuts off. Changes to the segment set
- * (roll, truncation, deletion) run inside an odd generation; other
- * processes see the new generation and re-read the directory.
+ * the lock reports its owner died) cuts off. Publications (appends, and a
+ * roll's new active segment) happen inside an odd commit_seq, so readers
+ * take consistent snapshots; a reader that sees an active segment it does
+ * not know re-reads the directory. Removals (truncation, retention,
+ * DeleteRecords) run inside an odd generation, after which every process
+ * re-reads the directory and drops deleted segments.
  *
  * Reads return file ranges for sendfile(). A range may be cut short if a
  * follower truncation or retention removes the data concurrently; treat a
@@ -55,8 +58,8 @@ struct rn_log_config rn_log_config_default(void);
  */
 struct rn_log_shared {
 	_Atomic uint64_t magic;			/* set last by the recovering open */
-	_Atomic uint32_t generation;		/* odd while the segment set changes */
-	_Atomic uint32_t commit_seq;		/* odd while an append publishes */
+	_Atomic uint32_t generation;		/* odd while segments are removed/cut */
+	_Atomic uint32_t commit_seq;		/* odd while an append or roll publishes */
 	_Atomic int64_t log_end_offset;		/* next offset to assign */
 	_Atomic int64_t log_start_offset;
 	_Atomic int64_t active_base_offset;

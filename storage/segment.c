@@ -61,6 +61,7 @@ rn_segment_close_indexes(struct rn_segment *seg)
 	if (seg->tidx.fd >= 0)
 		rn_index_close(&seg->tidx);
 	seg->idx_active = 0;
+	seg->idx_trusted = 0;
 }
 
 void

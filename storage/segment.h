@@ -25,6 +25,7 @@ struct rn_segment {
 	ino_t ino;
 	int refs;		/* the log's list holds one; read slices others */
 	int idx_active;		/* indexes mapped preallocated, for appending */
+	int idx_trusted;	/* mapped while not active: entry counts = file sizes */
 	uint32_t o_entries;	/* valid entries when not active */
 	uint32_t t_entries;
 };

@@ -10,6 +10,8 @@
  * cluster.id when given. Without --cluster-id the node learns the id from
  * the metadata log and writes it itself. Formatting is never needed for a
  * broker; it pins the cluster id so the node can only join that cluster.
+ * The file is read and written by supervisor/sv_metaprops.c, the code
+ * runneld itself uses, so the two can never disagree on its format.
  */
 #include "autoconf.h"
 
@@ -24,14 +26,14 @@
 
 #include "common/config.h"
 #include "common/util.h"
-#include "tools/tool_metaprops.h"
+#include "supervisor/sv_metaprops.h"
 
 #define EXIT_USAGE 2
 
 struct dir {
 	const char *path;
 	int state; /* 0 formatted, 1 empty, -1 unreadable */
-	struct tool_metaprops mp;
+	struct rn_metaprops mp;
 	char err[512];
 	int lock_fd;
 };
@@ -76,7 +78,7 @@ load_dirs(const char *config, struct rn_config *cfg, struct dir **dirsp)
 {
 	char err[512];
 	struct dir *dirs;
-	int i, j, n = 0;
+	int i, j, n = 0, rc;
 
 	if (rn_config_load(cfg, config, err, sizeof(err), config_warn,
 	    NULL) != 0 || rn_config_finish(cfg, err, sizeof(err)) != 0) {
@@ -103,8 +105,9 @@ load_dirs(const char *config, struct rn_config *cfg, struct dir **dirsp)
 	}
 	for (i = 0; i < n; i++) {
 		dirs[i].lock_fd = -1;
-		dirs[i].state = tool_metaprops_read(dirs[i].path, &dirs[i].mp,
+		rc = rn_metaprops_read(dirs[i].path, &dirs[i].mp,
 		    dirs[i].err, sizeof(dirs[i].err));
+		dirs[i].state = rc == 0 ? 0 : rc == -ENOENT ? 1 : -1;
 	}
 	*dirsp = dirs;
 	return n;
@@ -140,40 +143,22 @@ lock_dir(struct dir *d)
 	return 0;
 }
 
-static bool
-cluster_id_ok(const char *id)
-{
-	const unsigned char *p;
-
-	if (*id == '\0' || strlen(id) >= sizeof(((struct tool_metaprops *)0)
-	    ->cluster_id))
-		return false;
-	for (p = (const unsigned char *)id; *p; p++)
-		if (*p <= ' ' || *p >= 0x7f)
-			return false;
-	return true;
-}
-
 static int
 cmd_format(const char *config, const char *cluster_id, bool ignore)
 {
 	struct rn_config cfg;
 	struct dir *dirs = NULL;
+	struct rn_uuid cid, did;
 	char idstr[23];
-	int i, j, n, empty = 0, rc = 1;
+	int i, j, n, empty = 0, rc = 1, werr;
 
-	if (cluster_id != NULL && !cluster_id_ok(cluster_id)) {
-		fprintf(stderr, "runnel-storage: --cluster-id '%s': give a "
-		    "non-empty id without spaces (runnel-storage random-uuid "
-		    "makes one)\n", cluster_id);
+	/* Kafka takes any string; runnel keeps cluster ids as Kafka Uuids */
+	if (cluster_id != NULL && (rn_uuid_parse(cluster_id, &cid) != 0 ||
+	    rn_uuid_is_zero(&cid))) {
+		fprintf(stderr, "runnel-storage: --cluster-id '%s' is not a "
+		    "Kafka Uuid (22 base64url characters); runnel-storage "
+		    "random-uuid makes one\n", cluster_id);
 		return 1;
-	}
-	if (cluster_id != NULL) {
-		struct rn_uuid u;
-		if (rn_uuid_parse(cluster_id, &u) != 0)
-			fprintf(stderr, "runnel-storage: warning: cluster id "
-			    "'%s' is not a Kafka Uuid (22 base64url "
-			    "characters); it is used as given\n", cluster_id);
 	}
 	if ((n = load_dirs(config, &cfg, &dirs)) < 0)
 		return 1;
@@ -189,13 +174,13 @@ cmd_format(const char *config, const char *cluster_id, bool ignore)
 			continue;
 		}
 		/* a formatted dir must belong to this node and cluster */
-		if (d->mp.has_node_id && d->mp.node_id != cfg.node_id) {
+		if (d->mp.node_id >= 0 && d->mp.node_id != cfg.node_id) {
 			fprintf(stderr, "runnel-storage: %s belongs to node.id "
 			    "%d, but %s says node.id=%d\n", d->path,
 			    d->mp.node_id, config, cfg.node_id);
 			goto out;
 		}
-		if (cluster_id != NULL && d->mp.has_cluster_id &&
+		if (cluster_id != NULL && d->mp.cluster_id[0] != '\0' &&
 		    strcmp(d->mp.cluster_id, cluster_id) != 0) {
 			fprintf(stderr, "runnel-storage: %s belongs to cluster "
 			    "%s, not %s\n", d->path, d->mp.cluster_id,
@@ -206,7 +191,7 @@ cmd_format(const char *config, const char *cluster_id, bool ignore)
 			fprintf(stderr, "runnel-storage: log directory %s is "
 			    "already formatted (it has %s); "
 			    "--ignore-formatted skips formatted dirs and "
-			    "formats the others\n", d->path, TOOL_META_FILE);
+			    "formats the others\n", d->path, RN_METAPROPS_FILE);
 			goto out;
 		}
 	}
@@ -220,38 +205,35 @@ cmd_format(const char *config, const char *cluster_id, bool ignore)
 			goto out;
 	for (i = 0; i < n; i++) {
 		struct dir *d = &dirs[i];
-		struct tool_metaprops mp;
-		char err[512];
+		struct rn_metaprops mp;
 		bool dup;
 
 		if (d->state != 1)
 			continue;
 		memset(&mp, 0, sizeof(mp));
-		mp.version = TOOL_META_VERSION;
-		mp.has_node_id = true;
+		mp.version = RN_METAPROPS_VERSION;
 		mp.node_id = cfg.node_id;
-		mp.has_directory_id = true;
-		if (cluster_id != NULL) {
-			mp.has_cluster_id = true;
+		mp.has_dir_id = true;
+		if (cluster_id != NULL)
 			strlcpy(mp.cluster_id, cluster_id,
 			    sizeof(mp.cluster_id));
-		}
 		/* directory ids are unique within the node */
 		do {
-			if (new_uuid(&mp.directory_id, idstr) != 0) {
+			if (new_uuid(&did, idstr) != 0) {
 				fprintf(stderr, "runnel-storage: no "
 				    "randomness: %s\n", strerror(errno));
 				goto out;
 			}
 			dup = false;
 			for (j = 0; j < n; j++)
-				if (dirs[j].mp.has_directory_id &&
-				    memcmp(&dirs[j].mp.directory_id,
-				    &mp.directory_id, 16) == 0)
+				if (dirs[j].mp.has_dir_id &&
+				    memcmp(dirs[j].mp.dir_id, did.b, 16) == 0)
 					dup = true;
 		} while (dup);
-		if (tool_metaprops_write(d->path, &mp, err, sizeof(err)) != 0) {
-			fprintf(stderr, "runnel-storage: %s\n", err);
+		memcpy(mp.dir_id, did.b, 16);
+		if ((werr = rn_metaprops_write(d->path, &mp)) != 0) {
+			fprintf(stderr, "runnel-storage: cannot write %s/%s: "
+			    "%s\n", d->path, RN_METAPROPS_FILE, strerror(-werr));
 			goto out;
 		}
 		d->mp = mp;
@@ -276,6 +258,7 @@ cmd_info(const char *config)
 	struct rn_config cfg;
 	struct dir *dirs = NULL;
 	const char *cluster = NULL;
+	struct rn_uuid u;
 	char id[23];
 	int i, j, n, problems = 0;
 
@@ -291,27 +274,28 @@ cmd_info(const char *config)
 		}
 		if (d->state == 1) {
 			printf("%s: not formatted (no %s; runneld writes one "
-			    "at start)\n", d->path, TOOL_META_FILE);
+			    "at start)\n", d->path, RN_METAPROPS_FILE);
 			continue;
 		}
 		printf("%s: formatted\n", d->path);
 		printf("  version=%d\n", d->mp.version);
-		if (d->mp.has_cluster_id)
+		if (d->mp.cluster_id[0] != '\0')
 			printf("  cluster.id=%s\n", d->mp.cluster_id);
 		else
 			printf("  cluster.id is not known yet\n");
-		if (d->mp.has_node_id)
+		if (d->mp.node_id >= 0)
 			printf("  node.id=%d\n", d->mp.node_id);
-		if (d->mp.has_directory_id) {
-			rn_uuid_str(&d->mp.directory_id, id);
+		if (d->mp.has_dir_id) {
+			memcpy(u.b, d->mp.dir_id, 16);
+			rn_uuid_str(&u, id);
 			printf("  directory.id=%s\n", id);
 		}
-		if (d->mp.has_node_id && d->mp.node_id != cfg.node_id) {
+		if (d->mp.node_id >= 0 && d->mp.node_id != cfg.node_id) {
 			printf("  problem: node.id %d differs from the "
 			    "config's %d\n", d->mp.node_id, cfg.node_id);
 			problems++;
 		}
-		if (d->mp.has_cluster_id) {
+		if (d->mp.cluster_id[0] != '\0') {
 			if (cluster == NULL)
 				cluster = d->mp.cluster_id;
 			else if (strcmp(cluster, d->mp.cluster_id) != 0) {
@@ -321,10 +305,9 @@ cmd_info(const char *config)
 			}
 		}
 		for (j = 0; j < i; j++)
-			if (dirs[j].state == 0 && d->mp.has_directory_id &&
-			    dirs[j].mp.has_directory_id &&
-			    memcmp(&dirs[j].mp.directory_id,
-			    &d->mp.directory_id, 16) == 0) {
+			if (dirs[j].state == 0 && d->mp.has_dir_id &&
+			    dirs[j].mp.has_dir_id &&
+			    memcmp(dirs[j].mp.dir_id, d->mp.dir_id, 16) == 0) {
 				printf("  problem: same directory.id as %s\n",
 				    dirs[j].path);
 				problems++;

@@ -1,15 +1,659 @@
 /*
  * A replica-fetcher worker: one of num.replica.fetchers processes that
- * fetch from partition leaders for this node's follower replicas.
+ * keep this node's follower replicas in step with their leaders. A
+ * partition belongs to fetcher hash(topic id, partition) % n. Per leader
+ * broker there is one connection with one Fetch in flight (replica id set,
+ * long-polled on the leader); all leaders are polled at once so an idle
+ * leader never delays a busy one. On a new leader epoch the follower first
+ * asks OffsetForLeaderEpoch and truncates a divergent tail.
  */
 #include "autoconf.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "common/log.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "protocol/kerrors.h"
+#include "protocol/kmsg_gen.h"
+#include "storage/batch.h"
+#include "workers/partition.h"
 #include "workers/peer.h"
+
+#define FETCH_VERSION 11
+#define OFFSETS_VERSION 3
+#define FETCH_MAX_WAIT_MS 500
+#define FETCH_MAX_BYTES (16 * 1024 * 1024)
+#define PARTITION_MAX_BYTES (1024 * 1024)
+#define MAX_LEADERS 32
+#define IO_TIMEOUT_MS 10000
+
+/* Process-local state of one follower replica this fetcher serves. */
+struct fpart {
+	const struct rn_mdv_topic *t;
+	const struct rn_mdv_partition *mp;
+	struct rn_part *p;
+	int32_t synced_epoch;   /* leader epoch whose divergence was checked */
+};
+
+struct leader {
+	int32_t id;
+	int fd;
+	bool in_flight;
+	int16_t api_key;        /* of the request in flight */
+	int32_t corr;
+	int64_t sent_ms;
+	uint8_t *rbuf;
+	size_t rlen, rcap;
+	struct rn_arena arena;
+	struct fpart **parts;   /* in the request in flight */
+	int n_parts;
+};
+
+struct fetcher {
+	struct rn_worker *w;
+	const struct rn_config *cfg;
+	struct rn_mdview view;
+	struct rn_part_table parts;
+	uint64_t view_version;
+	struct fpart *fp;       /* indexed by slot */
+	struct leader leaders[MAX_LEADERS];
+	int n_leaders;
+	int32_t next_corr;
+};
+
+static uint32_t
+part_hash(const uint8_t id[16], int32_t p)
+{
+	uint32_t h = 2166136261u;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		h = (h ^ id[i]) * 16777619u;
+	return (h ^ (uint32_t)p) * 16777619u;
+}
+
+static bool
+is_replica(const struct rn_mdv_partition *mp, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < mp->n_replicas; i++)
+		if (mp->replicas[i] == id)
+			return true;
+	return false;
+}
+
+static void
+leader_close(struct leader *l, const char *why)
+{
+	if (l->fd >= 0) {
+		if (why != NULL)
+			log_info("connection to leader %d closed: %s", l->id, why);
+		close(l->fd);
+	}
+	l->fd = -1;
+	l->in_flight = false;
+	l->rlen = 0;
+}
+
+static struct leader *
+leader_get(struct fetcher *f, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < f->n_leaders; i++)
+		if (f->leaders[i].id == id)
+			return &f->leaders[i];
+	if (f->n_leaders == MAX_LEADERS)
+		return NULL;
+	memset(&f->leaders[f->n_leaders], 0, sizeof(f->leaders[0]));
+	f->leaders[f->n_leaders].id = id;
+	f->leaders[f->n_leaders].fd = -1;
+	rn_arena_init(&f->leaders[f->n_leaders].arena, 0);
+	return &f->leaders[f->n_leaders++];
+}
+
+/* The address followers reach a broker at: its inter-broker listener. */
+static int
+leader_address(struct fetcher *f, int32_t id, char *host, size_t hostlen,
+    uint16_t *port)
+{
+	const struct rn_mdv_broker *b = rn_mdview_broker(&f->view, id);
+	int i;
+
+	if (b == NULL || b->fenced)
+		return -ENOENT;
+	for (i = 0; i < b->n_listeners; i++)
+		if (strcmp(b->listeners[i].name,
+		    f->cfg->inter_broker_listener_name) == 0) {
+			strlcpy(host, b->listeners[i].host, hostlen);
+			*port = b->listeners[i].port;
+			return 0;
+		}
+	strlcpy(host, b->host, hostlen);
+	*port = b->port;
+	return 0;
+}
+
+static int
+leader_connect(struct fetcher *f, struct leader *l)
+{
+	struct addrinfo hints, *res;
+	char host[256], port_s[8];
+	uint16_t port;
+	int fd, one = 1;
+	struct timeval tv = { 2, 0 };
+
+	if (leader_address(f, l->id, host, sizeof(host), &port) != 0)
+		return -ENOENT;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	if (getaddrinfo(host, port_s, &hints, &res) != 0)
+		return -EHOSTUNREACH;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		freeaddrinfo(res);
+		return -errno;
+	}
+	/* bounded blocking connect and I/O: a dead leader cannot hang us */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, res->ai_addr, res->ai_addrlen) == -1) {
+		int e = errno;
+		freeaddrinfo(res);
+		close(fd);
+		return -e;
+	}
+	freeaddrinfo(res);
+	l->fd = fd;
+	return 0;
+}
+
+static int
+send_request(struct fetcher *f, struct leader *l, int16_t key, int16_t ver,
+    const void *body)
+{
+	const struct rn_kapi *api = rn_kapi_find(key);
+	struct rn_krequest_header h = { key, ver, ++f->next_corr,
+	    rn_kstr_c("runnel-replica-fetcher"), 0 };
+	struct rn_kwriter w;
+	size_t mark;
+	ssize_t rc;
+
+	rn_kwriter_init(&w);
+	mark = rn_kw_frame_begin(&w);
+	rn_krequest_header_encode(&w, rn_kapi_request_header_version(key, ver),
+	    &h);
+	api->encode_request(&w, ver, body);
+	rn_kw_frame_end(&w, mark);
+	rc = w.err ? w.err : rn_write_all(l->fd, w.buf, w.len);
+	rn_kwriter_free(&w);
+	if (rc < 0)
+		return (int)rc;
+	l->in_flight = true;
+	l->api_key = key;
+	l->corr = h.correlation_id;
+	l->sent_ms = rn_now_ms();
+	l->rlen = 0;
+	return 0;
+}
+
+/* Read what is there; 1 when a whole response frame is in, 0 if not yet. */
+static int
+read_response(struct leader *l)
+{
+	for (;;) {
+		size_t need = 4;
+		ssize_t k;
+
+		if (l->rlen >= 4) {
+			int32_t size = rn_kframe_size(l->rbuf, FETCH_MAX_BYTES * 2);
+			if (size < 0)
+				return -EPROTO;
+			need = 4 + (size_t)size;
+			if (l->rlen == need)
+				return 1;
+		}
+		if (need > l->rcap) {
+			size_t cap = need < 65536 ? 65536 : need;
+			uint8_t *nb = realloc(l->rbuf, cap);
+			if (nb == NULL)
+				return -ENOMEM;
+			l->rbuf = nb;
+			l->rcap = cap;
+		}
+		k = recv(l->fd, l->rbuf + l->rlen, need - l->rlen, MSG_DONTWAIT);
+		if (k == 0)
+			return -ECONNRESET;
+		if (k == -1)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		l->rlen += (size_t)k;
+	}
+}
+
+/* Assign leader epochs of fetched batches to the local epoch cache. */
+static void
+note_epochs(struct rn_part *p, const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (len - off >= RN_BATCH_HEADER_SIZE) {
+		struct rn_batch_header h;
+
+		rn_batch_parse_header(buf + off, &h);
+		if (h.batch_length <= 0 ||
+		    (size_t)h.batch_length + 12 > len - off)
+			break;
+		if (h.partition_leader_epoch >
+		    rn_epoch_latest(&p->rt->log.epochs))
+			rn_log_assign_epoch(p->log, h.partition_leader_epoch,
+			    h.base_offset);
+		off += (size_t)h.batch_length + 12;
+	}
+}
+
+static void
+apply_partition(struct fetcher *f, struct fpart *fp,
+    const struct rn_FetchResponse_PartitionData *pd)
+{
+	struct rn_part *p = fp->p;
+	struct rn_append_info info;
+	int64_t leo, hw;
+	int rc;
+
+	switch (pd->error_code) {
+	case RN_KERR_NONE:
+		break;
+	case RN_KERR_OFFSET_OUT_OF_RANGE:
+		if (rn_part_lock(p) != 0)
+			return;
+		if (rn_log_end_offset(p->log) < pd->log_start_offset) {
+			/* the leader deleted what we miss: start over there */
+			log_warnx("%s-%d: below the leader's log start %lld: "
+			    "restarting the replica there", fp->t->name,
+			    fp->mp->p, (long long)pd->log_start_offset);
+			rn_log_truncate_fully(p->log, pd->log_start_offset);
+		}
+		rn_part_unlock(p);
+		fp->synced_epoch = -1; /* ahead of the leader: check divergence */
+		return;
+	case RN_KERR_NOT_LEADER_OR_FOLLOWER:
+	case RN_KERR_FENCED_LEADER_EPOCH:
+	case RN_KERR_UNKNOWN_LEADER_EPOCH:
+	case RN_KERR_UNKNOWN_TOPIC_OR_PARTITION:
+		return; /* the next image tells who leads */
+	default:
+		log_warnx("%s-%d: fetch error %s", fp->t->name, fp->mp->p,
+		    rn_kerr_name(pd->error_code));
+		return;
+	}
+	if (pd->records.len > 0) {
+		if ((rc = rn_part_lock(p)) != 0)
+			return;
+		note_epochs(p, pd->records.ptr, (size_t)pd->records.len);
+		rc = rn_log_append_replica(p->log, pd->records.ptr,
+		    (size_t)pd->records.len, rn_wallclock_ms(), &info);
+		rn_part_unlock(p);
+		if (rc != 0 && rc != -EILSEQ) {
+			log_warnx("%s-%d: cannot append fetched records: %s",
+			    fp->t->name, fp->mp->p, strerror(-rc));
+			return;
+		}
+	}
+	/* a follower's high watermark: the leader's, as far as we have it */
+	leo = rn_log_end_offset(p->log);
+	hw = pd->high_watermark < leo ? pd->high_watermark : leo;
+	if (hw > atomic_load(&p->rt->high_watermark))
+		atomic_store(&p->rt->high_watermark, hw);
+}
+
+static void
+handle_fetch_response(struct fetcher *f, struct leader *l,
+    struct rn_kreader *r)
+{
+	struct rn_FetchResponse resp;
+	int i, j, k;
+
+	rn_arena_reset(&l->arena);
+	rn_arena_set_limit(&l->arena, 4 * l->rlen + 4096);
+	if (rn_FetchResponse_decode(r, FETCH_VERSION, &l->arena, &resp) < 0) {
+		leader_close(l, "malformed fetch response");
+		return;
+	}
+	for (i = 0; i < resp.responses_count; i++) {
+		const struct rn_FetchResponse_FetchableTopicResponse *tr =
+		    &resp.responses[i];
+
+		for (j = 0; j < tr->partitions_count; j++)
+			for (k = 0; k < l->n_parts; k++) {
+				struct fpart *fp = l->parts[k];
+
+				if (fp->mp->p == tr->partitions[j].partition_index &&
+				    rn_kstr_eq(tr->topic, fp->t->name)) {
+					apply_partition(f, fp, &tr->partitions[j]);
+					break;
+				}
+			}
+	}
+}
+
+static void
+handle_epoch_response(struct fetcher *f, struct leader *l,
+    struct rn_kreader *r)
+{
+	struct rn_OffsetForLeaderEpochResponse resp;
+	int i, j, k;
+
+	rn_arena_reset(&l->arena);
+	rn_arena_set_limit(&l->arena, 4 * l->rlen + 4096);
+	if (rn_OffsetForLeaderEpochResponse_decode(r, OFFSETS_VERSION,
+	    &l->arena, &resp) < 0) {
+		leader_close(l, "malformed OffsetForLeaderEpoch response");
+		return;
+	}
+	for (i = 0; i < resp.topics_count; i++)
+		for (j = 0; j < resp.topics[i].partitions_count; j++) {
+			const struct rn_OffsetForLeaderEpochResponse_EpochEndOffset *e =
+			    &resp.topics[i].partitions[j];
+
+			for (k = 0; k < l->n_parts; k++) {
+				struct fpart *fp = l->parts[k];
+				int32_t our_epoch;
+				int64_t our_end, cut;
+
+				if (fp->mp->p != e->partition ||
+				    !rn_kstr_eq(resp.topics[i].topic, fp->t->name))
+					continue;
+				if (e->error_code != RN_KERR_NONE)
+					break;
+				/* cut where our history and the leader's part */
+				rn_log_end_offset_for_epoch(fp->p->log,
+				    e->leader_epoch, &our_epoch, &our_end);
+				cut = e->end_offset;
+				if (our_end >= 0 && our_end < cut)
+					cut = our_end;
+				if (e->end_offset >= 0 &&
+				    cut < rn_log_end_offset(fp->p->log) &&
+				    rn_part_lock(fp->p) == 0) {
+					log_warnx("%s-%d: truncating from %lld to "
+					    "%lld after leader epoch %d",
+					    fp->t->name, fp->mp->p,
+					    (long long)rn_log_end_offset(fp->p->log),
+					    (long long)cut, fp->mp->leader_epoch);
+					rn_log_truncate_to(fp->p->log, cut);
+					if (atomic_load(&fp->p->rt->high_watermark) > cut)
+						atomic_store(&fp->p->rt->high_watermark,
+						    cut);
+					rn_part_unlock(fp->p);
+				}
+				fp->synced_epoch = fp->mp->leader_epoch;
+				break;
+			}
+		}
+}
+
+/* Build and send the next request to a leader: epochs first, then fetch. */
+static void
+leader_kick(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
+{
+	struct rn_arena *a = &l->arena;
+	bool need_epochs = false;
+	int i;
+
+	if (l->in_flight || n == 0)
+		return;
+	if (l->fd < 0 && leader_connect(f, l) != 0)
+		return;
+	for (i = 0; i < n; i++)
+		if (mine[i]->synced_epoch != mine[i]->mp->leader_epoch)
+			need_epochs = true;
+	rn_arena_reset(a);
+	rn_arena_set_limit(a, 1 << 20);
+	l->parts = rn_arena_alloc(a, sizeof(*l->parts) * (size_t)n);
+	if (l->parts == NULL)
+		return;
+	l->n_parts = 0;
+	if (need_epochs) {
+		struct rn_OffsetForLeaderEpochRequest req;
+
+		rn_OffsetForLeaderEpochRequest_init(&req);
+		req.replica_id = f->cfg->node_id;
+		req.topics = rn_arena_alloc(a, sizeof(*req.topics) * (size_t)n);
+		if (req.topics == NULL)
+			return;
+		for (i = 0; i < n; i++) {
+			struct fpart *fp = mine[i];
+			struct rn_OffsetForLeaderEpochRequest_OffsetForLeaderTopic *t;
+			int32_t latest;
+
+			if (fp->synced_epoch == fp->mp->leader_epoch)
+				continue;
+			latest = rn_epoch_latest(&fp->p->rt->log.epochs);
+			if (latest < 0) {
+				/* no history of our own: nothing can diverge */
+				fp->synced_epoch = fp->mp->leader_epoch;
+				continue;
+			}
+			t = &req.topics[req.topics_count++];
+			rn_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_init(t);
+			t->topic = (struct rn_kstr){ fp->t->name,
+			    (int32_t)fp->t->name_len };
+			t->partitions = rn_arena_alloc(a, sizeof(*t->partitions));
+			if (t->partitions == NULL)
+				return;
+			rn_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_init(
+			    t->partitions);
+			t->partitions->partition = fp->mp->p;
+			t->partitions->current_leader_epoch = fp->mp->leader_epoch;
+			t->partitions->leader_epoch = latest;
+			t->partitions_count = 1;
+			l->parts[l->n_parts++] = fp;
+		}
+		if (req.topics_count > 0) {
+			if (send_request(f, l, RN_KAPI_OFFSET_FOR_LEADER_EPOCH,
+			    OFFSETS_VERSION, &req) != 0)
+				leader_close(l, "send failed");
+			return;
+		}
+	}
+
+	struct rn_FetchRequest req;
+	rn_FetchRequest_init(&req);
+	req.replica_id = f->cfg->node_id;
+	req.max_wait_ms = FETCH_MAX_WAIT_MS;
+	req.min_bytes = 1;
+	req.max_bytes = FETCH_MAX_BYTES;
+	req.session_id = 0;
+	req.session_epoch = -1;
+	req.topics = rn_arena_alloc(a, sizeof(*req.topics) * (size_t)n);
+	if (req.topics == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		struct fpart *fp = mine[i];
+		struct rn_FetchRequest_FetchTopic *t = &req.topics[req.topics_count++];
+
+		rn_FetchRequest_FetchTopic_init(t);
+		t->topic = (struct rn_kstr){ fp->t->name, (int32_t)fp->t->name_len };
+		t->partitions = rn_arena_alloc(a, sizeof(*t->partitions));
+		if (t->partitions == NULL)
+			return;
+		rn_FetchRequest_FetchPartition_init(t->partitions);
+		t->partitions->partition = fp->mp->p;
+		t->partitions->current_leader_epoch = fp->mp->leader_epoch;
+		t->partitions->fetch_offset = rn_log_end_offset(fp->p->log);
+		t->partitions->log_start_offset = rn_log_start_offset(fp->p->log);
+		t->partitions->partition_max_bytes = PARTITION_MAX_BYTES;
+		t->partitions_count = 1;
+		l->parts[l->n_parts++] = fp;
+	}
+	if (send_request(f, l, RN_KAPI_FETCH, FETCH_VERSION, &req) != 0)
+		leader_close(l, "send failed");
+}
+
+static void
+leader_readable(struct fetcher *f, struct leader *l)
+{
+	struct rn_kreader r;
+	int32_t corr;
+	int rc = read_response(l);
+
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		leader_close(l, strerror(-rc));
+		return;
+	}
+	l->in_flight = false;
+	rn_kreader_init(&r, l->rbuf + 4, l->rlen - 4);
+	if (rn_kresponse_header_decode(&r, rn_kapi_response_header_version(
+	    l->api_key, l->api_key == RN_KAPI_FETCH ? FETCH_VERSION :
+	    OFFSETS_VERSION), &corr) < 0 || corr != l->corr) {
+		leader_close(l, "unexpected response");
+		return;
+	}
+	if (l->api_key == RN_KAPI_FETCH)
+		handle_fetch_response(f, l, &r);
+	else
+		handle_epoch_response(f, l, &r);
+	l->rlen = 0;
+}
+
+/* The follower replicas this fetcher owns, as the current image says. */
+static int
+collect(struct fetcher *f, struct fpart **out, int max)
+{
+	const struct rn_mdview *v = &f->view;
+	int32_t self = f->cfg->node_id;
+	int i, j, n = 0;
+
+	for (i = 0; i < v->n_topics; i++) {
+		const struct rn_mdv_topic *t = &v->topics[i];
+
+		for (j = 0; j < t->n_parts; j++) {
+			const struct rn_mdv_partition *mp = &t->parts[j];
+			struct fpart *fp;
+			int16_t kerr;
+
+			if (mp->slot < 0 || mp->leader < 0 || mp->leader == self ||
+			    !is_replica(mp, self) ||
+			    part_hash(t->id, mp->p) % f->w->env->n_fetchers !=
+			    f->w->index || n == max)
+				continue;
+			fp = &f->fp[mp->slot];
+			if (fp->t == NULL || fp->mp->leader != mp->leader)
+				fp->synced_epoch = -1;
+			fp->t = t;
+			fp->mp = mp;
+			if ((fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
+				continue;
+			out[n++] = fp;
+		}
+	}
+	return n;
+}
 
 int
 rn_fetcher_main(struct rn_worker *w)
 {
+	struct fetcher f;
+	struct fpart **mine;
+	struct rn_ring *in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
+	uint32_t max = w->env->shm->hdr->max_partitions;
+	int i;
+
+	memset(&f, 0, sizeof(f));
+	f.w = w;
+	f.cfg = w->env->cfg;
+	rn_mdview_init(&f.view);
+	if (rn_part_table_init(&f.parts, w->env->shm, f.cfg) != 0 ||
+	    (f.fp = calloc(max, sizeof(*f.fp))) == NULL ||
+	    (mine = calloc(max, sizeof(*mine))) == NULL) {
+		log_errx("replica fetcher: out of memory");
+		return RN_WORKER_EXIT_RESTART;
+	}
+	for (i = 0; i < (int)max; i++)
+		f.fp[i].synced_epoch = -1;
+	if (rn_worker_send_hello(w) != 0)
+		log_warnx("cannot reach the controller yet");
+	rn_worker_heartbeat(w);
 	log_info("replica fetcher up");
-	return rn_peer_loop(w);
+
+	while (!rn_worker_should_stop()) {
+		struct pollfd pfd[MAX_LEADERS];
+		struct leader *polled[MAX_LEADERS];
+		int n_mine, np = 0, k;
+
+		if (rn_peer_drain(w) != 0) {
+			log_errx("bad message from the controller: restarting");
+			return RN_WORKER_EXIT_RESTART;
+		}
+		rn_mdview_refresh(&f.view, w->env->shm);
+		n_mine = collect(&f, mine, (int)max);
+		if (atomic_load(&w->env->shm->hdr->fault_stall_fetch)) {
+			/* test fault: a follower that stops fetching */
+			rn_worker_wait(w, 100);
+			continue;
+		}
+		/* one request in flight per leader, for that leader's replicas */
+		for (i = 0; i < n_mine; ) {
+			int32_t lid = mine[i]->mp->leader;
+			struct leader *l = leader_get(&f, lid);
+			int j = i;
+
+			while (j < n_mine && mine[j]->mp->leader == lid)
+				j++;
+			/* the image groups partitions by topic, not leader */
+			for (k = j; k < n_mine; k++)
+				if (mine[k]->mp->leader == lid) {
+					struct fpart *tmp = mine[j];
+					mine[j++] = mine[k];
+					mine[k] = tmp;
+				}
+			if (l != NULL)
+				leader_kick(&f, l, mine + i, j - i);
+			i = j;
+		}
+		for (i = 0; i < f.n_leaders; i++) {
+			struct leader *l = &f.leaders[i];
+
+			if (l->in_flight && rn_now_ms() - l->sent_ms >
+			    FETCH_MAX_WAIT_MS + IO_TIMEOUT_MS)
+				leader_close(l, "no response in time");
+			if (l->fd >= 0 && l->in_flight) {
+				pfd[np].fd = l->fd;
+				pfd[np].events = POLLIN;
+				polled[np++] = l;
+			}
+		}
+		if (np == 0) {
+			rn_ring_consumer_sleeping(in, true);
+			rn_worker_wait(w, 200);
+			rn_ring_consumer_sleeping(in, false);
+			continue;
+		}
+		if (poll(pfd, (nfds_t)np, RN_WORKER_HEARTBEAT_MS) > 0)
+			for (i = 0; i < np; i++)
+				if (pfd[i].revents)
+					leader_readable(&f, polled[i]);
+		if (rn_now_ms() >= w->next_heartbeat_ms)
+			rn_worker_heartbeat(w);
+	}
+	for (i = 0; i < f.n_leaders; i++)
+		leader_close(&f.leaders[i], NULL);
+	rn_part_table_close(&f.parts);
+	return RN_WORKER_EXIT_OK;
 }

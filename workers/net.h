@@ -37,6 +37,15 @@ enum conn_wait {
 	CONN_IDLE = 0,
 	CONN_WAIT_FETCH,         /* a fetch parked until data or max.wait.ms */
 	CONN_WAIT_CONTROLLER,    /* an admin request forwarded to the controller */
+	CONN_WAIT_ACKS,          /* an acks=all produce waiting for the ISR */
+};
+
+/* An acks=all partition append waiting for the high watermark. */
+struct produce_wait {
+	struct rn_ProduceResponse_PartitionProduceResponse *out;
+	const struct rn_kstr *topic;
+	int64_t need;            /* high watermark that commits it */
+	bool done;
 };
 
 struct conn {
@@ -58,6 +67,9 @@ struct conn {
 	struct rn_arena arena;
 	void *req;               /* decoded request (in arena) */
 	uint64_t admin_req;      /* id of the request forwarded to the controller */
+	void *resp;              /* a response being completed (acks=all) */
+	struct produce_wait *pw;
+	int n_pw;
 
 	struct net_out *out_head, *out_tail;
 	bool want_write;
@@ -79,6 +91,7 @@ struct net {
 	int fetch_efds[64];      /* eventfd of each network worker, by index */
 	int64_t now_ms;
 	int64_t next_retention_ms;
+	int64_t next_isr_check_ms;
 	/* ApiVersions answer: the APIs this worker handles, from the codec table */
 	struct rn_ApiVersionsResponse_ApiVersion *apis;
 	int n_apis;
@@ -121,9 +134,20 @@ int net_admin_forward(struct net *n, struct conn *c);
 /* net_fetch.c: parked fetches */
 void net_fetch_recheck(struct net *n, struct conn *c, bool timed_out);
 
+/* net_produce.c: acks=all waits */
+void net_produce_recheck(struct net *n, struct conn *c, bool timed_out);
+
+/* net_replica.c: the leader's side of replication */
+void net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, struct rn_part *p, int32_t replica,
+    int64_t fetch_offset);
+void net_isr_housekeeping(struct net *n, int64_t now_ms);
+
 /* net_admin.c: replies from the controller */
 int net_admin_drain(struct net *n);
 void net_auto_create(struct net *n, const struct rn_kstr *names, int count);
+int net_alter_partition(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, const int32_t *isr, int n_isr);
 
 /* Map a storage error to a Kafka error code. */
 int16_t net_storage_kerr(int rc);

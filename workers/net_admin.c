@@ -168,3 +168,35 @@ net_auto_create(struct net *n, const struct rn_kstr *names, int count)
 		    count);
 	msgpack_sbuffer_destroy(&sb);
 }
+
+int
+net_alter_partition(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, const int32_t *isr, int n_isr)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int i, rc;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 6);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "topic_id");
+	msgpack_pack_bin(&pk, 16);
+	msgpack_pack_bin_body(&pk, t->id, 16);
+	rn_mp_pack_str(&pk, "p");
+	msgpack_pack_int32(&pk, mp->p);
+	rn_mp_pack_str(&pk, "leader_epoch");
+	msgpack_pack_int32(&pk, mp->leader_epoch);
+	rn_mp_pack_str(&pk, "partition_epoch");
+	msgpack_pack_int32(&pk, mp->partition_epoch);
+	rn_mp_pack_str(&pk, "isr");
+	msgpack_pack_array(&pk, (size_t)n_isr);
+	for (i = 0; i < n_isr; i++)
+		msgpack_pack_int32(&pk, isr[i]);
+	rc = rn_worker_send_ctl(n->w, RN_IPC_ALTER_PARTITION, sb.data,
+	    (uint32_t)sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}

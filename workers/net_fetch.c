@@ -27,6 +27,17 @@ check_epoch(const struct rn_mdv_partition *mp, int32_t current)
 	return RN_KERR_NONE;
 }
 
+static bool
+replica_of(const struct rn_mdv_partition *mp, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < mp->n_replicas; i++)
+		if (mp->replicas[i] == id)
+			return true;
+	return false;
+}
+
 /* The local leader replica, or an error code. */
 static struct rn_part *
 leader_part(struct net *n, const struct rn_mdv_topic *t, int32_t partition,
@@ -119,7 +130,7 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 			struct rn_log_slice sl;
 			struct rn_part *p;
 			int16_t kerr = RN_KERR_NONE;
-			int64_t hw, max;
+			int64_t hw, max, limit;
 			int rc;
 
 			rn_FetchResponse_PartitionData_init(pd);
@@ -135,6 +146,16 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 				continue;
 			}
 			fs->touched[fs->n_touched++] = p;
+			if (req->replica_id >= 0) {
+				if (!replica_of(mp, req->replica_id)) {
+					pd->error_code =
+					    RN_KERR_NOT_LEADER_OR_FOLLOWER;
+					fs->error = true;
+					continue;
+				}
+				net_replica_fetched(n, t, mp, p, req->replica_id,
+				    fp->fetch_offset);
+			}
 			hw = atomic_load(&p->rt->high_watermark);
 			pd->high_watermark = hw;
 			pd->last_stable_offset = hw;
@@ -145,15 +166,19 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 				fs->error = true;
 				continue;
 			}
-			if (fp->fetch_offset >= hw)
-				continue; /* nothing committed to give yet */
+			/* consumers get committed records, followers all */
+			limit = req->replica_id >= 0 ? -1 : hw;
+			if (limit >= 0 && fp->fetch_offset >= limit)
+				continue;
+			if (limit < 0 && fp->fetch_offset >= rn_log_end_offset(p->log))
+				continue;
 			max = fp->partition_max_bytes;
 			if (max > budget)
 				max = budget;
 			/* the first data always goes out whole, like Kafka */
 			if (max <= 0 && fs->bytes > 0)
 				continue;
-			rc = rn_log_read(p->log, fp->fetch_offset, max, hw, &sl);
+			rc = rn_log_read(p->log, fp->fetch_offset, max, limit, &sl);
 			if (rc == -ERANGE) {
 				pd->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
 				fs->error = true;
@@ -259,12 +284,6 @@ net_fetch(struct net *n, struct conn *c)
 	bool parked;
 	int rc;
 
-	if (req->replica_id >= 0) {
-		/* follower fetches arrive with replication (a later stage) */
-		log_warnx("%s: fetch from replica %d refused", c->peer,
-		    req->replica_id);
-		return -EPROTO;
-	}
 	if ((rc = fetch_run(n, c, true, &parked)) != 0)
 		return rc;
 	if (parked) {
@@ -345,9 +364,6 @@ net_list_offsets(struct net *n, struct conn *c)
 				pr->offset = rn_log_start_offset(p->log);
 			} else if (lp->timestamp < 0 && lp->timestamp != -3) {
 				pr->error_code = RN_KERR_INVALID_REQUEST;
-			} else if (lp->timestamp == -3) {
-				/* max timestamp: not tracked per record here */
-				pr->offset = -1;
 			} else if (rn_log_offset_for_time(p->log, lp->timestamp,
 			    &off, &ts) == 0 && off < hw) {
 				pr->offset = off;

@@ -15,10 +15,17 @@
 #include "protocol/kerrors.h"
 #include "workers/net.h"
 
+static int32_t
+min_isr(struct net *n, const struct rn_mdv_topic *t)
+{
+	return (int32_t)rn_part_config_int(&n->view, t, n->cfg,
+	    "min.insync.replicas", n->cfg->min_insync_replicas);
+}
+
 static int16_t
 produce_partition(struct net *n, const struct rn_mdv_topic *t,
     struct rn_ProduceRequest_PartitionProduceData *pd, int16_t acks,
-    struct rn_ProduceResponse_PartitionProduceResponse *out)
+    struct rn_ProduceResponse_PartitionProduceResponse *out, int64_t *need)
 {
 	const struct rn_mdv_partition *mp;
 	struct rn_append_info info;
@@ -34,8 +41,7 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 		return RN_KERR_NOT_LEADER_OR_FOLLOWER;
 	if (pd->records.len <= 0)
 		return RN_KERR_CORRUPT_MESSAGE;
-	if (acks == -1 && mp->n_isr < rn_part_config_int(&n->view, t, n->cfg,
-	    "min.insync.replicas", n->cfg->min_insync_replicas))
+	if (acks == -1 && mp->n_isr < min_isr(n, t))
 		return RN_KERR_NOT_ENOUGH_REPLICAS;
 	if ((p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL)
 		return kerr;
@@ -45,18 +51,87 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	/* the records slice points into our own read buffer: writable */
 	rc = rn_log_append(p->log, (void *)pd->records.ptr,
 	    (size_t)pd->records.len, mp->leader_epoch, rn_wallclock_ms(), &info);
-	if (rc == 0 && mp->n_isr == 1 && mp->isr[0] == n->cfg->node_id) {
-		/* the only in-sync replica is this one: committed at once */
-		atomic_store(&p->rt->high_watermark, rn_log_end_offset(p->log));
-	}
 	rn_part_unlock(p);
 	if (rc != 0)
 		return net_storage_kerr(rc);
+	/* with the leader alone in the ISR this commits at once */
+	rn_part_advance_hw(p, mp, n->cfg->node_id);
+	/* followers and consumers parked on this partition look again */
 	rn_part_wake_fetchers(p, n->fetch_efds, n->w->index);
+	*need = info.last_offset + 1;
 	out->base_offset = info.base_offset;
 	out->log_append_time_ms = info.log_append_time;
 	out->log_start_offset = rn_log_start_offset(p->log);
 	return RN_KERR_NONE;
+}
+
+static int
+produce_respond(struct net *n, struct conn *c)
+{
+	struct net_out *o;
+	size_t mark;
+
+	if ((o = net_out_begin(c, &mark)) == NULL)
+		return -ENOMEM;
+	rn_ProduceResponse_encode(&o->w, c->hdr.api_version, c->resp);
+	net_out_finish(n, c, o, mark);
+	return 0;
+}
+
+/*
+ * acks=all: each appended partition is settled when the high watermark
+ * passes it (success), when the ISR falls below min.insync.replicas
+ * (NOT_ENOUGH_REPLICAS_AFTER_APPEND), when leadership moves away, or when
+ * the request's timeout ends (REQUEST_TIMED_OUT). Never a success early.
+ */
+static bool
+produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
+{
+	bool all = true;
+	int i;
+
+	for (i = 0; i < c->n_pw; i++) {
+		struct produce_wait *w = &c->pw[i];
+		const struct rn_mdv_topic *t;
+		const struct rn_mdv_partition *mp;
+		struct rn_part *p;
+		int16_t kerr;
+
+		if (w->done)
+			continue;
+		t = rn_mdview_topic(&n->view, w->topic->ptr,
+		    (size_t)w->topic->len);
+		mp = t ? rn_mdview_partition(t, w->out->index) : NULL;
+		if (mp == NULL || mp->leader != n->cfg->node_id ||
+		    (p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL) {
+			w->out->error_code = RN_KERR_NOT_LEADER_OR_FOLLOWER;
+			w->done = true;
+			continue;
+		}
+		if (atomic_load(&p->rt->high_watermark) >= w->need) {
+			w->done = true;
+			continue;
+		}
+		if (mp->n_isr < min_isr(n, t)) {
+			w->out->error_code =
+			    RN_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+			w->done = true;
+			continue;
+		}
+		if (timed_out) {
+			w->out->error_code = RN_KERR_REQUEST_TIMED_OUT;
+			w->done = true;
+			continue;
+		}
+		/* be woken when the high watermark moves */
+		atomic_fetch_or(&p->rt->fetch_waiters, 1ULL << n->w->index);
+		if (atomic_load(&p->rt->high_watermark) >= w->need) {
+			w->done = true;
+			continue;
+		}
+		all = false;
+	}
+	return all;
 }
 
 int
@@ -64,16 +139,21 @@ net_produce(struct net *n, struct conn *c)
 {
 	struct rn_ProduceRequest *req = c->req;
 	struct rn_ProduceResponse r;
-	struct net_out *o;
 	bool failed = false;
-	size_t mark;
-	int i, j;
+	int i, j, total = 0;
 
 	if (req->transactional_id.len >= 0) {
 		/* no transactions: say so rather than append half-way */
 		log_warnx("%s: transactional produce refused", c->peer);
 	}
 	rn_ProduceResponse_init(&r);
+	for (i = 0; i < req->topic_data_count; i++)
+		total += req->topic_data[i].partition_data_count;
+	c->pw = rn_arena_alloc(&c->arena, sizeof(*c->pw) *
+	    (size_t)(total ? total : 1));
+	c->n_pw = 0;
+	if (c->pw == NULL)
+		return -ENOMEM;
 	r.responses_count = req->topic_data_count;
 	r.responses = rn_arena_alloc(&c->arena, sizeof(*r.responses) *
 	    (size_t)(req->topic_data_count > 0 ? req->topic_data_count : 1));
@@ -104,9 +184,21 @@ net_produce(struct net *n, struct conn *c)
 			else if (req->acks != 0 && req->acks != 1 &&
 			    req->acks != -1)
 				pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
-			else
+			else {
+				int64_t need = -1;
+
 				pr->error_code = produce_partition(n, t,
-				    &td->partition_data[j], req->acks, pr);
+				    &td->partition_data[j], req->acks, pr, &need);
+				if (pr->error_code == RN_KERR_NONE &&
+				    req->acks == -1) {
+					struct produce_wait *w = &c->pw[c->n_pw++];
+
+					w->out = pr;
+					w->topic = &td->name;
+					w->need = need;
+					w->done = false;
+				}
+			}
 			pr->index = td->partition_data[j].index;
 			if (pr->error_code != RN_KERR_NONE)
 				failed = true;
@@ -116,9 +208,25 @@ net_produce(struct net *n, struct conn *c)
 		/* no response; an error closes the connection instead */
 		return failed ? -EPROTO : 0;
 	}
-	if ((o = net_out_begin(c, &mark)) == NULL)
+	c->resp = rn_arena_alloc(&c->arena, sizeof(r));
+	if (c->resp == NULL)
 		return -ENOMEM;
-	rn_ProduceResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	memcpy(c->resp, &r, sizeof(r));
+	if (c->n_pw > 0 && !produce_acks_settled(n, c, false)) {
+		c->wait = CONN_WAIT_ACKS;
+		c->deadline_ms = rn_now_ms() + (req->timeout_ms > 0 ?
+		    req->timeout_ms : 0);
+		return 0;
+	}
+	return produce_respond(n, c);
+}
+
+void
+net_produce_recheck(struct net *n, struct conn *c, bool timed_out)
+{
+	if (!produce_acks_settled(n, c, timed_out))
+		return;
+	if (produce_respond(n, c) != 0)
+		c->closing = true;
+	net_conn_request_done(n, c);
 }

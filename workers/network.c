@@ -56,6 +56,8 @@ net_deadlines(struct net *n, int64_t now)
 		if (c->deadline_ms <= now) {
 			if (c->wait == CONN_WAIT_FETCH)
 				net_fetch_recheck(n, c, true);
+			else if (c->wait == CONN_WAIT_ACKS)
+				net_produce_recheck(n, c, true);
 			else {
 				log_warnx("%s: no answer from the controller "
 				    "in time: closing", c->peer);
@@ -79,6 +81,9 @@ net_wakeup(struct net *n)
 		if (c->wait == CONN_WAIT_FETCH) {
 			net_fetch_recheck(n, c, false);
 			any = any || c->wait == CONN_WAIT_FETCH;
+		} else if (c->wait == CONN_WAIT_ACKS) {
+			net_produce_recheck(n, c, false);
+			any = any || c->wait == CONN_WAIT_ACKS;
 		}
 	}
 	if (!any)
@@ -134,7 +139,13 @@ net_housekeeping(struct net *n, int64_t now)
 	const struct rn_mdview *v = &n->view;
 	int i, j;
 
-	if (n->w->index != 0 || now < n->next_retention_ms)
+	if (n->w->index != 0)
+		return;
+	if (now >= n->next_isr_check_ms) {
+		n->next_isr_check_ms = now + 1000;
+		net_isr_housekeeping(n, now);
+	}
+	if (now < n->next_retention_ms)
 		return;
 	n->next_retention_ms = now + n->cfg->log_retention_check_interval_ms;
 	for (i = 0; i < v->n_topics; i++) {
@@ -183,7 +194,9 @@ rn_network_main(struct rn_worker *w)
 		int64_t now = rn_now_ms(), next;
 		int timeout;
 
-		rn_mdview_refresh(&n.view, w->env->shm);
+		/* a new image may settle parked requests (ISR, leader moved) */
+		if (rn_mdview_refresh(&n.view, w->env->shm) == 1)
+			net_wakeup(&n);
 		next = net_deadlines(&n, now);
 		net_housekeeping(&n, now);
 		rn_ring_consumer_sleeping(in, true);

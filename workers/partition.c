@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "ipc/mdimage.h"
 #include "protocol/kerrors.h"
 #include "storage/errors.h"
@@ -194,10 +195,17 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	return 0;
 }
 
-/* A new leader epoch starts at the current log end (becoming leader). */
+/*
+ * Becoming leader in a new epoch: the epoch starts at the current log end,
+ * and every follower gets a fresh caught-up clock (as Kafka resets them),
+ * so nobody is shrunk out of the ISR for the time before we led.
+ */
 static void
 part_epoch(struct rn_part *p, const struct rn_mdv_partition *mp)
 {
+	int64_t now = rn_wallclock_ms();
+	int i;
+
 	if (mp->leader_epoch <= atomic_load(&p->rt->leader_epoch))
 		return;
 	if (rn_part_lock(p) != 0)
@@ -205,9 +213,87 @@ part_epoch(struct rn_part *p, const struct rn_mdv_partition *mp)
 	if (mp->leader_epoch > atomic_load(&p->rt->leader_epoch)) {
 		rn_log_assign_epoch(p->log, mp->leader_epoch,
 		    rn_log_end_offset(p->log));
+		for (i = 0; i < RN_PART_MAX_REPLICAS; i++) {
+			struct rn_part_follower *f = &p->rt->followers[i];
+
+			if (i < mp->n_replicas) {
+				atomic_store(&f->id, mp->replicas[i]);
+				atomic_store(&f->leo, -1);
+				atomic_store(&f->last_fetch_ms, 0);
+				atomic_store(&f->last_fetch_leader_leo, -1);
+				atomic_store(&f->last_caught_up_ms, now);
+			} else
+				atomic_store(&f->id, -1);
+		}
+		atomic_store(&p->rt->isr_change_sent_ms, 0);
 		atomic_store(&p->rt->leader_epoch, mp->leader_epoch);
 	}
 	rn_part_unlock(p);
+}
+
+struct rn_part_follower *
+rn_part_follower(struct rn_part *p, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < RN_PART_MAX_REPLICAS; i++)
+		if (atomic_load(&p->rt->followers[i].id) == id)
+			return &p->rt->followers[i];
+	return NULL;
+}
+
+bool
+rn_part_advance_hw(struct rn_part *p, const struct rn_mdv_partition *mp,
+    int32_t self)
+{
+	int64_t hw = rn_log_end_offset(p->log), old;
+	int i;
+
+	/* the smallest log end among the in-sync replicas */
+	for (i = 0; i < mp->n_isr; i++) {
+		struct rn_part_follower *f;
+
+		if (mp->isr[i] == self)
+			continue;
+		f = rn_part_follower(p, mp->isr[i]);
+		if (f == NULL || atomic_load(&f->leo) < 0)
+			return false; /* not heard from since we lead: wait */
+		if (atomic_load(&f->leo) < hw)
+			hw = atomic_load(&f->leo);
+	}
+	old = atomic_load(&p->rt->high_watermark);
+	while (hw > old) {
+		if (atomic_compare_exchange_weak(&p->rt->high_watermark, &old,
+		    hw))
+			return true;
+	}
+	return false;
+}
+
+bool
+rn_part_follower_fetched(struct rn_part *p, const struct rn_mdv_partition *mp,
+    int32_t replica, int64_t fetch_offset, int64_t now_ms)
+{
+	struct rn_part_follower *f = rn_part_follower(p, replica);
+	int64_t leo = rn_log_end_offset(p->log);
+	int64_t prev_leader_leo;
+
+	if (f == NULL)
+		return false;
+	prev_leader_leo = atomic_load(&f->last_fetch_leader_leo);
+	/*
+	 * Kafka's rule: caught up now if it asked for our log end; caught up
+	 * at its previous fetch if it now has what we had back then.
+	 */
+	if (fetch_offset >= leo)
+		atomic_store(&f->last_caught_up_ms, now_ms);
+	else if (prev_leader_leo >= 0 && fetch_offset >= prev_leader_leo)
+		atomic_store(&f->last_caught_up_ms,
+		    atomic_load(&f->last_fetch_ms));
+	atomic_store(&f->leo, fetch_offset);
+	atomic_store(&f->last_fetch_leader_leo, leo);
+	atomic_store(&f->last_fetch_ms, now_ms);
+	return rn_part_advance_hw(p, mp, mp->leader);
 }
 
 struct rn_part *

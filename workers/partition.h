@@ -16,6 +16,17 @@
 #include "ipc/shm.h"
 #include "storage/log.h"
 
+#define RN_PART_MAX_REPLICAS 8
+
+/* What the leader knows of one follower, from its fetches. */
+struct rn_part_follower {
+	_Atomic int32_t id;              /* broker id, -1: unused */
+	_Atomic int64_t leo;             /* its log end: it has all below */
+	_Atomic int64_t last_fetch_ms;   /* wall clock of its last fetch */
+	_Atomic int64_t last_fetch_leader_leo; /* our log end at that fetch */
+	_Atomic int64_t last_caught_up_ms;
+};
+
 /* Lives in the partition region of shared memory (struct rn_part_slot). */
 struct rn_part_rt {
 	struct rn_rlock lock;          /* first: rn_shm_create initializes it */
@@ -24,8 +35,16 @@ struct rn_part_rt {
 	int32_t partition;
 	_Atomic int32_t leader_epoch;  /* epoch this replica last led in */
 	_Atomic int64_t high_watermark;
-	/* network workers (bit = index) with a fetch parked on this partition */
+	/*
+	 * network workers (bit = index) with a request parked on this
+	 * partition: a fetch waiting for data, a produce waiting for acks
+	 */
 	_Atomic uint64_t fetch_waiters;
+	/* leader side: followers' progress, and one ISR change in flight */
+	struct rn_part_follower followers[RN_PART_MAX_REPLICAS];
+	_Atomic int64_t isr_change_sent_ms;
+	_Atomic int32_t isr_change_pepoch;  /* partition epoch it was sent at */
+	_Atomic int32_t leader_since_epoch; /* followers reset for this epoch */
 	struct rn_log_shared log;
 };
 _Static_assert(sizeof(struct rn_part_rt) <= sizeof(struct rn_part_slot),
@@ -72,6 +91,20 @@ void rn_part_unlock(struct rn_part *p);
 /* Wake the network workers that parked a fetch on this partition. */
 void rn_part_wake_fetchers(struct rn_part *p, const int *efd_by_worker,
     unsigned self);
+
+/*
+ * Leader: record a follower's fetch at fetch_offset (it holds everything
+ * below), update its caught-up time like Kafka, and advance the high
+ * watermark over the ISR. Returns true if the high watermark moved.
+ */
+bool rn_part_follower_fetched(struct rn_part *p,
+    const struct rn_mdv_partition *mp, int32_t replica, int64_t fetch_offset,
+    int64_t now_ms);
+/* Leader: the high watermark the ISR allows now; moves it forward only. */
+bool rn_part_advance_hw(struct rn_part *p, const struct rn_mdv_partition *mp,
+    int32_t self);
+/* Leader: a follower's progress, NULL if it never fetched. */
+struct rn_part_follower *rn_part_follower(struct rn_part *p, int32_t id);
 
 /* Stop being woken for fetches this worker no longer has parked. */
 void rn_part_clear_waiters(struct rn_part_table *t, unsigned self);
