@@ -230,6 +230,51 @@ update_status(int64_t now)
 }
 
 static void
+sv_begin_stop(struct sv *s, int64_t now)
+{
+	s->stopping = true;
+	s->stop_deadline_ms = now + s->cfg.shutdown_timeout_ms;
+	log_notice("stopping: network workers, then replica fetchers, then "
+	    "the controller");
+}
+
+/*
+ * A broker in a cluster first hands its leaderships over (Kafka's
+ * controlled shutdown): the controller worker asks the active controller
+ * and says when it is done. Clients keep being served meanwhile.
+ */
+static bool
+sv_controlled_shutdown_begin(struct sv *s, int64_t now)
+{
+	struct sv_child *ctl = sv_child_find(s, "controller");
+
+	if (!(s->cfg.roles & RN_ROLE_BROKER) || ctl == NULL || ctl->pid == 0)
+		return false;
+	atomic_store(&s->shm.hdr->controlled_shutdown, 1);
+	s->drain_deadline_ms = now + s->cfg.shutdown_timeout_ms / 2;
+	sv_notify_status(s, "controlled shutdown: moving leaderships away");
+	log_notice("controlled shutdown: handing leaderships over first");
+	return true;
+}
+
+static bool
+sv_controlled_shutdown_done(struct sv *s, int64_t now)
+{
+	struct sv_child *ctl = sv_child_find(s, "controller");
+
+	if (atomic_load(&s->shm.hdr->controlled_shutdown) == 2) {
+		log_info("controlled shutdown: leaderships handed over");
+		return true;
+	}
+	if (now >= s->drain_deadline_ms || ctl == NULL || ctl->pid == 0) {
+		log_warnx("controlled shutdown did not finish in time: "
+		    "stopping anyway");
+		return true;
+	}
+	return false;
+}
+
+static void
 main_loop(const sigset_t *waitmask)
 {
 	struct pollfd pfd[1 + SV_CONTROL_MAX_CONNS];
@@ -248,12 +293,16 @@ main_loop(const sigset_t *waitmask)
 			log_notice("SIGHUP: configuration reload is not "
 			    "supported; restart the node to apply changes");
 		}
-		if (sv_got_sigterm && !sv.stopping) {
-			sv.stopping = true;
-			sv.stop_deadline_ms = now + sv.cfg.shutdown_timeout_ms;
-			log_notice("stopping: network workers, then replica "
-			    "fetchers, then the controller");
+		if (sv_got_sigterm && !sv.stopping && !sv.draining) {
 			sv_notify_stopping(&sv);
+			if (sv_controlled_shutdown_begin(&sv, now))
+				sv.draining = true;
+			else
+				sv_begin_stop(&sv, now);
+		}
+		if (sv.draining && sv_controlled_shutdown_done(&sv, now)) {
+			sv.draining = false;
+			sv_begin_stop(&sv, now);
 		}
 		if (sv.stopping) {
 			sv_children_stop(&sv, now);

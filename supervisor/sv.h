@@ -45,6 +45,8 @@ struct sv {
 	bool drop_privileges;
 	bool ready_sent;
 	bool stopping;
+	bool draining;                 /* controlled shutdown in progress */
+	int64_t drain_deadline_ms;
 	int64_t stop_deadline_ms;
 	int64_t started_ms;
 	int exit_code;

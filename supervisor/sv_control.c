@@ -197,6 +197,29 @@ handle_request(struct sv *sv, struct sv_conn *c, const char *buf, size_t len)
 	if (strcmp(verb, "status") == 0) {
 		sv_control_pack_status(sv, &pk);
 		reply_sbuf(c, &sb);
+	} else if (strcmp(verb, "fault") == 0) {
+		/* test faults: named as faults, off unless an operator asks */
+		char name[32], state[8];
+
+		if (!conn_privileged(sv, c)) {
+			reply_error(c, "permission denied: only root and the "
+			    "service user may change the node");
+		} else if (rn_mp_get_str(&up.data, "fault", name,
+		    sizeof(name)) != 0 || rn_mp_get_str(&up.data, "state",
+		    state, sizeof(state)) != 0 ||
+		    strcmp(name, "stall-fetch") != 0 ||
+		    (strcmp(state, "on") != 0 && strcmp(state, "off") != 0)) {
+			reply_error(c, "usage: fault stall-fetch on|off");
+		} else {
+			atomic_store(&sv->shm.hdr->fault_stall_fetch,
+			    strcmp(state, "on") == 0);
+			log_warnx("control: test fault %s turned %s by uid %u",
+			    name, state, (unsigned)c->uid);
+			msgpack_pack_map(&pk, 1);
+			rn_mp_pack_str(&pk, "ok");
+			msgpack_pack_true(&pk);
+			reply_sbuf(c, &sb);
+		}
 	} else if (strcmp(verb, "restart") == 0 || strcmp(verb, "stop") == 0) {
 		if (!conn_privileged(sv, c)) {
 			log_warnx("control: %s refused to uid %u", verb,

@@ -53,7 +53,7 @@ pack_node(struct sv *sv, msgpack_packer *pk, int64_t now)
 	rn_mp_pack_str(pk, "uptime_ms");
 	msgpack_pack_int64(pk, now - sv->started_ms);
 	rn_mp_pack_str(pk, "state");
-	rn_mp_pack_str(pk, sv->stopping ? "stopping" :
+	rn_mp_pack_str(pk, sv->stopping || sv->draining ? "stopping" :
 	    sv->ready_sent ? "running" : "starting");
 	rn_mp_pack_str(pk, "cluster_id");
 	rn_mp_pack_str(pk, cluster);

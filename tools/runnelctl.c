@@ -28,6 +28,7 @@ usage(FILE *f)
 	    "usage: runnelctl [-s SOCKET] status [--json]\n"
 	    "       runnelctl [-s SOCKET] restart WORKER\n"
 	    "       runnelctl [-s SOCKET] stop\n"
+	    "       runnelctl [-s SOCKET] fault stall-fetch on|off   (test fault)\n"
 	    "SOCKET defaults to $RUNNEL_CONTROL_SOCKET, else %s\n",
 	    DEFAULT_SOCKET);
 }
@@ -209,7 +210,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = getenv("RUNNEL_CONTROL_SOCKET");
-	const char *verb, *worker = NULL;
+	const char *verb, *worker = NULL, *fault = NULL, *fault_state = NULL;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	msgpack_unpacked up;
@@ -247,6 +248,13 @@ main(int argc, char **argv)
 			return 2;
 		}
 		worker = argv[optind++];
+	} else if (strcmp(verb, "fault") == 0) {
+		if (optind + 2 > argc) {
+			fprintf(stderr, "runnelctl: fault needs a name and on|off\n");
+			return 2;
+		}
+		fault = argv[optind++];
+		fault_state = argv[optind++];
 	} else if (strcmp(verb, "status") != 0 && strcmp(verb, "stop") != 0) {
 		fprintf(stderr, "runnelctl: unknown verb '%s'\n", verb);
 		usage(stderr);
@@ -261,7 +269,7 @@ main(int argc, char **argv)
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, worker ? 3 : 2);
+	msgpack_pack_map(&pk, worker ? 3 : fault ? 4 : 2);
 	rn_mp_pack_str(&pk, "v");
 	msgpack_pack_int(&pk, RN_CTL_VERSION);
 	rn_mp_pack_str(&pk, "verb");
@@ -269,6 +277,12 @@ main(int argc, char **argv)
 	if (worker) {
 		rn_mp_pack_str(&pk, "worker");
 		rn_mp_pack_str(&pk, worker);
+	}
+	if (fault) {
+		rn_mp_pack_str(&pk, "fault");
+		rn_mp_pack_str(&pk, fault);
+		rn_mp_pack_str(&pk, "state");
+		rn_mp_pack_str(&pk, fault_state);
 	}
 	if (rn_ctl_send(fd, sb.data, sb.size) != 0 ||
 	    (n = rn_ctl_recv(fd, &reply, RN_CTL_MAX_REPLY)) < 0) {
@@ -293,6 +307,8 @@ main(int argc, char **argv)
 				print_status(&up.data);
 		} else if (strcmp(verb, "restart") == 0)
 			printf("restarting %s\n", worker);
+		else if (fault)
+			printf("fault %s %s\n", fault, fault_state);
 		else
 			printf("stopping\n");
 		rc = 0;

@@ -205,3 +205,43 @@ class TempDir:
             print("# kept %s" % self.path, file=sys.stderr)
         else:
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+class Cluster:
+    """Several runneld nodes on 127.0.0.1 forming one cluster (static voters)."""
+
+    def __init__(self, tmp, count=3, props=None, roles=None, voters=None):
+        ports = [(free_port(), free_port()) for _ in range(count)]
+        ids = list(range(1, count + 1))
+        voter_ids = voters or ids
+        vstr = ",".join("%d@127.0.0.1:%d" % (i, ports[i - 1][1]) for i in voter_ids)
+        self.nodes = []
+        for i in ids:
+            role = (roles or {}).get(i, "broker,controller" if i in voter_ids else "broker")
+            n = Node(tmp, node_id=i, voters=vstr, roles=role, props=dict(props or {}))
+            n.port, n.ctl_port = ports[i - 1]
+            if role == "broker":
+                n.props["listeners"] = "PLAINTEXT://127.0.0.1:%d" % n.port
+            else:
+                n.props["listeners"] = "PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % ports[i - 1]
+            n.props["advertised.listeners"] = "PLAINTEXT://127.0.0.1:%d" % n.port
+            n.write_config()
+            self.nodes.append(n)
+
+    def node(self, node_id):
+        return self.nodes[node_id - 1]
+
+    @property
+    def bootstrap(self):
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    def start(self):
+        for n in self.nodes:
+            n.start()
+
+    def wait_running(self, timeout=30):
+        return all(n.wait_running(timeout) for n in self.nodes)
+
+    def kill(self):
+        for n in self.nodes:
+            n.kill()
