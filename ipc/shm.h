@@ -75,6 +75,7 @@ struct rn_shm_hdr {
 	/* Test faults set through the control socket; 0 = off (default). */
 	_Atomic uint32_t fault_stall_fetch;   /* replica fetchers stop fetching */
 	uint32_t pad2;
+	_Atomic int64_t producer_id_counter;  /* InitProducerId, node-wide */
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };
 
@@ -115,7 +116,7 @@ struct rn_meta_image {
  * log's shared state, high watermark, fetch waiters). Only the lock is
  * formatted here.
  */
-#define RN_PART_SLOT_SIZE 5120
+#define RN_PART_SLOT_SIZE 8192
 struct rn_part_slot {
 	struct rn_rlock lock; /* serializes appends across network workers */
 	char body[RN_PART_SLOT_SIZE - sizeof(struct rn_rlock)];

@@ -245,9 +245,13 @@ read_response(struct leader *l)
 	}
 }
 
-/* Assign leader epochs of fetched batches to the local epoch cache. */
+/*
+ * Before appending fetched batches: their leader epochs go to the epoch
+ * cache and their producers to the idempotence table, so this replica
+ * can dedupe retries the day it leads.
+ */
 static void
-note_epochs(struct rn_part *p, const uint8_t *buf, size_t len)
+note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
 {
 	size_t off = 0;
 
@@ -262,6 +266,9 @@ note_epochs(struct rn_part *p, const uint8_t *buf, size_t len)
 		    rn_epoch_latest(&p->rt->log.epochs))
 			rn_log_assign_epoch(p->log, h.partition_leader_epoch,
 			    h.base_offset);
+		if (h.base_offset >= rn_log_end_offset(p->log))
+			rn_idem_record(&p->rt->idem, &h, h.base_offset,
+			    rn_wallclock_ms());
 		off += (size_t)h.batch_length + 12;
 	}
 }
@@ -304,7 +311,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 	if (pd->records.len > 0) {
 		if ((rc = rn_part_lock(p)) != 0)
 			return;
-		note_epochs(p, pd->records.ptr, (size_t)pd->records.len);
+		note_batches(p, pd->records.ptr, (size_t)pd->records.len);
 		rc = rn_log_append_replica(p->log, pd->records.ptr,
 		    (size_t)pd->records.len, rn_wallclock_ms(), &info);
 		rn_part_unlock(p);
@@ -395,6 +402,8 @@ handle_epoch_response(struct fetcher *f, struct leader *l,
 					    (long long)rn_log_end_offset(fp->p->log),
 					    (long long)cut, fp->mp->leader_epoch);
 					rn_log_truncate_to(fp->p->log, cut);
+					/* its producers' newest batches may be gone */
+					rn_idem_reset(&fp->p->rt->idem);
 					if (atomic_load(&fp->p->rt->high_watermark) > cut)
 						atomic_store(&fp->p->rt->high_watermark,
 						    cut);

@@ -125,6 +125,7 @@ int net_metadata(struct net *n, struct conn *c);
 int net_describe_cluster(struct net *n, struct conn *c);
 int net_describe_configs(struct net *n, struct conn *c);
 int net_produce(struct net *n, struct conn *c);
+int net_init_producer_id(struct net *n, struct conn *c);
 int net_fetch(struct net *n, struct conn *c);
 int net_list_offsets(struct net *n, struct conn *c);
 int net_offset_for_leader_epoch(struct net *n, struct conn *c);

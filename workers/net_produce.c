@@ -29,9 +29,11 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 {
 	const struct rn_mdv_partition *mp;
 	struct rn_append_info info;
+	struct rn_batch_header h;
 	struct rn_part *p;
 	int16_t kerr = RN_KERR_NONE;
-	int rc;
+	int64_t dup = -1, now;
+	int rc, idem;
 
 	out->index = pd->index;
 	out->base_offset = -1;
@@ -46,11 +48,30 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	if ((p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL)
 		return kerr;
 
+	if (pd->records.len < RN_BATCH_HEADER_SIZE)
+		return RN_KERR_CORRUPT_MESSAGE;
+	rn_batch_parse_header(pd->records.ptr, &h);
 	if ((rc = rn_part_lock(p)) != 0)
 		return RN_KERR_KAFKA_STORAGE_ERROR;
+	idem = rn_idem_check(&p->rt->idem, &h, &dup);
+	if (idem == RN_IDEM_DUPLICATE) {
+		/* a retry of what is already written: answer as the first time */
+		rn_part_unlock(p);
+		out->base_offset = dup;
+		out->log_start_offset = rn_log_start_offset(p->log);
+		*need = dup + h.last_offset_delta + 1;
+		return RN_KERR_NONE;
+	}
+	if (idem < 0) {
+		rn_part_unlock(p);
+		return (int16_t)-idem;
+	}
 	/* the records slice points into our own read buffer: writable */
+	now = rn_wallclock_ms();
 	rc = rn_log_append(p->log, (void *)pd->records.ptr,
-	    (size_t)pd->records.len, mp->leader_epoch, rn_wallclock_ms(), &info);
+	    (size_t)pd->records.len, mp->leader_epoch, now, &info);
+	if (rc == 0)
+		rn_idem_record(&p->rt->idem, &h, info.base_offset, now);
 	rn_part_unlock(p);
 	if (rc != 0)
 		return net_storage_kerr(rc);
@@ -229,4 +250,32 @@ net_produce_recheck(struct net *n, struct conn *c, bool timed_out)
 	if (produce_respond(n, c) != 0)
 		c->closing = true;
 	net_conn_request_done(n, c);
+}
+
+/* Producer ids for idempotent producers; transactions are not offered. */
+int
+net_init_producer_id(struct net *n, struct conn *c)
+{
+	const struct rn_InitProducerIdRequest *req = c->req;
+	struct rn_InitProducerIdResponse r;
+	struct net_out *o;
+	size_t mark;
+
+	rn_InitProducerIdResponse_init(&r);
+	if (req->transactional_id.len >= 0) {
+		r.error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	} else if (req->producer_id >= 0) {
+		/* a producer bumping its epoch after an error keeps its id */
+		r.producer_id = req->producer_id;
+		r.producer_epoch = (int16_t)(req->producer_epoch + 1);
+	} else {
+		r.producer_id = rn_idem_new_producer_id(
+		    &n->w->env->shm->hdr->producer_id_counter, n->cfg->node_id);
+		r.producer_epoch = 0;
+	}
+	if ((o = net_out_begin(c, &mark)) == NULL)
+		return -ENOMEM;
+	rn_InitProducerIdResponse_encode(&o->w, c->hdr.api_version, &r);
+	net_out_finish(n, c, o, mark);
+	return 0;
 }

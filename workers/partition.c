@@ -163,6 +163,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	    atomic_load(&rt->incarnation) == 0) {
 		/* the slot changes hands: its old state means nothing here */
 		memset(&rt->log, 0, sizeof(rt->log));
+		rn_idem_reset(&rt->idem);
 		memcpy(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b));
 		rt->partition = mp->p;
 		atomic_store(&rt->high_watermark, -1);

@@ -15,6 +15,7 @@
 #include "ipc/rlock.h"
 #include "ipc/shm.h"
 #include "storage/log.h"
+#include "workers/idempotence.h"
 
 #define RN_PART_MAX_REPLICAS 8
 
@@ -45,6 +46,7 @@ struct rn_part_rt {
 	_Atomic int64_t isr_change_sent_ms;
 	_Atomic int32_t isr_change_pepoch;  /* partition epoch it was sent at */
 	_Atomic int32_t leader_since_epoch; /* followers reset for this epoch */
+	struct rn_idem_state idem;          /* idempotent producers (locked) */
 	struct rn_log_shared log;
 };
 _Static_assert(sizeof(struct rn_part_rt) <= sizeof(struct rn_part_slot),

@@ -1,0 +1,45 @@
+"""Helpers for cluster tests: who leads a partition, waiting for ISR changes."""
+import subprocess
+import time
+
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from rntest import RUNNELCTL, wait_for
+
+
+def admin(cluster_or_bootstrap):
+    b = getattr(cluster_or_bootstrap, "bootstrap", cluster_or_bootstrap)
+    return AdminClient({"bootstrap.servers": b})
+
+
+def create_topic(bootstrap, name, partitions, rf, config=None, timeout=30):
+    a = admin(bootstrap)
+    a.create_topics([NewTopic(name, partitions, rf, config=config or {})])[name].result(timeout)
+
+
+def partition_state(bootstrap, topic, p=0):
+    """(leader, replicas, isr) as Metadata reports it, or None."""
+    try:
+        md = admin(bootstrap).list_topics(topic, timeout=5)
+    except Exception:
+        return None
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or p not in t.partitions:
+        return None
+    pm = t.partitions[p]
+    return pm.leader, list(pm.replicas), sorted(pm.isrs)
+
+
+def wait_state(bootstrap, topic, pred, timeout=30, p=0):
+    return wait_for(lambda: (lambda s: s if s and pred(*s) else None)(
+        partition_state(bootstrap, topic, p)), timeout, 0.1)
+
+
+def set_topic_config(bootstrap, topic, key, value, timeout=30):
+    r = ConfigResource("topic", topic, set_config={key: value})
+    list(admin(bootstrap).alter_configs([r]).values())[0].result(timeout)
+
+
+def fault(node, name, state):
+    return subprocess.run([RUNNELCTL, "-s", node.sock, "fault", name, state],
+                          capture_output=True, text=True, timeout=10)

@@ -1,0 +1,85 @@
+/* The idempotent-producer table: duplicates, order, epochs, eviction. */
+#include "autoconf.h"
+
+#include <string.h>
+
+#include "protocol/kerrors.h"
+#include "tests/lib/tap.h"
+#include "workers/idempotence.h"
+
+static struct rn_batch_header
+batch(int64_t pid, int16_t epoch, int32_t seq, int32_t count)
+{
+	struct rn_batch_header h;
+
+	memset(&h, 0, sizeof(h));
+	h.producer_id = pid;
+	h.producer_epoch = epoch;
+	h.base_sequence = seq;
+	h.last_offset_delta = count - 1;
+	h.record_count = count;
+	return h;
+}
+
+int
+main(void)
+{
+	static struct rn_idem_state s;
+	struct rn_batch_header h;
+	_Atomic int64_t counter = 0;
+	int64_t dup = -1, a, b;
+	int i;
+
+	plan(16);
+	h = batch(-1, -1, -1, 3);
+	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_APPEND,
+	    "a non-idempotent batch is always appended");
+	h = batch(7, 0, 0, 3);
+	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_APPEND, "a new producer at seq 0");
+	rn_idem_record(&s, &h, 100, 1);
+	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_DUPLICATE, "the same batch again is a duplicate");
+	is_int(dup, 100, "answered with its original offset");
+	h = batch(7, 0, 3, 2);
+	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_APPEND, "the next sequence is in order");
+	rn_idem_record(&s, &h, 103, 2);
+	h = batch(7, 0, 9, 1);
+	is_int(rn_idem_check(&s, &h, &dup), -RN_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+	    "a gap is OUT_OF_ORDER_SEQUENCE_NUMBER");
+	h = batch(8, 0, 5, 1);
+	is_int(rn_idem_check(&s, &h, &dup), -RN_KERR_UNKNOWN_PRODUCER_ID,
+	    "an unknown producer past seq 0 is UNKNOWN_PRODUCER_ID");
+	h = batch(7, 1, 0, 1);
+	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_APPEND, "a new epoch restarts at 0");
+	rn_idem_record(&s, &h, 105, 3);
+	h = batch(7, 0, 5, 1);
+	is_int(rn_idem_check(&s, &h, &dup), -RN_KERR_INVALID_PRODUCER_EPOCH,
+	    "an old epoch is fenced");
+
+	/* only the last five batches are remembered */
+	for (i = 1; i <= 6; i++) {
+		h = batch(7, 1, i, 1);
+		rn_idem_record(&s, &h, 105 + i, 4);
+	}
+	h = batch(7, 1, 6, 1);
+	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_DUPLICATE, "a recent batch is found");
+	is_int(dup, 111, "at its offset");
+	h = batch(7, 1, 1, 1);
+	is_int(rn_idem_check(&s, &h, &dup), -RN_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+	    "one older than the last five is out of order");
+
+	/* more producers than slots: the least recently used goes */
+	for (i = 0; i < RN_IDEM_PRODUCERS + 1; i++) {
+		h = batch(1000 + i, 0, 0, 1);
+		rn_idem_record(&s, &h, i, 10 + i);
+	}
+	h = batch(1000 + RN_IDEM_PRODUCERS, 0, 0, 1);
+	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_DUPLICATE, "the newest producer is kept");
+
+	a = rn_idem_new_producer_id(&counter, 3);
+	b = rn_idem_new_producer_id(&counter, 3);
+	ok(a > 0 && b > a, "producer ids are positive and increase (%lld, %lld)",
+	    (long long)a, (long long)b);
+	is_int(a >> 48, 3, "and carry the node id");
+	ok(rn_idem_new_producer_id(&counter, 4) >> 48 == 4, "another node, another range");
+	return done_testing();
+}

@@ -1,0 +1,60 @@
+/*
+ * Idempotent producers: per partition, the last few batches of each
+ * producer id (sequence ranges and where they were written), kept in the
+ * partition's shared-memory slot so every network worker sees them and
+ * followers keep them in step from the batches they replicate. A retried
+ * batch is answered with its original offset instead of being appended
+ * again; a gap in sequences is OUT_OF_ORDER_SEQUENCE_NUMBER.
+ */
+#ifndef RN_IDEMPOTENCE_H
+#define RN_IDEMPOTENCE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "storage/batch.h"
+
+#define RN_IDEM_BATCHES 5     /* Kafka keeps the last five per producer */
+#define RN_IDEM_PRODUCERS 24
+
+struct rn_idem_batch {
+	int32_t first_seq, last_seq;
+	int64_t base_offset;
+};
+
+struct rn_idem_producer {
+	int64_t pid;              /* 0: free slot (producer ids start at 1) */
+	int64_t last_used_ms;
+	int16_t epoch;
+	uint16_t n;               /* batches remembered */
+	uint16_t next;            /* ring position of the next one */
+	uint16_t pad;
+	struct rn_idem_batch b[RN_IDEM_BATCHES];
+};
+
+/* All of it is read and written under the partition lock. */
+struct rn_idem_state {
+	struct rn_idem_producer p[RN_IDEM_PRODUCERS];
+};
+
+enum {
+	RN_IDEM_APPEND = 0,       /* new, in order: append it */
+	RN_IDEM_DUPLICATE = 1,    /* already written at *dup_offset */
+};
+
+/* Classify a batch about to be appended; a negative Kafka error code on refusal. */
+int rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
+    int64_t *dup_offset);
+/* Remember a written batch (its base offset as assigned). */
+void rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
+    int64_t base_offset, int64_t now_ms);
+/* Forget everything (the log was truncated under the batches). */
+void rn_idem_reset(struct rn_idem_state *s);
+
+/*
+ * A producer id unique in the cluster: node id, then a counter shared by
+ * the node's workers (in shared memory) that starts from the clock.
+ */
+int64_t rn_idem_new_producer_id(_Atomic int64_t *counter, int32_t node_id);
+
+#endif /* RN_IDEMPOTENCE_H */
