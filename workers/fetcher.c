@@ -44,6 +44,7 @@ struct fpart {
 	const struct rn_mdv_partition *mp;
 	struct rn_part *p;
 	int32_t synced_epoch;   /* leader epoch whose divergence was checked */
+	uint64_t round;         /* t and mp are valid only in this round */
 };
 
 struct leader {
@@ -56,8 +57,9 @@ struct leader {
 	uint8_t *rbuf;
 	size_t rlen, rcap;
 	struct rn_arena arena;
-	struct fpart **parts;   /* in the request in flight */
-	int n_parts;
+	struct fpart **parts;   /* in the request in flight (own allocation:
+	                         * the arena is reset for the response) */
+	int n_parts, cap_parts;
 };
 
 struct fetcher {
@@ -70,6 +72,7 @@ struct fetcher {
 	struct leader leaders[MAX_LEADERS];
 	int n_leaders;
 	int32_t next_corr;
+	uint64_t round;         /* bumped every time the image is read */
 };
 
 static uint32_t
@@ -349,6 +352,9 @@ handle_fetch_response(struct fetcher *f, struct leader *l,
 			for (k = 0; k < l->n_parts; k++) {
 				struct fpart *fp = l->parts[k];
 
+				/* gone from this fetcher since the request */
+				if (fp->round != f->round)
+					continue;
 				if (fp->mp->p == tr->partitions[j].partition_index &&
 				    rn_kstr_eq(tr->topic, fp->t->name)) {
 					apply_partition(f, fp, &tr->partitions[j]);
@@ -382,7 +388,7 @@ handle_epoch_response(struct fetcher *f, struct leader *l,
 				int32_t our_epoch;
 				int64_t our_end, cut;
 
-				if (fp->mp->p != e->partition ||
+				if (fp->round != f->round || fp->mp->p != e->partition ||
 				    !rn_kstr_eq(resp.topics[i].topic, fp->t->name))
 					continue;
 				if (e->error_code != RN_KERR_NONE)
@@ -432,9 +438,13 @@ leader_kick(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 			need_epochs = true;
 	rn_arena_reset(a);
 	rn_arena_set_limit(a, 1 << 20);
-	l->parts = rn_arena_alloc(a, sizeof(*l->parts) * (size_t)n);
-	if (l->parts == NULL)
-		return;
+	if (n > l->cap_parts) {
+		struct fpart **np = realloc(l->parts, sizeof(*np) * (size_t)n);
+		if (np == NULL)
+			return;
+		l->parts = np;
+		l->cap_parts = n;
+	}
 	l->n_parts = 0;
 	if (need_epochs) {
 		struct rn_OffsetForLeaderEpochRequest req;
@@ -567,6 +577,7 @@ collect(struct fetcher *f, struct fpart **out, int max)
 				fp->synced_epoch = -1;
 			fp->t = t;
 			fp->mp = mp;
+			fp->round = f->round;
 			if ((fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
 				continue;
 			out[n++] = fp;
@@ -611,6 +622,7 @@ rn_fetcher_main(struct rn_worker *w)
 			return RN_WORKER_EXIT_RESTART;
 		}
 		rn_mdview_refresh(&f.view, w->env->shm);
+		f.round++;
 		n_mine = collect(&f, mine, (int)max);
 		if (atomic_load(&w->env->shm->hdr->fault_stall_fetch)) {
 			/* test fault: a follower that stops fetching */
@@ -661,8 +673,12 @@ rn_fetcher_main(struct rn_worker *w)
 		if (rn_now_ms() >= w->next_heartbeat_ms)
 			rn_worker_heartbeat(w);
 	}
-	for (i = 0; i < f.n_leaders; i++)
+	for (i = 0; i < f.n_leaders; i++) {
 		leader_close(&f.leaders[i], NULL);
+		free(f.leaders[i].parts);
+		free(f.leaders[i].rbuf);
+		rn_arena_free(&f.leaders[i].arena);
+	}
 	rn_part_table_close(&f.parts);
 	return RN_WORKER_EXIT_OK;
 }
