@@ -129,6 +129,8 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 			w->done = true;
 			continue;
 		}
+		/* the ISR may have shrunk since: what does it allow now? */
+		rn_part_advance_hw(p, mp, n->cfg->node_id);
 		if (atomic_load(&p->rt->high_watermark) >= w->need) {
 			w->done = true;
 			continue;

@@ -101,8 +101,7 @@ net_isr_housekeeping(struct net *n, int64_t now_ms)
 			int16_t kerr;
 			int kept = 0;
 
-			if (mp->leader != n->cfg->node_id || mp->n_isr <= 1 ||
-			    mp->slot < 0)
+			if (mp->leader != n->cfg->node_id || mp->slot < 0)
 				continue;
 			if ((p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
 				continue;

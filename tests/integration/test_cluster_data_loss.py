@@ -19,13 +19,20 @@ t = Tap()
 
 
 def produce(bootstrap, topic, prefix, count, acks, timeout_ms=10000):
-    acked = []
+    acked, errors = [], set()
+
+    def cb(e, m):
+        if e is None:
+            acked.append(m.value())
+        else:
+            errors.add(str(e))
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0,
                   "message.timeout.ms": timeout_ms, "retries": 0})
     for i in range(count):
-        p.produce(topic, b"%s-%03d" % (prefix, i),
-                  on_delivery=lambda e, m: acked.append(m.value()) if e is None else None)
+        p.produce(topic, b"%s-%03d" % (prefix, i), on_delivery=cb)
     p.flush(timeout_ms / 1000 + 10)
+    if errors:
+        t.diag("%s: errors %s" % (prefix.decode(), errors))
     return acked
 
 

@@ -37,7 +37,8 @@ def wait_state(bootstrap, topic, pred, timeout=30, p=0):
 
 def set_topic_config(bootstrap, topic, key, value, timeout=30):
     r = ConfigResource("topic", topic, set_config={key: value})
-    list(admin(bootstrap).alter_configs([r]).values())[0].result(timeout)
+    a = admin(bootstrap)  # the client must outlive its futures
+    list(a.alter_configs([r]).values())[0].result(timeout)
 
 
 def fault(node, name, state):

@@ -240,7 +240,19 @@ class Cluster:
             n.start()
 
     def wait_running(self, timeout=30):
-        return all(n.wait_running(timeout) for n in self.nodes)
+        """Every node's workers run and every node's Metadata lists all brokers."""
+        if not all(n.wait_running(timeout) for n in self.nodes):
+            return False
+        from confluent_kafka.admin import AdminClient
+        want = {n.node_id for n in self.nodes if "broker" in n.props["process.roles"]}
+
+        def registered(n):
+            try:
+                md = AdminClient({"bootstrap.servers": n.bootstrap}).list_topics(timeout=2)
+                return set(md.brokers) == want and md.controller_id > 0
+            except Exception:
+                return False
+        return wait_for(lambda: all(registered(n) for n in self.nodes), timeout, 0.2)
 
     def kill(self):
         for n in self.nodes:
