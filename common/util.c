@@ -205,6 +205,9 @@ rn_uuid_parse(const char *s, struct rn_uuid *u)
 				u->b[o++] = (uint8_t)(acc >> bits);
 		}
 	}
+	/* 22 characters carry 132 bits: the 4 left over must be zero */
+	if ((acc & 0x0f) != 0)
+		return -EINVAL;
 	return o == 16 ? 0 : -EINVAL;
 }
 

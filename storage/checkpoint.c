@@ -1,4 +1,5 @@
 /* Checkpoint files in Kafka's text formats, replaced atomically. */
+#include "common/util.h"
 #include "storage/checkpoint.h"
 
 #include <errno.h>
@@ -11,74 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static int
-write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int
-fsync_parent(const char *path)
-{
-	char *copy = strdup(path);
-	int fd, rc = 0;
-
-	if (copy == NULL)
-		return -ENOMEM;
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		rc = -errno;
-	else if (fsync(fd) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(copy);
-	return rc;
-}
-
 int
 rn_ckpt_write_atomic(const char *path, const void *data, size_t len)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 5);
-	int fd, rc;
-
-	if (tmp == NULL)
-		return -ENOMEM;
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp", 5);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	rc = write_all(fd, data, len);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc == 0)
-		rc = fsync_parent(path);
-	else
-		unlink(tmp);
-out:
-	free(tmp);
-	return rc;
+	/* one implementation of tmp + fsync + rename + fsync(dir): common's */
+	return rn_write_file_atomic(path, data, len, 0644);
 }
 
 /* Growable text buffer for building a file. */
@@ -318,66 +256,25 @@ out:
 	return rc;
 }
 
-static const char b64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
+/* Kafka's Uuid text form; the codec lives in common/util.c. */
 void
 rn_uuid_to_base64url(const uint8_t id[16], char out[23])
 {
-	int o = 0;
+	struct rn_uuid u;
 
-	for (int i = 0; i < 16; i += 3) {
-		uint32_t v = (uint32_t)id[i] << 16;
-
-		if (i + 1 < 16)
-			v |= (uint32_t)id[i + 1] << 8;
-		if (i + 2 < 16)
-			v |= id[i + 2];
-		out[o++] = b64url[(v >> 18) & 63];
-		out[o++] = b64url[(v >> 12) & 63];
-		if (i + 1 < 16)
-			out[o++] = b64url[(v >> 6) & 63];
-		if (i + 2 < 16)
-			out[o++] = b64url[v & 63];
-	}
-	out[o] = '\0';
-}
-
-static int
-b64val(char c)
-{
-	const char *p = c ? strchr(b64url, c) : NULL;
-
-	return p ? (int)(p - b64url) : -1;
+	memcpy(u.b, id, 16);
+	rn_uuid_str(&u, out);
 }
 
 int
 rn_uuid_from_base64url(const char *s, uint8_t id[16])
 {
-	uint8_t tmp[18];
-	int o = 0;
+	struct rn_uuid u;
+	int rc = rn_uuid_parse(s, &u);
 
-	if (strlen(s) != 22)
-		return -EINVAL;
-	for (int i = 0; i < 24; i += 4) {
-		int v[4];
-
-		for (int k = 0; k < 4; k++) {
-			v[k] = i + k < 22 ? b64val(s[i + k]) : 0;
-			if (v[k] < 0)
-				return -EINVAL;
-		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
-		    (uint32_t)v[2] << 6 | (uint32_t)v[3];
-		tmp[o++] = (uint8_t)(w >> 16);
-		tmp[o++] = (uint8_t)(w >> 8);
-		tmp[o++] = (uint8_t)w;
-	}
-	/* 22 characters carry 132 bits; the last 4 must be zero. */
-	if ((b64val(s[21]) & 0x0f) != 0)
-		return -EINVAL;
-	memcpy(id, tmp, 16);
-	return 0;
+	if (rc == 0)
+		memcpy(id, u.b, 16);
+	return rc;
 }
 
 int
