@@ -3,6 +3,9 @@
  * published as one msgpack map under the image seqlock, and the
  * process-local view every other worker reads it into.
  *
+ * On every node, broker-only ones included, the controller worker
+ * publishes it with this node's own "slot" and "dir" of each replica.
+ *
  * The body region starts with the body's length (8 bytes, native order),
  * written under the seqlock with it. Body (one msgpack map):
  *   {"cluster_id": str, "controller_id": int, "epoch": int (raft term),
@@ -12,7 +15,9 @@
  *    "topics": [{"name", "id": bin16, "internal": bool,
  *                "configs": {k: v} (topic overrides only),
  *                "partitions": [{"p", "leader", "epoch", "pepoch",
- *                                "replicas": [], "isr": [], "offline": [],
+ *                                "replicas": [], "isr": [],
+ *                                "offline": [] (replicas on fenced or
+ *                                unregistered brokers),
  *                                "slot": int (-1: not local),
  *                                "dir": int (cfg.log_dirs index, -1: not
  *                                local), "dir_id": bin16}]}],

@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "ipc/msgtypes.h"
 #include "supervisor/sv_metaprops.h"
+#include "workers/ctl_op.h"
 #include "workers/ctl_raft.h"
 #include "workers/worker.h"
 
@@ -103,6 +104,8 @@ ctl_drain(struct ctl *c, unsigned slot)
 			rc = -EBADMSG;
 		} else if (type == RN_IPC_HELLO) {
 			rc = ctl_on_hello(c, slot, &up.data);
+		} else if (type == RN_IPC_ALTER_PARTITION) {
+			rc = ctl_agent_alter_partition(c, &up.data);
 		} else if (type == RN_IPC_ADMIN_REQUEST ||
 		    type == RN_IPC_AUTO_CREATE) {
 			/* copied: the ring space is released right below */
@@ -169,6 +172,8 @@ ctl_on_tick(uv_timer_t *t)
 		return;
 	}
 	ctl_drain_all(c);
+	ctl_quorum_track(c);
+	ctl_server_image_poll(c, false);
 }
 
 static void
@@ -207,6 +212,9 @@ ctl_stop(struct ctl *c, int exit_code)
 	if (c->exit_code == RN_WORKER_EXIT_OK)
 		c->exit_code = exit_code;
 	ctl_admin_fail_all(c);
+	ctl_server_image_poll(c, true);
+	ctl_server_close(c);
+	ctl_agent_stop(c);
 	log_info("controller stopping");
 	ctl_raft_close(c, ctl_quorum_closed);
 }
@@ -274,7 +282,9 @@ rn_controller_main(struct rn_worker *w)
 	uv_poll_start(&c->wake, UV_READABLE, ctl_on_wake);
 	uv_check_start(&c->after, ctl_after_turn);
 
-	if (ctl_raft_start(c) != 0) {
+	if (ctl_uuid_random(c->incarnation) != 0)
+		fatal("no random incarnation id");
+	if (ctl_raft_start(c) != 0 || ctl_agent_start(c) != 0) {
 		c->exit_code = RN_WORKER_EXIT_RESTART;
 		ctl_stop(c, RN_WORKER_EXIT_RESTART);
 	}
@@ -284,6 +294,9 @@ rn_controller_main(struct rn_worker *w)
 		log_debug("event loop closed with handles left");
 	rc = c->exit_code;
 	ctl_state_free(&c->st);
+	free(c->live);
+	free(c->server);
+	free(c->agent);
 	free(c);
 	log_info("controller stopped");
 	return rc;

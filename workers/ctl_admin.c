@@ -27,35 +27,14 @@
 #include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
 #include "workers/ctl_assign.h"
+#include "workers/ctl_elect.h"
+#include "workers/ctl_op.h"
 #include "workers/ctl_raft.h"
 
 #define OP_QUEUE_MAX 1024
 #define OP_ARENA_LIMIT (64u << 20)
 #define MSG_MAX 512
 
-struct ctl_op {
-	struct ctl_op *next;
-	struct ctl *c;
-	unsigned slot;
-	pid_t sender;
-	uint16_t type;
-	uint64_t req;
-	int16_t key, ver;
-	uint8_t *body;
-	size_t len;
-	struct raft_apply apply;
-	struct ctl_batch batch;
-	struct rn_arena arena;   /* decoded request, response arrays, messages */
-	bool validate_only;
-	int local_added;         /* replicas this operation puts on this node */
-	union {
-		struct rn_CreateTopicsResponse ct;
-		struct rn_DeleteTopicsResponse dt;
-		struct rn_CreatePartitionsResponse cp;
-		struct rn_AlterConfigsResponse ac;
-		struct rn_IncrementalAlterConfigsResponse iac;
-	} resp;
-};
 
 struct ctl_deletion {
 	struct ctl_deletion *next;
@@ -89,12 +68,10 @@ log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
 	rn_log_fields(prio, fields, "%s", msg);
 }
 
-static struct rn_kstr
-op_msg(struct ctl_op *op, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+#define op_msg ctl_op_msg
 
-static struct rn_kstr
-op_msg(struct ctl_op *op, const char *fmt, ...)
+struct rn_kstr
+ctl_op_msg(struct ctl_op *op, const char *fmt, ...)
 {
 	struct rn_kstr s = { NULL, -1 };
 	va_list ap;
@@ -196,13 +173,15 @@ names_collide(struct rn_kstr a, struct rn_kstr b)
 	return true;
 }
 
+/* Brokers that may take new replicas: registered, unfenced, staying. */
 static int
 live_brokers(const struct ctl_state *st, int32_t *ids, int max)
 {
 	int i, n = 0;
 
 	for (i = 0; i < st->n_brokers && n < max; i++)
-		if (!st->brokers[i].fenced)
+		if (!st->brokers[i].fenced &&
+		    !st->brokers[i].in_controlled_shutdown)
 			ids[n++] = st->brokers[i].id;
 	return n;
 }
@@ -268,21 +247,27 @@ place_dir(struct placer *pl, int32_t broker, uint8_t out[16])
 	memcpy(out, b->log_dirs[best], 16);
 }
 
-/* One new partition's record: leader = first replica, ISR = replicas. */
+/*
+ * One new partition's record: leader = first live replica, ISR = the
+ * live replicas (callers made sure there is one).
+ */
 static void
 rec_new_partition(struct ctl_batch *b, struct placer *pl,
     const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf)
 {
 	struct ctl_partition part;
 	uint8_t dirs[64][16];
-	int32_t i;
+	int32_t i, isr[64], n_isr = 0;
 
+	for (i = 0; i < rf && i < 64; i++)
+		if (ctl_broker_state((void *)pl->st, replicas[i]) == CTL_B_UP)
+			isr[n_isr++] = replicas[i];
 	memset(&part, 0, sizeof(part));
 	part.n_replicas = rf;
 	part.replicas = (int32_t *)replicas;
-	part.n_isr = rf;
-	part.isr = (int32_t *)replicas;
-	part.leader = replicas[0];
+	part.n_isr = n_isr;
+	part.isr = isr;
+	part.leader = n_isr > 0 ? isr[0] : -1;
 	part.leader_epoch = 0;
 	part.partition_epoch = 0;
 	for (i = 0; i < rf && i < 64; i++)
@@ -325,7 +310,12 @@ check_manual(struct ctl_op *op, const struct ctl_state *st,
 		    want_rf);
 		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
 	}
-	return 0;
+	for (i = 0; i < n; i++)
+		if (ctl_broker_state((void *)st, ids[i]) == CTL_B_UP)
+			return 0;
+	*msg = op_msg(op, "All brokers specified in the manual partition "
+	    "assignment are fenced or in controlled shutdown.");
+	return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
 }
 
 /*
@@ -373,6 +363,31 @@ rf_unreachable(struct ctl_op *op, int32_t rf, int live, struct rn_kstr *msg)
 		    "The target replication factor of %d cannot be reached "
 		    "because only %d broker(s) are registered.", rf, rf, live);
 	return RN_KERR_INVALID_REPLICATION_FACTOR;
+}
+
+/*
+ * Automatic placement over the live brokers: rack-aware when every one of
+ * them has a rack, else rack-unaware; random start and shift.
+ */
+static int
+place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
+    int32_t np, int32_t rf, int32_t start_partition, int32_t *out)
+{
+	const char *racks[1024];
+	int i;
+
+	for (i = 0; i < live; i++) {
+		const struct ctl_broker *b = ctl_state_broker(st, brokers[i]);
+
+		if (b == NULL || b->rack[0] == '\0')
+			break;
+		racks[i] = b->rack;
+	}
+	if (i == live && live > 0)
+		return ctl_assign_rack_aware(brokers, racks, live, np, rf,
+		    rand_below(live), rand_below(live), start_partition, out);
+	return ctl_assign_rack_unaware(brokers, live, np, rf,
+	    rand_below(live), rand_below(live), start_partition, out);
 }
 
 /* ---- effective topic configs (CreateTopics v5+) --------------------- */
@@ -541,8 +556,7 @@ create_one(struct ctl_op *op, struct placer *pl,
 		    (size_t)np * (size_t)rf);
 		if (replicas == NULL)
 			return RN_KERR_UNKNOWN_SERVER_ERROR;
-		if (ctl_assign_rack_unaware(brokers, live, np, rf,
-		    rand_below(live), rand_below(live), 0, replicas) != 0)
+		if (place_auto(st, brokers, live, np, rf, 0, replicas) != 0)
 			return RN_KERR_UNKNOWN_SERVER_ERROR;
 	}
 	if ((e = check_local_slots(op, replicas, np * rf, msg)) != 0)
@@ -910,8 +924,7 @@ op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 		} else if (e == 0) {
 			if (rf > live)
 				e = rf_unreachable(op, rf, live, &msg);
-			else if (ctl_assign_rack_unaware(brokers, live, add,
-			    rf, rand_below(live), rand_below(live), cur,
+			else if (place_auto(st, brokers, live, add, rf, cur,
 			    replicas) != 0)
 				e = RN_KERR_UNKNOWN_SERVER_ERROR;
 		}
@@ -1224,6 +1237,22 @@ op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r)
 	return 0;
 }
 
+bool
+ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t)
+{
+	const struct rn_topic_config_def *d =
+	    rn_topic_config_def("unclean.leader.election.enable");
+	const char *v;
+	char buf[64];
+	int8_t src;
+
+	if (d == NULL)
+		return c->cfg->unclean_leader_election_enable;
+	v = effective_config(c, d, t != NULL ? ctl_configs_get(&t->configs,
+	    d->name) : NULL, &src, buf, sizeof(buf));
+	return v != NULL && strcmp(v, "true") == 0;
+}
+
 /* ---- replies -------------------------------------------------------- */
 
 /* Once the records failed to commit: every success becomes NOT_CONTROLLER. */
@@ -1231,7 +1260,7 @@ static void
 op_fail_successes(struct ctl_op *op)
 {
 	int16_t e = RN_KERR_NOT_CONTROLLER;
-	int32_t i;
+	int32_t i, k;
 
 	switch (op->key) {
 	case RN_KAPI_CREATE_TOPICS:
@@ -1259,6 +1288,25 @@ op_fail_successes(struct ctl_op *op)
 			if (op->resp.iac.responses[i].error_code == 0)
 				op->resp.iac.responses[i].error_code = e;
 		break;
+	case RN_KAPI_BROKER_REGISTRATION:
+		op->resp.br.error_code = e;
+		break;
+	case RN_KAPI_BROKER_HEARTBEAT:
+		op->resp.bh.error_code = e;
+		break;
+	case RN_KAPI_ALTER_PARTITION:
+		op->resp.ap.error_code = e;
+		break;
+	case RN_KAPI_ELECT_LEADERS:
+		for (i = 0; i < op->resp.el.replica_election_results_count; i++) {
+			struct rn_ElectLeadersResponse_ReplicaElectionResult
+			    *t = &op->resp.el.replica_election_results[i];
+
+			for (k = 0; k < t->partition_result_count; k++)
+				if (t->partition_result[k].error_code == 0)
+					t->partition_result[k].error_code = e;
+		}
+		break;
 	}
 }
 
@@ -1278,18 +1326,31 @@ op_encode(struct ctl_op *op, struct rn_kwriter *w)
 	case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
 		return rn_IncrementalAlterConfigsResponse_encode(w, op->ver,
 		    &op->resp.iac);
+	case RN_KAPI_BROKER_REGISTRATION:
+		return rn_BrokerRegistrationResponse_encode(w, op->ver,
+		    &op->resp.br);
+	case RN_KAPI_BROKER_HEARTBEAT:
+		return rn_BrokerHeartbeatResponse_encode(w, op->ver,
+		    &op->resp.bh);
+	case RN_KAPI_ALTER_PARTITION:
+		return rn_AlterPartitionResponse_encode(w, op->ver,
+		    &op->resp.ap);
+	case RN_KAPI_ELECT_LEADERS:
+		return rn_ElectLeadersResponse_encode(w, op->ver, &op->resp.el);
+	case RN_KAPI_DESCRIBE_QUORUM:
+		return rn_DescribeQuorumResponse_encode(w, op->ver,
+		    &op->resp.dq);
 	}
 	return RN_KE_VERSION;
 }
 
-/* Push {"v","req","err","body"} to the worker that asked, if still alive. */
+/* Ring origin: push {"v","req","err","body"} to the worker that asked. */
 static void
-op_reply(struct ctl_op *op, int16_t err)
+reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
 {
 	struct ctl *c = op->c;
 	struct rn_worker_slot *ws = rn_shm_worker(c->shm, op->slot);
 	struct rn_ring *ring = rn_shm_ring_from_ctl(c->shm, op->slot);
-	struct rn_kwriter w;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	int rc;
@@ -1301,13 +1362,6 @@ op_reply(struct ctl_op *op, int16_t err)
 		    "%llu", op->slot, (unsigned long long)op->req);
 		return;
 	}
-	rn_kwriter_init(&w);
-	if (err == 0 && ((rc = op_encode(op, &w)) != 0 || w.err != 0)) {
-		log_warnx("encoding the answer to API %d v%d: %d", op->key,
-		    op->ver, rc != 0 ? rc : w.err);
-		err = RN_KERR_UNKNOWN_SERVER_ERROR;
-		w.len = 0;
-	}
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 4);
@@ -1318,9 +1372,9 @@ op_reply(struct ctl_op *op, int16_t err)
 	rn_mp_pack_str(&pk, "err");
 	msgpack_pack_int(&pk, err);
 	rn_mp_pack_str(&pk, "body");
-	msgpack_pack_bin(&pk, err == 0 ? w.len : 0);
+	msgpack_pack_bin(&pk, err == 0 ? len : 0);
 	if (err == 0)
-		msgpack_pack_bin_body(&pk, w.buf, w.len);
+		msgpack_pack_bin_body(&pk, body, len);
 	rc = rn_ring_push(ring, RN_IPC_ADMIN_RESPONSE, sb.data,
 	    (uint32_t)sb.size);
 	if (rc == 0)
@@ -1329,11 +1383,10 @@ op_reply(struct ctl_op *op, int16_t err)
 		log_warnx("cannot answer request %llu of slot %u: %s",
 		    (unsigned long long)op->req, op->slot, strerror(-rc));
 	msgpack_sbuffer_destroy(&sb);
-	rn_kwriter_free(&w);
 }
 
-static void
-op_free(struct ctl_op *op)
+void
+ctl_op_free(struct ctl_op *op)
 {
 	ctl_batch_free(&op->batch);
 	rn_arena_free(&op->arena);
@@ -1341,14 +1394,100 @@ op_free(struct ctl_op *op)
 	free(op);
 }
 
+void
+ctl_op_reply_raw(struct ctl_op *op, int16_t err, const void *body,
+    size_t len)
+{
+	if (op->origin == CTL_ORIGIN_RING)
+		reply_ring(op, err, body, len);
+	else if (op->origin == CTL_ORIGIN_CONN)
+		ctl_server_reply(op->c, op->conn_id, op->corr, op->key, op->ver,
+		    op->fwd, err, body, len);
+	ctl_op_free(op);
+}
+
+/* Encode the response (err == 0) and answer whoever asked. */
 static void
 op_finish(struct ctl_op *op, int16_t err)
 {
-	op_reply(op, err);
-	op_free(op);
+	struct rn_kwriter w;
+	int rc = 0;
+
+	rn_kwriter_init(&w);
+	if (err == 0 && op->origin != CTL_ORIGIN_INTERNAL &&
+	    (op->origin != CTL_ORIGIN_RING ||
+	    op->type == RN_IPC_ADMIN_REQUEST) &&
+	    ((rc = op_encode(op, &w)) != 0 || w.err != 0)) {
+		log_warnx("encoding the answer to API %d v%d: %d", op->key,
+		    op->ver, rc != 0 ? rc : w.err);
+		err = RN_KERR_UNKNOWN_SERVER_ERROR;
+		w.len = 0;
+	}
+	ctl_op_reply_raw(op, err, w.buf, err == 0 ? w.len : 0);
+	rn_kwriter_free(&w);
+}
+
+/*
+ * Not the active controller: an answer saying so. Forwarded requests get
+ * it in the private header; broker APIs in their error_code.
+ */
+static void
+op_not_controller(struct ctl_op *op)
+{
+	if (op->origin != CTL_ORIGIN_CONN || op->fwd) {
+		ctl_op_reply_raw(op, RN_KERR_NOT_CONTROLLER, NULL, 0);
+		return;
+	}
+	switch (op->key) {
+	case RN_KAPI_BROKER_REGISTRATION:
+		rn_BrokerRegistrationResponse_init(&op->resp.br);
+		break;
+	case RN_KAPI_BROKER_HEARTBEAT:
+		rn_BrokerHeartbeatResponse_init(&op->resp.bh);
+		break;
+	case RN_KAPI_ALTER_PARTITION:
+		rn_AlterPartitionResponse_init(&op->resp.ap);
+		break;
+	default:
+		ctl_op_reply_raw(op, RN_KERR_NOT_CONTROLLER, NULL, 0);
+		return;
+	}
+	op_fail_successes(op);
+	op_finish(op, 0);
 }
 
 /* ---- the queue ------------------------------------------------------ */
+
+static struct ctl_op *
+op_new(struct ctl *c, enum ctl_op_origin origin)
+{
+	struct ctl_op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL)
+		return NULL;
+	op->c = c;
+	op->origin = origin;
+	op->broker = -1;
+	ctl_batch_init(&op->batch);
+	rn_arena_init(&op->arena, OP_ARENA_LIMIT);
+	return op;
+}
+
+static void
+op_push(struct ctl *c, struct ctl_op *op)
+{
+	if (c->n_ops >= OP_QUEUE_MAX) {
+		log_warnx("controller queue full: refusing a request");
+		op_not_controller(op);
+		return;
+	}
+	if (c->ops_tail != NULL)
+		c->ops_tail->next = op;
+	else
+		c->ops_head = op;
+	c->ops_tail = op;
+	c->n_ops++;
+}
 
 int
 ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender, uint16_t type,
@@ -1360,21 +1499,18 @@ ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender, uint16_t type,
 
 	if (v != RN_IPC_VERSION)
 		return -EBADMSG;
-	if ((op = calloc(1, sizeof(*op))) == NULL)
+	if ((op = op_new(c, CTL_ORIGIN_RING)) == NULL)
 		return -ENOMEM;
-	op->c = c;
 	op->slot = slot;
 	op->sender = sender;
 	op->type = type;
-	ctl_batch_init(&op->batch);
-	rn_arena_init(&op->arena, OP_ARENA_LIMIT);
 	if (type == RN_IPC_ADMIN_REQUEST) {
 		op->req = (uint64_t)rn_mp_get_int(m, "req", -1);
 		op->key = (int16_t)rn_mp_get_int(m, "key", -1);
 		op->ver = (int16_t)rn_mp_get_int(m, "ver", -1);
 		if (rn_mp_get(m, "req") == NULL || body == NULL ||
 		    body->type != MSGPACK_OBJECT_BIN) {
-			op_free(op);
+			ctl_op_free(op);
 			return -EBADMSG;
 		}
 		op->len = body->via.bin.size;
@@ -1393,21 +1529,34 @@ ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender, uint16_t type,
 		op->len = sb.size;
 	}
 	if (op->body == NULL) {
-		op_free(op);
+		ctl_op_free(op);
 		return -ENOMEM;
 	}
-	if (c->n_ops >= OP_QUEUE_MAX) {
-		log_warnx("admin queue full: refusing request from slot %u",
-		    slot);
-		op_finish(op, RN_KERR_NOT_CONTROLLER);
-		return 0;
+	op_push(c, op);
+	return 0;
+}
+
+int
+ctl_admin_enqueue_conn(struct ctl *c, uint64_t conn_id, int32_t corr,
+    int16_t key, int16_t ver, bool fwd, const void *body, size_t len)
+{
+	struct ctl_op *op;
+
+	if ((op = op_new(c, CTL_ORIGIN_CONN)) == NULL)
+		return -ENOMEM;
+	op->conn_id = conn_id;
+	op->corr = corr;
+	op->key = key;
+	op->ver = ver;
+	op->fwd = fwd;
+	op->len = len;
+	if ((op->body = malloc(len > 0 ? len : 1)) == NULL) {
+		ctl_op_free(op);
+		return -ENOMEM;
 	}
-	if (c->ops_tail != NULL)
-		c->ops_tail->next = op;
-	else
-		c->ops_head = op;
-	c->ops_tail = op;
-	c->n_ops++;
+	memcpy(op->body, body, len);
+	op_push(c, op);
+	ctl_admin_kick(c);
 	return 0;
 }
 
@@ -1420,16 +1569,75 @@ op_applied(struct raft_apply *req, int status, void *result)
 	(void)result;
 	c->op_inflight = NULL;
 	if (status != 0) {
-		log_warnx("admin request not committed: %s",
+		log_warnx("controller operation not committed: %s",
 		    raft_strerror(status));
 		op_fail_successes(op);
 	} else {
 		/* committed and applied: make it visible before answering */
 		ctl_publish(c);
+		ctl_op_committed(op);
 	}
+	if (status != 0)
+		c->reconcile = true; /* what it meant to fix may still be due */
 	op_finish(op, 0);
-	if (!c->stopping)
-		ctl_admin_kick(c);
+	/* the next operation starts after this loop turn (ctl_after_turn):
+	 * raft may be in the middle of stepping down right now */
+}
+
+/* Auto-creation on a node that is not the active controller: forward it
+ * as a CreateTopics with the defaults (the answer is dropped). */
+static bool
+auto_create_as_create_topics(struct ctl_op *op)
+{
+	struct rn_CreateTopicsRequest req;
+	struct rn_CreateTopicsRequest_CreatableTopic *ts;
+	msgpack_unpacked up;
+	const msgpack_object *a;
+	struct rn_kwriter w;
+	uint32_t i;
+	bool ok = false;
+
+	if (!op->c->cfg->auto_create_topics_enable)
+		return false;
+	msgpack_unpacked_init(&up);
+	if (msgpack_unpack_next(&up, (const char *)op->body, op->len, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS || (a = rn_mp_get(&up.data, "topics")) ==
+	    NULL || a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size == 0 ||
+	    (ts = rn_arena_alloc(&op->arena, sizeof(*ts) *
+	    a->via.array.size)) == NULL) {
+		msgpack_unpacked_destroy(&up);
+		return false;
+	}
+	rn_CreateTopicsRequest_init(&req);
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *o = &a->via.array.ptr[i];
+
+		if (o->type != MSGPACK_OBJECT_STR)
+			continue;
+		rn_CreateTopicsRequest_CreatableTopic_init(&ts[req.topics_count]);
+		ts[req.topics_count].name.ptr = o->via.str.ptr;
+		ts[req.topics_count].name.len = (int32_t)o->via.str.size;
+		ts[req.topics_count].num_partitions = -1;
+		ts[req.topics_count].replication_factor = -1;
+		req.topics_count++;
+	}
+	req.topics = ts;
+	req.timeout_ms = 30000;
+	rn_kwriter_init(&w);
+	if (req.topics_count > 0 && rn_CreateTopicsRequest_encode(&w, 7,
+	    &req) == 0 && w.err == 0) {
+		free(op->body);
+		if ((op->body = malloc(w.len)) != NULL) {
+			memcpy(op->body, w.buf, w.len);
+			op->len = w.len;
+			op->key = RN_KAPI_CREATE_TOPICS;
+			op->ver = 7;
+			ok = true;
+		}
+	}
+	rn_kwriter_free(&w);
+	msgpack_unpacked_destroy(&up);
+	return ok;
 }
 
 /* Validate and build records; then propose or answer right away. */
@@ -1439,7 +1647,10 @@ op_run(struct ctl *c, struct ctl_op *op)
 	struct rn_kreader r;
 	int rc = 0;
 
-	if (op->type == RN_IPC_AUTO_CREATE) {
+	if (op->origin == CTL_ORIGIN_INTERNAL) {
+		/* its records were built when it was queued */
+	} else if (op->origin == CTL_ORIGIN_RING &&
+	    op->type == RN_IPC_AUTO_CREATE) {
 		op_auto_create(op);
 	} else if (!rn_kapi_supported(op->key, op->ver)) {
 		op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
@@ -1462,21 +1673,41 @@ op_run(struct ctl *c, struct ctl_op *op)
 		case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
 			rc = op_incremental_alter_configs(op, &r);
 			break;
+		case RN_KAPI_ELECT_LEADERS:
+			rc = ctl_op_elect_leaders(op, &r);
+			break;
+		case RN_KAPI_DESCRIBE_QUORUM:
+			rc = ctl_op_describe_quorum(op, &r);
+			break;
+		case RN_KAPI_BROKER_REGISTRATION:
+		case RN_KAPI_BROKER_HEARTBEAT:
+		case RN_KAPI_ALTER_PARTITION:
+			if (op->origin != CTL_ORIGIN_CONN || op->fwd) {
+				op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
+				return;
+			}
+			rc = op->key == RN_KAPI_BROKER_REGISTRATION ?
+			    ctl_op_broker_registration(op, &r) :
+			    op->key == RN_KAPI_BROKER_HEARTBEAT ?
+			    ctl_op_broker_heartbeat(op, &r) :
+			    ctl_op_alter_partition(op, &r);
+			break;
 		default:
-			log_warnx("slot %u: API key %d is not answered by the "
-			    "controller", op->slot, op->key);
+			log_warnx("API key %d is not answered by the "
+			    "controller", op->key);
 			op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
 			return;
 		}
 		if (rc != 0) {
-			log_warnx("slot %u: API %d v%d request does not decode "
-			    "(%d)", op->slot, op->key, op->ver, rc);
+			log_warnx("API %d v%d request does not decode (%d)",
+			    op->key, op->ver, rc);
 			op_finish(op, rc == RN_KE_VERSION ?
 			    RN_KERR_UNSUPPORTED_VERSION : RN_KERR_INVALID_REQUEST);
 			return;
 		}
 	}
 	if (op->batch.n == 0 || op->validate_only) {
+		ctl_op_committed(op);
 		op_finish(op, 0);
 		return;
 	}
@@ -1490,13 +1721,88 @@ op_run(struct ctl *c, struct ctl_op *op)
 	c->op_inflight = op;
 }
 
+/* Fencing and elections the cluster needs, queued behind nothing. */
+static void
+maybe_reconcile(struct ctl *c)
+{
+	struct ctl_batch b;
+	struct ctl_op *op;
+
+	if (c->ops_head != NULL || c->op_inflight != NULL)
+		return;
+	/* runs every loop turn: allocate only when there is work */
+	ctl_batch_init(&b);
+	if (!ctl_reconcile(c, &b) || (op = op_new(c, CTL_ORIGIN_INTERNAL)) ==
+	    NULL) {
+		ctl_batch_free(&b);
+		return;
+	}
+	ctl_batch_free(&op->batch);
+	op->batch = b;
+	msgpack_packer_init(&op->batch.pk, &op->batch.sb,
+	    msgpack_sbuffer_write);
+	op_run(c, op);
+}
+
+/*
+ * Not the active controller: this node's own requests go to the one that
+ * is (forwarded by the agent), other nodes' are told NOT_CONTROLLER, and
+ * internal ones are dropped. A leader still catching up, or a voter that
+ * knows no leader, keeps its own requests queued meanwhile.
+ */
+static void
+route_elsewhere(struct ctl *c)
+{
+	raft_id id = 0;
+	const char *addr = NULL;
+	struct ctl_op *op, *keep = NULL, *keep_tail = NULL;
+	bool hold = false;
+	unsigned n_keep = 0;
+
+	if (c->raft_inited) {
+		raft_leader(&c->raft, &id, &addr);
+		hold = raft_state(&c->raft) == RAFT_LEADER || id == 0 ||
+		    id == (raft_id)c->cfg->node_id;
+	}
+	while ((op = c->ops_head) != NULL) {
+		c->ops_head = op->next;
+		op->next = NULL;
+		if (op->origin == CTL_ORIGIN_RING && hold) {
+			if (keep_tail != NULL)
+				keep_tail->next = op;
+			else
+				keep = op;
+			keep_tail = op;
+			n_keep++;
+		} else if (op->origin == CTL_ORIGIN_RING) {
+			if (op->type == RN_IPC_AUTO_CREATE &&
+			    !auto_create_as_create_topics(op))
+				ctl_op_free(op);
+			else
+				ctl_agent_forward(c, op);
+		} else if (op->origin == CTL_ORIGIN_CONN) {
+			op_not_controller(op);
+		} else
+			ctl_op_free(op);
+	}
+	c->ops_head = keep;
+	c->ops_tail = keep_tail;
+	c->n_ops = n_keep;
+}
+
 void
 ctl_admin_kick(struct ctl *c)
 {
 	struct ctl_op *op;
 
-	while (c->ready && !c->stopping && !c->fatal &&
-	    c->op_inflight == NULL && (op = c->ops_head) != NULL) {
+	if (c->stopping || c->fatal)
+		return;
+	if (!c->ready) {
+		if (c->ops_head != NULL)
+			route_elsewhere(c);
+		return;
+	}
+	while (c->op_inflight == NULL && (op = c->ops_head) != NULL) {
 		c->ops_head = op->next;
 		if (c->ops_head == NULL)
 			c->ops_tail = NULL;
@@ -1504,16 +1810,8 @@ ctl_admin_kick(struct ctl *c)
 		op->next = NULL;
 		op_run(c, op);
 	}
-	/* a follower in a cluster points clients at the active controller */
-	if (!c->ready && c->raft_inited && c->ops_head != NULL &&
-	    raft_state(&c->raft) == RAFT_FOLLOWER) {
-		raft_id id = 0;
-		const char *addr = NULL;
-
-		raft_leader(&c->raft, &id, &addr);
-		if (id != 0 && id != (raft_id)c->cfg->node_id)
-			ctl_admin_fail_all(c);
-	}
+	if (c->op_inflight == NULL)
+		maybe_reconcile(c);
 }
 
 void
@@ -1524,7 +1822,7 @@ ctl_admin_fail_all(struct ctl *c)
 	while ((op = c->ops_head) != NULL) {
 		c->ops_head = op->next;
 		c->n_ops--;
-		op_finish(op, RN_KERR_NOT_CONTROLLER);
+		op_not_controller(op);
 	}
 	c->ops_tail = NULL;
 	/* the in-flight one ends in op_applied with raft's verdict */

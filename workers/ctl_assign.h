@@ -21,4 +21,22 @@ int ctl_assign_rack_unaware(const int32_t *brokers, int n_brokers,
     int n_parts, int rf, int start_index, int shift, int start_partition,
     int32_t *out);
 
+/*
+ * With racks (Kafka's rack-aware placement): the brokers are first
+ * arranged by alternating racks (racks sorted by name, brokers in each
+ * rack in the given order), leaders go round-robin over that list, and
+ * each follower is the next candidate (from the same spreading formula,
+ * the shift scaled by the number of racks) whose rack holds no replica
+ * of the partition yet — unless every rack already does — and which is
+ * not already a replica — unless every broker already is.
+ * racks[i] is broker i's rack (non-empty). Same contract as above.
+ */
+int ctl_assign_rack_aware(const int32_t *brokers, const char *const *racks,
+    int n_brokers, int n_parts, int rf, int start_index, int shift,
+    int start_partition, int32_t *out);
+
+/* The rack-alternated broker order (out has n_brokers entries). */
+int ctl_assign_rack_order(const int32_t *brokers, const char *const *racks,
+    int n_brokers, int32_t *out);
+
 #endif /* RN_CTL_ASSIGN_H */

@@ -14,12 +14,13 @@
 #include "common/util.h"
 #include "ipc/mdimage.h"
 #include "supervisor/sv_metaprops.h"
+#include "workers/ctl_op.h"
 #include "workers/ctl_raft.h"
 #include "workers/ctl_transport.h"
 
 /* ---- cluster id: persisted before anything in memory uses it -------- */
 
-static void
+void
 ctl_cluster_id_applied(struct ctl *c, const char *before)
 {
 	char err[1400];
@@ -64,6 +65,7 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	    raft_last_applied(&c->raft) + 1);
 	c->st.last_term = c->raft.current_term;
 	c->dirty = true;
+	c->reconcile = true;
 	ctl_cluster_id_applied(c, before);
 	*result = NULL;
 	return 0; /* a committed entry is never refused */
@@ -128,6 +130,7 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 		log_warnx("metadata snapshot: some records were skipped");
 	raft_free(buf->base); /* ours on success */
 	c->dirty = true;
+	c->reconcile = true;
 	ctl_cluster_id_applied(c, before);
 	log_info("metadata restored from a snapshot at index %llu",
 	    (unsigned long long)c->st.last_index);
@@ -183,6 +186,7 @@ ctl_raft_start(struct ctl *c)
 	if ((rc = ctl_transport_init(&c->transport, &c->loop,
 	    ctl_listen_fd(c->w->env), cfg)) != 0)
 		return rc;
+	ctl_server_init(c);
 	if ((rc = raft_uv_init(&c->io, &c->loop, c->raft_dir,
 	    &c->transport)) != 0) {
 		log_errx("metadata log in %s: %s", c->raft_dir,
@@ -327,6 +331,10 @@ ctl_local(struct ctl *c, struct ctl_local *loc)
 		raft_leader(&c->raft, &id, &addr);
 		loc->controller_id = id != 0 ? (int32_t)id : -1;
 		loc->epoch = c->raft.current_term;
+	} else if (c->image_loaded) {
+		/* broker-only: what the image's source said */
+		loc->controller_id = c->image_controller;
+		loc->epoch = c->image_epoch;
 	}
 	loc->n_dirs = c->n_dirs;
 	loc->dir_ids = (const uint8_t (*)[16])c->dir_ids;
@@ -342,8 +350,10 @@ ctl_publish(struct ctl *c)
 
 	if (!c->dirty || c->fatal)
 		return;
+	if (!c->raft_inited && !c->image_loaded)
+		return; /* broker-only: nothing fetched yet */
 	/* a leader that has not caught up would publish a stale image */
-	if (!c->ready && (ctl_raft_is_leader(c) || !c->raft_inited ||
+	if (c->raft_inited && !c->ready && (ctl_raft_is_leader(c) ||
 	    raft_state(&c->raft) != RAFT_FOLLOWER))
 		return;
 	ctl_local(c, &loc);
@@ -363,6 +373,7 @@ ctl_publish(struct ctl *c)
 	}
 	msgpack_sbuffer_destroy(&sb);
 	ctl_admin_run_deletions(c);
+	ctl_server_image_poll(c, false);
 }
 
 /* ---- leadership ----------------------------------------------------- */
@@ -373,7 +384,9 @@ broker_matches(const struct ctl *c, const struct ctl_broker *b)
 	const struct rn_config *cfg = c->cfg;
 	int i;
 
-	if (b == NULL || b->fenced || b->n_listeners != cfg->n_advertised ||
+	if (b == NULL || b->fenced || b->in_controlled_shutdown ||
+	    memcmp(b->incarnation, c->incarnation, 16) != 0 ||
+	    b->n_listeners != cfg->n_advertised ||
 	    strcmp(b->rack, cfg->broker_rack) != 0 ||
 	    b->n_log_dirs != c->n_dirs)
 		return false;
@@ -393,11 +406,13 @@ ctl_become_ready(struct ctl *c)
 {
 	c->ready = true;
 	c->dirty = true;
+	c->reconcile = true;
+	ctl_live_reset(c);
 	log_info("active controller: cluster %s, metadata at offset %llu, "
 	    "%d topic(s)", c->st.cluster_id,
 	    (unsigned long long)c->st.last_index, c->st.n_topics);
 	ctl_publish(c);
-	ctl_admin_kick(c);
+	/* operations start after this loop turn (ctl_after_turn) */
 }
 
 static void
@@ -453,8 +468,8 @@ ctl_leader_bootstrap(struct ctl *c)
 
 		memset(&br, 0, sizeof(br));
 		br.id = cfg->node_id;
-		if (ctl_uuid_random(br.incarnation) != 0)
-			fatal("no random incarnation id");
+		/* the agent registers with the same incarnation: a no-op */
+		memcpy(br.incarnation, c->incarnation, 16);
 		for (i = 0; i < cfg->n_advertised; i++) {
 			strlcpy(ls[i].name, cfg->advertised[i].name,
 			    sizeof(ls[i].name));
@@ -530,7 +545,7 @@ ctl_raft_watch(struct ctl *c)
 		c->leader_term = 0;
 		c->ready = false;
 		c->dirty = true;
-		ctl_admin_fail_all(c);
+		ctl_admin_kick(c); /* what is queued goes elsewhere */
 	}
 	raft_leader(&c->raft, &id, &addr);
 	if (id != c->last_leader) {

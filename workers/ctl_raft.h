@@ -8,8 +8,10 @@
  * leads and has applied everything before its term (a barrier), it writes
  * what the cluster still lacks: the ClusterId and metadata.version
  * records, and its own broker's registration. Only then ("ready") does it
- * run admin operations, one at a time, each answered once its records are
- * committed, applied and published.
+ * run operations (ctl_op.h), one at a time, each answered once its
+ * records are committed, applied and published. Every node also runs a
+ * broker agent (ctl_agent.c) and, on voters, a Kafka-protocol server on
+ * the controller listener (ctl_server.c).
  */
 #ifndef RN_CTL_RAFT_H
 #define RN_CTL_RAFT_H
@@ -32,8 +34,19 @@
 #define CTL_SNAPSHOT_TRAILING 128
 #define CTL_TICK_MS RN_WORKER_HEARTBEAT_MS
 
-struct ctl_op;        /* an admin operation: ctl_admin.c */
+struct ctl_op;        /* an operation: ctl_op.h */
 struct ctl_deletion;  /* a local partition dir to remove after publishing */
+struct ctl_server;    /* Kafka protocol on the controller listener */
+struct ctl_agent;     /* this node's broker agent */
+
+/* What the active controller knows of a broker's liveness (not state:
+ * it is clock-based and starts over with every new active controller). */
+struct ctl_live {
+	int32_t id;
+	int64_t last_hb_ms;       /* monotonic */
+	int64_t last_hb_wall_ms;
+	int64_t offset;           /* metadata offset of its last heartbeat */
+};
 
 struct ctl {
 	struct rn_worker *w;
@@ -80,6 +93,22 @@ struct ctl {
 	unsigned n_ops;
 
 	struct ctl_deletion *deletions;
+
+	/* broker lifecycle on the active controller (ctl_lifecycle.c) */
+	struct ctl_live *live;
+	int n_live;
+	bool reconcile;           /* records applied since the last pass */
+	int64_t voter_caught_up_ms[RN_CONFIG_MAX_VOTERS]; /* wall clock */
+	int64_t voter_fetch_ms[RN_CONFIG_MAX_VOTERS];     /* wall clock */
+
+	/* this node as a broker, and the controller listener */
+	uint8_t incarnation[16];
+	struct ctl_server *server;
+	struct ctl_agent *agent;
+	uv_timer_t agent_timer;
+	bool image_loaded;        /* broker-only: an image was fetched */
+	int32_t image_controller; /* broker-only: its controller id */
+	uint64_t image_epoch;
 };
 
 /* ctl_raft.c */
@@ -93,6 +122,8 @@ bool ctl_raft_is_leader(struct ctl *c);
 void ctl_raft_watch(struct ctl *c);
 /* Publish the image if the applied state changed; then run deletions. */
 void ctl_publish(struct ctl *c);
+/* The applied cluster id changed from before: persist it (or go fatal). */
+void ctl_cluster_id_applied(struct ctl *c, const char *before);
 /* Node-local facts for the image. */
 void ctl_local(struct ctl *c, struct ctl_local *loc);
 
@@ -101,9 +132,12 @@ void ctl_local(struct ctl *c, struct ctl_local *loc);
  * copied. 0, or -EBADMSG when malformed. */
 int ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender,
     uint16_t type, const msgpack_object *m);
-/* Run queued operations while ready and none is in flight. */
+/* Active controller: run queued operations one at a time, then fencing
+ * and elections (ctl_reconcile). Otherwise route them elsewhere: this
+ * node's own to the active controller (ctl_agent_forward), other nodes'
+ * answered NOT_CONTROLLER. */
 void ctl_admin_kick(struct ctl *c);
-/* Leadership lost or stopping: answer everything queued with NOT_CONTROLLER. */
+/* Stopping: answer everything queued with NOT_CONTROLLER. */
 void ctl_admin_fail_all(struct ctl *c);
 /* Remove the local dirs of a topic being removed (called by the FSM). */
 void ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t);

@@ -18,6 +18,9 @@ static const char *const rec_names[] = {
 	[CTL_REC_PARTITION] = "Partition",
 	[CTL_REC_CONFIG] = "Config",
 	[CTL_REC_REMOVE_TOPIC] = "RemoveTopic",
+	[CTL_REC_BROKER_CHANGE] = "BrokerChange",
+	[CTL_REC_UNREGISTER_BROKER] = "UnregisterBroker",
+	[CTL_REC_PARTITION_CHANGE] = "PartitionChange",
 };
 
 const char *
@@ -214,7 +217,7 @@ ctl_rec_register_broker(struct ctl_batch *b, const struct ctl_broker *br,
 	msgpack_packer *pk = &b->pk;
 	int i;
 
-	rec_begin(b, CTL_REC_REGISTER_BROKER, with_epoch ? 7 : 6);
+	rec_begin(b, CTL_REC_REGISTER_BROKER, with_epoch ? 8 : 6);
 	rn_mp_pack_str(pk, "id");
 	msgpack_pack_int32(pk, br->id);
 	rn_mp_pack_str(pk, "incarnation");
@@ -247,6 +250,11 @@ ctl_rec_register_broker(struct ctl_batch *b, const struct ctl_broker *br,
 	if (with_epoch) {
 		rn_mp_pack_str(pk, "epoch");
 		msgpack_pack_int64(pk, br->epoch);
+		rn_mp_pack_str(pk, "in_controlled_shutdown");
+		if (br->in_controlled_shutdown)
+			msgpack_pack_true(pk);
+		else
+			msgpack_pack_false(pk);
 	}
 }
 
@@ -321,4 +329,60 @@ ctl_rec_remove_topic(struct ctl_batch *b, const uint8_t id[16])
 	rec_begin(b, CTL_REC_REMOVE_TOPIC, 1);
 	rn_mp_pack_str(&b->pk, "id");
 	ctl_mp_bin16(&b->pk, id);
+}
+
+void
+ctl_rec_broker_change(struct ctl_batch *b, int32_t id, int fenced,
+    int shutdown)
+{
+	msgpack_packer *pk = &b->pk;
+
+	rec_begin(b, CTL_REC_BROKER_CHANGE, 1 + (fenced >= 0) +
+	    (shutdown >= 0));
+	rn_mp_pack_str(pk, "id");
+	msgpack_pack_int32(pk, id);
+	if (fenced >= 0) {
+		rn_mp_pack_str(pk, "fenced");
+		if (fenced)
+			msgpack_pack_true(pk);
+		else
+			msgpack_pack_false(pk);
+	}
+	if (shutdown >= 0) {
+		rn_mp_pack_str(pk, "in_controlled_shutdown");
+		if (shutdown)
+			msgpack_pack_true(pk);
+		else
+			msgpack_pack_false(pk);
+	}
+}
+
+void
+ctl_rec_unregister_broker(struct ctl_batch *b, int32_t id)
+{
+	rec_begin(b, CTL_REC_UNREGISTER_BROKER, 1);
+	rn_mp_pack_str(&b->pk, "id");
+	msgpack_pack_int32(&b->pk, id);
+}
+
+void
+ctl_rec_partition_change(struct ctl_batch *b, const uint8_t topic_id[16],
+    int32_t partition, int32_t leader, const int32_t *isr, int32_t n_isr,
+    int32_t leader_epoch, int32_t partition_epoch)
+{
+	msgpack_packer *pk = &b->pk;
+
+	rec_begin(b, CTL_REC_PARTITION_CHANGE, 6);
+	rn_mp_pack_str(pk, "topic_id");
+	ctl_mp_bin16(pk, topic_id);
+	rn_mp_pack_str(pk, "partition");
+	msgpack_pack_int32(pk, partition);
+	rn_mp_pack_str(pk, "leader");
+	msgpack_pack_int32(pk, leader);
+	rn_mp_pack_str(pk, "isr");
+	pack_i32s(pk, isr, n_isr);
+	rn_mp_pack_str(pk, "leader_epoch");
+	msgpack_pack_int32(pk, leader_epoch);
+	rn_mp_pack_str(pk, "partition_epoch");
+	msgpack_pack_int32(pk, partition_epoch);
 }

@@ -15,6 +15,13 @@
  *   Config         {resource_type: 2 topic | 4 broker, resource_name: str,
  *                   key: str, value: str|nil (nil deletes)}
  *   RemoveTopic    {id: bin16}
+ *   BrokerChange   {id, fenced: bool (absent: unchanged),
+ *                   in_controlled_shutdown: bool (absent: unchanged)}
+ *   UnregisterBroker {id}
+ *   PartitionChange {topic_id: bin16, partition, leader, isr: [],
+ *                   leader_epoch, partition_epoch} (replicas unchanged)
+ *
+ * RegisterBroker in snapshots also carries in_controlled_shutdown.
  */
 #ifndef RN_CTL_RECORDS_H
 #define RN_CTL_RECORDS_H
@@ -36,6 +43,9 @@ enum ctl_rec_type {
 	CTL_REC_PARTITION,
 	CTL_REC_CONFIG,
 	CTL_REC_REMOVE_TOPIC,
+	CTL_REC_BROKER_CHANGE,
+	CTL_REC_UNREGISTER_BROKER,
+	CTL_REC_PARTITION_CHANGE,
 };
 
 enum ctl_rec_type ctl_rec_type_of(const msgpack_object *rec);
@@ -68,6 +78,13 @@ void ctl_rec_config(struct ctl_batch *b, int resource_type,
     const char *resource_name, size_t rlen, const char *key,
     const char *value);
 void ctl_rec_remove_topic(struct ctl_batch *b, const uint8_t id[16]);
+/* fenced / shutdown: 1 set, 0 clear, -1 leave as is. */
+void ctl_rec_broker_change(struct ctl_batch *b, int32_t id, int fenced,
+    int shutdown);
+void ctl_rec_unregister_broker(struct ctl_batch *b, int32_t id);
+void ctl_rec_partition_change(struct ctl_batch *b, const uint8_t topic_id[16],
+    int32_t partition, int32_t leader, const int32_t *isr, int32_t n_isr,
+    int32_t leader_epoch, int32_t partition_epoch);
 
 /* Uuid helpers on raw bytes (see ctl_state.h on why not struct rn_uuid). */
 int ctl_uuid_random(uint8_t out[16]);

@@ -478,6 +478,9 @@ apply_register_broker(struct ctl_state *st, const msgpack_object *rec)
 	o = rn_mp_get(rec, "fenced");
 	b.fenced = o != NULL && o->type == MSGPACK_OBJECT_BOOLEAN &&
 	    o->via.boolean;
+	o = rn_mp_get(rec, "in_controlled_shutdown");
+	b.in_controlled_shutdown = o != NULL && o->type ==
+	    MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
 	a = rn_mp_get(rec, "listeners");
 	if (a != NULL && a->type == MSGPACK_OBJECT_ARRAY &&
 	    a->via.array.size > 0) {
@@ -745,6 +748,79 @@ apply_remove_topic(struct ctl_state *st, const msgpack_object *rec)
 	return 0;
 }
 
+static int
+apply_broker_change(struct ctl_state *st, const msgpack_object *rec)
+{
+	const msgpack_object *o;
+	struct ctl_broker *b;
+	int32_t id;
+
+	if (!get_i32(rec, "id", &id))
+		return -EINVAL;
+	if ((b = ctl_state_broker(st, id)) == NULL) {
+		log_warnx("BrokerChange record for unknown broker %d: skipped",
+		    id);
+		return -EINVAL;
+	}
+	if ((o = rn_mp_get(rec, "fenced")) != NULL && o->type ==
+	    MSGPACK_OBJECT_BOOLEAN)
+		b->fenced = o->via.boolean;
+	if ((o = rn_mp_get(rec, "in_controlled_shutdown")) != NULL &&
+	    o->type == MSGPACK_OBJECT_BOOLEAN)
+		b->in_controlled_shutdown = o->via.boolean;
+	return 0;
+}
+
+static int
+apply_unregister_broker(struct ctl_state *st, const msgpack_object *rec)
+{
+	struct ctl_broker *b;
+	int32_t id;
+	int i;
+
+	if (!get_i32(rec, "id", &id) || (b = ctl_state_broker(st, id)) ==
+	    NULL)
+		return -EINVAL;
+	i = (int)(b - st->brokers);
+	broker_free(b);
+	memmove(&st->brokers[i], &st->brokers[i + 1], sizeof(*b) *
+	    (size_t)(st->n_brokers - i - 1));
+	st->n_brokers--;
+	return 0;
+}
+
+/* Leader and ISR change: replicas, dirs and slots stay. */
+static int
+apply_partition_change(struct ctl_state *st, const msgpack_object *rec)
+{
+	struct ctl_partition *pp;
+	struct ctl_topic *t;
+	uint8_t tid[16];
+	int32_t p, leader, le, pe, *isr, n_isr;
+
+	if (!ctl_mp_bin16_get(rec, "topic_id", tid) || !get_i32(rec,
+	    "partition", &p) || !get_i32(rec, "leader", &leader) ||
+	    !get_i32(rec, "leader_epoch", &le) ||
+	    !get_i32(rec, "partition_epoch", &pe))
+		return -EINVAL;
+	if ((t = ctl_state_topic_by_id(st, tid)) == NULL || p < 0 ||
+	    p >= t->n_parts) {
+		log_warnx("PartitionChange record for an unknown partition: "
+		    "skipped");
+		return -EINVAL;
+	}
+	if (get_i32s(rec, "isr", &isr, &n_isr) != 0)
+		return -EINVAL;
+	pp = &t->parts[p];
+	free(pp->isr);
+	pp->isr = isr;
+	pp->n_isr = n_isr;
+	pp->leader = leader;
+	pp->leader_epoch = le;
+	pp->partition_epoch = pe;
+	return 0;
+}
+
 int
 ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec)
 {
@@ -760,6 +836,11 @@ ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec)
 	case CTL_REC_PARTITION: rc = apply_partition(st, rec); break;
 	case CTL_REC_CONFIG: rc = apply_config(st, rec); break;
 	case CTL_REC_REMOVE_TOPIC: rc = apply_remove_topic(st, rec); break;
+	case CTL_REC_BROKER_CHANGE: rc = apply_broker_change(st, rec); break;
+	case CTL_REC_UNREGISTER_BROKER: rc = apply_unregister_broker(st, rec);
+		break;
+	case CTL_REC_PARTITION_CHANGE: rc = apply_partition_change(st, rec);
+		break;
 	default:
 		/* a newer record type: skipping keeps older nodes running */
 		log_warnx("unknown metadata record type at index %llu: skipped",
@@ -929,6 +1010,14 @@ ctl_state_local_placement(const struct ctl_state *st,
 	}
 }
 
+static bool
+replica_offline(const struct ctl_state *st, int32_t id)
+{
+	const struct ctl_broker *b = ctl_state_broker(st, id);
+
+	return b == NULL || b->fenced;
+}
+
 static void
 pack_configs(msgpack_packer *pk, const struct ctl_configs *c)
 {
@@ -1041,16 +1130,14 @@ ctl_state_encode_image(const struct ctl_state *st,
 			msgpack_pack_array(&pk, (size_t)pp->n_isr);
 			for (r = 0; r < pp->n_isr; r++)
 				msgpack_pack_int32(&pk, pp->isr[r]);
-			/* replicas on brokers that never registered */
+			/* replicas on brokers unregistered or fenced */
 			for (r = 0; r < pp->n_replicas; r++)
-				if (ctl_state_broker(st, pp->replicas[r]) ==
-				    NULL)
+				if (replica_offline(st, pp->replicas[r]))
 					n_off++;
 			rn_mp_pack_str(&pk, "offline");
 			msgpack_pack_array(&pk, (size_t)n_off);
 			for (r = 0; r < pp->n_replicas; r++)
-				if (ctl_state_broker(st, pp->replicas[r]) ==
-				    NULL)
+				if (replica_offline(st, pp->replicas[r]))
 					msgpack_pack_int32(&pk,
 					    pp->replicas[r]);
 			rn_mp_pack_str(&pk, "slot");

@@ -54,6 +54,7 @@ struct ctl_broker {
 	uint8_t (*log_dirs)[16];
 	int n_log_dirs;
 	bool fenced;
+	bool in_controlled_shutdown;
 };
 
 struct ctl_partition {

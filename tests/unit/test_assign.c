@@ -1,7 +1,8 @@
 /*
- * Rack-unaware replica placement: the worked table of the placement
+ * Replica placement. Rack-unaware: the worked table of the placement
  * description (brokers 1000..1004, 10 partitions, RF 3, start index 0,
  * shift 3), then properties over many shapes and random starts.
+ * Rack-aware: a fixed table and properties (rack spread, no duplicate).
  */
 #include "autoconf.h"
 
@@ -117,11 +118,110 @@ test_properties(void)
 	    "a multiple of brokers");
 }
 
+/*
+ * Rack-aware: brokers 0-5 in three racks (rack1: 0,5; rack2: 3,4;
+ * rack3: 1,2) alternate as 0,3,1,5,4,2; with start index and shift 0,
+ * 7 partitions of RF 3 follow the formula on that list, skipping a
+ * candidate whose rack already holds a replica.
+ */
+static void
+test_rack_table(void)
+{
+	static const int32_t want[7][3] = {
+		{ 0, 3, 1 }, { 3, 1, 5 }, { 1, 5, 4 }, { 5, 4, 2 },
+		{ 4, 2, 0 }, { 2, 0, 3 }, { 0, 4, 2 },
+	};
+	int32_t brokers[6] = { 0, 1, 2, 3, 4, 5 }, order[6], out[21];
+	const char *racks[6] = { "rack1", "rack3", "rack3", "rack2", "rack2",
+	    "rack1" };
+	int p, j, bad = 0;
+
+	is_int(ctl_assign_rack_order(brokers, racks, 6, order), 3,
+	    "three racks");
+	ok(order[0] == 0 && order[1] == 3 && order[2] == 1 && order[3] == 5 &&
+	    order[4] == 4 && order[5] == 2, "rack-alternated order "
+	    "0,3,1,5,4,2");
+	is_int(ctl_assign_rack_aware(brokers, racks, 6, 7, 3, 0, 0, 0, out),
+	    0, "rack-aware assignment succeeds");
+	for (p = 0; p < 7; p++)
+		for (j = 0; j < 3; j++)
+			if (out[p * 3 + j] != want[p][j])
+				bad++;
+	is_int(bad, 0, "the 7 partitions are as expected");
+}
+
+/* Replicas cover min(rf, racks) racks; leaders spread over brokers. */
+static void
+test_rack_properties(void)
+{
+	static const char *names[] = { "a", "b", "c", "d" };
+	int32_t brokers[9], *out;
+	const char *racks[9];
+	int nb, nr, rf, np, p, j, k, fails_racks = 0, fails_dup = 0;
+	int fails_lead = 0;
+
+	srandom(4321);
+	for (nb = 2; nb <= 9; nb++)
+		for (nr = 2; nr <= 4 && nr <= nb; nr++)
+			for (rf = 1; rf <= nb; rf++) {
+				for (k = 0; k < nb; k++) {
+					brokers[k] = 10 + k;
+					racks[k] = names[(k * 7 + 3) % nr];
+				}
+				/* every rack used at least once */
+				for (k = 0; k < nr; k++)
+					racks[k] = names[k];
+				np = nb * (1 + (int)(random() % 3));
+				out = calloc((size_t)(np * rf), sizeof(*out));
+				if (ctl_assign_rack_aware(brokers, racks, nb,
+				    np, rf, (int)(random() % nb),
+				    (int)(random() % nb), 0, out) != 0)
+					bail("rack-aware assignment failed");
+				for (p = 0; p < np; p++) {
+					const char *seen[9];
+					int n_seen = 0, m;
+
+					for (j = 0; j < rf; j++) {
+						const char *r =
+						    racks[out[p * rf + j] - 10];
+
+						for (m = 0; m < n_seen; m++)
+							if (seen[m] == r)
+								break;
+						if (m == n_seen)
+							seen[n_seen++] = r;
+						for (k = 0; k < j; k++)
+							if (out[p * rf + j] ==
+							    out[p * rf + k])
+								fails_dup++;
+					}
+					if (n_seen != (rf < nr ? rf : nr))
+						fails_racks++;
+				}
+				for (k = 0; k < nb; k++) {
+					int leads = 0;
+
+					for (p = 0; p < np; p++)
+						if (out[p * rf] == brokers[k])
+							leads++;
+					if (leads != np / nb)
+						fails_lead++;
+				}
+				free(out);
+			}
+	is_int(fails_racks, 0, "each partition spans min(rf, racks) racks");
+	is_int(fails_dup, 0, "no partition has a broker twice");
+	is_int(fails_lead, 0, "every broker leads partitions/brokers "
+	    "partitions");
+}
+
 int
 main(void)
 {
 	test_seed_table();
 	test_errors();
 	test_properties();
+	test_rack_table();
+	test_rack_properties();
 	return done_testing();
 }

@@ -1,0 +1,244 @@
+/*
+ * runnel-metadata-quorum: the metadata quorum as kafka-metadata-quorum.sh
+ * shows it, from DescribeQuorum on any broker (which forwards it to the
+ * active controller).
+ *
+ *   runnel-metadata-quorum --bootstrap-server H:P describe --status
+ *   runnel-metadata-quorum --bootstrap-server H:P describe --replication
+ */
+#include "autoconf.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "protocol/kerrors.h"
+#include "protocol/kmsg_gen.h"
+#include "tools/tool_kclient.h"
+
+#define TIMEOUT_MS 30000
+#define DQ_VERSION 1
+
+static const char *prog = "runnel-metadata-quorum";
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: %s --bootstrap-server HOST:PORT describe "
+	    "--status|--replication\n", prog);
+}
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+print_ids(const char *label, const struct rn_DescribeQuorumResponse_ReplicaState
+    *v, int32_t n)
+{
+	int32_t i;
+
+	printf("%-24s[", label);
+	for (i = 0; i < n; i++)
+		printf("%s%d", i ? "," : "", v[i].replica_id);
+	printf("]\n");
+}
+
+static void
+status(const char *cluster_id,
+    const struct rn_DescribeQuorumResponse_PartitionData *q)
+{
+	const struct rn_DescribeQuorumResponse_ReplicaState *leader = NULL,
+	    *laggard = NULL;
+	int64_t lag = 0, lag_ms = 0;
+	int32_t i;
+
+	for (i = 0; i < q->current_voters_count; i++) {
+		if (q->current_voters[i].replica_id == q->leader_id)
+			leader = &q->current_voters[i];
+		if (laggard == NULL || q->current_voters[i].log_end_offset <
+		    laggard->log_end_offset)
+			laggard = &q->current_voters[i];
+	}
+	if (leader != NULL && laggard != NULL) {
+		lag = leader->log_end_offset - laggard->log_end_offset;
+		if (laggard == leader)
+			lag_ms = 0;
+		else if (leader->last_caught_up_timestamp >= 0 &&
+		    laggard->last_caught_up_timestamp >= 0)
+			lag_ms = leader->last_caught_up_timestamp -
+			    laggard->last_caught_up_timestamp;
+		else
+			lag_ms = -1;
+	}
+	printf("%-24s%s\n", "ClusterId:", cluster_id[0] ? cluster_id :
+	    "(unknown)");
+	printf("%-24s%d\n", "LeaderId:", q->leader_id);
+	printf("%-24s%d\n", "LeaderEpoch:", q->leader_epoch);
+	printf("%-24s%lld\n", "HighWatermark:", (long long)q->high_watermark);
+	printf("%-24s%lld\n", "MaxFollowerLag:", (long long)lag);
+	printf("%-24s%lld\n", "MaxFollowerLagTimeMs:", (long long)lag_ms);
+	print_ids("CurrentVoters:", q->current_voters,
+	    q->current_voters_count);
+	print_ids("CurrentObservers:", q->observers, q->observers_count);
+}
+
+static void
+ts_str(int64_t ts, int64_t now, char *buf, size_t len)
+{
+	if (ts < 0)
+		snprintf(buf, len, "-1");
+	else
+		snprintf(buf, len, "%lld ms ago", (long long)(now - ts > 0 ?
+		    now - ts : 0));
+}
+
+static void
+replication(const struct rn_DescribeQuorumResponse_PartitionData *q)
+{
+	const struct rn_DescribeQuorumResponse_ReplicaState *leader = NULL;
+	int64_t now = wall_ms();
+	int32_t i, pass;
+
+	for (i = 0; i < q->current_voters_count; i++)
+		if (q->current_voters[i].replica_id == q->leader_id)
+			leader = &q->current_voters[i];
+	printf("%-8s %-14s %-8s %-20s %-23s %s\n", "NodeId", "LogEndOffset",
+	    "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status");
+	/* the leader first, then followers, then observers */
+	for (pass = 0; pass < 3; pass++) {
+		const struct rn_DescribeQuorumResponse_ReplicaState *v =
+		    pass < 2 ? q->current_voters : q->observers;
+		int32_t n = pass < 2 ? q->current_voters_count :
+		    q->observers_count;
+
+		for (i = 0; i < n; i++) {
+			char f[32], c[32];
+			bool is_leader = pass < 2 && v[i].replica_id ==
+			    q->leader_id;
+
+			if ((pass == 0) != is_leader)
+				continue;
+			ts_str(v[i].last_fetch_timestamp, now, f, sizeof(f));
+			ts_str(v[i].last_caught_up_timestamp, now, c, sizeof(c));
+			printf("%-8d %-14lld %-8lld %-20s %-23s %s\n",
+			    v[i].replica_id, (long long)v[i].log_end_offset,
+			    (long long)(leader != NULL ? leader->log_end_offset -
+			    v[i].log_end_offset : 0), f, c, pass == 0 ?
+			    "Leader" : pass == 1 ? "Follower" : "Observer");
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "bootstrap-server", required_argument, NULL, 'b' },
+		{ "status", no_argument, NULL, 's' },
+		{ "replication", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rn_DescribeQuorumRequest req;
+	struct rn_DescribeQuorumRequest_TopicData td;
+	struct rn_DescribeQuorumRequest_PartitionData pd;
+	struct rn_DescribeQuorumResponse resp;
+	const struct rn_DescribeQuorumResponse_PartitionData *q;
+	const char *bootstrap = NULL;
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	struct rn_arena arena;
+	char err[512], cid[64];
+	int ch, mode = 0, fd, rc = 1;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'b': bootstrap = optarg; break;
+		case 's': mode = 's'; break;
+		case 'r': mode = 'r'; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (bootstrap == NULL || optind >= argc ||
+	    strcmp(argv[optind], "describe") != 0) {
+		usage(stderr);
+		return 2;
+	}
+	/* options may also follow the verb */
+	for (optind++; optind < argc; optind++) {
+		if (strcmp(argv[optind], "--status") == 0)
+			mode = 's';
+		else if (strcmp(argv[optind], "--replication") == 0)
+			mode = 'r';
+		else {
+			fprintf(stderr, "%s: unknown argument %s\n", prog,
+			    argv[optind]);
+			return 2;
+		}
+	}
+	if (mode == 0) {
+		fprintf(stderr, "%s: describe needs --status or "
+		    "--replication\n", prog);
+		return 2;
+	}
+	if ((fd = tkc_connect(bootstrap, 10000, err, sizeof(err))) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 1;
+	}
+	rn_arena_init(&arena, 16u << 20);
+	rn_DescribeQuorumRequest_init(&req);
+	rn_DescribeQuorumRequest_TopicData_init(&td);
+	rn_DescribeQuorumRequest_PartitionData_init(&pd);
+	pd.partition_index = 0;
+	td.topic_name = rn_kstr_c("__cluster_metadata");
+	td.partitions = &pd;
+	td.partitions_count = 1;
+	req.topics = &td;
+	req.topics_count = 1;
+	rn_kwriter_init(&w);
+	rn_DescribeQuorumRequest_encode(&w, DQ_VERSION, &req);
+	if (tkc_call(fd, RN_KAPI_DESCRIBE_QUORUM, DQ_VERSION, &w, &arena, &r,
+	    TIMEOUT_MS, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: DescribeQuorum: %s\n", prog, err);
+		goto out;
+	}
+	if (rn_DescribeQuorumResponse_decode(&r, DQ_VERSION, &arena, &resp) !=
+	    0) {
+		fprintf(stderr, "%s: DescribeQuorum: the response does not "
+		    "decode\n", prog);
+		goto out;
+	}
+	if (resp.error_code != 0 || resp.topics_count != 1 ||
+	    resp.topics[0].partitions_count != 1 ||
+	    resp.topics[0].partitions[0].error_code != 0) {
+		fprintf(stderr, "%s: DescribeQuorum failed: %s\n", prog,
+		    rn_kerr_name(resp.error_code != 0 ? resp.error_code :
+		    resp.topics_count == 1 &&
+		    resp.topics[0].partitions_count == 1 ?
+		    resp.topics[0].partitions[0].error_code :
+		    RN_KERR_UNKNOWN_SERVER_ERROR));
+		goto out;
+	}
+	q = &resp.topics[0].partitions[0];
+	if (mode == 's') {
+		tkc_cluster_id(fd, TIMEOUT_MS, &arena, cid, sizeof(cid));
+		status(cid, q);
+	} else
+		replication(q);
+	rc = 0;
+out:
+	rn_kwriter_free(&w);
+	rn_arena_free(&arena);
+	close(fd);
+	return rc;
+}
