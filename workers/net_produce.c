@@ -129,15 +129,16 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 			w->done = true;
 			continue;
 		}
-		/* the ISR may have shrunk since: what does it allow now? */
+		/*
+		 * The ISR may have shrunk since: what does it allow now? Like
+		 * Kafka, a write the high watermark passed while the ISR is
+		 * below min.insync.replicas is NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+		 */
 		rn_part_advance_hw(p, mp, n->cfg->node_id);
 		if (atomic_load(&p->rt->high_watermark) >= w->need) {
-			w->done = true;
-			continue;
-		}
-		if (mp->n_isr < min_isr(n, t)) {
-			w->out->error_code =
-			    RN_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+			if (mp->n_isr < min_isr(n, t))
+				w->out->error_code =
+				    RN_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
 			w->done = true;
 			continue;
 		}
@@ -149,7 +150,7 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 		/* be woken when the high watermark moves */
 		atomic_fetch_or(&p->rt->fetch_waiters, 1ULL << n->w->index);
 		if (atomic_load(&p->rt->high_watermark) >= w->need) {
-			w->done = true;
+			i--; /* it moved meanwhile: settle this one now */
 			continue;
 		}
 		all = false;
