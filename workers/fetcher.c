@@ -530,6 +530,10 @@ leader_readable(struct fetcher *f, struct leader *l)
 	int32_t corr;
 	int rc = read_response(l);
 
+	if (atomic_load(&f->w->env->shm->hdr->fault_stall_fetch)) {
+		leader_close(l, NULL); /* the stall fault began meanwhile */
+		return;
+	}
 	if (rc == 0)
 		return;
 	if (rc < 0) {
@@ -625,7 +629,10 @@ rn_fetcher_main(struct rn_worker *w)
 		f.round++;
 		n_mine = collect(&f, mine, (int)max);
 		if (atomic_load(&w->env->shm->hdr->fault_stall_fetch)) {
-			/* test fault: a follower that stops fetching */
+			/* test fault: a follower that stops fetching, at once:
+			 * fetches in flight are dropped too */
+			for (i = 0; i < f.n_leaders; i++)
+				leader_close(&f.leaders[i], NULL);
 			rn_worker_wait(w, 100);
 			continue;
 		}
