@@ -34,6 +34,17 @@ rn_batch_compute_crc(const void *batch, size_t size)
 	    size - RN_BATCH_OFF_ATTRIBUTES);
 }
 
+/*
+ * Offsets and timestamps from the wire are added like Java's longs do:
+ * wrapping. A signed overflow in C is undefined behaviour, and a client or
+ * a peer picks these values (the fuzzer found base + delta overflowing).
+ */
+static inline int64_t
+add_wrap(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 /* Zig-zag varints as in Kafka's record format (protobuf style). */
 static inline int
 get_uvarint(const uint8_t **pp, const uint8_t *end, int maxbytes, uint64_t *out)
@@ -193,8 +204,8 @@ check_records(const uint8_t *b, size_t size, const struct rn_batch_header *h,
 		    (od <= prev || od > h->last_offset_delta))
 			return RN_ERR_INVALID_RECORD;
 		prev = od;
-		if (h->base_timestamp + tsd > mts)
-			mts = h->base_timestamp + tsd;
+		if (add_wrap(h->base_timestamp, tsd) > mts)
+			mts = add_wrap(h->base_timestamp, tsd);
 	}
 	if (p != end)	/* more records than recordCount, or trailing junk */
 		return RN_ERR_INVALID_RECORD;
@@ -266,6 +277,9 @@ rn_batch_validate(const void *buf, size_t len,
 				return RN_ERR_CORRUPT_MESSAGE;
 			if (h.base_offset < 0)
 				return RN_ERR_CORRUPT_MESSAGE;
+			/* and end where an int64 offset can still be */
+			if (h.base_offset > INT64_MAX - h.last_offset_delta)
+				return RN_ERR_CORRUPT_MESSAGE;
 		}
 		if (codec == RN_COMPRESSION_NONE) {
 			int64_t mts;
@@ -282,7 +296,9 @@ rn_batch_validate(const void *buf, size_t len,
 
 		if (s.nbatches == 0)
 			s.first_offset = h.base_offset;
-		s.last_offset = rn_batch_last_offset(&h);
+		/* a client's base offset is overwritten by rn_batch_assign and
+		 * may be anything: wrap like Kafka rather than overflow */
+		s.last_offset = add_wrap(h.base_offset, h.last_offset_delta);
 		s.nbatches++;
 		s.offset_count += (int64_t)h.last_offset_delta + 1;
 		s.record_count += h.record_count;
@@ -481,10 +497,10 @@ rn_batch_next_record(const void *batch, size_t size, size_t *pos,
 	p = b + *pos;
 	if (read_record(&p, end, &tsd, &od, rec) < 0)
 		return RN_ERR_INVALID_RECORD;
-	rec->offset = h.base_offset + od;
+	rec->offset = add_wrap(h.base_offset, od);
 	/* With LogAppendTime every record carries the batch's maxTimestamp. */
 	rec->timestamp = (h.attributes & RN_BATCH_ATTR_LOG_APPEND_TIME) ?
-	    h.max_timestamp : h.base_timestamp + tsd;
+	    h.max_timestamp : add_wrap(h.base_timestamp, tsd);
 	*pos = (size_t)(p - b);
 	return 1;
 }

@@ -14,6 +14,11 @@
  * record's number (passed as the message opaque), and is replaced by its
  * latency when the report arrives, so the hot path allocates nothing.
  * Consumer rates run from the first record received to the Nth.
+ *
+ * The --print-json line also carries the process's own CPU time (so a
+ * benchmark can tell a client-bound run from a broker-bound one) and, for
+ * the producer, the longest pause between two successful delivery reports
+ * with its wall-clock end (a failover shows up there).
  */
 #include "autoconf.h"
 
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,7 +150,29 @@ struct prod {
 	struct window win;
 	double lat_sum_us;
 	uint32_t lat_max_us;
+	int64_t last_ok_ns, max_gap_ns, gap_end_ns;
 };
+
+/* Monotonic ns to Unix ms, to line events up with other processes. */
+static double
+mono_to_unix_ms(int64_t mono_ns)
+{
+	struct timespec rt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	return ((double)rt.tv_sec * 1e9 + (double)rt.tv_nsec -
+	    (double)(rn_now_ns() - mono_ns)) / 1e6;
+}
+
+static void
+cpu_seconds(double *user, double *sys)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*user = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	*sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
 
 static void
 dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -168,6 +196,11 @@ dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	lat = lat64 < 0 ? 0 : lat64 > UINT32_MAX - 1 ? UINT32_MAX - 1 :
 	    (uint32_t)lat64;
 	p->t_us[i] = lat;
+	if (p->last_ok_ns && now - p->last_ok_ns > p->max_gap_ns) {
+		p->max_gap_ns = now - p->last_ok_ns;
+		p->gap_end_ns = now;
+	}
+	p->last_ok_ns = now;
 	p->delivered++;
 	p->lat_sum_us += lat;
 	if (lat > p->lat_max_us)
@@ -216,6 +249,7 @@ print_final_producer(const struct opts *o, struct prod *p, long sent,
 	    secs : 0;
 	double avg = n ? p->lat_sum_us / (double)n / 1000.0 : 0;
 	double p50, p95, p99, p999, max = (double)p->lat_max_us / 1000.0;
+	double cu, cs;
 
 	/* failed records hold UINT32_MAX and sort past the n good ones */
 	qsort(lat, (size_t)sent, sizeof(*lat), cmp_u32);
@@ -230,15 +264,21 @@ print_final_producer(const struct opts *o, struct prod *p, long sent,
 	if (p->failed)
 		printf("%ld records failed; the first: %s (%s)\n", p->failed,
 		    p->first_errstr, tool_err_name(p->first_err));
+	cpu_seconds(&cu, &cs);
 	if (o->print_json)
 		printf("{\"mode\":\"producer\",\"records\":%ld,\"failed\":%ld,"
 		    "\"record_size\":%ld,\"acks\":\"%s\",\"sync\":%s,"
 		    "\"elapsed_s\":%.3f,\"records_per_sec\":%.1f,"
 		    "\"mb_per_sec\":%.3f,\"avg_ms\":%.3f,\"p50_ms\":%.3f,"
 		    "\"p95_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
-		    "\"max_ms\":%.3f}\n", n, p->failed, o->record_size,
+		    "\"max_ms\":%.3f,\"cpu_user_s\":%.3f,\"cpu_sys_s\":%.3f,"
+		    "\"max_gap_ms\":%.3f,\"max_gap_end_unix_ms\":%.0f,"
+		    "\"last_ack_unix_ms\":%.0f}\n", n, p->failed, o->record_size,
 		    o->acks ? o->acks : "default", o->sync ? "true" : "false",
-		    secs, rps, mbps, avg, p50, p95, p99, p999, max);
+		    secs, rps, mbps, avg, p50, p95, p99, p999, max, cu, cs,
+		    (double)p->max_gap_ns / 1e6,
+		    p->gap_end_ns ? mono_to_unix_ms(p->gap_end_ns) : 0.0,
+		    p->last_ok_ns ? mono_to_unix_ms(p->last_ok_ns) : 0.0);
 	fflush(stdout);
 }
 
@@ -371,14 +411,18 @@ print_final_consumer(const struct opts *o, long n, double bytes, double secs)
 {
 	double rps = secs > 0 ? (double)n / secs : 0;
 	double mbps = secs > 0 ? bytes / MB / secs : 0;
+	double cu, cs;
 
 	printf("%ld records received, %.2f MB, %.1f records/s (%.2f MB/s) "
 	    "over %.3f s from the first record.\n", n, bytes / MB, rps, mbps,
 	    secs);
+	cpu_seconds(&cu, &cs);
 	if (o->print_json)
 		printf("{\"mode\":\"consumer\",\"records\":%ld,\"mb\":%.3f,"
 		    "\"elapsed_s\":%.3f,\"records_per_sec\":%.1f,"
-		    "\"mb_per_sec\":%.3f}\n", n, bytes / MB, secs, rps, mbps);
+		    "\"mb_per_sec\":%.3f,\"cpu_user_s\":%.3f,"
+		    "\"cpu_sys_s\":%.3f}\n", n, bytes / MB, secs, rps, mbps,
+		    cu, cs);
 	fflush(stdout);
 }
 
