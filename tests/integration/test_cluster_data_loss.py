@@ -10,9 +10,10 @@
 These are the documented trade-offs of acks=1 and unclean election."""
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
-from rncluster import create_topic, fault, partition_state, set_topic_config, wait_state
+from rncluster import (create_topic, fault, partition_state, read_all,
+                       set_topic_config, wait_state)
 from rntest import Cluster, Tap, TempDir
 
 t = Tap()
@@ -34,24 +35,6 @@ def produce(bootstrap, topic, prefix, count, acks, timeout_ms=10000):
     if errors:
         t.diag("%s: errors %s" % (prefix.decode(), errors))
     return acked
-
-
-def read_all(bootstrap, topic):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "x",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, 0, 0)])
-    vals, deadline = [], time.time() + 30
-    while time.time() < deadline:
-        m = c.poll(0.5)
-        if m is None:
-            continue
-        if m.error():
-            if m.error().code() == -191:
-                break
-            continue
-        vals.append(m.value())
-    c.close()
-    return vals
 
 
 with TempDir() as tmp:

@@ -5,32 +5,14 @@ node restarts, catches up and rejoins the ISR. Failover time is reported."""
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
-from rncluster import create_topic, partition_state, wait_state
+from rncluster import create_topic, read_all, wait_state
 from rntest import Cluster, Tap, TempDir, wait_for
 
 t = Tap()
 PROPS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "300",
          "replica.lag.time.max.ms": "3000", "num.network.threads": "2"}
-
-
-def read_all(bootstrap, topic):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "x",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, 0, 0)])
-    vals, deadline = [], time.time() + 60
-    while time.time() < deadline:
-        m = c.poll(0.5)
-        if m is None:
-            continue
-        if m.error():
-            if m.error().code() == -191:
-                break
-            continue
-        vals.append(m.value())
-    c.close()
-    return vals
 
 
 with TempDir() as tmp:

@@ -5,7 +5,7 @@ import stat
 import struct
 import subprocess
 
-from rntest import RUNNELCTL, Node, Tap, TempDir, wait_for
+from rntest import RUNNELCTL, Node, Tap, TempDir
 
 t = Tap()
 

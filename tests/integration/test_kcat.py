@@ -1,7 +1,6 @@
 """kcat (librdkafka) against a real runneld: metadata, and 1,000,000 records of mixed
 sizes (0 B to 100 KiB), keys, headers and null values produced with gzip, snappy, lz4
 and zstd, consumed back byte-identical from the beginning and from an offset."""
-import hashlib
 import random
 import subprocess
 

@@ -5,7 +5,7 @@ import os
 import re
 import subprocess
 
-from rntest import BUILDDIR, Cluster, Tap, TempDir, wait_for
+from rntest import BUILDDIR, Cluster, Tap, TempDir
 
 QUORUM = os.path.join(BUILDDIR, "runnel-metadata-quorum")
 ELECT = os.path.join(BUILDDIR, "runnel-leader-election")

@@ -44,3 +44,23 @@ def set_topic_config(bootstrap, topic, key, value, timeout=30):
 def fault(node, name, state):
     return subprocess.run([RUNNELCTL, "-s", node.sock, "fault", name, state],
                           capture_output=True, text=True, timeout=10)
+
+
+def read_all(bootstrap, topic, partition=0, timeout=60):
+    """Every record value of one partition, from its start to its end."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "x",
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, partition, 0)])
+    vals, deadline = [], time.time() + timeout
+    while time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == -191:  # reached the end
+                break
+            continue
+        vals.append(m.value())
+    c.close()
+    return vals
