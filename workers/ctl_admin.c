@@ -1560,6 +1560,36 @@ ctl_admin_enqueue_conn(struct ctl *c, uint64_t conn_id, int32_t corr,
 	return 0;
 }
 
+/*
+ * Leadership was lost before a client's admin request committed. Like
+ * Kafka's forwarding, the request is not failed but tried again with
+ * whoever leads next (held here while nobody does), so a client without
+ * a quorum sees its own timeout, never a wrong answer. A request another
+ * node forwarded goes back with NOT_CONTROLLER: that node retries it.
+ */
+static bool
+op_retry_later(struct ctl *c, struct ctl_op *op)
+{
+	if (op->origin == CTL_ORIGIN_CONN && op->fwd) {
+		ctl_op_reply_raw(op, RN_KERR_NOT_CONTROLLER, NULL, 0);
+		return true;
+	}
+	if (op->origin != CTL_ORIGIN_RING || op->type != RN_IPC_ADMIN_REQUEST)
+		return false;
+	log_info("leadership lost before API %d committed: retrying it with "
+	    "the next active controller", op->key);
+	ctl_batch_free(&op->batch);
+	ctl_batch_init(&op->batch);
+	rn_arena_reset(&op->arena);
+	memset(&op->resp, 0, sizeof(op->resp));
+	op->validate_only = false;
+	op->local_added = 0;
+	op->next = NULL;
+	op_push(c, op);
+	c->reconcile = true;
+	return true;
+}
+
 static void
 op_applied(struct raft_apply *req, int status, void *result)
 {
@@ -1568,6 +1598,8 @@ op_applied(struct raft_apply *req, int status, void *result)
 
 	(void)result;
 	c->op_inflight = NULL;
+	if (status != 0 && op_retry_later(c, op))
+		return;
 	if (status != 0) {
 		log_warnx("controller operation not committed: %s",
 		    raft_strerror(status));
