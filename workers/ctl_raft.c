@@ -171,9 +171,9 @@ ctl_raft_start(struct ctl *c)
 		if (cfg->voters[i].id == cfg->node_id)
 			me = i;
 	if (me < 0) {
-		log_warnx("node %d is not in controller.quorum.voters: running "
-		    "without the metadata quorum (observers are not "
-		    "implemented yet)", cfg->node_id);
+		log_info("node %d is not a voter: it follows the active "
+		    "controller's metadata image instead of the raft log",
+		    cfg->node_id);
 		return 0;
 	}
 	voter_addr(&cfg->voters[me], self, sizeof(self));

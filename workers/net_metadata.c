@@ -29,6 +29,22 @@ topic_name_valid(struct rn_kstr name)
 	return rn_topic_name_valid(buf) != 0;
 }
 
+/*
+ * The controller id clients are told. As in Kafka's KRaft mode, clients
+ * send admin requests to a broker, which forwards them: when the active
+ * controller is not a live broker, name this broker instead.
+ */
+static int32_t
+client_controller_id(struct net *n)
+{
+	const struct rn_mdv_broker *b = rn_mdview_broker(&n->view,
+	    n->view.controller_id);
+
+	if (b != NULL && !b->fenced)
+		return n->view.controller_id;
+	return n->cfg->node_id;
+}
+
 static struct rn_kstr
 kstr(const char *s)
 {
@@ -116,7 +132,7 @@ net_metadata(struct net *n, struct conn *c)
 	if (fill_brokers(n, c, &r.brokers, &r.brokers_count) != 0)
 		return -ENOMEM;
 	r.cluster_id = v->cluster_id[0] ? kstr(v->cluster_id) : rn_kstr_c(NULL);
-	r.controller_id = v->controller_id;
+	r.controller_id = client_controller_id(n);
 	r.cluster_authorized_operations = AUTH_OPS_UNSET;
 
 	r.topics_count = all ? v->n_topics : req->topics_count;
@@ -192,7 +208,7 @@ net_describe_cluster(struct net *n, struct conn *c)
 
 	rn_DescribeClusterResponse_init(&r);
 	r.cluster_id = kstr(v->cluster_id);
-	r.controller_id = v->controller_id;
+	r.controller_id = client_controller_id(n);
 	r.cluster_authorized_operations = AUTH_OPS_UNSET;
 	r.brokers = rn_arena_alloc(&c->arena,
 	    sizeof(*r.brokers) * (size_t)(v->n_brokers + 1));

@@ -222,9 +222,14 @@ class Cluster:
             n.port, n.ctl_port = ports[i - 1]
             if role == "broker":
                 n.props["listeners"] = "PLAINTEXT://127.0.0.1:%d" % n.port
+            elif role == "controller":
+                n.props["listeners"] = "CONTROLLER://127.0.0.1:%d" % n.ctl_port
             else:
                 n.props["listeners"] = "PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % ports[i - 1]
-            n.props["advertised.listeners"] = "PLAINTEXT://127.0.0.1:%d" % n.port
+            if role == "controller":
+                del n.props["advertised.listeners"]
+            else:
+                n.props["advertised.listeners"] = "PLAINTEXT://127.0.0.1:%d" % n.port
             n.write_config()
             self.nodes.append(n)
 
@@ -232,8 +237,12 @@ class Cluster:
         return self.nodes[node_id - 1]
 
     @property
+    def brokers(self):
+        return [n for n in self.nodes if "broker" in n.props["process.roles"]]
+
+    @property
     def bootstrap(self):
-        return ",".join(n.bootstrap for n in self.nodes)
+        return ",".join(n.bootstrap for n in self.brokers)
 
     def start(self):
         for n in self.nodes:
@@ -252,7 +261,7 @@ class Cluster:
                 return set(md.brokers) == want and md.controller_id > 0
             except Exception:
                 return False
-        return wait_for(lambda: all(registered(n) for n in self.nodes), timeout, 0.2)
+        return wait_for(lambda: all(registered(n) for n in self.brokers), timeout, 0.2)
 
     def kill(self):
         for n in self.nodes:
