@@ -301,6 +301,8 @@ conn_read(struct sv *sv, struct sv_conn *c)
 		}
 		if (n == -1)
 			return;
+		if (c->have == 0)
+			c->opened_ms = rn_now_ms(); /* a request starts: its clock */
 		c->have += (size_t)n;
 		if (c->buf != NULL && c->have == c->need) {
 			bool keep = handle_request(sv, c, c->buf, c->need - 4);
@@ -330,7 +332,7 @@ sv_control_handle(struct sv *sv, const struct pollfd *pfd, int n)
 				break;
 			}
 	}
-	/* a peer that sends half a request and sits on it is dropped */
+	/* a peer that sends part of a request and sits on it is dropped */
 	int64_t now = rn_now_ms();
 	for (j = 0; j < SV_CONTROL_MAX_CONNS; j++)
 		if (conns[j].fd >= 0 && conns[j].have > 0 &&

@@ -16,7 +16,7 @@ struct sv_conn {
 	int fd;
 	uid_t uid;
 	pid_t pid;
-	int64_t opened_ms;
+	int64_t opened_ms;      /* when the request being read began */
 	char hdr[4];
 	char *buf;      /* request body once the length is known */
 	size_t have;    /* bytes received, header included */
