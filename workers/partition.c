@@ -138,6 +138,67 @@ log_config_same(const struct rn_log_config *a, const struct rn_log_config *b)
 	    a->timestamp_type_log_append == b->timestamp_type_log_append;
 }
 
+/* How far back a restarted node looks for idempotent producers' batches. */
+#define IDEM_REBUILD_OFFSETS 10000
+
+/*
+ * After a restart the producer table is empty; rebuild it from the batch
+ * headers at the log's end, so a producer retrying across the restart is
+ * deduped rather than refused. Bounded: the last IDEM_REBUILD_OFFSETS
+ * offsets (Kafka snapshots this state instead; we read it back).
+ */
+static void
+part_idem_rebuild(struct rn_part *p)
+{
+	int64_t end = rn_log_end_offset(p->log), off = end - IDEM_REBUILD_OFFSETS;
+	int64_t now = rn_wallclock_ms(), next;
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+
+	if (off < rn_log_start_offset(p->log))
+		off = rn_log_start_offset(p->log);
+	while (off < end) {
+		struct rn_log_slice sl;
+		size_t pos = 0, len;
+
+		if (rn_log_read(p->log, off, 1 << 20, -1, &sl) != 0)
+			break;
+		len = (size_t)sl.len;
+		if (len > cap) {
+			uint8_t *nb = realloc(buf, len);
+
+			if (nb == NULL)
+				len = 0;
+			else {
+				buf = nb;
+				cap = len;
+			}
+		}
+		if (len == 0 || pread(sl.fd, buf, len, (off_t)sl.file_pos) !=
+		    (ssize_t)len) {
+			rn_log_slice_release(p->log, &sl);
+			break;
+		}
+		rn_log_slice_release(p->log, &sl);
+		next = off;
+		while (len - pos >= RN_BATCH_HEADER_SIZE) {
+			struct rn_batch_header h;
+
+			rn_batch_parse_header(buf + pos, &h);
+			if (h.batch_length <= 0 ||
+			    (size_t)h.batch_length + 12 > len - pos)
+				break;
+			rn_idem_record(&p->rt->idem, &h, h.base_offset, now);
+			next = rn_batch_last_offset(&h) + 1;
+			pos += (size_t)h.batch_length + 12;
+		}
+		if (next <= off)
+			break;
+		off = next;
+	}
+	free(buf);
+}
+
 static int
 part_open(struct rn_part_table *t, const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
@@ -147,6 +208,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	char path[2048];
 	int dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
 	int rc, died;
+	bool fresh = false;
 
 	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
 	    topic->name, mp->p);
@@ -170,11 +232,14 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		atomic_store(&rt->leader_epoch, -1);
 		atomic_store(&rt->fetch_waiters, 0);
 		atomic_fetch_add(&rt->incarnation, 1);
+		fresh = true;
 	}
 	/* recovers from disk when the shared state is new */
 	rc = rn_log_open(path, &lcfg, &rt->log, NULL, &p->log);
 	if (rc == 0 && died == 1)
 		rc = rn_log_repair(p->log);
+	if (rc == 0 && fresh)
+		part_idem_rebuild(p);
 	if (rc == 0 && atomic_load(&rt->high_watermark) < 0) {
 		/* what the log holds was committed before the restart */
 		atomic_store(&rt->high_watermark, rn_log_end_offset(p->log));
