@@ -295,6 +295,9 @@ part_epoch(struct rn_part *p, const struct rn_mdv_partition *mp)
 		atomic_store(&p->rt->leader_epoch, mp->leader_epoch);
 	}
 	rn_part_unlock(p);
+	/* a leader alone in its ISR commits its whole log at once (Kafka
+	 * moves the high watermark as soon as it becomes leader) */
+	rn_part_advance_hw(p, mp, mp->leader);
 }
 
 struct rn_part_follower *

@@ -121,8 +121,9 @@ with TempDir() as tmp:
         set_topic_config(c.bootstrap, "unclean", "unclean.leader.election.enable", "true")
         st = wait_state(c.bootstrap, "unclean", lambda l, r, i: l == follower, 20)
         t.ok(st is not None, "enabled at run time: the out-of-sync replica leads")
-        got = read_all(c.bootstrap, "unclean")
+        got = read_all(c.node(follower).bootstrap, "unclean")
         lost = [v for v in acked if v not in set(got)]
+        t.diag("after the unclean election the partition holds %d records" % len(got))
         t.ok(len(lost) == 15 and all(b"shared-%03d" % i in got for i in range(10)),
              "the %d records it never had are gone; the 10 it had remain" % len(lost))
         t.diag("unclean election lost %d acknowledged records" % len(lost))

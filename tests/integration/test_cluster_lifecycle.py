@@ -54,8 +54,14 @@ with TempDir() as tmp:
         t.ok(st, "and catches up into every ISR again")
 
         # preferred leader election puts leadership back on the first replica
-        r = tool("runnel-leader-election", "--bootstrap-server", c.bootstrap,
-                 "--election-type", "PREFERRED", "--all-topic-partitions")
+        # the preferred replica may still be rejoining an ISR: retry like a user
+        for attempt in range(5):
+            r = tool("runnel-leader-election", "--bootstrap-server", c.bootstrap,
+                     "--election-type", "PREFERRED", "--all-topic-partitions")
+            if r.returncode == 0:
+                break
+            t.diag("election attempt %d: %s" % (attempt + 1, (r.stdout + r.stderr).strip()))
+            time.sleep(1)
         t.ok(r.returncode == 0, "runnel-leader-election PREFERRED succeeds: %s"
              % (r.stdout + r.stderr).strip()[-200:])
         ok = wait_for(lambda: all((lambda s: s and s[0] == s[1][0])(partition_state(c.bootstrap, "life", p))

@@ -57,7 +57,8 @@ with TempDir() as tmp:
 
         # kill the follower's node: refused fast with NOT_ENOUGH_REPLICAS
         c.node(follower).kill()
-        st = wait_state(c.bootstrap, "minisr", lambda l, r, i: i == [leader], 15)
+        # ask the leader itself: it is the one that refuses
+        st = wait_state(c.node(leader).bootstrap, "minisr", lambda l, r, i: i == [leader], 15)
         t.ok(st is not None, "the controller removed the dead replica from the ISR")
         times, errors = [], []
         for k in range(20):
