@@ -156,18 +156,18 @@ for d in os.listdir("/proc"):
     stat[int(d)] = fl
     kids.setdefault(int(fl[1]), []).append(int(d))
 secs, seen = 0.0, set()
-todo = [r for r in roots if r in stat]
-for r in todo:
+pending = [r for r in roots if r in stat]
+for r in pending:
     secs += (int(stat[r][13]) + int(stat[r][14])) / tck    # cutime, cstime
-while todo:
-    p = todo.pop()
+while pending:
+    p = pending.pop()
     if p in seen:
         continue
     seen.add(p)
     s = precise(p)
     secs += s if s is not None else \
         (int(stat[p][11]) + int(stat[p][12])) / tck        # utime, stime
-    todo.extend(kids.get(p, []))
+    pending.extend(kids.get(p, []))
 print("%.4f" % secs)
 EOF
 }
@@ -184,11 +184,11 @@ for d in os.listdir("/proc"):
                 kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
         except OSError:
             pass
-out, todo = [], [int(sys.argv[1])]
-while todo:
-    p = todo.pop()
+out, pending = [], [int(sys.argv[1])]
+while pending:
+    p = pending.pop()
     out.append(p)
-    todo.extend(kids.get(p, []))
+    pending.extend(kids.get(p, []))
 print(" ".join(map(str, out)))
 EOF
 }
