@@ -18,6 +18,7 @@
 
 #define RN_RECOVERY_POINT_CHECKPOINT "recovery-point-offset-checkpoint"
 #define RN_LOG_START_CHECKPOINT "log-start-offset-checkpoint"
+#define RN_REPLICATION_CHECKPOINT "replication-offset-checkpoint"
 #define RN_LEADER_EPOCH_CHECKPOINT "leader-epoch-checkpoint"
 #define RN_PARTITION_METADATA "partition.metadata"
 

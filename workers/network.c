@@ -145,6 +145,11 @@ net_housekeeping(struct net *n, int64_t now)
 		n->next_isr_check_ms = now + 1000;
 		net_isr_housekeeping(n, now);
 	}
+	if (now >= n->next_hw_checkpoint_ms) {
+		/* Kafka's replica.high.watermark.checkpoint.interval.ms: 5 s */
+		n->next_hw_checkpoint_ms = now + 5000;
+		rn_part_checkpoint_hw(&n->parts, &n->view);
+	}
 	if (now < n->next_retention_ms)
 		return;
 	n->next_retention_ms = now + n->cfg->log_retention_check_interval_ms;

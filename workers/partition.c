@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "ipc/mdimage.h"
 #include "protocol/kerrors.h"
+#include "storage/checkpoint.h"
 #include "storage/errors.h"
 #include "workers/partition.h"
 
@@ -138,6 +139,28 @@ log_config_same(const struct rn_log_config *a, const struct rn_log_config *b)
 	    a->timestamp_type_log_append == b->timestamp_type_log_append;
 }
 
+/*
+ * The high watermark a partition had when its log dir's
+ * replication-offset-checkpoint was last written, or -1.
+ */
+static int64_t
+part_checkpointed_hw(const char *dir, const char *topic, int32_t partition)
+{
+	struct rn_tp_offset *e = NULL;
+	char path[1100];
+	size_t n = 0, i;
+	int64_t hw = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, RN_REPLICATION_CHECKPOINT);
+	if (rn_offset_checkpoint_read(path, &e, &n) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (e[i].partition == partition && strcmp(e[i].topic, topic) == 0)
+			hw = e[i].offset;
+	free(e);
+	return hw;
+}
+
 /* How far back a restarted node looks for idempotent producers' batches. */
 #define IDEM_REBUILD_OFFSETS 10000
 
@@ -217,6 +240,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		rn_log_close(p->log);
 		p->log = NULL;
 	}
+	p->rt = rt; /* the rebuild below writes through it */
 	died = rn_rlock_lock(&rt->lock, no_repair, NULL);
 	if (died < 0)
 		return died;
@@ -241,8 +265,15 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	if (rc == 0 && fresh)
 		part_idem_rebuild(p);
 	if (rc == 0 && atomic_load(&rt->high_watermark) < 0) {
-		/* what the log holds was committed before the restart */
-		atomic_store(&rt->high_watermark, rn_log_end_offset(p->log));
+		/*
+		 * After a restart: the checkpointed high watermark (Kafka's
+		 * replication-offset-checkpoint), never past the log end. A
+		 * leader alone in its ISR moves it to the log end at once.
+		 */
+		int64_t hw = part_checkpointed_hw(t->cfg->log_dirs[dir],
+		    topic->name, mp->p), leo = rn_log_end_offset(p->log);
+
+		atomic_store(&rt->high_watermark, hw < 0 || hw > leo ? leo : hw);
 	}
 	rn_rlock_unlock(&rt->lock);
 	if (rc != 0) {
@@ -422,4 +453,51 @@ rn_part_clear_waiters(struct rn_part_table *t, unsigned self)
 	for (i = 0; i < t->n; i++)
 		if (t->parts[i].log != NULL)
 			atomic_fetch_and(&t->parts[i].rt->fetch_waiters, mask);
+}
+
+int
+rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
+{
+	struct rn_tp_offset *e;
+	int d, i, j, rc = 0;
+
+	e = calloc(t->n ? t->n : 1, sizeof(*e));
+	if (e == NULL)
+		return -ENOMEM;
+	for (d = 0; d < t->cfg->n_log_dirs; d++) {
+		char path[1100];
+		size_t n = 0;
+
+		for (i = 0; i < v->n_topics; i++) {
+			const struct rn_mdv_topic *tp = &v->topics[i];
+
+			for (j = 0; j < tp->n_parts; j++) {
+				const struct rn_mdv_partition *mp = &tp->parts[j];
+				struct rn_part_rt *rt;
+				int64_t hw;
+
+				if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
+				    (mp->dir >= 0 ? mp->dir : 0) != d || n == t->n)
+					continue;
+				/* followers' slots too: the state is shared */
+				rt = (struct rn_part_rt *)rn_shm_partition(t->shm,
+				    (unsigned)mp->slot);
+				if (atomic_load(&rt->incarnation) == 0 ||
+				    rt->partition != mp->p ||
+				    memcmp(rt->topic_id.b, tp->id, 16) != 0 ||
+				    (hw = atomic_load(&rt->high_watermark)) < 0)
+					continue;
+				strlcpy(e[n].topic, tp->name, sizeof(e[n].topic));
+				e[n].partition = mp->p;
+				e[n].offset = hw;
+				n++;
+			}
+		}
+		snprintf(path, sizeof(path), "%s/%s", t->cfg->log_dirs[d],
+		    RN_REPLICATION_CHECKPOINT);
+		if (n > 0 && (rc = rn_offset_checkpoint_write(path, e, n)) != 0)
+			log_warnx("cannot write %s: %s", path, strerror(-rc));
+	}
+	free(e);
+	return rc;
 }

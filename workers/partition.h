@@ -119,6 +119,12 @@ void rn_part_config_str(const struct rn_mdview *v,
     const struct rn_mdv_topic *t, const struct rn_config *cfg,
     const char *key, char *out, size_t outlen);
 
+/*
+ * Write each log dir's replication-offset-checkpoint (high watermarks of
+ * the local partitions this process has open), as Kafka does periodically.
+ */
+int rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v);
+
 /* Translate the storage layer's configuration from topic configs. */
 void rn_part_log_config(const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, const struct rn_config *cfg,

@@ -137,6 +137,7 @@ with TempDir() as tmp:
         p.produce("after-bad", b"still fine", on_delivery=lambda e, m: ok.append(e is None))
         p.flush(20)
         t.ok(ok == [True], "real clients are still served")
+        t.eq(n.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         n.kill()
 

@@ -162,6 +162,7 @@ with TempDir() as tmp:
         vals = read_all(n.bootstrap, "idem", expect=30000)
         t.eq((len(vals), len(set(vals))), (30000, 30000),
              "every record is there exactly once (producer state rebuilt from the log)")
+        t.eq(n.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         n.kill()
 

@@ -127,6 +127,7 @@ with TempDir() as tmp:
         t.ok(len(lost) == 15 and all(b"shared-%03d" % i in got for i in range(10)),
              "the %d records it never had are gone; the 10 it had remain" % len(lost))
         t.diag("unclean election lost %d acknowledged records" % len(lost))
+        t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         c.kill()
 

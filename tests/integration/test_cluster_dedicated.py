@@ -60,6 +60,7 @@ with TempDir() as tmp:
         new = [l.split()[-1] for l in r.stdout.splitlines() if l.startswith("LeaderId:")]
         t.ok(new and int(new[0]) in (1, 2, 3) and int(new[0]) != ctl,
              "another voter leads the quorum (%s)" % (new,))
+        t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         c.kill()
 

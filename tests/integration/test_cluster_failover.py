@@ -90,6 +90,7 @@ with TempDir() as tmp:
         t.ok(st is not None, "the killed node restarts, catches up and rejoins the ISR: %s" % (st,))
         # its copy holds everything too: make it the only one left to read from
         t.ok(set(read_all(c.bootstrap, "durable")) >= acked, "reads still complete")
+        t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         c.kill()
 

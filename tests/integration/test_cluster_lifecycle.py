@@ -126,6 +126,7 @@ with TempDir() as tmp:
         t.eq(errors, [], "the producer saw no failed send through the controlled shutdown")
         t.ok(len(acked) > 100, "and kept being acknowledged (%d)" % len(acked))
         t.eq(backwards, [], "the consumer never saw an offset go backwards")
+        t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         c.kill()
 

@@ -79,6 +79,7 @@ with TempDir() as tmp:
         t.ok(md.offset >= 0, "acks=1 still succeeds")
         pall.close()
         one.close()
+        t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         c.kill()
 

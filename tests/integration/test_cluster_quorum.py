@@ -69,6 +69,7 @@ with TempDir() as tmp:
         p.produce("quorum", b"healed", on_delivery=lambda e, m: res.append(e))
         p.flush(40)
         t.ok(res == [None], "acks=all produce succeeds again")
+        t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         c.kill()
 

@@ -89,6 +89,7 @@ with TempDir() as tmp:
         lo, hi = c.get_watermark_offsets(TopicPartition("ck-one", 0), timeout=10)
         t.eq((lo, hi), (0, 1000), "watermarks of partition 0")
         c.close()
+        t.eq(n.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         n.kill()
 

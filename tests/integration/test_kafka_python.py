@@ -76,6 +76,7 @@ with TempDir() as tmp:
         time.sleep(0.5)
         t.ok("kp-cfg" not in admin.list_topics(), "delete_topics removes the topic")
         admin.close()
+        t.eq(n.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         n.kill()
 

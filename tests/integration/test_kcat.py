@@ -89,6 +89,7 @@ with TempDir() as tmp:
              "kcat -L shows the broker")
         t.ok(all(('topic "kcat-%s" with 1 partitions' % c) in txt for c in CODECS),
              "kcat -L shows the topics")
+        t.eq(n.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         n.kill()
 

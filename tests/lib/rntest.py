@@ -190,6 +190,12 @@ class Node:
         # workers are reaped by init: wait until they are really gone
         wait_for(lambda: not any(_alive(p) for p in pids), 10)
 
+    def crashes(self):
+        """Log lines of workers that died of a bug (not of a test's SIGKILL)."""
+        bad = ("signal 11 ", "signal 6 ", "signal 7 ", "signal 8 ", "signal 4 ")
+        return [l for l in self.logtext().splitlines()
+                if "killed by signal" in l and any(b in l for b in bad)]
+
     def logtext(self):
         with open(self.logfile, "rb") as f:
             return f.read().decode("utf-8", "replace")
@@ -247,6 +253,9 @@ class Cluster:
     def start(self):
         for n in self.nodes:
             n.start()
+
+    def crashes(self):
+        return [l for n in self.nodes for l in n.crashes()]
 
     def wait_running(self, timeout=30):
         """Every node's workers run and every node's Metadata lists all brokers."""
