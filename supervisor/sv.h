@@ -49,6 +49,8 @@ struct sv {
 	int64_t drain_deadline_ms;
 	int64_t stop_deadline_ms;
 	int64_t started_ms;
+	int64_t last_tick_ms;          /* to notice the supervisor was paused */
+	int64_t hb_grace_until_ms;     /* no hung-worker kills before this */
 	int exit_code;
 	uint64_t watchdog_usec;
 	int64_t next_watchdog_ms;

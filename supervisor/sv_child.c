@@ -239,6 +239,15 @@ sv_children_tick(struct sv *sv, int64_t now)
 {
 	unsigned i;
 
+	/*
+	 * The supervisor itself did not run for a while (the node was
+	 * SIGSTOPped, or the machine stalled): its workers did not either,
+	 * so give them a full timeout to heartbeat before calling them hung.
+	 */
+	if (sv->last_tick_ms != 0 && now - sv->last_tick_ms > 1000)
+		sv->hb_grace_until_ms = now + sv->cfg.worker_heartbeat_timeout_ms;
+	sv->last_tick_ms = now;
+
 	for (i = 0; i < sv->n_children; i++) {
 		struct sv_child *c = &sv->children[i];
 		struct rn_worker_slot *ws = rn_shm_worker(&sv->shm, c->slot);
@@ -260,7 +269,7 @@ sv_children_tick(struct sv *sv, int64_t now)
 		c->state = atomic_load(&ws->state);
 		/* a hung worker (no heartbeat) is killed and restarted */
 		if (c->state == RN_WS_RUNNING && !sv->stopping &&
-		    c->kill_at_ms == 0 &&
+		    c->kill_at_ms == 0 && now >= sv->hb_grace_until_ms &&
 		    now - atomic_load(&ws->heartbeat_ms) >
 		    sv->cfg.worker_heartbeat_timeout_ms) {
 			log_errx("%s has not heartbeaten for %lld ms: killing "
