@@ -117,6 +117,12 @@ struct net_out *net_out_begin(struct conn *c, size_t *mark);
 void net_out_finish(struct net *n, struct conn *c, struct net_out *o,
     size_t mark);
 void net_out_free(struct net *n, struct net_out *o);
+/* Encode resp (the request's own response struct) and queue it. */
+int net_respond(struct net *n, struct conn *c, const void *resp);
+/* count elements of size bytes from the request's arena (never 0 bytes). */
+void *net_array(struct conn *c, int32_t count, size_t size);
+/* A topic of the current image by a request's (possibly null) name. */
+const struct rn_mdv_topic *net_topic(struct net *n, struct rn_kstr name);
 int net_apis_init(struct net *n);
 bool net_api_served(const struct net *n, int16_t key, int16_t version);
 

@@ -140,6 +140,33 @@ net_out_free(struct net *n, struct net_out *o)
 	free(o);
 }
 
+int
+net_respond(struct net *n, struct conn *c, const void *resp)
+{
+	const struct rn_kapi *api = rn_kapi_find(c->hdr.api_key);
+	struct net_out *o;
+	size_t mark;
+
+	if ((o = net_out_begin(c, &mark)) == NULL)
+		return -ENOMEM;
+	api->encode_response(&o->w, c->hdr.api_version, resp);
+	net_out_finish(n, c, o, mark);
+	return 0;
+}
+
+void *
+net_array(struct conn *c, int32_t count, size_t size)
+{
+	return rn_arena_alloc(&c->arena, size * (size_t)(count > 0 ? count : 1));
+}
+
+const struct rn_mdv_topic *
+net_topic(struct net *n, struct rn_kstr name)
+{
+	return rn_mdview_topic(&n->view, name.ptr,
+	    (size_t)(name.len > 0 ? name.len : 0));
+}
+
 /*
  * ApiVersions answers even versions it does not serve: with
  * UNSUPPORTED_VERSION and the v0 body, so the client can pick a version.
@@ -148,8 +175,6 @@ int
 net_api_versions(struct net *n, struct conn *c)
 {
 	struct rn_ApiVersionsResponse r;
-	struct net_out *o;
-	size_t mark;
 
 	rn_ApiVersionsResponse_init(&r);
 	r.api_keys = n->apis;
@@ -158,11 +183,7 @@ net_api_versions(struct net *n, struct conn *c)
 		r.error_code = RN_KERR_UNSUPPORTED_VERSION;
 		c->hdr.api_version = 0;
 	}
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_ApiVersionsResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, &r);
 }
 
 bool

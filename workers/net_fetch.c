@@ -97,8 +97,7 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 	fs->touched = rn_arena_alloc(&c->arena,
 	    sizeof(*fs->touched) * (size_t)(total ? total : 1));
 	fs->r.responses_count = req->topics_count;
-	fs->r.responses = rn_arena_alloc(&c->arena, sizeof(*fs->r.responses) *
-	    (size_t)(req->topics_count > 0 ? req->topics_count : 1));
+	fs->r.responses = net_array(c, req->topics_count, sizeof(*fs->r.responses));
 	if (!fs->slices || !fs->slice_parts || !fs->touched || !fs->r.responses)
 		return -ENOMEM;
 
@@ -113,12 +112,9 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 		tr->topic = ft->topic;
 		tr->topic_id = ft->topic_id;
 		t = by_id ? rn_mdview_topic_by_id(&n->view, ft->topic_id.b) :
-		    rn_mdview_topic(&n->view, ft->topic.ptr,
-		    (size_t)(ft->topic.len > 0 ? ft->topic.len : 0));
+		    net_topic(n, ft->topic);
 		tr->partitions_count = ft->partitions_count;
-		tr->partitions = rn_arena_alloc(&c->arena,
-		    sizeof(*tr->partitions) *
-		    (size_t)(ft->partitions_count > 0 ? ft->partitions_count : 1));
+		tr->partitions = net_array(c, ft->partitions_count, sizeof(*tr->partitions));
 		if (tr->partitions == NULL)
 			return -ENOMEM;
 		for (j = 0; j < ft->partitions_count; j++) {
@@ -312,14 +308,11 @@ net_list_offsets(struct net *n, struct conn *c)
 {
 	const struct rn_ListOffsetsRequest *req = c->req;
 	struct rn_ListOffsetsResponse r;
-	struct net_out *o;
-	size_t mark;
 	int i, j;
 
 	rn_ListOffsetsResponse_init(&r);
 	r.topics_count = req->topics_count;
-	r.topics = rn_arena_alloc(&c->arena, sizeof(*r.topics) *
-	    (size_t)(req->topics_count > 0 ? req->topics_count : 1));
+	r.topics = net_array(c, req->topics_count, sizeof(*r.topics));
 	if (r.topics == NULL)
 		return -ENOMEM;
 	for (i = 0; i < req->topics_count; i++) {
@@ -327,15 +320,12 @@ net_list_offsets(struct net *n, struct conn *c)
 		    &req->topics[i];
 		struct rn_ListOffsetsResponse_ListOffsetsTopicResponse *tr =
 		    &r.topics[i];
-		const struct rn_mdv_topic *t = rn_mdview_topic(&n->view,
-		    lt->name.ptr, (size_t)(lt->name.len > 0 ? lt->name.len : 0));
+		const struct rn_mdv_topic *t = net_topic(n, lt->name);
 
 		rn_ListOffsetsResponse_ListOffsetsTopicResponse_init(tr);
 		tr->name = lt->name;
 		tr->partitions_count = lt->partitions_count;
-		tr->partitions = rn_arena_alloc(&c->arena,
-		    sizeof(*tr->partitions) *
-		    (size_t)(lt->partitions_count > 0 ? lt->partitions_count : 1));
+		tr->partitions = net_array(c, lt->partitions_count, sizeof(*tr->partitions));
 		if (tr->partitions == NULL)
 			return -ENOMEM;
 		for (j = 0; j < lt->partitions_count; j++) {
@@ -374,11 +364,7 @@ net_list_offsets(struct net *n, struct conn *c)
 			}
 		}
 	}
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_ListOffsetsResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, &r);
 }
 
 int
@@ -386,14 +372,11 @@ net_offset_for_leader_epoch(struct net *n, struct conn *c)
 {
 	const struct rn_OffsetForLeaderEpochRequest *req = c->req;
 	struct rn_OffsetForLeaderEpochResponse r;
-	struct net_out *o;
-	size_t mark;
 	int i, j;
 
 	rn_OffsetForLeaderEpochResponse_init(&r);
 	r.topics_count = req->topics_count;
-	r.topics = rn_arena_alloc(&c->arena, sizeof(*r.topics) *
-	    (size_t)(req->topics_count > 0 ? req->topics_count : 1));
+	r.topics = net_array(c, req->topics_count, sizeof(*r.topics));
 	if (r.topics == NULL)
 		return -ENOMEM;
 	for (i = 0; i < req->topics_count; i++) {
@@ -401,15 +384,12 @@ net_offset_for_leader_epoch(struct net *n, struct conn *c)
 		    &req->topics[i];
 		struct rn_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult *tr =
 		    &r.topics[i];
-		const struct rn_mdv_topic *t = rn_mdview_topic(&n->view,
-		    lt->topic.ptr, (size_t)(lt->topic.len > 0 ? lt->topic.len : 0));
+		const struct rn_mdv_topic *t = net_topic(n, lt->topic);
 
 		rn_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_init(tr);
 		tr->topic = lt->topic;
 		tr->partitions_count = lt->partitions_count;
-		tr->partitions = rn_arena_alloc(&c->arena,
-		    sizeof(*tr->partitions) *
-		    (size_t)(lt->partitions_count > 0 ? lt->partitions_count : 1));
+		tr->partitions = net_array(c, lt->partitions_count, sizeof(*tr->partitions));
 		if (tr->partitions == NULL)
 			return -ENOMEM;
 		for (j = 0; j < lt->partitions_count; j++) {
@@ -433,11 +413,7 @@ net_offset_for_leader_epoch(struct net *n, struct conn *c)
 			    &pr->leader_epoch, &pr->end_offset);
 		}
 	}
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_OffsetForLeaderEpochResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, &r);
 }
 
 int
@@ -445,14 +421,11 @@ net_delete_records(struct net *n, struct conn *c)
 {
 	const struct rn_DeleteRecordsRequest *req = c->req;
 	struct rn_DeleteRecordsResponse r;
-	struct net_out *o;
-	size_t mark;
 	int i, j;
 
 	rn_DeleteRecordsResponse_init(&r);
 	r.topics_count = req->topics_count;
-	r.topics = rn_arena_alloc(&c->arena, sizeof(*r.topics) *
-	    (size_t)(req->topics_count > 0 ? req->topics_count : 1));
+	r.topics = net_array(c, req->topics_count, sizeof(*r.topics));
 	if (r.topics == NULL)
 		return -ENOMEM;
 	for (i = 0; i < req->topics_count; i++) {
@@ -460,15 +433,12 @@ net_delete_records(struct net *n, struct conn *c)
 		    &req->topics[i];
 		struct rn_DeleteRecordsResponse_DeleteRecordsTopicResult *tr =
 		    &r.topics[i];
-		const struct rn_mdv_topic *t = rn_mdview_topic(&n->view,
-		    dt->name.ptr, (size_t)(dt->name.len > 0 ? dt->name.len : 0));
+		const struct rn_mdv_topic *t = net_topic(n, dt->name);
 
 		rn_DeleteRecordsResponse_DeleteRecordsTopicResult_init(tr);
 		tr->name = dt->name;
 		tr->partitions_count = dt->partitions_count;
-		tr->partitions = rn_arena_alloc(&c->arena,
-		    sizeof(*tr->partitions) *
-		    (size_t)(dt->partitions_count > 0 ? dt->partitions_count : 1));
+		tr->partitions = net_array(c, dt->partitions_count, sizeof(*tr->partitions));
 		if (tr->partitions == NULL)
 			return -ENOMEM;
 		for (j = 0; j < dt->partitions_count; j++) {
@@ -508,9 +478,5 @@ net_delete_records(struct net *n, struct conn *c)
 				pr->low_watermark = low;
 		}
 	}
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_DeleteRecordsResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, &r);
 }

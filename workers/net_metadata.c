@@ -118,7 +118,6 @@ net_metadata(struct net *n, struct conn *c)
 	const struct rn_MetadataRequest *req = c->req;
 	const struct rn_mdview *v = &n->view;
 	struct rn_MetadataResponse r;
-	struct net_out *o;
 	struct rn_kstr *missing;
 	int i, k = 0, n_missing = 0;
 	bool all = req->topics_count < 0 ||
@@ -126,7 +125,6 @@ net_metadata(struct net *n, struct conn *c)
 	/* before v4 a request could not ask, and auto-creation applied */
 	bool auto_create = n->cfg->auto_create_topics_enable &&
 	    (c->hdr.api_version < 4 || req->allow_auto_topic_creation);
-	size_t mark;
 
 	rn_MetadataResponse_init(&r);
 	if (fill_brokers(n, c, &r.brokers, &r.brokers_count) != 0)
@@ -138,8 +136,7 @@ net_metadata(struct net *n, struct conn *c)
 	r.topics_count = all ? v->n_topics : req->topics_count;
 	r.topics = rn_arena_alloc(&c->arena,
 	    sizeof(*r.topics) * (size_t)(r.topics_count ? r.topics_count : 1));
-	missing = rn_arena_alloc(&c->arena, sizeof(*missing) *
-	    (size_t)(req->topics_count > 0 ? req->topics_count : 1));
+	missing = net_array(c, req->topics_count, sizeof(*missing));
 	if (r.topics == NULL || missing == NULL)
 		return -ENOMEM;
 	for (i = 0; i < r.topics_count; i++) {
@@ -190,11 +187,7 @@ net_metadata(struct net *n, struct conn *c)
 	if (n_missing > 0)
 		net_auto_create(n, missing, n_missing);
 
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_MetadataResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, &r);
 }
 
 int
@@ -202,8 +195,6 @@ net_describe_cluster(struct net *n, struct conn *c)
 {
 	const struct rn_mdview *v = &n->view;
 	struct rn_DescribeClusterResponse r;
-	struct net_out *o;
-	size_t mark;
 	int i, k = 0;
 
 	rn_DescribeClusterResponse_init(&r);
@@ -227,11 +218,7 @@ net_describe_cluster(struct net *n, struct conn *c)
 		k++;
 	}
 	r.brokers_count = k;
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_DescribeClusterResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, &r);
 }
 
 /* Kafka's ConfigResource.Type */
@@ -391,14 +378,11 @@ net_describe_configs(struct net *n, struct conn *c)
 {
 	const struct rn_DescribeConfigsRequest *req = c->req;
 	struct rn_DescribeConfigsResponse r;
-	struct net_out *o;
-	size_t mark;
 	int i;
 
 	rn_DescribeConfigsResponse_init(&r);
 	r.results_count = req->resources_count;
-	r.results = rn_arena_alloc(&c->arena, sizeof(*r.results) *
-	    (size_t)(req->resources_count > 0 ? req->resources_count : 1));
+	r.results = net_array(c, req->resources_count, sizeof(*r.results));
 	if (r.results == NULL)
 		return -ENOMEM;
 	for (i = 0; i < req->resources_count; i++) {
@@ -407,9 +391,5 @@ net_describe_configs(struct net *n, struct conn *c)
 		    req->include_synonyms, &req->resources[i], &r.results[i]) != 0)
 			return -ENOMEM;
 	}
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_DescribeConfigsResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, &r);
 }

@@ -89,14 +89,8 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 static int
 produce_respond(struct net *n, struct conn *c)
 {
-	struct net_out *o;
-	size_t mark;
 
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_ProduceResponse_encode(&o->w, c->hdr.api_version, c->resp);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, c->resp);
 }
 
 /*
@@ -179,22 +173,18 @@ net_produce(struct net *n, struct conn *c)
 	if (c->pw == NULL)
 		return -ENOMEM;
 	r.responses_count = req->topic_data_count;
-	r.responses = rn_arena_alloc(&c->arena, sizeof(*r.responses) *
-	    (size_t)(req->topic_data_count > 0 ? req->topic_data_count : 1));
+	r.responses = net_array(c, req->topic_data_count, sizeof(*r.responses));
 	if (r.responses == NULL)
 		return -ENOMEM;
 	for (i = 0; i < req->topic_data_count; i++) {
 		struct rn_ProduceRequest_TopicProduceData *td = &req->topic_data[i];
 		struct rn_ProduceResponse_TopicProduceResponse *tr = &r.responses[i];
-		const struct rn_mdv_topic *t = rn_mdview_topic(&n->view,
-		    td->name.ptr, (size_t)(td->name.len > 0 ? td->name.len : 0));
+		const struct rn_mdv_topic *t = net_topic(n, td->name);
 
 		rn_ProduceResponse_TopicProduceResponse_init(tr);
 		tr->name = td->name;
 		tr->partition_responses_count = td->partition_data_count;
-		tr->partition_responses = rn_arena_alloc(&c->arena,
-		    sizeof(*tr->partition_responses) *
-		    (size_t)(td->partition_data_count > 0 ? td->partition_data_count : 1));
+		tr->partition_responses = net_array(c, td->partition_data_count, sizeof(*tr->partition_responses));
 		if (tr->partition_responses == NULL)
 			return -ENOMEM;
 		for (j = 0; j < td->partition_data_count; j++) {
@@ -261,8 +251,6 @@ net_init_producer_id(struct net *n, struct conn *c)
 {
 	const struct rn_InitProducerIdRequest *req = c->req;
 	struct rn_InitProducerIdResponse r;
-	struct net_out *o;
-	size_t mark;
 
 	rn_InitProducerIdResponse_init(&r);
 	if (req->transactional_id.len >= 0) {
@@ -276,9 +264,5 @@ net_init_producer_id(struct net *n, struct conn *c)
 		    &n->w->env->shm->hdr->producer_id_counter, n->cfg->node_id);
 		r.producer_epoch = 0;
 	}
-	if ((o = net_out_begin(c, &mark)) == NULL)
-		return -ENOMEM;
-	rn_InitProducerIdResponse_encode(&o->w, c->hdr.api_version, &r);
-	net_out_finish(n, c, o, mark);
-	return 0;
+	return net_respond(n, c, &r);
 }
