@@ -84,6 +84,37 @@ rn_arena_reset(struct rn_arena *a)
 }
 
 void
+rn_arena_mark(const struct rn_arena *a, struct rn_arena_mark *m)
+{
+	m->block = a->head;
+	m->used = a->head != NULL ? a->head->used : 0;
+	m->used_total = a->used_total;
+}
+
+void
+rn_arena_rewind(struct rn_arena *a, const struct rn_arena_mark *m)
+{
+	struct rn_arena_block *b = a->head, *next;
+
+	/* blocks are pushed on the head: those above the mark's are newer */
+	while (b != NULL && b != m->block) {
+		next = b->next;
+		free(b);
+		b = next;
+	}
+	a->head = b;
+	if (b != NULL)
+		b->used = m->used;
+	a->used_total = m->used_total;
+}
+
+size_t
+rn_arena_used(const struct rn_arena *a)
+{
+	return a->used_total;
+}
+
+void
 rn_arena_free(struct rn_arena *a)
 {
 	struct rn_arena_block *b = a->head, *next;

@@ -66,6 +66,7 @@ struct conn {
 	struct rn_krequest_header hdr;
 	struct rn_arena arena;
 	void *req;               /* decoded request (in arena) */
+	struct rn_arena_mark req_mark; /* the arena after the request */
 	uint64_t admin_req;      /* id of the request forwarded to the controller */
 	void *resp;              /* a response being completed (acks=all) */
 	struct produce_wait *pw;

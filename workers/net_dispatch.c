@@ -111,6 +111,8 @@ net_out_finish(struct net *n, struct conn *c, struct net_out *o, size_t mark)
 	}
 	o->chunks = malloc(sizeof(*o->chunks) * (size_t)(k ? k : 1));
 	if (o->chunks == NULL) {
+		log_warnx("connection from %s: no memory for a response to "
+		    "API %d: closing", c->peer, c->hdr.api_key);
 		net_out_free(n, o);
 		c->closing = true;
 		return;
@@ -230,6 +232,15 @@ net_dispatch(struct net *n, struct conn *c)
 		    "closing", c->peer, api->name, c->hdr.api_version, rc);
 		return false;
 	}
+	/*
+	 * The response is built in the same arena, after the request. Its
+	 * size follows the data it describes (every topic of the image, the
+	 * configs of each resource), not the request's, so it gets its own
+	 * budget; a parked request rewinds to this mark before rebuilding.
+	 */
+	rn_arena_mark(&c->arena, &c->req_mark);
+	rn_arena_set_limit(&c->arena, rn_arena_used(&c->arena) +
+	    (size_t)n->cfg->socket_request_max_bytes);
 	for (i = 0; i < N_SERVED; i++)
 		if (served[i].key == c->hdr.api_key) {
 			rc = served[i].fn(n, c);

@@ -89,6 +89,8 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 
 	for (i = 0; i < req->topics_count; i++)
 		total += req->topics[i].partitions_count;
+	/* each wake-up of a parked fetch rebuilds in the same memory */
+	rn_arena_rewind(&c->arena, &c->req_mark);
 	memset(fs, 0, sizeof(*fs));
 	rn_FetchResponse_init(&fs->r);
 	fs->slices = calloc((size_t)(total ? total : 1), sizeof(*fs->slices));
@@ -293,8 +295,12 @@ void
 net_fetch_recheck(struct net *n, struct conn *c, bool timed_out)
 {
 	bool parked;
+	int rc;
 
-	if (fetch_run(n, c, !timed_out, &parked) != 0) {
+	if ((rc = fetch_run(n, c, !timed_out, &parked)) != 0) {
+		log_warnx("Fetch v%d from %s: cannot answer a parked fetch "
+		    "(%s): closing", c->hdr.api_version, c->peer,
+		    strerror(-rc));
 		c->closing = true;
 		net_conn_request_done(n, c);
 		return;

@@ -240,8 +240,11 @@ net_produce_recheck(struct net *n, struct conn *c, bool timed_out)
 {
 	if (!produce_acks_settled(n, c, timed_out))
 		return;
-	if (produce_respond(n, c) != 0)
+	if (produce_respond(n, c) != 0) {
+		log_warnx("Produce v%d from %s: cannot answer an acks=all "
+		    "produce: closing", c->hdr.api_version, c->peer);
 		c->closing = true;
+	}
 	net_conn_request_done(n, c);
 }
 
