@@ -256,16 +256,15 @@ check_number(const struct rn_kcfg *k, const char *v, char *err,
 		return 0;
 	if ((r = out_of_range(k, i, d)) == 0)
 		return 0;
-	if (k->check == RN_KCHK_RANGE_OR_DEFAULT)
-		snprintf(why, sizeof(why), "Value must be %s %s or equal to %s",
-		    k->max != NULL ? "between" : "at least", k->min,
-		    k->dflt != NULL ? k->dflt : "null");
-	else
-		snprintf(why, sizeof(why), r < 0 ? "Value must be at least %s" :
-		    "Value must be no more than %s", r < 0 ? k->min : k->max);
 	if (k->check == RN_KCHK_RANGE_OR_DEFAULT && k->max != NULL)
 		snprintf(why, sizeof(why), "Value must be between %s and %s or "
 		    "equal to %s", k->min, k->max, k->dflt);
+	else if (k->check == RN_KCHK_RANGE_OR_DEFAULT)
+		snprintf(why, sizeof(why), "Value must be at least %s or equal "
+		    "to %s", k->min, k->dflt);
+	else
+		snprintf(why, sizeof(why), r < 0 ? "Value must be at least %s" :
+		    "Value must be no more than %s", r < 0 ? k->min : k->max);
 	return fail(k, v, err, errlen, why);
 }
 
