@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1373,7 +1374,7 @@ ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t)
 		return c->cfg->unclean_leader_election_enable;
 	v = effective_config(c, d, t != NULL ? ctl_configs_get(&t->configs,
 	    d->name) : NULL, &src, buf, sizeof(buf));
-	return v != NULL && strcmp(v, "true") == 0;
+	return v != NULL && strcasecmp(v, "true") == 0;
 }
 
 /* ---- replies -------------------------------------------------------- */
