@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/kconfig_catalogue.h"
 
 const char rn_config_embedded_default[] =
     "# runnel single-node defaults (broker and controller in one process tree)\n"
@@ -132,20 +133,6 @@ static const struct cfg_key cfg_keys[] = {
 	{ "log.verbose", T_BOOL, F(log_verbose), 0, 0, 0, NULL },
 	{ "fault.worker.exit.on.start", T_STR, F(fault_worker_exit_on_start),
 	    SZ(fault_worker_exit_on_start), 0, 0, NULL },
-};
-
-/*
- * Kafka keys an existing server.properties commonly carries that have no
- * meaning in runnel (threads and buffers are sized differently here).
- * They are accepted quietly so a Kafka config works unchanged.
- */
-static const char *const cfg_accepted[] = {
-	"num.io.threads", "socket.send.buffer.bytes",
-	"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-	"offsets.topic.replication.factor",
-	"transaction.state.log.replication.factor",
-	"transaction.state.log.min.isr", "group.initial.rebalance.delay.ms",
-	"log.cleaner.enable", "delete.topic.enable",
 };
 
 static void
@@ -533,15 +520,79 @@ find_key(const char *name)
 	return NULL;
 }
 
+/* Keep a Kafka key's text for DescribeConfigs; the last setting wins. */
 static int
-is_accepted(const char *name)
+keep_kafka_key(struct rn_config *cfg, const char *key, const char *value)
 {
-	size_t i;
+	struct rn_config_kv *kv;
+	char *v;
+	int i;
 
-	for (i = 0; i < sizeof(cfg_accepted) / sizeof(cfg_accepted[0]); i++)
-		if (strcmp(cfg_accepted[i], name) == 0)
-			return 1;
+	if ((v = strdup(value)) == NULL)
+		return -1;
+	for (i = 0; i < cfg->n_kafka_keys; i++)
+		if (strcmp(cfg->kafka_keys[i].key, key) == 0) {
+			free(cfg->kafka_keys[i].value);
+			cfg->kafka_keys[i].value = v;
+			return 0;
+		}
+	if (cfg->n_kafka_keys == cfg->cap_kafka_keys) {
+		int cap = cfg->cap_kafka_keys ? cfg->cap_kafka_keys * 2 : 16;
+
+		if ((kv = realloc(cfg->kafka_keys, sizeof(*kv) *
+		    (size_t)cap)) == NULL) {
+			free(v);
+			return -1;
+		}
+		cfg->kafka_keys = kv;
+		cfg->cap_kafka_keys = cap;
+	}
+	kv = &cfg->kafka_keys[cfg->n_kafka_keys];
+	if ((kv->key = strdup(key)) == NULL) {
+		free(v);
+		return -1;
+	}
+	kv->value = v;
+	cfg->n_kafka_keys++;
 	return 0;
+}
+
+const char *
+rn_config_static(const struct rn_config *cfg, const char *key)
+{
+	int i;
+
+	for (i = 0; cfg != NULL && i < cfg->n_kafka_keys; i++)
+		if (strcmp(cfg->kafka_keys[i].key, key) == 0)
+			return cfg->kafka_keys[i].value;
+	return NULL;
+}
+
+/*
+ * A key only Kafka's catalogue knows: checked by its type and range and
+ * kept, so a Kafka server.properties works unchanged. 1 if the catalogue
+ * knows it, 0 if not, -1 on a bad value (why set).
+ */
+static int
+apply_kafka_key(struct rn_config *cfg, const char *key, const char *value,
+    char *why, size_t whylen)
+{
+	const struct rn_kcfg *k = rn_kcfg_broker_find(key);
+	char err[512];
+
+	if (k == NULL && (k = rn_kcfg_listener_find(key)) == NULL)
+		return 0;
+	if (rn_kcfg_validate(k, value, err, sizeof(err)) != 0) {
+		const char *c = strstr(err, ": ");
+
+		strlcpy(why, c != NULL ? c + 2 : err, whylen);
+		return -1;
+	}
+	if (keep_kafka_key(cfg, key, value) != 0) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	return 1;
 }
 
 static int
@@ -556,7 +607,15 @@ apply(struct rn_config *cfg, const char *key, const char *value,
 	int rc = 0;
 
 	if (k == NULL) {
-		if (!is_accepted(key) && warn != NULL) {
+		if ((rc = apply_kafka_key(cfg, key, value, why,
+		    sizeof(why))) == 1)
+			return 0;
+		if (rc == -1) {
+			snprintf(err, errlen, "%s:%d: invalid value '%s' for %s: "
+			    "%s", origin, line, value, key, why);
+			return -1;
+		}
+		if (warn != NULL) {
 			char msg[512];
 			snprintf(msg, sizeof(msg),
 			    "%s:%d: unknown configuration key '%s' ignored",
@@ -600,6 +659,11 @@ apply(struct rn_config *cfg, const char *key, const char *value,
 	if (rc == -1)
 		snprintf(err, errlen, "%s:%d: invalid value '%s' for %s: %s",
 		    origin, line, value, key, why);
+	else if (rn_kcfg_broker_find(key) != NULL &&
+	    keep_kafka_key(cfg, key, value) != 0) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	}
 	return rc;
 }
 
@@ -727,7 +791,9 @@ rn_config_override(struct rn_config *cfg, const char *kv, char *err,
 		return -1;
 	}
 	*eq = '\0';
-	if (find_key(trim(buf)) == NULL && !is_accepted(trim(buf))) {
+	if (find_key(trim(buf)) == NULL &&
+	    rn_kcfg_broker_find(trim(buf)) == NULL &&
+	    rn_kcfg_listener_find(trim(buf)) == NULL) {
 		snprintf(err, errlen, "override: unknown configuration key '%s'",
 		    trim(buf));
 		return -1;

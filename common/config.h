@@ -2,7 +2,9 @@
  * server.properties: Kafka's key names where Kafka has them, runnel's own
  * keys for the supervisor. Parsing is all-or-nothing: an invalid value or
  * a missing required key fails with one message naming key, value and
- * line; an unknown key is only a warning.
+ * line. Every other key of Kafka's catalogue (common/kconfig_catalogue.h)
+ * is validated by its type and kept for DescribeConfigs; a key neither
+ * runnel nor Kafka knows is only a warning.
  */
 #ifndef RN_CONFIG_H
 #define RN_CONFIG_H
@@ -30,6 +32,11 @@ struct rn_voter {
 	int32_t id;
 	char host[RN_CONFIG_HOST_MAX];
 	uint16_t port;
+};
+
+/* A Kafka key as server.properties (or --override) gave it. */
+struct rn_config_kv {
+	char *key, *value;
 };
 
 struct rn_config {
@@ -87,6 +94,11 @@ struct rn_config {
 
 	/* Kafka's hours/minutes/ms trio for retention and roll: ms wins. */
 	int64_t retention_hours, retention_minutes, roll_hours;
+
+	/* Every Kafka key the file set, as written (STATIC_BROKER_CONFIG);
+	 * allocated, lives as long as the process. */
+	struct rn_config_kv *kafka_keys;
+	int n_kafka_keys, cap_kafka_keys;
 };
 
 /* The configuration used when runneld is started without --config. */
@@ -112,6 +124,9 @@ int rn_config_finish(struct rn_config *cfg, char *err, size_t errlen);
 /* Read a file and parse it. */
 int rn_config_load(struct rn_config *cfg, const char *path, char *err,
     size_t errlen, rn_config_warn_fn warn, void *arg);
+
+/* The value server.properties gave Kafka key key, NULL if it did not. */
+const char *rn_config_static(const struct rn_config *cfg, const char *key);
 
 const struct rn_listener *rn_config_listener(const struct rn_config *cfg,
     const char *name);

@@ -47,166 +47,6 @@ rn_mdimage_publish(struct rn_shm *shm, int32_t node_id,
 	return 0;
 }
 
-/* ---- topic configs -------------------------------------------------- */
-
-static const char *const cleanup_choices[] = { "delete", NULL };
-static const char *const ts_choices[] = { "CreateTime", "LogAppendTime",
-	NULL };
-static const char *const compression_choices[] = { "uncompressed", "zstd",
-	"lz4", "snappy", "gzip", "producer", NULL };
-
-const struct rn_topic_config_def rn_topic_config_defs[] = {
-	{ "cleanup.policy", "log.cleanup.policy", RN_CFGTYPE_LIST, "delete",
-	    0, 0, cleanup_choices },
-	{ "compression.type", "compression.type", RN_CFGTYPE_STRING,
-	    "producer", 0, 0, compression_choices },
-	{ "flush.messages", "log.flush.interval.messages", RN_CFGTYPE_LONG,
-	    "9223372036854775807", 1, INT64_MAX, NULL },
-	{ "flush.ms", "log.flush.interval.ms", RN_CFGTYPE_LONG,
-	    "9223372036854775807", 0, INT64_MAX, NULL },
-	{ "max.message.bytes", "message.max.bytes", RN_CFGTYPE_INT,
-	    "1048588", 0, INT32_MAX, NULL },
-	{ "message.timestamp.type", "log.message.timestamp.type",
-	    RN_CFGTYPE_STRING, "CreateTime", 0, 0, ts_choices },
-	{ "min.insync.replicas", "min.insync.replicas", RN_CFGTYPE_INT, "1",
-	    1, INT32_MAX, NULL },
-	{ "retention.bytes", "log.retention.bytes", RN_CFGTYPE_LONG, "-1",
-	    INT64_MIN, INT64_MAX, NULL },
-	{ "retention.ms", "log.retention.ms", RN_CFGTYPE_LONG, "604800000",
-	    -1, INT64_MAX, NULL },
-	{ "segment.bytes", "log.segment.bytes", RN_CFGTYPE_INT, "1073741824",
-	    14, INT32_MAX, NULL },
-	{ "segment.ms", "log.roll.ms", RN_CFGTYPE_LONG, "604800000", 1,
-	    INT64_MAX, NULL },
-	{ "unclean.leader.election.enable", "unclean.leader.election.enable",
-	    RN_CFGTYPE_BOOLEAN, "false", 0, 0, NULL },
-	{ NULL, NULL, 0, NULL, 0, 0, NULL },
-};
-
-const struct rn_topic_config_def *
-rn_topic_config_def(const char *name)
-{
-	const struct rn_topic_config_def *d;
-
-	for (d = rn_topic_config_defs; d->name != NULL; d++)
-		if (strcmp(d->name, name) == 0)
-			return d;
-	return NULL;
-}
-
-const struct rn_topic_config_def *
-rn_topic_config_def_by_broker_key(const char *broker_key)
-{
-	const struct rn_topic_config_def *d;
-
-	for (d = rn_topic_config_defs; d->name != NULL; d++)
-		if (strcmp(d->broker_key, broker_key) == 0)
-			return d;
-	return NULL;
-}
-
-int
-rn_topic_config_validate(const struct rn_topic_config_def *d,
-    const char *value, char *err, size_t errlen)
-{
-	const char *const *c;
-	char *end;
-	long long n;
-	size_t off;
-
-	switch (d->type) {
-	case RN_CFGTYPE_INT:
-	case RN_CFGTYPE_LONG:
-		errno = 0;
-		n = strtoll(value, &end, 10);
-		if (errno != 0 || end == value || *end != '\0' ||
-		    (d->type == RN_CFGTYPE_INT && (n < INT32_MIN ||
-		    n > INT32_MAX))) {
-			snprintf(err, errlen, "Invalid value %s for "
-			    "configuration %s: Not a number of type %s", value,
-			    d->name, d->type == RN_CFGTYPE_INT ? "INT" : "LONG");
-			return -EINVAL;
-		}
-		if (n < d->min) {
-			snprintf(err, errlen, "Invalid value %s for "
-			    "configuration %s: Value must be at least %lld",
-			    value, d->name, (long long)d->min);
-			return -EINVAL;
-		}
-		return 0;
-	case RN_CFGTYPE_BOOLEAN:
-		if (strcasecmp(value, "true") == 0 ||
-		    strcasecmp(value, "false") == 0)
-			return 0;
-		snprintf(err, errlen, "Invalid value %s for configuration %s: "
-		    "Expected value to be either true or false", value,
-		    d->name);
-		return -EINVAL;
-	case RN_CFGTYPE_LIST:
-		/* Kafka also knows compact; runnel has no log compaction */
-		if (strcmp(value, "delete") == 0)
-			return 0;
-		snprintf(err, errlen, "Invalid value %s for configuration %s: "
-		    "only delete is supported", value, d->name);
-		return -EINVAL;
-	default:
-		for (c = d->choices; c != NULL && *c != NULL; c++)
-			if (strcmp(*c, value) == 0)
-				return 0;
-		off = (size_t)snprintf(err, errlen, "Invalid value %s for "
-		    "configuration %s: String must be one of:", value,
-		    d->name);
-		for (c = d->choices; c != NULL && *c != NULL && off < errlen;
-		    c++)
-			off += (size_t)snprintf(err + off, errlen - off, "%s %s",
-			    c == d->choices ? "" : ",", *c);
-		return -EINVAL;
-	}
-}
-
-bool
-rn_topic_config_static(const struct rn_config *cfg,
-    const struct rn_topic_config_def *d, char *buf, size_t buflen)
-{
-	const char *k = d->broker_key;
-	int64_t v;
-	bool set = true;
-
-	if (cfg == NULL)
-		set = false;
-	else if (strcmp(k, "log.retention.ms") == 0)
-		v = cfg->log_retention_ms;
-	else if (strcmp(k, "log.retention.bytes") == 0)
-		v = cfg->log_retention_bytes;
-	else if (strcmp(k, "log.segment.bytes") == 0)
-		v = cfg->log_segment_bytes;
-	else if (strcmp(k, "log.roll.ms") == 0)
-		v = cfg->log_roll_ms;
-	else if (strcmp(k, "min.insync.replicas") == 0)
-		v = cfg->min_insync_replicas;
-	else if (strcmp(k, "message.max.bytes") == 0)
-		v = cfg->message_max_bytes;
-	else if (strcmp(k, "log.flush.interval.messages") == 0)
-		v = cfg->log_flush_interval_messages;
-	else if (strcmp(k, "log.flush.interval.ms") == 0) {
-		v = cfg->log_flush_interval_ms;
-		set = v >= 0; /* -1: unset */
-	} else if (strcmp(k, "unclean.leader.election.enable") == 0) {
-		strlcpy(buf, cfg->unclean_leader_election_enable ? "true" :
-		    "false", buflen);
-		return strcmp(buf, d->dflt) != 0;
-	} else
-		set = false; /* keys server.properties does not carry */
-	if (!set) {
-		strlcpy(buf, d->dflt, buflen);
-		return false;
-	}
-	snprintf(buf, buflen, "%" PRId64, v);
-	/* rn_config does not say which keys the file set: a value away from
-	 * Kafka's default must have come from it */
-	return strcmp(buf, d->dflt) != 0;
-}
-
 /* ---- reader: arena -------------------------------------------------- */
 
 struct arena_chunk {
@@ -742,34 +582,47 @@ cfg_lookup(const struct rn_mdv_config *c, int n, const char *key)
 	return NULL;
 }
 
+const char *
+rn_mdview_topic_override(const struct rn_mdv_topic *t, const char *key)
+{
+	return t != NULL ? cfg_lookup(t->configs, t->n_configs, key) : NULL;
+}
+
+const char *
+rn_mdview_cfg_get(void *arg, enum rn_config_source level, const char *key)
+{
+	const struct rn_mdv_cfgsrc *s = arg;
+
+	switch (level) {
+	case RN_CFGSRC_DYNAMIC_BROKER_CONFIG:
+		return cfg_lookup(s->v->node_configs, s->v->n_node_configs,
+		    key);
+	case RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG:
+		return cfg_lookup(s->v->broker_configs,
+		    s->v->n_broker_configs, key);
+	case RN_CFGSRC_STATIC_BROKER_CONFIG:
+		return rn_config_static(s->cfg, key);
+	default:
+		return NULL;
+	}
+}
+
 int
 rn_mdview_topic_config(const struct rn_mdview *v,
     const struct rn_mdv_topic *t, const struct rn_config *cfg,
     const char *key, const char **value, enum rn_config_source *source,
     char *buf, size_t buflen)
 {
-	const struct rn_topic_config_def *d = rn_topic_config_def(key);
-	const char *s;
+	const struct rn_kcfg *k = rn_kcfg_topic_find(key);
+	struct rn_mdv_cfgsrc src = { v, cfg };
+	struct rn_kcfg_value out;
 
-	if (d == NULL)
+	if (k == NULL)
 		return -ENOENT;
-	if (t != NULL && (s = cfg_lookup(t->configs, t->n_configs, key)) !=
-	    NULL) {
-		*value = s;
-		*source = RN_CFGSRC_DYNAMIC_TOPIC_CONFIG;
-	} else if ((s = cfg_lookup(v->node_configs, v->n_node_configs,
-	    d->broker_key)) != NULL) {
-		*value = s;
-		*source = RN_CFGSRC_DYNAMIC_BROKER_CONFIG;
-	} else if ((s = cfg_lookup(v->broker_configs, v->n_broker_configs,
-	    d->broker_key)) != NULL) {
-		*value = s;
-		*source = RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG;
-	} else {
-		*source = rn_topic_config_static(cfg, d, buf, buflen) ?
-		    RN_CFGSRC_STATIC_BROKER_CONFIG : RN_CFGSRC_DEFAULT_CONFIG;
-		*value = buf;
-	}
+	rn_kcfg_topic_value(k, rn_mdview_topic_override(t, key),
+	    rn_mdview_cfg_get, &src, NULL, NULL, &out, buf, buflen);
+	*value = out.value;
+	*source = out.source;
 	return 0;
 }
 
@@ -778,12 +631,17 @@ rn_mdview_broker_config(const struct rn_mdview *v,
     const struct rn_config *cfg, const char *broker_key, const char **value,
     enum rn_config_source *source, char *buf, size_t buflen)
 {
-	const struct rn_topic_config_def *d =
-	    rn_topic_config_def_by_broker_key(broker_key);
+	const struct rn_kcfg *k = rn_kcfg_broker_find(broker_key);
+	struct rn_mdv_cfgsrc src = { v, cfg };
+	struct rn_kcfg_value out;
 
-	if (d == NULL)
+	(void)buf;
+	(void)buflen;
+	if (k == NULL)
 		return -ENOENT;
-	/* no topic: the lookup starts at this broker's dynamic configs */
-	return rn_mdview_topic_config(v, NULL, cfg, d->name, value, source,
-	    buf, buflen);
+	rn_kcfg_broker_value(k, false, rn_mdview_cfg_get, &src, NULL, NULL,
+	    &out);
+	*value = out.value;
+	*source = out.source;
+	return 0;
 }

@@ -13,7 +13,8 @@
  *    "brokers": [{"id", "host", "port", "rack": str|nil, "fenced": bool,
  *                 "epoch": int, "listeners": [{"name","host","port"}]}],
  *    "topics": [{"name", "id": bin16, "internal": bool,
- *                "configs": {k: v} (topic overrides only),
+ *                "configs": {k: v} (topic overrides only: what the
+ *                user set; defaults come from the catalogue),
  *                "partitions": [{"p", "leader", "epoch", "pepoch",
  *                                "replicas": [], "isr": [],
  *                                "offline": [] (replicas on fenced or
@@ -36,6 +37,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "common/kconfig_catalogue.h"
 #include "ipc/shm.h"
 
 /* ---- writer (the controller) ---------------------------------------- */
@@ -44,53 +46,6 @@
  * fit (the image is left as it was). */
 int rn_mdimage_publish(struct rn_shm *shm, int32_t node_id,
     const char *cluster_id, const void *body, size_t len);
-
-/* ---- topic configs: names, broker keys, defaults, validation -------- */
-
-/* Kafka's DescribeConfigs ConfigSource values. */
-enum rn_config_source {
-	RN_CFGSRC_UNKNOWN = 0,
-	RN_CFGSRC_DYNAMIC_TOPIC_CONFIG = 1,
-	RN_CFGSRC_DYNAMIC_BROKER_CONFIG = 2,
-	RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG = 3,
-	RN_CFGSRC_STATIC_BROKER_CONFIG = 4,
-	RN_CFGSRC_DEFAULT_CONFIG = 5,
-};
-
-/* Kafka's DescribeConfigs ConfigType values. */
-enum rn_config_type {
-	RN_CFGTYPE_BOOLEAN = 1,
-	RN_CFGTYPE_STRING = 2,
-	RN_CFGTYPE_INT = 3,
-	RN_CFGTYPE_LONG = 5,
-	RN_CFGTYPE_LIST = 7,
-};
-
-struct rn_topic_config_def {
-	const char *name;        /* topic key, e.g. "retention.ms" */
-	const char *broker_key;  /* server.properties key, e.g. "log.retention.ms" */
-	enum rn_config_type type;
-	const char *dflt;        /* Kafka's built-in default */
-	int64_t min, max;        /* numeric bounds */
-	const char *const *choices; /* NULL-terminated, for enumerations */
-};
-
-/* The known topic configs, NULL-terminated by name. */
-extern const struct rn_topic_config_def rn_topic_config_defs[];
-const struct rn_topic_config_def *rn_topic_config_def(const char *name);
-const struct rn_topic_config_def *rn_topic_config_def_by_broker_key(
-    const char *broker_key);
-/* 0, or -EINVAL with Kafka's style of message in err ("Invalid value x
- * for configuration retention.ms: Not a number of type LONG"). */
-int rn_topic_config_validate(const struct rn_topic_config_def *d,
-    const char *value, char *err, size_t errlen);
-/*
- * The value server.properties gives a topic config's broker key, in buf;
- * true if it was set away from Kafka's default (STATIC_BROKER_CONFIG),
- * false if it is the built-in default (buf holds it too).
- */
-bool rn_topic_config_static(const struct rn_config *cfg,
-    const struct rn_topic_config_def *d, char *buf, size_t buflen);
 
 /* ---- reader --------------------------------------------------------- */
 
@@ -187,13 +142,25 @@ int rn_mdview_topic_config(const struct rn_mdview *v,
     char *buf, size_t buflen);
 
 /*
- * A broker config of this node by its server.properties key (those with a
- * topic counterpart: log.retention.ms, ...): DYNAMIC_BROKER_CONFIG,
- * DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG.
- * -ENOENT for other keys.
+ * A broker config of this node by its server.properties key (any key of
+ * Kafka's catalogue): DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+ * STATIC_BROKER_CONFIG or DEFAULT_CONFIG, as Kafka reports it. *value may
+ * be NULL (Kafka's null). -ENOENT for other keys.
  */
 int rn_mdview_broker_config(const struct rn_mdview *v,
     const struct rn_config *cfg, const char *broker_key, const char **value,
     enum rn_config_source *source, char *buf, size_t buflen);
+
+/* The config levels of a view and server.properties, as an rn_kcfg_get_fn
+ * (common/kconfig_catalogue.h) whose arg is a struct rn_mdv_cfgsrc. */
+struct rn_mdv_cfgsrc {
+	const struct rn_mdview *v;
+	const struct rn_config *cfg;
+};
+const char *rn_mdview_cfg_get(void *arg, enum rn_config_source level,
+    const char *key);
+/* A topic's own value of a topic config, NULL if not overridden. */
+const char *rn_mdview_topic_override(const struct rn_mdv_topic *t,
+    const char *key);
 
 #endif /* RN_MDIMAGE_H */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,9 +93,12 @@ static struct rn_kstr
 op_str(struct ctl_op *op, const char *str)
 {
 	struct rn_kstr s = { NULL, -1 };
-	size_t n = strlen(str);
+	size_t n;
 	char *p;
 
+	if (str == NULL)
+		return s;
+	n = strlen(str);
 	if ((p = rn_arena_alloc(&op->arena, n + 1)) != NULL) {
 		memcpy(p, str, n + 1);
 		s.ptr = p;
@@ -392,31 +396,84 @@ place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
 
 /* ---- effective topic configs (CreateTopics v5+) --------------------- */
 
+struct ctl_cfgsrc {
+	struct ctl *c;
+	char node[16];
+};
+
+/* The dynamic levels from the applied metadata, static from the file. */
 static const char *
-effective_config(struct ctl *c, const struct rn_topic_config_def *d,
+ctl_cfg_get(void *arg, enum rn_config_source level, const char *key)
+{
+	struct ctl_cfgsrc *s = arg;
+
+	switch (level) {
+	case RN_CFGSRC_DYNAMIC_BROKER_CONFIG:
+		return ctl_configs_get(ctl_state_broker_configs(&s->c->st,
+		    s->node), key);
+	case RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG:
+		return ctl_configs_get(ctl_state_broker_configs(&s->c->st, ""),
+		    key);
+	case RN_CFGSRC_STATIC_BROKER_CONFIG:
+		return rn_config_static(s->c->cfg, key);
+	default:
+		return NULL;
+	}
+}
+
+static const char *
+effective_config(struct ctl *c, const struct rn_kcfg *d,
     const char *override, int8_t *source, char *buf, size_t len)
 {
-	char node[16];
-	const char *v;
+	struct ctl_cfgsrc src = { .c = c };
+	struct rn_kcfg_value out;
 
-	snprintf(node, sizeof(node), "%d", c->cfg->node_id);
-	if (override != NULL) {
-		*source = RN_CFGSRC_DYNAMIC_TOPIC_CONFIG;
-		return override;
+	snprintf(src.node, sizeof(src.node), "%d", c->cfg->node_id);
+	rn_kcfg_topic_value(d, override, ctl_cfg_get, &src, NULL, NULL, &out,
+	    buf, len);
+	*source = (int8_t)out.source;
+	return out.value;
+}
+
+/* CreateTopics v5+: every topic config with its value and source. */
+static int16_t
+created_configs(struct ctl_op *op,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t,
+    struct rn_CreateTopicsResponse_CreatableTopicResult *res)
+{
+	char val[4096];
+	size_t k;
+	int32_t i, n = 0;
+
+	res->configs = rn_arena_alloc(&op->arena, sizeof(*res->configs) *
+	    rn_kcfg_topic_n);
+	if (res->configs == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	for (k = 0; k < rn_kcfg_topic_n; k++) {
+		const struct rn_kcfg *d = &rn_kcfg_topic[k];
+		struct rn_CreateTopicsResponse_CreatableTopicConfigs *o =
+		    &res->configs[n];
+		const char *ov = NULL;
+		char buf[64];
+		int8_t src;
+
+		if (d->flags & RN_KCFG_INTERNAL)
+			continue;
+		for (i = 0; i < t->configs_count; i++)
+			if (rn_kstr_eq(t->configs[i].name, d->name) &&
+			    kstr_copy(t->configs[i].value, val, sizeof(val)))
+				ov = val;
+		rn_CreateTopicsResponse_CreatableTopicConfigs_init(o);
+		o->name = rn_kstr_c(d->name);
+		o->value = op_str(op, effective_config(op->c, d, ov, &src,
+		    buf, sizeof(buf)));
+		o->config_source = src;
+		o->read_only = false;
+		o->is_sensitive = rn_kcfg_sensitive(d);
+		n++;
 	}
-	if ((v = ctl_configs_get(ctl_state_broker_configs(&c->st, node),
-	    d->broker_key)) != NULL) {
-		*source = RN_CFGSRC_DYNAMIC_BROKER_CONFIG;
-		return v;
-	}
-	if ((v = ctl_configs_get(ctl_state_broker_configs(&c->st, ""),
-	    d->broker_key)) != NULL) {
-		*source = RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG;
-		return v;
-	}
-	*source = rn_topic_config_static(c->cfg, d, buf, len) ?
-	    RN_CFGSRC_STATIC_BROKER_CONFIG : RN_CFGSRC_DEFAULT_CONFIG;
-	return buf;
+	res->configs_count = n;
+	return 0;
 }
 
 /* ---- CreateTopics --------------------------------------------------- */
@@ -468,10 +525,10 @@ create_one(struct ctl_op *op, struct placer *pl,
 		}
 	/* configs */
 	for (i = 0; i < t->configs_count; i++) {
-		const struct rn_topic_config_def *d;
+		const struct rn_kcfg *d;
 
 		if (!kstr_copy(t->configs[i].name, key, sizeof(key)) ||
-		    (d = rn_topic_config_def(key)) == NULL) {
+		    (d = rn_kcfg_topic_find(key)) == NULL) {
 			*msg = op_msg(op, "Unknown topic config name: %.*s",
 			    (int)(t->configs[i].name.len > 0 ?
 			    t->configs[i].name.len : 0),
@@ -484,7 +541,7 @@ create_one(struct ctl_op *op, struct placer *pl,
 			return RN_KERR_INVALID_CONFIG;
 		}
 		if (!kstr_copy(t->configs[i].value, val, sizeof(val)) ||
-		    rn_topic_config_validate(d, val, why, sizeof(why)) != 0) {
+		    rn_kcfg_validate(d, val, why, sizeof(why)) != 0) {
 			*msg = op_msg(op, "%s", why);
 			return RN_KERR_INVALID_CONFIG;
 		}
@@ -566,40 +623,8 @@ create_one(struct ctl_op *op, struct placer *pl,
 	memcpy(res->topic_id.b, tid, 16);
 	res->num_partitions = np;
 	res->replication_factor = (int16_t)rf;
-	/* v5+: every topic config with its value and source */
-	if (op->ver >= 5) {
-		const struct rn_topic_config_def *d;
-		int n = 0;
-
-		for (d = rn_topic_config_defs; d->name != NULL; d++)
-			n++;
-		res->configs = rn_arena_alloc(&op->arena,
-		    sizeof(*res->configs) * (size_t)n);
-		if (res->configs == NULL)
-			return RN_KERR_UNKNOWN_SERVER_ERROR;
-		for (d = rn_topic_config_defs, j = 0; d->name != NULL; d++,
-		    j++) {
-			struct rn_CreateTopicsResponse_CreatableTopicConfigs *o =
-			    &res->configs[j];
-			const char *ov = NULL;
-			char buf[64];
-			int8_t src;
-
-			for (i = 0; i < t->configs_count; i++)
-				if (rn_kstr_eq(t->configs[i].name, d->name) &&
-				    kstr_copy(t->configs[i].value, val,
-				    sizeof(val)))
-					ov = val;
-			rn_CreateTopicsResponse_CreatableTopicConfigs_init(o);
-			o->name = rn_kstr_c(d->name);
-			o->value = op_str(op, effective_config(c, d, ov, &src,
-			    buf, sizeof(buf)));
-			o->config_source = src;
-			o->read_only = false;
-			o->is_sensitive = false;
-		}
-		res->configs_count = n;
-	}
+	if (op->ver >= 5 && (e = created_configs(op, t, res)) != 0)
+		return e;
 	if (op->validate_only)
 		return 0;
 	ctl_rec_topic(&op->batch, t->name.ptr, (size_t)t->name.len, tid);
@@ -952,7 +977,7 @@ op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 
 struct cfg_change {
 	const char *key;          /* topic key, or broker key for brokers */
-	const struct rn_topic_config_def *def;
+	const struct rn_kcfg *def;
 	int op;
 	char value[4096];
 };
@@ -996,33 +1021,137 @@ resolve_resource(struct ctl_op *op, int8_t type, struct rn_kstr name,
 	return RN_KERR_INVALID_REQUEST;
 }
 
-/* Check one change against the config schema. */
+/* Is item (n bytes) in the comma list? */
+static bool
+list_has(const char *list, const char *item, size_t n)
+{
+	const char *p = list, *e;
+
+	for (; *p != '\0'; p = *e ? e + 1 : e) {
+		e = strchr(p, ',');
+		if (e == NULL)
+			e = p + strlen(p);
+		if ((size_t)(e - p) == n && strncmp(p, item, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * APPEND/SUBTRACT on a list config, as Kafka's controller does it: from
+ * the current value (or the default) add the items not yet there, or
+ * drop the given ones. The result goes to out.
+ */
+static bool
+list_apply(const char *base, const char *items, bool add, char *out,
+    size_t outlen)
+{
+	const char *src, *p, *e;
+	size_t len = 0;
+	int pass;
+
+	out[0] = '\0';
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1 && !add)
+			break;
+		src = pass == 0 ? base : items;
+		for (p = src; *p != '\0'; p = *e ? e + 1 : e) {
+			size_t n;
+
+			e = strchr(p, ',');
+			if (e == NULL)
+				e = p + strlen(p);
+			n = (size_t)(e - p);
+			if (n == 0 || list_has(out, p, n) || (!add &&
+			    list_has(items, p, n)))
+				continue;
+			if (len + n + 2 > outlen)
+				return false;
+			if (len > 0)
+				out[len++] = ',';
+			memcpy(out + len, p, n);
+			len += n;
+			out[len] = '\0';
+		}
+	}
+	return true;
+}
+
+/* What Kafka says for a broker key that cannot change at run time. */
+static int16_t
+check_broker_mode(struct ctl_op *op, const struct cfg_change *ch,
+    bool listener, bool cluster_default, struct rn_kstr *msg)
+{
+	const struct rn_kcfg *d = ch->def;
+
+	if (listener)
+		return cluster_default ? (*msg = op_msg(op, "Cannot update "
+		    "these configs at default cluster level, broker id must "
+		    "be specified: Set(%s)", ch->key),
+		    RN_KERR_INVALID_REQUEST) : 0;
+	if (!(d->flags & RN_KCFG_DYNAMIC)) {
+		*msg = op_msg(op, "Cannot update these configs dynamically: "
+		    "Set(%s)", ch->key);
+		return RN_KERR_INVALID_REQUEST;
+	}
+	if (d->flags & RN_KCFG_LISTENER_ONLY) {
+		*msg = op_msg(op, "These security configs can be dynamically "
+		    "updated only per-listener using the listener prefix: "
+		    "Set(%s)", ch->key);
+		return RN_KERR_INVALID_REQUEST;
+	}
+	if (cluster_default && (d->flags & RN_KCFG_PER_BROKER)) {
+		*msg = op_msg(op, "Cannot update these configs at default "
+		    "cluster level, broker id must be specified: Set(%s)",
+		    ch->key);
+		return RN_KERR_INVALID_REQUEST;
+	}
+	return 0;
+}
+
+/* Check one change against Kafka's catalogue; list edits become sets. */
 static int16_t
 check_change(struct ctl_op *op, int8_t type, struct cfg_change *ch,
-    struct rn_kstr *msg)
+    const struct ctl_configs *cur, bool cluster_default, struct rn_kstr *msg)
 {
-	char why[MSG_MAX];
+	char why[MSG_MAX], merged[sizeof(ch->value)];
+	const char *base;
+	bool listener = false;
+	int16_t e;
 
-	ch->def = type == CTL_RES_TOPIC ? rn_topic_config_def(ch->key) :
-	    rn_topic_config_def_by_broker_key(ch->key);
+	if (type == CTL_RES_TOPIC)
+		ch->def = rn_kcfg_topic_find(ch->key);
+	else if ((ch->def = rn_kcfg_broker_find(ch->key)) == NULL)
+		listener = (ch->def = rn_kcfg_listener_find(ch->key)) != NULL;
 	if (ch->def == NULL) {
-		*msg = op_msg(op, type == CTL_RES_TOPIC ? "Unknown topic config "
-		    "name: %s" : "Unknown or read-only broker config name: %s",
-		    ch->key);
+		*msg = op_msg(op, "Unknown %s config name: %s", type ==
+		    CTL_RES_TOPIC ? "topic" : "broker", ch->key);
 		return RN_KERR_INVALID_CONFIG;
 	}
+	if (type != CTL_RES_TOPIC && ch->op != OP_DELETE && (e =
+	    check_broker_mode(op, ch, listener, cluster_default, msg)) != 0)
+		return e;
 	if (ch->op == OP_DELETE)
 		return 0;
 	if ((ch->op == OP_APPEND || ch->op == OP_SUBTRACT) &&
-	    ch->def->type != RN_CFGTYPE_LIST) {
+	    ch->def->type != RN_KCFG_LIST) {
 		*msg = op_msg(op, "Config value %s is not allowed for config "
 		    "key: %s", ch->op == OP_APPEND ? "append" : "subtract",
 		    ch->key);
 		return RN_KERR_INVALID_CONFIG;
 	}
-	if (rn_topic_config_validate(ch->def, ch->value, why,
-	    sizeof(why)) != 0) {
-		/* the message names the topic key; brokers see theirs */
+	if (ch->op == OP_APPEND || ch->op == OP_SUBTRACT) {
+		if ((base = ctl_configs_get(cur, ch->key)) == NULL)
+			base = ch->def->dflt != NULL ? ch->def->dflt : "";
+		if (!list_apply(base, ch->value, ch->op == OP_APPEND, merged,
+		    sizeof(merged))) {
+			*msg = op_msg(op, "Value of %s is too long", ch->key);
+			return RN_KERR_INVALID_CONFIG;
+		}
+		strlcpy(ch->value, merged, sizeof(ch->value));
+		ch->op = OP_SET;
+	}
+	if (rn_kcfg_validate(ch->def, ch->value, why, sizeof(why)) != 0) {
 		*msg = op_msg(op, "%s", why);
 		return RN_KERR_INVALID_CONFIG;
 	}
@@ -1055,12 +1184,6 @@ emit_changes(struct ctl_op *op, int8_t type, const char *rname,
 				ctl_rec_config(&op->batch, type, rname,
 				    strlen(rname), ch[i].key, NULL);
 			break;
-		case OP_SUBTRACT:
-			/* lists here hold one value: subtracting it empties */
-			if (old != NULL && strcmp(old, ch[i].value) == 0)
-				ctl_rec_config(&op->batch, type, rname,
-				    strlen(rname), ch[i].key, NULL);
-			break;
 		default:
 			if (old == NULL || strcmp(old, ch[i].value) != 0)
 				ctl_rec_config(&op->batch, type, rname,
@@ -1085,6 +1208,13 @@ alter_resource(struct ctl_op *op, int8_t type, struct rn_kstr name,
 	if ((e = resolve_resource(op, type, name, &t, bname, sizeof(bname),
 	    msg)) != 0)
 		return e;
+	if (type == CTL_RES_TOPIC) {
+		strlcpy(rname, t->name, sizeof(rname));
+		cur = &t->configs;
+	} else {
+		strlcpy(rname, bname, sizeof(rname));
+		cur = ctl_state_broker_configs(&op->c->st, bname);
+	}
 	if ((ch = rn_arena_alloc(&op->arena, sizeof(*ch) *
 	    (size_t)(n > 0 ? n : 1))) == NULL)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
@@ -1123,15 +1253,9 @@ alter_resource(struct ctl_op *op, int8_t type, struct rn_kstr name,
 				return RN_KERR_INVALID_CONFIG;
 			}
 		}
-		if ((e = check_change(op, type, &ch[i], msg)) != 0)
+		if ((e = check_change(op, type, &ch[i], cur, type !=
+		    CTL_RES_TOPIC && bname[0] == '\0', msg)) != 0)
 			return e;
-	}
-	if (type == CTL_RES_TOPIC) {
-		strlcpy(rname, t->name, sizeof(rname));
-		cur = &t->configs;
-	} else {
-		strlcpy(rname, bname, sizeof(rname));
-		cur = ctl_state_broker_configs(&op->c->st, bname);
 	}
 	if (!op->validate_only)
 		emit_changes(op, type, rname, cur, ch, n, replace);
@@ -1240,8 +1364,8 @@ op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r)
 bool
 ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t)
 {
-	const struct rn_topic_config_def *d =
-	    rn_topic_config_def("unclean.leader.election.enable");
+	const struct rn_kcfg *d =
+	    rn_kcfg_topic_find("unclean.leader.election.enable");
 	const char *v;
 	char buf[64];
 	int8_t src;
@@ -1250,7 +1374,7 @@ ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t)
 		return c->cfg->unclean_leader_election_enable;
 	v = effective_config(c, d, t != NULL ? ctl_configs_get(&t->configs,
 	    d->name) : NULL, &src, buf, sizeof(buf));
-	return v != NULL && strcmp(v, "true") == 0;
+	return v != NULL && strcasecmp(v, "true") == 0;
 }
 
 /* ---- replies -------------------------------------------------------- */

@@ -254,38 +254,74 @@ arena_str(struct conn *c, const char *v)
 	return (struct rn_kstr){ copy, (int32_t)len };
 }
 
-static const char *
-mdv_config(const struct rn_mdv_config *cfgs, int n, const char *key)
-{
-	int i;
+/* Synonyms of one entry, gathered by rn_kcfg_*_value's callback. */
+struct syn_acc {
+	struct conn *c;
+	struct rn_DescribeConfigsResponse_DescribeConfigsSynonym *v;
+	int n, cap;
+	bool nomem;
+};
 
-	for (i = 0; i < n; i++)
-		if (strcmp(cfgs[i].key, key) == 0)
-			return cfgs[i].value;
-	return NULL;
+static void
+syn_add(void *arg, const char *name, const char *value,
+    enum rn_config_source source)
+{
+	struct syn_acc *a = arg;
+	struct rn_DescribeConfigsResponse_DescribeConfigsSynonym *s;
+
+	if (a->n == a->cap) {
+		int cap = a->cap ? a->cap * 2 : 4;
+
+		if ((s = rn_arena_alloc(&a->c->arena, sizeof(*s) *
+		    (size_t)cap)) == NULL) {
+			a->nomem = true;
+			return;
+		}
+		if (a->n > 0)
+			memcpy(s, a->v, sizeof(*s) * (size_t)a->n);
+		a->v = s;
+		a->cap = cap;
+	}
+	s = &a->v[a->n++];
+	rn_DescribeConfigsResponse_DescribeConfigsSynonym_init(s);
+	s->name = rn_kstr_c(name);
+	s->value = arena_str(a->c, value);
+	s->source = (int8_t)source;
 }
 
-/* One config of a broker resource: dynamic, then static, then default. */
-static const char *
-broker_value(struct net *n, const struct rn_topic_config_def *d, char *buf,
-    size_t len, enum rn_config_source *src)
+/* One entry: the topic's config (t != NULL) or this broker's key. */
+static int
+describe_entry(struct net *n, struct conn *c, const struct rn_mdv_topic *t,
+    bool cluster_default, const struct rn_kcfg *k, bool synonyms,
+    struct rn_DescribeConfigsResponse_DescribeConfigsResourceResult *e)
 {
-	const struct rn_mdview *v = &n->view;
-	const char *val;
+	struct rn_mdv_cfgsrc src = { &n->view, n->cfg };
+	struct syn_acc acc = { .c = c };
+	struct rn_kcfg_value val;
+	char buf[64];
 
-	if ((val = mdv_config(v->node_configs, v->n_node_configs,
-	    d->broker_key)) != NULL) {
-		*src = RN_CFGSRC_DYNAMIC_BROKER_CONFIG;
-		return val;
-	}
-	if ((val = mdv_config(v->broker_configs, v->n_broker_configs,
-	    d->broker_key)) != NULL) {
-		*src = RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG;
-		return val;
-	}
-	*src = rn_topic_config_static(n->cfg, d, buf, len) ?
-	    RN_CFGSRC_STATIC_BROKER_CONFIG : RN_CFGSRC_DEFAULT_CONFIG;
-	return buf;
+	if (t != NULL)
+		rn_kcfg_topic_value(k, rn_mdview_topic_override(t, k->name),
+		    rn_mdview_cfg_get, &src, synonyms ? syn_add : NULL, &acc,
+		    &val, buf, sizeof(buf));
+	else
+		rn_kcfg_broker_value(k, cluster_default, rn_mdview_cfg_get,
+		    &src, synonyms ? syn_add : NULL, &acc, &val);
+	if (acc.nomem)
+		return -ENOMEM;
+	rn_DescribeConfigsResponse_DescribeConfigsResourceResult_init(e);
+	e->name = rn_kstr_c(k->name);
+	e->value = rn_kcfg_sensitive(k) ? rn_kstr_c(NULL) :
+	    arena_str(c, val.value);
+	/* Kafka: topic configs are editable, broker ones if dynamic */
+	e->read_only = t == NULL && !(k->flags & RN_KCFG_DYNAMIC);
+	e->config_source = (int8_t)val.source;
+	e->is_default = val.source == RN_CFGSRC_DEFAULT_CONFIG;
+	e->is_sensitive = rn_kcfg_sensitive(k);
+	e->config_type = (int8_t)k->type;
+	e->synonyms = acc.v;
+	e->synonyms_count = acc.n;
+	return 0;
 }
 
 static int
@@ -295,8 +331,10 @@ describe_resource(struct net *n, struct conn *c, bool synonyms,
 {
 	const struct rn_mdview *v = &n->view;
 	const struct rn_mdv_topic *t = NULL;
-	const struct rn_topic_config_def *d;
-	int count = 0, k = 0;
+	const struct rn_kcfg *tab = rn_kcfg_topic;
+	size_t count = rn_kcfg_topic_n, i;
+	bool dflt = false;
+	int k = 0;
 
 	out->resource_type = res->resource_type;
 	out->resource_name = res->resource_name;
@@ -319,54 +357,30 @@ describe_resource(struct net *n, struct conn *c, bool synonyms,
 			    "A broker describes only its own configs");
 			return 0;
 		}
+		/* the empty name: the cluster-wide dynamic defaults set */
+		dflt = res->resource_name.len <= 0;
+		tab = rn_kcfg_broker;
+		count = rn_kcfg_broker_n;
 	} else {
 		out->error_code = RN_KERR_INVALID_REQUEST;
 		out->error_message = rn_kstr_c("Unsupported resource type");
 		return 0;
 	}
-	for (d = rn_topic_config_defs; d->name != NULL; d++)
-		count++;
 	out->configs = rn_arena_alloc(&c->arena,
-	    sizeof(*out->configs) * (size_t)(count ? count : 1));
+	    sizeof(*out->configs) * count);
 	if (out->configs == NULL)
 		return -ENOMEM;
-	for (d = rn_topic_config_defs; d->name != NULL; d++) {
-		struct rn_DescribeConfigsResponse_DescribeConfigsResourceResult *e =
-		    &out->configs[k];
-		const char *name = t != NULL ? d->name : d->broker_key;
-		enum rn_config_source src;
-		const char *value;
-		char buf[256];
-
-		if (name == NULL || !key_wanted(res, name))
+	for (i = 0; i < count; i++) {
+		if ((tab[i].flags & RN_KCFG_INTERNAL) ||
+		    !key_wanted(res, tab[i].name))
 			continue;
-		if (t != NULL) {
-			if (rn_mdview_topic_config(v, t, n->cfg, d->name, &value,
-			    &src, buf, sizeof(buf)) != 0)
-				continue;
-		} else
-			value = broker_value(n, d, buf, sizeof(buf), &src);
-		rn_DescribeConfigsResponse_DescribeConfigsResourceResult_init(e);
-		e->name = rn_kstr_c(name);
-		e->value = arena_str(c, value);
-		/* Kafka: topic configs are editable, static broker ones not */
-		e->read_only = t == NULL && src == RN_CFGSRC_STATIC_BROKER_CONFIG;
-		e->config_source = (int8_t)src;
-		e->is_default = src == RN_CFGSRC_DEFAULT_CONFIG;
-		e->config_type = (int8_t)d->type;
-		if (synonyms) {
-			/* where the value comes from, named as that source names it */
-			e->synonyms = rn_arena_alloc(&c->arena, sizeof(*e->synonyms));
-			if (e->synonyms == NULL)
-				return -ENOMEM;
-			rn_DescribeConfigsResponse_DescribeConfigsSynonym_init(e->synonyms);
-			e->synonyms->name = rn_kstr_c(
-			    src == RN_CFGSRC_DYNAMIC_TOPIC_CONFIG || d->broker_key == NULL ?
-			    d->name : d->broker_key);
-			e->synonyms->value = e->value;
-			e->synonyms->source = (int8_t)src;
-			e->synonyms_count = 1;
-		}
+		if (dflt && rn_mdview_cfg_get(&(struct rn_mdv_cfgsrc){ v,
+		    n->cfg }, RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG,
+		    tab[i].name) == NULL)
+			continue;
+		if (describe_entry(n, c, t, dflt, &tab[i], synonyms,
+		    &out->configs[k]) != 0)
+			return -ENOMEM;
 		k++;
 	}
 	out->configs_count = k;

@@ -103,11 +103,24 @@ rn_part_config_str(const struct rn_mdview *v, const struct rn_mdv_topic *t,
 	strlcpy(out, value, outlen);
 }
 
+static bool
+policy_has_delete(const char *policy)
+{
+	const char *p;
+
+	for (p = strstr(policy, "delete"); p != NULL; p = strstr(p + 1,
+	    "delete"))
+		if ((p == policy || p[-1] == ',' || p[-1] == ' ') &&
+		    (p[6] == '\0' || p[6] == ',' || p[6] == ' '))
+			return true;
+	return false;
+}
+
 void
 rn_part_log_config(const struct rn_mdview *v, const struct rn_mdv_topic *t,
     const struct rn_config *cfg, struct rn_log_config *out)
 {
-	char ts[32] = "";
+	char ts[32] = "", policy[64] = "";
 
 	*out = rn_log_config_default();
 	out->segment_bytes = rn_part_config_int(v, t, cfg, "segment.bytes", cfg->log_segment_bytes);
@@ -122,6 +135,13 @@ rn_part_log_config(const struct rn_mdview *v, const struct rn_mdv_topic *t,
 	    cfg->log_flush_interval_ms);
 	rn_part_config_str(v, t, cfg, "message.timestamp.type", ts, sizeof(ts));
 	out->timestamp_type_log_append = strcmp(ts, "LogAppendTime") == 0;
+	/* retention deletes only under the delete policy; a compact-only
+	 * topic keeps everything until compaction exists */
+	rn_part_config_str(v, t, cfg, "cleanup.policy", policy, sizeof(policy));
+	if (!policy_has_delete(policy)) {
+		out->retention_ms = -1;
+		out->retention_bytes = -1;
+	}
 }
 
 static bool

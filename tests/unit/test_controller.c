@@ -629,8 +629,19 @@ main(int argc, char **argv)
 	    "orders retention.ms=8000 DYNAMIC_BROKER_CONFIG");
 	is_int(incremental_alter_res(4, "", "log.retention.ms", 0, "x"),
 	    RN_KERR_INVALID_CONFIG, "bad broker value: INVALID_CONFIG");
-	is_int(incremental_alter_res(4, "", "num.io.threads", 0, "3"),
-	    RN_KERR_INVALID_CONFIG, "unsupported broker key: INVALID_CONFIG");
+	is_int(incremental_alter_res(4, "", "num.io.threads", 0, "3"), 0,
+	    "num.io.threads (dynamic in Kafka) accepted");
+	is_int(incremental_alter_res(4, "", "no.such.broker.key", 0, "3"),
+	    RN_KERR_INVALID_CONFIG, "made-up broker key: INVALID_CONFIG");
+	is_int(incremental_alter_res(4, "1", "log.retention.hours", 0, "3"),
+	    RN_KERR_INVALID_REQUEST, "read-only broker key: INVALID_REQUEST");
+	is_int(incremental_alter_res(4, "",
+	    "sasl.kerberos.min.time.before.relogin", 0, "1000"),
+	    RN_KERR_INVALID_REQUEST, "per-broker key at the default: "
+	    "INVALID_REQUEST");
+	is_int(incremental_alter_res(4, "1",
+	    "sasl.kerberos.min.time.before.relogin", 0, "1000"), 0,
+	    "per-broker key on broker 1 accepted");
 
 	/* CreatePartitions */
 	is_int(create_partitions("dflt", 4), 0, "CreatePartitions 2 -> 4");

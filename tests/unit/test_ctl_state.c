@@ -262,22 +262,23 @@ test_image(void)
 static void
 test_validate(void)
 {
-	const struct rn_topic_config_def *d = rn_topic_config_def("segment.bytes");
+	const struct rn_kcfg *d = rn_kcfg_topic_find("segment.bytes");
 	char err[256];
 
-	ok(d != NULL && rn_topic_config_validate(d, "100", err,
-	    sizeof(err)) == 0, "segment.bytes=100 valid");
-	ok(rn_topic_config_validate(d, "10", err, sizeof(err)) != 0 &&
+	ok(d != NULL && rn_kcfg_validate(d, "100", err, sizeof(err)) == 0,
+	    "segment.bytes=100 valid");
+	ok(rn_kcfg_validate(d, "10", err, sizeof(err)) != 0 &&
 	    strstr(err, "at least 14") != NULL, "below minimum: %s", err);
-	ok(rn_topic_config_validate(d, "abc", err, sizeof(err)) != 0 &&
+	ok(rn_kcfg_validate(d, "abc", err, sizeof(err)) != 0 &&
 	    strstr(err, "Not a number of type INT") != NULL, "not a number");
-	d = rn_topic_config_def("compression.type");
-	ok(rn_topic_config_validate(d, "zstd", err, sizeof(err)) == 0 &&
-	    rn_topic_config_validate(d, "brotli", err, sizeof(err)) != 0,
+	d = rn_kcfg_topic_find("compression.type");
+	ok(rn_kcfg_validate(d, "zstd", err, sizeof(err)) == 0 &&
+	    rn_kcfg_validate(d, "brotli", err, sizeof(err)) != 0,
 	    "compression.type choices: %s", err);
-	d = rn_topic_config_def("cleanup.policy");
-	ok(rn_topic_config_validate(d, "compact", err, sizeof(err)) != 0,
-	    "cleanup.policy=compact refused");
+	d = rn_kcfg_topic_find("cleanup.policy");
+	ok(rn_kcfg_validate(d, "compact", err, sizeof(err)) == 0 &&
+	    rn_kcfg_validate(d, "compact,delete", err, sizeof(err)) == 0,
+	    "cleanup.policy=compact and compact,delete accepted");
 }
 
 static void
