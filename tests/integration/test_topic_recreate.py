@@ -1,0 +1,327 @@
+"""Deleting a topic and creating it again under the same name: the new topic
+(a new topic id) never shows a record of the old one, on one node and on a
+3-node cluster (RF=3), across restarts, for a broker that was down during
+the deletion, and for an idempotent producer that wrote to both."""
+import glob
+import os
+import subprocess
+import time
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from rntest import BUILDDIR, Cluster, Node, Tap, TempDir, wait_for
+
+TOPICS = os.path.join(BUILDDIR, "runnel-topics")
+ELECT = os.path.join(BUILDDIR, "runnel-leader-election")
+PROPS = {"auto.create.topics.enable": "false", "log.segment.bytes": "65536"}
+ROUNDS = int(os.environ.get("RECREATE_ROUNDS", "20"))
+
+t = Tap()
+
+
+def admin(bs):
+    return AdminClient({"bootstrap.servers": bs})
+
+
+def create(a, name, parts, rf=None, assignment=None):
+    nt = NewTopic(name, parts, rf) if assignment is None else \
+        NewTopic(name, len(assignment), -1, replica_assignment=assignment)
+    a.create_topics([nt], operation_timeout=10, request_timeout=15)[name].result(20)
+
+
+def delete(a, name):
+    a.delete_topics([name], operation_timeout=10, request_timeout=15)[name].result(20)
+
+
+def describe(node, name):
+    """(topic id, [(partition, leader, replicas, isr)]) from runnel-topics on one broker."""
+    r = subprocess.run([TOPICS, "--bootstrap-server", node.bootstrap, "--describe",
+                        "--topic", name], capture_output=True, text=True, timeout=30)
+    tid, parts = None, []
+    for line in r.stdout.splitlines():
+        f = dict(kv.split(": ", 1) for kv in line.strip().split("\t") if ": " in kv)
+        if not line.startswith("\t") and "TopicId" in f:
+            tid = f["TopicId"]
+        elif line.startswith("\t") and "Partition" in f:
+            parts.append((int(f["Partition"]), f["Leader"], f["Replicas"], f["Isr"]))
+    return tid, parts
+
+
+def serving(nodes):
+    """Every broker answers Metadata with an active controller."""
+    def ok(n):
+        try:
+            return AdminClient({"bootstrap.servers": n.bootstrap}).list_topics(
+                timeout=2).controller_id > 0
+        except Exception:
+            return False
+    return wait_for(lambda: all(ok(n) for n in nodes), 30, 0.2)
+
+
+def seen_everywhere(nodes, name, parts):
+    """Every broker's metadata has the topic with this partition count and leaders."""
+    def ok():
+        for n in nodes:
+            try:
+                md = AdminClient({"bootstrap.servers": n.bootstrap}).list_topics(
+                    name, timeout=3).topics.get(name)
+            except Exception:
+                return False
+            if md is None or md.error is not None or len(md.partitions) != parts or \
+                    any(p.leader < 0 for p in md.partitions.values()):
+                return False
+        return True
+    return wait_for(ok, 20, 0.1)
+
+
+def produce(bs, name, values, errors=None):
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5,
+                  "message.timeout.ms": 20000})
+    errs = errors if errors is not None else []
+    for v in values:
+        p.produce(name, v.encode(), on_delivery=lambda e, m: e and errs.append(e))
+    left = p.flush(30)
+    return left == 0 and not errs
+
+
+def consume(bs, name, parts):
+    """Every record of every partition from offset 0: [(partition, offset, value)]."""
+    c = Consumer({"bootstrap.servers": bs, "group.id": "unused",
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(name, i, 0) for i in range(parts)])
+    out, eof, deadline = [], set(), time.monotonic() + 20
+    while len(eof) < parts and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                eof.add(m.partition())
+            continue
+        eof.discard(m.partition())
+        out.append((m.partition(), m.offset(), m.value().decode()))
+    c.close()
+    return sorted(out)
+
+
+def kcat_consume(bs, name):
+    r = subprocess.run(["kcat", "-C", "-b", bs, "-t", name, "-o", "beginning", "-e",
+                        "-f", "%p %o %s\\n"], capture_output=True, text=True, timeout=60)
+    out = []
+    for line in r.stdout.splitlines():
+        p, o, v = line.split(" ", 2)
+        out.append((int(p), int(o), v))
+    return sorted(out)
+
+
+def check_exact(got, want_values, what):
+    vals = sorted(v for _, _, v in got)
+    ok = t.ok(vals == sorted(want_values), what)
+    if not ok:
+        extra = [v for v in vals if v not in set(want_values)]
+        t.diag("read %d records, wanted %d; %d others, such as %s" % (
+            len(vals), len(want_values), len(extra), extra[:5]))
+    by_part = {}
+    for p, o, _ in got:
+        by_part.setdefault(p, []).append(o)
+    t.ok(all(offs == list(range(len(offs))) for offs in by_part.values()),
+         what + ": offsets start at 0 in every partition")
+    return ok
+
+
+def delete_dirs(nodes):
+    return [d for n in nodes for d in glob.glob(os.path.join(n.logdir, "*-delete"))]
+
+
+def topic_dirs(n, name):
+    return sorted(os.path.basename(d) for d in glob.glob(os.path.join(n.logdir, name + "-*")))
+
+
+def dir_topic_id(n, d):
+    try:
+        with open(os.path.join(n.logdir, d, "partition.metadata")) as f:
+            for line in f:
+                if line.startswith("topic_id:"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
+def rounds(nodes, bs, rf, name):
+    """Create, 1,000 records, delete, re-create with another partition count
+    at once, 10 records: each round reads exactly the 10 new records."""
+    a = admin(bs)
+    bad, last = 0, None
+    for i in range(ROUNDS):
+        p_old, p_new = 1 + i % 3, 1 + (i + 1) % 3
+        old = ["old-%d-%d" % (i, k) for k in range(1000)]
+        new = ["new-%d-%d" % (i, k) for k in range(10)]
+        try:
+            create(a, name, p_old, rf)
+            seen_everywhere(nodes, name, p_old)
+            ok = produce(bs, name, old)
+            delete(a, name)
+            create(a, name, p_new, rf)     # no wait between delete and create
+            seen_everywhere(nodes, name, p_new)
+            ok = produce(bs, name, new) and ok
+            got = consume(bs, name, p_new)
+        except Exception as e:
+            t.diag("round %d: %s" % (i, e))
+            ok, got = False, []
+        if not ok or sorted(v for _, _, v in got) != sorted(new) or \
+                any(o >= 10 for _, o, _ in got):
+            bad += 1
+            t.diag("round %d: read %d records, %d old ones" % (
+                i, len(got), sum(1 for _, _, v in got if v.startswith("old"))))
+        last = (p_new, new)
+        if i < ROUNDS - 1:
+            try:
+                delete(a, name)
+            except Exception as e:
+                t.diag("round %d: delete: %s" % (i, e))
+    t.eq(bad, 0, "%d rounds of delete and re-create: every round reads only its 10 new records"
+         % ROUNDS)
+    return last
+
+
+def check_after(nodes, bs, name, parts, new, what):
+    check_exact(consume(bs, name, parts), new, what + ": confluent-kafka reads exactly the 10 new records")
+    check_exact(kcat_consume(bs, name), new, what + ": kcat reads exactly the 10 new records")
+
+
+def check_disk(nodes, name, parts, what):
+    tid = describe(nodes[0], name)[0]
+    want = ["%s-%d" % (name, i) for i in range(parts)]
+    t.ok(wait_for(lambda: not delete_dirs(nodes), 10),
+         what + ": no -delete directory left: %s" % delete_dirs(nodes))
+    t.eq([topic_dirs(n, name) for n in nodes], [want] * len(nodes),
+         what + ": only the new topic's partition directories")
+    t.ok(tid is not None and all(dir_topic_id(n, d) == tid for n in nodes for d in want),
+         what + ": each partition.metadata names the new topic id %s" % tid)
+
+
+def restart(nodes):
+    for n in nodes:
+        n.stop()
+    for n in nodes:
+        n.start()
+
+
+def single_node(tmp):
+    n = Node(tmp, props=PROPS)
+    n.start()
+    try:
+        t.ok(n.wait_running() is not None and serving([n]), "single node: running")
+        parts, new = rounds([n], n.bootstrap, 1, "rc")
+        check_after([n], n.bootstrap, "rc", parts, new, "single node")
+        check_disk([n], "rc", parts, "single node")
+        restart([n])
+        t.ok(n.wait_running() is not None and serving([n]) and
+             seen_everywhere([n], "rc", parts),
+             "single node: restarted")
+        check_after([n], n.bootstrap, "rc", parts, new, "single node after a restart")
+        check_disk([n], "rc", parts, "single node after a restart")
+        idempotent(n.bootstrap, [n], 1)
+        t.eq(n.crashes(), [], "single node: no worker crashed")
+    finally:
+        n.stop()
+
+
+def idempotent(bs, nodes, rf):
+    """One idempotent producer writes to a topic, to its re-creation, and to both again."""
+    a = admin(bs)
+    p = Producer({"bootstrap.servers": bs, "enable.idempotence": True, "linger.ms": 5,
+                  "message.timeout.ms": 20000})
+    errs = []
+
+    def send(vals):
+        for v in vals:
+            p.produce("idem", v.encode(), partition=0,
+                      on_delivery=lambda e, m: e and errs.append(e))
+        return p.flush(30)
+
+    create(a, "idem", 1, rf)
+    seen_everywhere(nodes, "idem", 1)
+    send(["a-%d" % k for k in range(300)])
+    delete(a, "idem")
+    create(a, "idem", 2, rf)
+    seen_everywhere(nodes, "idem", 2)
+    new = ["b-%d" % k for k in range(300)]
+    left = send(new)
+    t.ok(left == 0 and not errs, "idempotent producer: the re-created topic takes its records "
+         "without an error: %s" % [str(e) for e in errs[:3]])
+    t.ok(not any(e.code() == KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER for e in errs),
+         "idempotent producer: no OUT_OF_ORDER_SEQUENCE_NUMBER")
+    got = consume(bs, "idem", 2)
+    check_exact(got, new, "idempotent producer: exactly its records to the new topic, no duplicate")
+
+
+def cluster(tmp):
+    c = Cluster(tmp, 3, props=PROPS)
+    c.start()
+    nodes = c.nodes
+    try:
+        t.ok(c.wait_running(), "cluster: 3 nodes running")
+        parts, new = rounds(nodes, c.bootstrap, 3, "rc")
+        check_after(nodes, c.bootstrap, "rc", parts, new, "cluster")
+        check_disk(nodes, "rc", parts, "cluster")
+        down_broker(c)
+        restart(nodes)
+        t.ok(c.wait_running() and seen_everywhere(nodes, "rc", parts),
+             "cluster: every node restarted")
+        check_after(nodes, c.bootstrap, "rc", parts, new, "cluster after restarting every node")
+        check_disk(nodes, "rc", parts, "cluster after restarting every node")
+        idempotent(c.bootstrap, nodes, 3)
+        t.eq(c.crashes(), [], "cluster: no worker crashed")
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def down_broker(c):
+    """Node 3 is down while dn is deleted and re-created; it comes back."""
+    a = admin(c.bootstrap)
+    n3 = c.node(3)
+    up = [c.node(1), c.node(2)]
+    create(a, "dn", 1, assignment=[[3, 1, 2]])
+    seen_everywhere(c.nodes, "dn", 1)
+    produce(c.bootstrap, "dn", ["old-%d" % k for k in range(1000)])
+    t.ok(wait_for(lambda: describe(c.node(1), "dn")[1][0][3] == "3,1,2", 10),
+         "down broker: dn-0 in sync on 3 brokers before node 3 stops")
+    n3.stop()
+    bs = ",".join(n.bootstrap for n in up)
+    a = admin(bs)
+    delete(a, "dn")
+    create(a, "dn", 1, assignment=[[3, 1, 2]])
+    seen_everywhere(up, "dn", 1)
+    new = ["new-%d" % k for k in range(10)]
+    t.ok(produce(bs, "dn", new), "down broker: 10 records to the new dn while node 3 is down")
+    tid = describe(c.node(1), "dn")[0]
+    n3.start()
+    t.ok(wait_for(lambda: describe(c.node(1), "dn")[1][0][3] in ("1,2,3", "2,1,3", "3,1,2",
+                                                               "3,2,1", "1,3,2", "2,3,1"), 30),
+         "down broker: node 3 rejoins the new dn-0's ISR")
+    t.ok(any(("stray" in l or "deleting" in l) and "dn-0" in l
+             for l in n3.logtext().splitlines()),
+         "down broker: node 3 logs the removal of its dn-0 of the old topic id")
+    r = subprocess.run([ELECT, "--bootstrap-server", c.bootstrap, "--election-type",
+                        "PREFERRED", "--topic", "dn", "--partition", "0"],
+                       capture_output=True, text=True, timeout=30)
+    t.ok(wait_for(lambda: describe(c.node(1), "dn")[1][0][1] == "3", 15),
+         "down broker: node 3 leads dn-0 after a preferred election (%s)" % r.stdout.strip())
+    seen_everywhere(c.nodes, "dn", 1)
+    check_exact(consume(n3.bootstrap, "dn", 1), new,
+                "down broker: node 3 as leader serves exactly the 10 new records")
+    check_exact(kcat_consume(n3.bootstrap, "dn"), new, "down broker: kcat reads the same from node 3")
+    t.ok(dir_topic_id(n3, "dn-0") == tid and not delete_dirs([n3]),
+         "down broker: node 3's dn-0 is the new topic id's, no -delete dir left")
+
+
+start = time.monotonic()
+with TempDir() as tmp:
+    single_node(os.path.join(tmp, "one"))
+    cluster(os.path.join(tmp, "three"))
+t.diag("took %.1f s" % (time.monotonic() - start))
+t.done()
