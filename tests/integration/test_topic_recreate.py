@@ -2,9 +2,13 @@
 (a new topic id) never shows a record of the old one, on one node and on a
 3-node cluster (RF=3), across restarts, for a broker that was down during
 the deletion, and for an idempotent producer that wrote to both."""
+import base64
 import glob
 import os
+import shutil
 import signal
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -265,16 +269,100 @@ def single_node(tmp):
         parts, new = rounds([n], n.bootstrap, 1, "rc")
         check_after([n], n.bootstrap, "rc", parts, new, "single node")
         check_disk([n], "rc", parts, "single node")
-        restart([n])
+        old_id = fetch_by_id(n)
+        a = admin(n.bootstrap)
+        create(a, "st", 1, 1)
+        seen_everywhere([n], "st", 1)
+        produce(n.bootstrap, "st", ["st-old-%d" % k for k in range(5)])
+        stop_all([n])
+        plant_strays(n)
+        n.start()
         t.ok(n.wait_running() is not None and serving([n]) and
              seen_everywhere([n], "rc", parts),
              "single node: restarted")
         check_after([n], n.bootstrap, "rc", parts, new, "single node after a restart")
         check_disk([n], "rc", parts, "single node after a restart")
+        strays_gone(n)
+        t.eq(fetch_v13(n, old_id), 100, "Fetch v13 with a deleted topic id after the restart: "
+             "UNKNOWN_TOPIC_ID")
         idempotent(n.bootstrap, [n], 1)
         t.eq(n.crashes(), [], "single node: no worker crashed")
     finally:
         n.stop()
+
+
+def b64id(tid):
+    return base64.urlsafe_b64decode(tid + "==")
+
+
+def fetch_v13(n, tid, partition=0):
+    """The partition error of a raw Fetch v13 (topic ids) for one partition."""
+    body = struct.pack(">hhih", 1, 13, 7, 4) + b"test" + b"\0"
+    body += struct.pack(">iiiibii", -1, 0, 1, 1 << 20, 0, 0, -1)
+    body += b"\x02" + b64id(tid) + b"\x02"
+    body += struct.pack(">iiqiqi", partition, -1, 0, -1, -1, 1 << 20) + b"\0" + b"\0"
+    body += b"\x01" + b"\x01" + b"\0"
+    with socket.create_connection(("127.0.0.1", n.port), timeout=10) as sk:
+        sk.sendall(struct.pack(">i", len(body)) + body)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            chunk = sk.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+    # size, correlation id, tagged fields; throttle, error, session; 1 topic
+    pos = 4 + 4 + 1 + 4 + 2 + 4
+    if data[pos] != 2 or data[pos + 1:pos + 17] != b64id(tid) or data[pos + 17] != 2:
+        return None
+    return struct.unpack(">h", data[pos + 22:pos + 24])[0]
+
+
+def fetch_by_id(n):
+    """Fetch v13 names topics by id: the id of a deleted topic is unknown,
+    its re-creation's is served. Returns the deleted id."""
+    a = admin(n.bootstrap)
+    create(a, "gone", 1, 1)
+    seen_everywhere([n], "gone", 1)
+    produce(n.bootstrap, "gone", ["gone-%d" % k for k in range(5)])
+    old = describe(n, "gone")[0]
+    delete(a, "gone")
+    create(a, "gone", 1, 1)
+    seen_everywhere([n], "gone", 1)
+    new = describe(n, "gone")[0]
+    t.eq(fetch_v13(n, old), 100, "Fetch v13 with the deleted topic's id: UNKNOWN_TOPIC_ID")
+    t.eq(fetch_v13(n, new), 0, "Fetch v13 with the re-created topic's id: no error")
+    return old
+
+
+def write_topic_id(path, raw):
+    tid = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    with open(os.path.join(path, "partition.metadata"), "w") as f:
+        f.write("version: 0\ntopic_id: %s\n" % tid)
+
+
+def plant_strays(n):
+    """While the node is down: a copy of rc-0 under a topic id nobody knows
+    (ghost-0), and st-0 relabelled with another topic id than st's."""
+    shutil.copytree(os.path.join(n.logdir, "rc-0"), os.path.join(n.logdir, "ghost-0"))
+    write_topic_id(os.path.join(n.logdir, "ghost-0"), os.urandom(16))
+    write_topic_id(os.path.join(n.logdir, "st-0"), os.urandom(16))
+
+
+def strays_gone(n):
+    a = admin(n.bootstrap)
+    t.ok(wait_for(lambda: not os.path.exists(os.path.join(n.logdir, "ghost-0")), 10),
+         "stray ghost-0 (an unknown topic id) is removed at start")
+    t.eq(consume(n.bootstrap, "st", 1), [],
+         "st-0 holding another topic id's records is not served: st reads empty")
+    produce(n.bootstrap, "st", ["st-new-%d" % k for k in range(3)])
+    check_exact(consume(n.bootstrap, "st", 1), ["st-new-%d" % k for k in range(3)],
+                "st takes new records from offset 0")
+    log = n.logtext().splitlines()
+    t.ok(any("stray" in l and "ghost-0" in l for l in log) and
+         any("stray" in l and "st-0" in l for l in log),
+         "both strays are logged")
+    t.ok(wait_for(lambda: not delete_dirs([n]), 10), "no -delete directory left after strays")
+    delete(a, "st")
 
 
 def idempotent(bs, nodes, rf):
