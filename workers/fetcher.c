@@ -594,9 +594,11 @@ collect(struct fetcher *f, struct fpart **out, int max)
 				fp->synced_epoch = -1;
 			fp->t = t;
 			fp->mp = mp;
-			fp->round = f->round;
+			/* one that cannot be opened (yet) is not this round's: an
+			 * answer in flight for it is dropped, not applied */
 			if ((fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
 				continue;
+			fp->round = f->round;
 			out[n++] = fp;
 		}
 	}

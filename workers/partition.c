@@ -223,6 +223,21 @@ part_idem_rebuild(struct rn_part *p)
 	free(buf);
 }
 
+/*
+ * After a restart: the checkpointed high watermark (Kafka's
+ * replication-offset-checkpoint), never past the log end. A leader alone
+ * in its ISR moves it to the log end at once.
+ */
+static void
+part_restore_hw(struct rn_part *p, const char *root, const char *topic,
+    int32_t partition)
+{
+	int64_t hw = part_checkpointed_hw(root, topic, partition);
+	int64_t leo = rn_log_end_offset(p->log);
+
+	atomic_store(&p->rt->high_watermark, hw < 0 || hw > leo ? leo : hw);
+}
+
 /* The view is the newest image published: only such a view takes a slot. */
 static bool
 view_current(const struct rn_shm *shm, const struct rn_mdview *v)
@@ -335,17 +350,8 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		rc = rn_log_repair(p->log);
 	if (rc == 0 && fresh)
 		part_idem_rebuild(p);
-	if (rc == 0 && atomic_load(&rt->high_watermark) < 0) {
-		/*
-		 * After a restart: the checkpointed high watermark (Kafka's
-		 * replication-offset-checkpoint), never past the log end. A
-		 * leader alone in its ISR moves it to the log end at once.
-		 */
-		int64_t hw = part_checkpointed_hw(t->cfg->log_dirs[dir],
-		    topic->name, mp->p), leo = rn_log_end_offset(p->log);
-
-		atomic_store(&rt->high_watermark, hw < 0 || hw > leo ? leo : hw);
-	}
+	if (rc == 0 && atomic_load(&rt->high_watermark) < 0)
+		part_restore_hw(p, t->cfg->log_dirs[dir], topic->name, mp->p);
 	if (rc != 0 && fresh) {
 		/* nobody holds it: the next open starts over */
 		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
@@ -551,7 +557,6 @@ rn_part_release(const struct rn_shm *shm, int32_t slot, const uint8_t id[16],
 	    rt->partition == partition) {
 		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
 		rt->partition = -1;
-		atomic_store(&rt->high_watermark, -1);
 		if (offset > atomic_load(&rt->claim_offset))
 			atomic_store(&rt->claim_offset, offset);
 		atomic_fetch_add(&rt->incarnation, 1);

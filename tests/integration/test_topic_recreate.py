@@ -427,6 +427,17 @@ def down_broker(c):
          "down broker: dn-0 in sync on 3 brokers before node 3 stops")
     n3.stop()
     bs = ",".join(n.bootstrap for n in up)
+
+    def controller_up():
+        ids = set()
+        for n in up:
+            try:
+                ids.add(admin(n.bootstrap).list_topics(timeout=2).controller_id)
+            except Exception:
+                return False
+        return ids <= {1, 2}
+    # an AdminClient keeps waiting for the controller its first metadata named
+    t.ok(wait_for(controller_up, 20, 0.2), "down broker: brokers 1 and 2 name a live controller")
     a = admin(bs)
     delete(a, "dn")
     create(a, "dn", 1, assignment=[[3, 1, 2]])
