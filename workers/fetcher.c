@@ -45,6 +45,7 @@ struct fpart {
 	struct rn_part *p;
 	int32_t synced_epoch;   /* leader epoch whose divergence was checked */
 	uint8_t id[16];         /* topic id the state above is for */
+	int32_t leader;         /* the leader it was checked against */
 	uint64_t round;         /* t and mp are valid only in this round */
 };
 
@@ -588,10 +589,12 @@ collect(struct fetcher *f, struct fpart **out, int max)
 				if (memcmp(fp->id, none, 16) != 0)
 					f->id_moved = true;
 				memcpy(fp->id, t->id, 16);
-				fp->t = NULL;
+				fp->leader = -1;
 			}
-			if (fp->t == NULL || fp->mp->leader != mp->leader)
+			/* the last round's t and mp went with its image */
+			if (fp->leader != mp->leader)
 				fp->synced_epoch = -1;
+			fp->leader = mp->leader;
 			fp->t = t;
 			fp->mp = mp;
 			/* one that cannot be opened (yet) is not this round's: an
@@ -624,8 +627,10 @@ rn_fetcher_main(struct rn_worker *w)
 		log_errx("replica fetcher: out of memory");
 		return RN_WORKER_EXIT_RESTART;
 	}
-	for (i = 0; i < (int)max; i++)
+	for (i = 0; i < (int)max; i++) {
 		f.fp[i].synced_epoch = -1;
+		f.fp[i].leader = -1;
+	}
 	if (rn_worker_send_hello(w) != 0)
 		log_warnx("cannot reach the controller yet");
 	rn_worker_heartbeat(w);
