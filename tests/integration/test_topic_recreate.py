@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 
+import kafka
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -226,9 +227,24 @@ def rounds(nodes, bs, rf, name):
     return last
 
 
+def kp_consume(bs, name, parts):
+    """kafka-python, no group: every partition from the beginning to its end."""
+    c = kafka.KafkaConsumer(bootstrap_servers=bs, group_id=None, enable_auto_commit=False)
+    tps = [kafka.TopicPartition(name, i) for i in range(parts)]
+    c.assign(tps)
+    c.seek_to_beginning(*tps)
+    end, out, deadline = c.end_offsets(tps), [], time.monotonic() + 20
+    while any(c.position(tp) < end[tp] for tp in tps) and time.monotonic() < deadline:
+        for tp, msgs in c.poll(timeout_ms=200).items():
+            out.extend((tp.partition, m.offset, m.value.decode()) for m in msgs)
+    c.close()
+    return sorted(out)
+
+
 def check_after(nodes, bs, name, parts, new, what):
     check_exact(consume(bs, name, parts), new, what + ": confluent-kafka reads exactly the 10 new records")
     check_exact(kcat_consume(bs, name), new, what + ": kcat reads exactly the 10 new records")
+    check_exact(kp_consume(bs, name, parts), new, what + ": kafka-python reads exactly the 10 new records")
 
 
 def check_disk(nodes, name, parts, what):
