@@ -247,7 +247,32 @@ def check_after(nodes, bs, name, parts, new, what):
     check_exact(kp_consume(bs, name, parts), new, what + ": kafka-python reads exactly the 10 new records")
 
 
+def deleted_files_held(nodes):
+    """Open fds and mappings of files that were deleted from a node's log dir."""
+    held = []
+    for n in nodes:
+        for pid in n.pids():
+            try:
+                fds = ["/proc/%d/fd/%s" % (pid, fd) for fd in os.listdir("/proc/%d/fd" % pid)]
+                links = []
+                for fd in fds:
+                    try:
+                        links.append(os.readlink(fd))
+                    except OSError:
+                        pass
+                with open("/proc/%d/maps" % pid) as f:
+                    links += [l.split(None, 5)[-1].strip() for l in f if "/" in l]
+            except OSError:
+                continue
+            held += ["%d: %s" % (pid, l) for l in links
+                     if l.startswith(n.logdir) and l.endswith("(deleted)")]
+    return held
+
+
 def check_disk(nodes, name, parts, what):
+    t.ok(wait_for(lambda: not deleted_files_held(nodes), 10),
+         what + ": no process holds a file of a deleted topic open or mapped: %s"
+         % deleted_files_held(nodes)[:3])
     tid = describe(nodes[0], name)[0]
     want = ["%s-%d" % (name, i) for i in range(parts)]
     t.ok(wait_for(lambda: not delete_dirs(nodes), 10),
