@@ -44,28 +44,37 @@ no_repair(void *arg)
 	(void)arg;
 }
 
-/* Lock; if the last holder died holding it, repair the log first. */
-static int
-part_lock_rt(struct rn_part_rt *rt, struct rn_log *log)
+/*
+ * Lock; if the last holder died holding it, repair the log first. A handle
+ * taken before the slot changed hands (its topic was deleted meanwhile)
+ * writes nothing: -ESTALE, and the caller's next rn_part_get reopens.
+ */
+int
+rn_part_lock(struct rn_part *p)
 {
+	struct rn_part_rt *rt = p->rt;
 	int rc = rn_rlock_lock(&rt->lock, no_repair, NULL);
 
+	if (rc < 0)
+		return rc;
+	if (p->incarnation != atomic_load(&rt->incarnation)) {
+		if (rc == 1) {
+			/* not ours to repair: the next open recovers it */
+			atomic_store(&rt->log.magic, 0);
+			atomic_fetch_add(&rt->incarnation, 1);
+		}
+		rn_rlock_unlock(&rt->lock);
+		return -ESTALE;
+	}
 	if (rc == 1) {
 		log_warnx("a partition lock holder died: repairing its log");
-		if (log != NULL && (rc = rn_log_repair(log)) != 0) {
+		if (p->log != NULL && (rc = rn_log_repair(p->log)) != 0) {
 			log_warnx("log repair failed: %s", strerror(-rc));
 			rn_rlock_unlock(&rt->lock);
 			return rc;
 		}
-		return 0;
 	}
-	return rc;
-}
-
-int
-rn_part_lock(struct rn_part *p)
-{
-	return part_lock_rt(p->rt, p->log);
+	return 0;
 }
 
 void
