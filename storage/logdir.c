@@ -1,13 +1,18 @@
 /* Partition directory names and log-dir-level markers. */
+#include "autoconf.h"
+
 #include "storage/logdir.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int
@@ -127,4 +132,47 @@ rn_logdir_take_clean(const char *root)
 		}
 	}
 	return 1;
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	(void)remove(path);
+	return 0;
+}
+
+void
+rn_logdir_remove_tree(const char *path)
+{
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int
+rn_logdir_discard(const char *root, const char *name)
+{
+	char from[4200], to[4200], base[256], hex[33];
+	uint8_t raw[16];
+	size_t keep = 255 - (1 + 32 + strlen("-delete"));
+	int i;
+
+	if (getrandom(raw, sizeof(raw), GRND_NONBLOCK) != sizeof(raw)) {
+		uint64_t x = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+
+		for (i = 0; i < 16; i++, x = x * 6364136223846793005ull + 1)
+			raw[i] = (uint8_t)(x >> 56);
+	}
+	for (i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	snprintf(base, sizeof(base), "%s", name);
+	if (strlen(base) > keep)
+		base[keep] = '\0';
+	snprintf(from, sizeof(from), "%s/%s", root, name);
+	snprintf(to, sizeof(to), "%s/%s.%s-delete", root, base, hex);
+	if (rename(from, to) != 0)
+		return -errno;
+	rn_logdir_remove_tree(to);
+	return 0;
 }

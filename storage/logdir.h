@@ -33,4 +33,13 @@ int rn_logdir_list(const char *root,
 int rn_logdir_mark_clean(const char *root);
 int rn_logdir_take_clean(const char *root);
 
+/*
+ * Take a partition directory out of service the way Kafka deletes one:
+ * rename root/name to "<name>.<32 hex>-delete" (the topic part shortened
+ * to fit 255 bytes), then remove that tree. 0, or -errno of the rename.
+ */
+int rn_logdir_discard(const char *root, const char *name);
+/* Remove a directory tree; what cannot be removed is left. */
+void rn_logdir_remove_tree(const char *path);
+
 #endif /* RN_STORAGE_LOGDIR_H */

@@ -359,6 +359,10 @@ ctl_publish(struct ctl *c)
 	ctl_local(c, &loc);
 	if (!c->ready && loc.controller_id < 0)
 		return;
+	/* the removed topics' slots and dirs go before an image can hand
+	 * their names to new topics */
+	ctl_admin_run_deletions(c);
+	ctl_admin_sweep_strays(c);
 	msgpack_sbuffer_init(&sb);
 	ctl_state_encode_image(&c->st, &loc, &sb);
 	rc = rn_mdimage_publish(c->shm, c->cfg->node_id, c->st.cluster_id,
@@ -372,7 +376,6 @@ ctl_publish(struct ctl *c)
 		    "bytes)", (unsigned long long)c->st.last_index, sb.size);
 	}
 	msgpack_sbuffer_destroy(&sb);
-	ctl_admin_run_deletions(c);
 	ctl_server_image_poll(c, false);
 }
 

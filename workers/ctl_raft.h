@@ -145,5 +145,7 @@ void ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t);
 void ctl_admin_run_deletions(struct ctl *c);
 /* At start: remove "-delete" dirs a crash left behind. */
 void ctl_admin_cleanup_deleted(struct ctl *c);
+/* Once caught up: remove replicas of topic ids the metadata log lacks. */
+void ctl_admin_sweep_strays(struct ctl *c);
 
 #endif /* RN_CTL_RAFT_H */

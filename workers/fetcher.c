@@ -30,7 +30,7 @@
 #include "workers/partition.h"
 #include "workers/peer.h"
 
-#define FETCH_VERSION 11
+#define FETCH_VERSION 13         /* topic ids: never another topic's data */
 #define OFFSETS_VERSION 3
 #define FETCH_MAX_WAIT_MS 500
 #define FETCH_MAX_BYTES (16 * 1024 * 1024)
@@ -44,6 +44,8 @@ struct fpart {
 	const struct rn_mdv_partition *mp;
 	struct rn_part *p;
 	int32_t synced_epoch;   /* leader epoch whose divergence was checked */
+	uint8_t id[16];         /* topic id the state above is for */
+	int32_t leader;         /* the leader it was checked against */
 	uint64_t round;         /* t and mp are valid only in this round */
 };
 
@@ -73,6 +75,7 @@ struct fetcher {
 	int n_leaders;
 	int32_t next_corr;
 	uint64_t round;         /* bumped every time the image is read */
+	bool id_moved;          /* a slot changed topic id in this round */
 };
 
 static uint32_t
@@ -305,6 +308,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 	case RN_KERR_FENCED_LEADER_EPOCH:
 	case RN_KERR_UNKNOWN_LEADER_EPOCH:
 	case RN_KERR_UNKNOWN_TOPIC_OR_PARTITION:
+	case RN_KERR_UNKNOWN_TOPIC_ID:
 		return; /* the next image tells who leads */
 	default:
 		log_warnx("%s-%d: fetch error %s", fp->t->name, fp->mp->p,
@@ -356,7 +360,7 @@ handle_fetch_response(struct fetcher *f, struct leader *l,
 				if (fp->round != f->round)
 					continue;
 				if (fp->mp->p == tr->partitions[j].partition_index &&
-				    rn_kstr_eq(tr->topic, fp->t->name)) {
+				    memcmp(tr->topic_id.b, fp->t->id, 16) == 0) {
 					apply_partition(f, fp, &tr->partitions[j]);
 					break;
 				}
@@ -507,6 +511,7 @@ leader_kick(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 
 		rn_FetchRequest_FetchTopic_init(t);
 		t->topic = (struct rn_kstr){ fp->t->name, (int32_t)fp->t->name_len };
+		memcpy(t->topic_id.b, fp->t->id, 16);
 		t->partitions = rn_arena_alloc(a, sizeof(*t->partitions));
 		if (t->partitions == NULL)
 			return;
@@ -577,13 +582,26 @@ collect(struct fetcher *f, struct fpart **out, int max)
 			    f->w->index || n == max)
 				continue;
 			fp = &f->fp[mp->slot];
-			if (fp->t == NULL || fp->mp->leader != mp->leader)
+			if (memcmp(fp->id, t->id, 16) != 0) {
+				/* another topic in this slot: nothing carries over */
+				static const uint8_t none[16];
+
+				if (memcmp(fp->id, none, 16) != 0)
+					f->id_moved = true;
+				memcpy(fp->id, t->id, 16);
+				fp->leader = -1;
+			}
+			/* the last round's t and mp went with its image */
+			if (fp->leader != mp->leader)
 				fp->synced_epoch = -1;
+			fp->leader = mp->leader;
 			fp->t = t;
 			fp->mp = mp;
-			fp->round = f->round;
+			/* one that cannot be opened (yet) is not this round's: an
+			 * answer in flight for it is dropped, not applied */
 			if ((fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
 				continue;
+			fp->round = f->round;
 			out[n++] = fp;
 		}
 	}
@@ -609,8 +627,10 @@ rn_fetcher_main(struct rn_worker *w)
 		log_errx("replica fetcher: out of memory");
 		return RN_WORKER_EXIT_RESTART;
 	}
-	for (i = 0; i < (int)max; i++)
+	for (i = 0; i < (int)max; i++) {
 		f.fp[i].synced_epoch = -1;
+		f.fp[i].leader = -1;
+	}
 	if (rn_worker_send_hello(w) != 0)
 		log_warnx("cannot reach the controller yet");
 	rn_worker_heartbeat(w);
@@ -625,9 +645,18 @@ rn_fetcher_main(struct rn_worker *w)
 			log_errx("bad message from the controller: restarting");
 			return RN_WORKER_EXIT_RESTART;
 		}
-		rn_mdview_refresh(&f.view, w->env->shm);
+		if (rn_mdview_refresh(&f.view, w->env->shm) == 1)
+			rn_part_table_sync(&f.parts, &f.view);
 		f.round++;
+		f.id_moved = false;
 		n_mine = collect(&f, mine, (int)max);
+		if (f.id_moved) {
+			/* answers in flight may be for the slot's old topic (the
+			 * epoch API names topics, it has no ids): drop them */
+			for (i = 0; i < f.n_leaders; i++)
+				if (f.leaders[i].in_flight)
+					leader_close(&f.leaders[i], NULL);
+		}
 		if (atomic_load(&w->env->shm->hdr->fault_stall_fetch)) {
 			/* test fault: a follower that stops fetching, at once:
 			 * fetches in flight are dropped too */

@@ -37,9 +37,12 @@ rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
 	if (h->producer_id < 0)
 		return RN_IDEM_APPEND;
 	if ((p = find(s, h->producer_id)) == NULL || p->n == 0) {
-		/* unknown producer: only a fresh start is in order */
-		return h->base_sequence == 0 ? RN_IDEM_APPEND :
-		    -RN_KERR_UNKNOWN_PRODUCER_ID;
+		/*
+		 * No state of this producer here (a new replica, a topic
+		 * created again, records gone to retention): any sequence is
+		 * taken, as Kafka does since it dropped UNKNOWN_PRODUCER_ID.
+		 */
+		return RN_IDEM_APPEND;
 	}
 	if (h->producer_epoch < p->epoch)
 		return -RN_KERR_INVALID_PRODUCER_EPOCH;

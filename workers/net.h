@@ -44,6 +44,7 @@ enum conn_wait {
 struct produce_wait {
 	struct rn_ProduceResponse_PartitionProduceResponse *out;
 	const struct rn_kstr *topic;
+	uint8_t topic_id[16];    /* the topic it was appended to */
 	int64_t need;            /* high watermark that commits it */
 	bool done;
 };

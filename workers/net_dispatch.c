@@ -132,7 +132,8 @@ net_out_free(struct net *n, struct net_out *o)
 
 	(void)n;
 	for (i = 0; i < o->n_slices; i++)
-		if (o->slice_parts[i] != NULL && o->slice_parts[i]->log != NULL)
+		/* the slice holds its segment even if the log was closed */
+		if (o->slice_parts[i] != NULL)
 			rn_log_slice_release(o->slice_parts[i]->log,
 			    &o->slices[i]);
 	free(o->slices);

@@ -116,6 +116,9 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 			continue;
 		t = rn_mdview_topic(&n->view, w->topic->ptr,
 		    (size_t)w->topic->len);
+		/* a topic of the same name created since is another one */
+		if (t != NULL && memcmp(t->id, w->topic_id, 16) != 0)
+			t = NULL;
 		mp = t ? rn_mdview_partition(t, w->out->index) : NULL;
 		if (mp == NULL || mp->leader != n->cfg->node_id ||
 		    (p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL) {
@@ -209,6 +212,7 @@ net_produce(struct net *n, struct conn *c)
 
 					w->out = pr;
 					w->topic = &td->name;
+					memcpy(w->topic_id, t->id, 16);
 					w->need = need;
 					w->done = false;
 				}

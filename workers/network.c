@@ -200,8 +200,10 @@ rn_network_main(struct rn_worker *w)
 		int timeout;
 
 		/* a new image may settle parked requests (ISR, leader moved) */
-		if (rn_mdview_refresh(&n.view, w->env->shm) == 1)
+		if (rn_mdview_refresh(&n.view, w->env->shm) == 1) {
+			rn_part_table_sync(&n.parts, &n.view);
 			net_wakeup(&n);
+		}
 		next = net_deadlines(&n, now);
 		net_housekeeping(&n, now);
 		rn_ring_consumer_sleeping(in, true);
@@ -221,7 +223,8 @@ rn_network_main(struct rn_worker *w)
 				uint64_t v;
 
 				(void)read(n.efd, &v, sizeof(v));
-				rn_mdview_refresh(&n.view, w->env->shm);
+				if (rn_mdview_refresh(&n.view, w->env->shm) == 1)
+					rn_part_table_sync(&n.parts, &n.view);
 				net_wakeup(&n);
 				continue;
 			}

@@ -12,6 +12,7 @@
 #include "protocol/kerrors.h"
 #include "storage/checkpoint.h"
 #include "storage/errors.h"
+#include "storage/logdir.h"
 #include "workers/partition.h"
 
 int
@@ -43,28 +44,37 @@ no_repair(void *arg)
 	(void)arg;
 }
 
-/* Lock; if the last holder died holding it, repair the log first. */
-static int
-part_lock_rt(struct rn_part_rt *rt, struct rn_log *log)
+/*
+ * Lock; if the last holder died holding it, repair the log first. A handle
+ * taken before the slot changed hands (its topic was deleted meanwhile)
+ * writes nothing: -ESTALE, and the caller's next rn_part_get reopens.
+ */
+int
+rn_part_lock(struct rn_part *p)
 {
+	struct rn_part_rt *rt = p->rt;
 	int rc = rn_rlock_lock(&rt->lock, no_repair, NULL);
 
+	if (rc < 0)
+		return rc;
+	if (p->incarnation != atomic_load(&rt->incarnation)) {
+		if (rc == 1) {
+			/* not ours to repair: the next open recovers it */
+			atomic_store(&rt->log.magic, 0);
+			atomic_fetch_add(&rt->incarnation, 1);
+		}
+		rn_rlock_unlock(&rt->lock);
+		return -ESTALE;
+	}
 	if (rc == 1) {
 		log_warnx("a partition lock holder died: repairing its log");
-		if (log != NULL && (rc = rn_log_repair(log)) != 0) {
+		if (p->log != NULL && (rc = rn_log_repair(p->log)) != 0) {
 			log_warnx("log repair failed: %s", strerror(-rc));
 			rn_rlock_unlock(&rt->lock);
 			return rc;
 		}
-		return 0;
 	}
-	return rc;
-}
-
-int
-rn_part_lock(struct rn_part *p)
-{
-	return part_lock_rt(p->rt, p->log);
+	return 0;
 }
 
 void
@@ -242,6 +252,83 @@ part_idem_rebuild(struct rn_part *p)
 	free(buf);
 }
 
+/*
+ * After a restart: the checkpointed high watermark (Kafka's
+ * replication-offset-checkpoint), never past the log end. A leader alone
+ * in its ISR moves it to the log end at once.
+ */
+static void
+part_restore_hw(struct rn_part *p, const char *root, const char *topic,
+    int32_t partition)
+{
+	int64_t hw = part_checkpointed_hw(root, topic, partition);
+	int64_t leo = rn_log_end_offset(p->log);
+
+	atomic_store(&p->rt->high_watermark, hw < 0 || hw > leo ? leo : hw);
+}
+
+/* The view is the newest image published: only such a view takes a slot. */
+static bool
+view_current(const struct rn_shm *shm, const struct rn_mdview *v)
+{
+	return v->version == atomic_load(&rn_shm_meta(shm)->version) &&
+	    v->generation == atomic_load(&shm->hdr->generation);
+}
+
+/*
+ * A slot taken for a partition: its directory must be this topic id's. A
+ * partition.metadata naming another id is a stray replica of a deleted
+ * topic (the node was down when it went, or a crash came between): it is
+ * removed as Kafka removes stray logs. 1 if partition.metadata is still
+ * to be written, 0 if it names this id, or -errno.
+ */
+static int
+part_check_dir(const char *root, const struct rn_mdv_topic *topic, int32_t p)
+{
+	char name[300], path[1400], have[23], want[23];
+	uint8_t id[16];
+	int rc;
+
+	snprintf(name, sizeof(name), "%s-%d", topic->name, p);
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	rc = rn_partition_metadata_read(path, id);
+	if (rc == -ENOENT)
+		return 1; /* new, or written before topic ids were kept */
+	if (rc < 0) {
+		log_warnx("%s/%s: %s", path, RN_PARTITION_METADATA,
+		    strerror(-rc));
+		return rc;
+	}
+	if (memcmp(id, topic->id, 16) == 0)
+		return 0;
+	rn_uuid_to_base64url(id, have);
+	rn_uuid_to_base64url(topic->id, want);
+	log_warnx("%s: stray partition directory of topic id %s (the "
+	    "metadata log has %s for %s): removing it", path, have, want,
+	    topic->name);
+	if ((rc = rn_logdir_discard(root, name)) != 0 && rc != -ENOENT) {
+		log_warnx("%s: cannot remove it: %s", path, strerror(-rc));
+		return rc;
+	}
+	return 1;
+}
+
+/* The slot changes hands: its old state means nothing here (lock held). */
+static void
+part_claim(struct rn_part_rt *rt, const struct rn_mdv_topic *topic,
+    int32_t partition, int64_t offset)
+{
+	memset(&rt->log, 0, sizeof(rt->log));
+	rn_idem_reset(&rt->idem);
+	memcpy(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b));
+	rt->partition = partition;
+	atomic_store(&rt->high_watermark, -1);
+	atomic_store(&rt->leader_epoch, -1);
+	atomic_store(&rt->fetch_waiters, 0);
+	atomic_store(&rt->claim_offset, offset);
+	atomic_fetch_add(&rt->incarnation, 1);
+}
+
 static int
 part_open(struct rn_part_table *t, const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
@@ -250,7 +337,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	struct rn_log_config lcfg;
 	char path[2048];
 	int dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
-	int rc, died;
+	int rc, died, write_md = 0;
 	bool fresh = false;
 
 	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
@@ -267,33 +354,37 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	if (memcmp(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b)) != 0 ||
 	    rt->partition != mp->p ||
 	    atomic_load(&rt->incarnation) == 0) {
-		/* the slot changes hands: its old state means nothing here */
-		memset(&rt->log, 0, sizeof(rt->log));
-		rn_idem_reset(&rt->idem);
-		memcpy(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b));
-		rt->partition = mp->p;
-		atomic_store(&rt->high_watermark, -1);
-		atomic_store(&rt->leader_epoch, -1);
-		atomic_store(&rt->fetch_waiters, 0);
-		atomic_fetch_add(&rt->incarnation, 1);
+		/* a worker behind the newest image might take back the slot
+		 * of a topic deleted since: it waits for the image */
+		if (v->offset < atomic_load(&rt->claim_offset) ||
+		    !view_current(t->shm, v)) {
+			rn_rlock_unlock(&rt->lock);
+			return -EAGAIN;
+		}
+		part_claim(rt, topic, mp->p, v->offset);
 		fresh = true;
 	}
+	rc = 0;
+	if (fresh)
+		rc = write_md = part_check_dir(t->cfg->log_dirs[dir], topic,
+		    mp->p);
 	/* recovers from disk when the shared state is new */
-	rc = rn_log_open(path, &lcfg, &rt->log, NULL, &p->log);
+	if (rc >= 0)
+		rc = rn_log_open(path, &lcfg, &rt->log, NULL, &p->log);
+	if (rc == 0 && write_md == 1 &&
+	    (rc = rn_partition_metadata_write(path, topic->id)) != 0)
+		log_warnx("%s: cannot write %s: %s", path,
+		    RN_PARTITION_METADATA, strerror(-rc));
 	if (rc == 0 && died == 1)
 		rc = rn_log_repair(p->log);
 	if (rc == 0 && fresh)
 		part_idem_rebuild(p);
-	if (rc == 0 && atomic_load(&rt->high_watermark) < 0) {
-		/*
-		 * After a restart: the checkpointed high watermark (Kafka's
-		 * replication-offset-checkpoint), never past the log end. A
-		 * leader alone in its ISR moves it to the log end at once.
-		 */
-		int64_t hw = part_checkpointed_hw(t->cfg->log_dirs[dir],
-		    topic->name, mp->p), leo = rn_log_end_offset(p->log);
-
-		atomic_store(&rt->high_watermark, hw < 0 || hw > leo ? leo : hw);
+	if (rc == 0 && atomic_load(&rt->high_watermark) < 0)
+		part_restore_hw(p, t->cfg->log_dirs[dir], topic->name, mp->p);
+	if (rc != 0 && fresh) {
+		/* nobody holds it: the next open starts over */
+		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
+		atomic_fetch_add(&rt->incarnation, 1);
 	}
 	rn_rlock_unlock(&rt->lock);
 	if (rc != 0) {
@@ -306,6 +397,8 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	}
 	p->rt = rt;
 	p->slot = mp->slot;
+	memcpy(p->topic_id, topic->id, sizeof(p->topic_id));
+	p->partition = mp->p;
 	p->incarnation = atomic_load(&rt->incarnation);
 	p->config_version = v->version;
 	p->lcfg = lcfg;
@@ -440,15 +533,64 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 			p->config_version = v->version;
 	}
 	if (p->log == NULL || p->incarnation != atomic_load(&rt->incarnation) ||
-	    p->config_version != v->version) {
-		if (part_open(t, v, topic, mp, p, rt) != 0) {
-			*kerr = RN_KERR_KAFKA_STORAGE_ERROR;
+	    p->config_version != v->version || p->partition != mp->p ||
+	    memcmp(p->topic_id, topic->id, sizeof(p->topic_id)) != 0) {
+		int rc = part_open(t, v, topic, mp, p, rt);
+
+		if (rc != 0) {
+			*kerr = rc == -EAGAIN ? RN_KERR_NOT_LEADER_OR_FOLLOWER :
+			    RN_KERR_KAFKA_STORAGE_ERROR;
 			return NULL;
 		}
 	}
 	if (mp->leader == t->cfg->node_id)
 		part_epoch(p, mp);
 	return p;
+}
+
+void
+rn_part_table_sync(struct rn_part_table *t, const struct rn_mdview *v)
+{
+	const struct rn_mdv_partition *mp;
+	const struct rn_mdv_topic *topic;
+	uint32_t i;
+
+	for (i = 0; i < t->n; i++) {
+		struct rn_part *p = &t->parts[i];
+
+		if (p->log == NULL)
+			continue;
+		topic = rn_mdview_topic_by_id(v, p->topic_id);
+		mp = topic != NULL ? rn_mdview_partition(topic, p->partition) :
+		    NULL;
+		if (mp != NULL && mp->slot == (int32_t)i)
+			continue;
+		rn_log_close(p->log);
+		p->log = NULL;
+		p->incarnation = 0;
+	}
+}
+
+void
+rn_part_release(const struct rn_shm *shm, int32_t slot, const uint8_t id[16],
+    int32_t partition, int64_t offset)
+{
+	struct rn_part_rt *rt;
+
+	if (slot < 0 || (uint32_t)slot >= shm->hdr->max_partitions)
+		return;
+	rt = (struct rn_part_rt *)rn_shm_partition(shm, (unsigned)slot);
+	if (rn_rlock_lock(&rt->lock, no_repair, NULL) < 0)
+		return;
+	if (memcmp(rt->topic_id.b, id, sizeof(rt->topic_id.b)) == 0 &&
+	    rt->partition == partition) {
+		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
+		rt->partition = -1;
+		if (offset > atomic_load(&rt->claim_offset))
+			atomic_store(&rt->claim_offset, offset);
+		atomic_fetch_add(&rt->incarnation, 1);
+	}
+	rn_rlock_unlock(&rt->lock);
 }
 
 void

@@ -34,6 +34,9 @@ struct rn_part_rt {
 	_Atomic uint64_t incarnation;  /* bumped when the slot changes owner */
 	struct rn_uuid topic_id;       /* which partition holds the slot */
 	int32_t partition;
+	/* metadata offset of the image the slot was last taken or released
+	 * at: a worker with an older image may not take it back */
+	_Atomic int64_t claim_offset;
 	_Atomic int32_t leader_epoch;  /* epoch this replica last led in */
 	_Atomic int64_t high_watermark;
 	/*
@@ -60,6 +63,8 @@ struct rn_part {
 	uint64_t config_version;       /* metadata image version of the config */
 	struct rn_log_config lcfg;     /* the log rules it was opened with */
 	int32_t slot;
+	uint8_t topic_id[16];          /* identity: topic id and partition */
+	int32_t partition;
 };
 
 struct rn_part_table {
@@ -85,6 +90,20 @@ void rn_part_table_close(struct rn_part_table *t);
 struct rn_part *rn_part_get(struct rn_part_table *t,
     const struct rn_mdview *v, const struct rn_mdv_topic *topic,
     const struct rn_mdv_partition *p, int16_t *kerr);
+
+/*
+ * A new image: drop the handles (fds, mappings) of partitions it no longer
+ * places in the slot they were opened in, such as a deleted topic's.
+ */
+void rn_part_table_sync(struct rn_part_table *t, const struct rn_mdview *v);
+
+/*
+ * The controller, after a topic's removal was published: if the slot still
+ * holds (id, partition), it holds nothing now. Every process that has it
+ * open sees the incarnation move and lets go; offset is the image's.
+ */
+void rn_part_release(const struct rn_shm *shm, int32_t slot,
+    const uint8_t id[16], int32_t partition, int64_t offset);
 
 /* Lock a partition for a mutation, repairing it if the last holder died. */
 int rn_part_lock(struct rn_part *p);

@@ -7,6 +7,7 @@
 #include "storage/logdir.h"
 #include "tests/lib/tap.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -49,6 +50,21 @@ count_cb(void *arg, const char *topic, int32_t partition)
 	(void)partition;
 	(*(int *)arg)++;
 	return 0;
+}
+
+static int
+count_deleted(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while (dp != NULL && (de = readdir(dp)) != NULL)
+		if (strstr(de->d_name, "-delete") != NULL)
+			n++;
+	if (dp != NULL)
+		closedir(dp);
+	return n;
 }
 
 int
@@ -144,6 +160,16 @@ main(void)
 	rn_logdir_mark_clean(root);
 	is_int(rn_logdir_take_clean(root), 1, "marker found once");
 	is_int(rn_logdir_take_clean(root), 0, "... and consumed");
+	snprintf(path, sizeof(path), "%s/orders-4/00000000000000000000.log",
+	    root);
+	fclose(fopen(path, "w"));
+	is_int(rn_logdir_discard(root, "orders-4"), 0,
+	    "discard a partition dir");
+	snprintf(path, sizeof(path), "%s/orders-4", root);
+	ok(access(path, F_OK) != 0, "... it is gone");
+	is_int(count_deleted(root), 0, "... with no -delete dir left beside it");
+	is_int(rn_logdir_discard(root, "orders-4"), -ENOENT,
+	    "discarding it again: ENOENT");
 
 	/* Leader epoch cache semantics. */
 	is_int(rn_epoch_assign(c, 2, 0), 1, "assign epoch 2 at 0");
