@@ -23,7 +23,7 @@
 #include "common/ctlproto.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
-#include "supervisor/sv_metaprops.h"
+#include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
 #include "tests/lib/tap.h"
 
@@ -135,7 +135,7 @@ th_setup(struct th_cluster *c)
 		node_env(c, i, i < c->n_voters ? fds[i] : -1);
 		/* what runneld does once the log dirs are locked */
 		if (!c->own_metaprops && rn_metaprops_ensure(&n->cfg,
-		    &n->env) != 0)
+		    n->env.cluster_id, n->env.dir_ids) != 0)
 			bail("meta.properties");
 	}
 }

@@ -24,7 +24,7 @@
 #include "ipc/msgtypes.h"
 #include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
-#include "supervisor/sv_metaprops.h"
+#include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
 #include "tests/lib/tap.h"
 
@@ -328,8 +328,8 @@ static int32_t orders_slots[3];
 static void
 test_metaprops_written(void)
 {
-	is_int(rn_metaprops_ensure(&node->cfg, &node->env), 0,
-	    "meta.properties written");
+	is_int(rn_metaprops_ensure(&node->cfg, node->env.cluster_id,
+	    node->env.dir_ids), 0, "meta.properties written");
 	is_str(node->env.cluster_id, "", "no cluster id before the first "
 	    "start");
 }

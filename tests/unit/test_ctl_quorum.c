@@ -21,7 +21,7 @@
 #include "common/util.h"
 #include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
-#include "supervisor/sv_metaprops.h"
+#include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
 #include "tests/lib/tap.h"
 

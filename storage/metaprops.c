@@ -17,8 +17,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "supervisor/sv_metaprops.h"
-#include "workers/worker.h"
+#include "storage/metaprops.h"
 
 #define MP_MAX_DIRS (RN_CONFIG_MAX_LOGDIRS + 1)
 
@@ -245,7 +244,8 @@ rn_metaprops_load(const struct rn_config *cfg, char cluster_id[23],
 }
 
 int
-rn_metaprops_ensure(const struct rn_config *cfg, struct rn_worker_env *env)
+rn_metaprops_ensure(const struct rn_config *cfg, char cluster_id[23],
+    uint8_t dir_ids[][16])
 {
 	const char *dirs[MP_MAX_DIRS];
 	struct rn_metaprops mps[MP_MAX_DIRS];
@@ -299,9 +299,9 @@ rn_metaprops_ensure(const struct rn_config *cfg, struct rn_worker_env *env)
 			    "known", cid);
 		}
 		if (i < cfg->n_log_dirs)
-			memcpy(env->dir_ids[i], mps[i].dir_id, 16);
+			memcpy(dir_ids[i], mps[i].dir_id, 16);
 	}
-	strlcpy(env->cluster_id, cid, sizeof(env->cluster_id));
+	strlcpy(cluster_id, cid, 23);
 	return 0;
 }
 
