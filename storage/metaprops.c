@@ -6,7 +6,6 @@
  */
 #include "autoconf.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -37,19 +36,6 @@ mp_dirs(const struct rn_config *cfg, const char *dirs[MP_MAX_DIRS])
 	if (!meta_listed && cfg->metadata_log_dir[0] != '\0')
 		dirs[n++] = cfg->metadata_log_dir;
 	return n;
-}
-
-static char *
-trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
 }
 
 static int
@@ -87,7 +73,7 @@ rn_metaprops_read(const char *dir, struct rn_metaprops *mp, char *err,
 		return rc;
 	}
 	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-		char *k = trim(line), *v, *sep;
+		char *k = rn_trim(line), *v, *sep;
 
 		if (*k == '\0' || *k == '#' || *k == '!')
 			continue;
@@ -98,8 +84,8 @@ rn_metaprops_read(const char *dir, struct rn_metaprops *mp, char *err,
 			break;
 		}
 		*sep = '\0';
-		k = trim(k);
-		v = trim(sep + 1);
+		k = rn_trim(k);
+		v = rn_trim(sep + 1);
 		if (strcmp(k, "version") == 0) {
 			if (parse_int(v, 0, 2, &n) != 0) {
 				snprintf(err, errlen, "%s: unsupported version "
