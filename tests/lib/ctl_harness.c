@@ -23,6 +23,7 @@
 #include "common/ctlproto.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
+#include "protocol/kerrors.h"
 #include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
 #include "tests/lib/tap.h"
@@ -344,4 +345,22 @@ th_admin_wait(struct th_cluster *c, int i, uint64_t id, int timeout_ms,
 		rn_ring_release(in);
 	}
 	return err;
+}
+
+int
+th_create_topics_result(struct th_cluster *c, struct rn_kreader *body,
+    const char *name, struct rn_CreateTopicsResponse_CreatableTopicResult *res)
+{
+	struct rn_CreateTopicsResponse resp;
+
+	if (rn_CreateTopicsResponse_decode(body, 7, &c->arena, &resp) != 0 ||
+	    resp.topics_count != 1)
+		return -1;
+	*res = resp.topics[0];
+	if (res->error_code != 0)
+		diag("CreateTopics %s: %s: %.*s", name,
+		    rn_kerr_name(res->error_code),
+		    (int)(res->error_message.len > 0 ?
+		    res->error_message.len : 0), res->error_message.ptr);
+	return 0;
 }

@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "ipc/mdimage.h"
 #include "protocol/kcodec.h"
+#include "protocol/kmsg_gen.h"
 #include "workers/worker.h"
 
 #define TH_MAX_NODES 5
@@ -80,5 +81,11 @@ uint64_t th_admin_send(struct th_cluster *c, int i, int16_t key, int16_t ver,
 #define TH_NO_ANSWER INT_MIN
 int th_admin_wait(struct th_cluster *c, int i, uint64_t id, int timeout_ms,
     struct rn_kreader *body);
+
+/* Decode a CreateTopics v7 answer for the one topic name into *res (its
+ * strings in c->arena); a topic error is shown with diag. 0, or -1 when
+ * the body does not decode to one topic. */
+int th_create_topics_result(struct th_cluster *c, struct rn_kreader *body,
+    const char *name, struct rn_CreateTopicsResponse_CreatableTopicResult *res);
 
 #endif /* RN_TESTS_CTL_HARNESS_H */

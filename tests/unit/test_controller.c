@@ -118,7 +118,7 @@ create_topic(const char *name, int32_t np, int16_t rf,
 	struct rn_CreateTopicsRequest req;
 	struct rn_CreateTopicsRequest_CreatableTopic t;
 	struct rn_CreateTopicsRequest_CreatableTopicConfig c[8];
-	struct rn_CreateTopicsResponse resp;
+	struct rn_CreateTopicsResponse_CreatableTopicResult res;
 	struct rn_kwriter w;
 	struct rn_kreader r;
 	int i;
@@ -146,18 +146,11 @@ create_topic(const char *name, int32_t np, int16_t rf,
 	rn_kwriter_free(&w);
 	if (e != 0)
 		return -1000 - e;
-	if (rn_CreateTopicsResponse_decode(&r, 7, &cl.arena, &resp) != 0 ||
-	    resp.topics_count != 1)
+	if (th_create_topics_result(&cl, &r, name, &res) != 0)
 		bail("CreateTopics response does not decode");
 	if (out != NULL)
-		*out = resp.topics[0];
-	if (resp.topics[0].error_code != 0)
-		diag("CreateTopics %s: %s: %.*s", name,
-		    rn_kerr_name(resp.topics[0].error_code),
-		    (int)(resp.topics[0].error_message.len > 0 ?
-		    resp.topics[0].error_message.len : 0),
-		    resp.topics[0].error_message.ptr);
-	return resp.topics[0].error_code;
+		*out = res;
+	return res.error_code;
 }
 
 static int16_t

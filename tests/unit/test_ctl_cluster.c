@@ -99,7 +99,7 @@ create_topic(int i, const char *name, int32_t np, int16_t rf,
 	struct rn_CreateTopicsRequest req;
 	struct rn_CreateTopicsRequest_CreatableTopic t;
 	struct rn_CreateTopicsRequest_CreatableReplicaAssignment as[8];
-	struct rn_CreateTopicsResponse resp;
+	struct rn_CreateTopicsResponse_CreatableTopicResult res;
 	struct rn_kwriter w;
 	struct rn_kreader r;
 	uint64_t id;
@@ -133,16 +133,9 @@ create_topic(int i, const char *name, int32_t np, int16_t rf,
 	err = th_admin_wait(&cl, i, id, timeout_ms, &r);
 	if (err != 0)
 		return err == TH_NO_ANSWER ? -1 : -2;
-	if (rn_CreateTopicsResponse_decode(&r, 7, &cl.arena, &resp) != 0 ||
-	    resp.topics_count != 1)
+	if (th_create_topics_result(&cl, &r, name, &res) != 0)
 		return -3;
-	if (resp.topics[0].error_code != 0)
-		diag("CreateTopics %s: %s: %.*s", name,
-		    rn_kerr_name(resp.topics[0].error_code),
-		    (int)(resp.topics[0].error_message.len > 0 ?
-		    resp.topics[0].error_message.len : 0),
-		    resp.topics[0].error_message.ptr);
-	return resp.topics[0].error_code;
+	return res.error_code;
 }
 
 static int

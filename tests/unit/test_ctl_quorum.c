@@ -19,7 +19,6 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
 #include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
@@ -72,7 +71,7 @@ create_at(int i, const char *name, int16_t *topic_err)
 {
 	struct rn_CreateTopicsRequest req;
 	struct rn_CreateTopicsRequest_CreatableTopic t;
-	struct rn_CreateTopicsResponse resp;
+	struct rn_CreateTopicsResponse_CreatableTopicResult res;
 	struct rn_kwriter w;
 	struct rn_kreader r;
 	uint64_t id;
@@ -91,9 +90,8 @@ create_at(int i, const char *name, int16_t *topic_err)
 	rn_kwriter_free(&w);
 	*topic_err = -1;
 	err = th_admin_wait(&cl, i, id, 10000, &r);
-	if (err == 0 && rn_CreateTopicsResponse_decode(&r, 7, &cl.arena,
-	    &resp) == 0 && resp.topics_count == 1)
-		*topic_err = resp.topics[0].error_code;
+	if (err == 0 && th_create_topics_result(&cl, &r, name, &res) == 0)
+		*topic_err = res.error_code;
 	return err;
 }
 
