@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "common/kconfig_catalogue.h"
+#include "common/util.h"
 
 const char rn_config_embedded_default[] =
     "# runnel single-node defaults (broker and controller in one process tree)\n"
@@ -173,19 +174,6 @@ config_defaults(struct rn_config *cfg)
 	cfg->roll_hours = 168;
 }
 
-static char *
-trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
-}
-
 static int
 parse_int64(const char *v, int64_t min, int64_t max, int64_t *out,
     char *why, size_t whylen)
@@ -215,10 +203,10 @@ split_list(char *s, char **items, int max, char *why, size_t whylen)
 	int n = 0;
 	char *p;
 
-	if (*trim(s) == '\0')
+	if (*rn_trim(s) == '\0')
 		return 0;
 	while ((p = strsep(&s, ",")) != NULL) {
-		p = trim(p);
+		p = rn_trim(p);
 		if (*p == '\0') {
 			snprintf(why, whylen, "empty list element");
 			return -1;
@@ -710,7 +698,7 @@ parse_text(struct rn_config *cfg, const char *text, const char *origin,
 		char *t;
 
 		lineno++;
-		t = trim(line);
+		t = rn_trim(line);
 		if (logical == NULL && (*t == '#' || *t == '!' || *t == '\0'))
 			continue;
 		len = strlen(t);
@@ -753,7 +741,7 @@ parse_text(struct rn_config *cfg, const char *text, const char *origin,
 				if (*p == '=' || *p == ':')
 					p++;
 			}
-			value = trim(p);
+			value = rn_trim(p);
 		}
 		unescape(key);
 		unescape(value);
@@ -791,14 +779,14 @@ rn_config_override(struct rn_config *cfg, const char *kv, char *err,
 		return -1;
 	}
 	*eq = '\0';
-	if (find_key(trim(buf)) == NULL &&
-	    rn_kcfg_broker_find(trim(buf)) == NULL &&
-	    rn_kcfg_listener_find(trim(buf)) == NULL) {
+	if (find_key(rn_trim(buf)) == NULL &&
+	    rn_kcfg_broker_find(rn_trim(buf)) == NULL &&
+	    rn_kcfg_listener_find(rn_trim(buf)) == NULL) {
 		snprintf(err, errlen, "override: unknown configuration key '%s'",
-		    trim(buf));
+		    rn_trim(buf));
 		return -1;
 	}
-	return apply(cfg, trim(buf), trim(eq + 1), "--override", 0, err,
+	return apply(cfg, rn_trim(buf), rn_trim(eq + 1), "--override", 0, err,
 	    errlen, NULL, NULL);
 }
 

@@ -24,6 +24,9 @@ int rn_mkdir_p(const char *path, mode_t mode);
 int rn_write_file_atomic(const char *path, const void *buf, size_t len,
     mode_t mode);
 
+/* Cut white space off both ends of s in place; its first other char. */
+char *rn_trim(char *s);
+
 /* Kafka's Uuid: 16 random bytes, printed as 22 chars of unpadded base64url. */
 struct rn_uuid {
 	uint8_t b[16];

@@ -21,9 +21,9 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "storage/metaprops.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
-#include "supervisor/sv_metaprops.h"
 
 extern char **environ;
 
@@ -350,7 +350,8 @@ main(int argc, char **argv)
 	rn_log_init("supervisor", NULL, sv.cfg.log_verbose);
 	/* meta.properties: node and directory ids, the cluster id if known */
 	if (resolve_service_user() != 0 || sv_logdirs_lock(&sv) != 0 ||
-	    rn_metaprops_ensure(&sv.cfg, &sv.env) != 0)
+	    rn_metaprops_ensure(&sv.cfg, sv.env.cluster_id,
+	    sv.env.dir_ids) != 0)
 		return 1;
 	if ((errno = -sv_control_open(&sv)) != 0) {
 		log_errx("control socket %s: %s", sv.cfg.control_socket_path,

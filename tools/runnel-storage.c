@@ -10,7 +10,7 @@
  * cluster.id when given. Without --cluster-id the node learns the id from
  * the metadata log and writes it itself. Formatting is never needed for a
  * broker; it pins the cluster id so the node can only join that cluster.
- * The file is read and written by supervisor/sv_metaprops.c, the code
+ * The file is read and written by storage/metaprops.c, the code
  * runneld itself uses, so the two can never disagree on its format.
  */
 #include "autoconf.h"
@@ -26,7 +26,7 @@
 
 #include "common/config.h"
 #include "common/util.h"
-#include "supervisor/sv_metaprops.h"
+#include "storage/metaprops.h"
 
 #define EXIT_USAGE 2
 

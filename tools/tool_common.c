@@ -3,7 +3,6 @@
  */
 #include "autoconf.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -82,19 +81,6 @@ tool_props_add(struct tool_props *p, const char *kv)
 	return 0;
 }
 
-static char *
-trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
-}
-
 int
 tool_props_load_file(struct tool_props *p, const char *path)
 {
@@ -107,7 +93,7 @@ tool_props_load_file(struct tool_props *p, const char *path)
 		return -1;
 	}
 	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-		char *s = trim(line), *sep;
+		char *s = rn_trim(line), *sep;
 
 		lineno++;
 		if (*s == '\0' || *s == '#' || *s == '!')
@@ -120,7 +106,7 @@ tool_props_load_file(struct tool_props *p, const char *path)
 			break;
 		}
 		*sep = '\0';
-		snprintf(kv, sizeof(kv), "%s=%s", trim(s), trim(sep + 1));
+		snprintf(kv, sizeof(kv), "%s=%s", rn_trim(s), rn_trim(sep + 1));
 		rc = tool_props_add(p, kv);
 	}
 	fclose(f);

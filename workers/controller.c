@@ -17,7 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
-#include "supervisor/sv_metaprops.h"
+#include "storage/metaprops.h"
 #include "workers/ctl_op.h"
 #include "workers/ctl_raft.h"
 #include "workers/worker.h"
@@ -254,19 +254,17 @@ rn_controller_main(struct rn_worker *w)
 	if ((rc = rn_metaprops_load(c->cfg, c->known_cluster_id, c->dir_ids,
 	    err, sizeof(err))) != 0) {
 		/* a supervisor that did not write them: do it here */
-		struct rn_worker_env *tmp = calloc(1, sizeof(*tmp));
+		char cid[23];
+		uint8_t ids[RN_CONFIG_MAX_LOGDIRS][16];
 
 		log_debug("%s: creating missing meta.properties", err);
-		if (tmp == NULL || rn_metaprops_ensure(c->cfg, tmp) != 0 ||
+		if (rn_metaprops_ensure(c->cfg, cid, ids) != 0 ||
 		    rn_metaprops_load(c->cfg, c->known_cluster_id, c->dir_ids,
 		    err, sizeof(err)) != 0) {
-			if (tmp != NULL)
-				log_errx("%s", err);
-			free(tmp);
+			log_errx("%s", err);
 			free(c);
 			return RN_WORKER_EXIT_FATAL;
 		}
-		free(tmp);
 	}
 
 	ctl_admin_cleanup_deleted(c);

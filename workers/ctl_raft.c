@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
-#include "supervisor/sv_metaprops.h"
+#include "storage/metaprops.h"
 #include "workers/ctl_op.h"
 #include "workers/ctl_raft.h"
 #include "workers/ctl_transport.h"

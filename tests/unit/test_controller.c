@@ -8,204 +8,101 @@
  */
 #include "autoconf.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <msgpack.h>
 
-#include "common/config.h"
 #include "common/ctlproto.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "ipc/mdimage.h"
 #include "ipc/msgtypes.h"
 #include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
-#include "supervisor/sv_metaprops.h"
+#include "storage/metaprops.h"
+#include "tests/lib/ctl_harness.h"
 #include "tests/lib/tap.h"
-#include "workers/worker.h"
 
 extern char **environ;
 
-static struct rn_config cfg;
-static struct rn_shm shm;
-static struct rn_worker_env env;
-static struct rn_mdview view;
-static char tmpdir[256], datadir[300];
-static pid_t ctl_pid;
-static uint64_t next_req = 1;
-static struct rn_arena arena;
+static struct th_cluster cl = {
+	.name = "ctl", .n_nodes = 1, .n_voters = 1,
+	.extra_config = "num.partitions=2\nlog.segment.bytes=2048\n",
+	.own_metaprops = true,
+};
+static struct th_node *const node = &cl.node[0];
 
-static int
-free_listener(uint16_t *port)
+struct view_pred {
+	bool (*fn)(void *);
+	void *arg;
+};
+
+static bool
+pred_view(void *arg)
 {
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
+	struct view_pred *vp = arg;
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(fd, 16) != 0 || getsockname(fd, (struct sockaddr *)&sin,
-	    &len) != 0)
-		bail("cannot listen: %s", strerror(errno));
-	*port = ntohs(sin.sin_port);
-	return fd;
+	return th_view(&cl, 0)->version != 0 && vp->fn(vp->arg);
 }
 
-static void
-start_controller(void)
-{
-	fflush(stdout);
-	fflush(stderr);
-	if (rn_seq_writer_died(&rn_shm_meta(&shm)->lock))
-		rn_shm_meta_rebuild(&shm); /* what the supervisor does */
-	if ((ctl_pid = fork()) < 0)
-		bail("fork");
-	if (ctl_pid == 0)
-		rn_worker_run(&env, RN_ROLE_W_CONTROLLER, 0, getuid(),
-		    getgid(), false);
-	atomic_store(&rn_shm_worker(&shm, 0)->pid, ctl_pid);
-}
-
-static int
-wait_exit(int timeout_ms)
-{
-	int status, i;
-
-	for (i = 0; i < timeout_ms / 10; i++) {
-		if (waitpid(ctl_pid, &status, WNOHANG) == ctl_pid)
-			return status;
-		usleep(10000);
-	}
-	return -1;
-}
-
-/* Refresh the view until pred holds (or timeout); returns pred's value. */
+/* Refresh the image until pred holds (or timeout); returns pred's value. */
 static bool
 wait_view(bool (*pred)(void *), void *arg, int timeout_ms)
 {
-	int i;
+	struct view_pred vp = { pred, arg };
 
-	for (i = 0; i < timeout_ms / 10; i++) {
-		rn_mdview_refresh(&view, &shm);
-		if (view.version != 0 && pred(arg))
-			return true;
-		usleep(10000);
-	}
-	return false;
+	return th_wait_for(pred_view, &vp, timeout_ms);
 }
 
 static bool
 pred_ready(void *arg)
 {
 	(void)arg;
-	return view.cluster_id[0] != '\0' && rn_mdview_broker(&view, 1) != NULL;
+	return node->view.cluster_id[0] != '\0' &&
+	    rn_mdview_broker(&node->view, 1) != NULL;
 }
 
 static bool
 pred_version_above(void *arg)
 {
-	return view.version > *(uint64_t *)arg && pred_ready(NULL);
+	return node->view.version > *(uint64_t *)arg && pred_ready(NULL);
 }
 
 static bool
 pred_topic(void *arg)
 {
-	return rn_mdview_topic(&view, arg, strlen(arg)) != NULL;
+	return rn_mdview_topic(&node->view, arg, strlen(arg)) != NULL;
 }
 
 static bool
 pred_no_topic(void *arg)
 {
-	return rn_mdview_topic(&view, arg, strlen(arg)) == NULL;
+	return rn_mdview_topic(&node->view, arg, strlen(arg)) == NULL;
 }
 
-static void
-send_msg(uint16_t type, const msgpack_sbuffer *sb)
-{
-	struct rn_ring *r = rn_shm_ring_to_ctl(&shm, 1);
-
-	if (rn_ring_push(r, type, sb->data, (uint32_t)sb->size) != 0)
-		bail("ring to the controller is full");
-	rn_ring_notify(r, env.efd[0]);
-}
-
-/* Send one admin request; wait for its answer; body into the arena. */
+/* Send one admin request; wait for its answer (the body into the arena). */
 static int16_t
-admin(int16_t key, int16_t ver, struct rn_kwriter *req, const uint8_t **body,
-    size_t *blen)
+admin(int16_t key, int16_t ver, struct rn_kwriter *req, struct rn_kreader *r)
 {
-	struct rn_ring *in = rn_shm_ring_from_ctl(&shm, 1);
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	uint64_t id = next_req++;
-	int64_t deadline = rn_now_ms() + 10000;
+	uint64_t id = th_admin_send(&cl, 0, key, ver, req);
+	int err = th_admin_wait(&cl, 0, id, 10000, r);
 
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 6);
-	rn_mp_pack_str(&pk, "v");
-	msgpack_pack_int(&pk, RN_IPC_VERSION);
-	rn_mp_pack_str(&pk, "req");
-	msgpack_pack_uint64(&pk, id);
-	rn_mp_pack_str(&pk, "key");
-	msgpack_pack_int(&pk, key);
-	rn_mp_pack_str(&pk, "ver");
-	msgpack_pack_int(&pk, ver);
-	rn_mp_pack_str(&pk, "client");
-	rn_mp_pack_str(&pk, "test");
-	rn_mp_pack_str(&pk, "body");
-	msgpack_pack_bin(&pk, req->len);
-	msgpack_pack_bin_body(&pk, req->buf, req->len);
-	send_msg(RN_IPC_ADMIN_REQUEST, &sb);
-	msgpack_sbuffer_destroy(&sb);
-	rn_kwriter_reset(req);
+	if (err == TH_NO_ANSWER)
+		bail("no answer to admin request %llu", (unsigned long long)id);
+	return (int16_t)err;
+}
 
-	while (rn_now_ms() < deadline) {
-		msgpack_unpacked up;
-		const void *payload;
-		uint16_t type;
-		ssize_t len;
-
-		if (rn_ring_wait(in, env.efd[1], 200) != 0)
-			continue;
-		if ((len = rn_ring_peek(in, &type, &payload)) < 0)
-			continue;
-		msgpack_unpacked_init(&up);
-		if (type == RN_IPC_ADMIN_RESPONSE &&
-		    msgpack_unpack_next(&up, payload, (size_t)len, NULL) ==
-		    MSGPACK_UNPACK_SUCCESS &&
-		    (uint64_t)rn_mp_get_int(&up.data, "req", -1) == id) {
-			const msgpack_object *b = rn_mp_get(&up.data, "body");
-			int16_t err = (int16_t)rn_mp_get_int(&up.data, "err",
-			    -1);
-			uint8_t *copy = rn_arena_alloc(&arena,
-			    b->via.bin.size + 1);
-
-			memcpy(copy, b->via.bin.ptr, b->via.bin.size);
-			*body = copy;
-			*blen = b->via.bin.size;
-			msgpack_unpacked_destroy(&up);
-			rn_ring_release(in);
-			return err;
-		}
-		msgpack_unpacked_destroy(&up);
-		rn_ring_release(in);
-	}
-	bail("no answer to admin request %llu", (unsigned long long)id);
+/* Stop the controller the hard way and start it again. */
+static void
+kill_and_restart(void)
+{
+	th_stop(&cl, 0, SIGKILL);
+	th_start(&cl, 0);
 }
 
 struct ct_conf {
@@ -221,11 +118,9 @@ create_topic(const char *name, int32_t np, int16_t rf,
 	struct rn_CreateTopicsRequest req;
 	struct rn_CreateTopicsRequest_CreatableTopic t;
 	struct rn_CreateTopicsRequest_CreatableTopicConfig c[8];
-	struct rn_CreateTopicsResponse resp;
+	struct rn_CreateTopicsResponse_CreatableTopicResult res;
 	struct rn_kwriter w;
 	struct rn_kreader r;
-	const uint8_t *body;
-	size_t blen;
 	int i;
 	int16_t e;
 
@@ -247,23 +142,15 @@ create_topic(const char *name, int32_t np, int16_t rf,
 	rn_kwriter_init(&w);
 	if (rn_CreateTopicsRequest_encode(&w, 7, &req) != 0)
 		bail("encode CreateTopics");
-	e = admin(RN_KAPI_CREATE_TOPICS, 7, &w, &body, &blen);
+	e = admin(RN_KAPI_CREATE_TOPICS, 7, &w, &r);
 	rn_kwriter_free(&w);
 	if (e != 0)
 		return -1000 - e;
-	rn_kreader_init(&r, body, blen);
-	if (rn_CreateTopicsResponse_decode(&r, 7, &arena, &resp) != 0 ||
-	    resp.topics_count != 1)
+	if (th_create_topics_result(&cl, &r, name, &res) != 0)
 		bail("CreateTopics response does not decode");
 	if (out != NULL)
-		*out = resp.topics[0];
-	if (resp.topics[0].error_code != 0)
-		diag("CreateTopics %s: %s: %.*s", name,
-		    rn_kerr_name(resp.topics[0].error_code),
-		    (int)(resp.topics[0].error_message.len > 0 ?
-		    resp.topics[0].error_message.len : 0),
-		    resp.topics[0].error_message.ptr);
-	return resp.topics[0].error_code;
+		*out = res;
+	return res.error_code;
 }
 
 static int16_t
@@ -276,8 +163,6 @@ incremental_alter_res(int8_t type, const char *resource, const char *key,
 	struct rn_IncrementalAlterConfigsResponse resp;
 	struct rn_kwriter w;
 	struct rn_kreader r;
-	const uint8_t *body;
-	size_t blen;
 
 	rn_IncrementalAlterConfigsRequest_init(&req);
 	rn_IncrementalAlterConfigsRequest_AlterConfigsResource_init(&res);
@@ -293,12 +178,11 @@ incremental_alter_res(int8_t type, const char *resource, const char *key,
 	rn_kwriter_init(&w);
 	if (rn_IncrementalAlterConfigsRequest_encode(&w, 1, &req) != 0)
 		bail("encode IncrementalAlterConfigs");
-	if (admin(RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 1, &w, &body, &blen) != 0)
+	if (admin(RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 1, &w, &r) != 0)
 		bail("IncrementalAlterConfigs refused");
 	rn_kwriter_free(&w);
-	rn_kreader_init(&r, body, blen);
-	if (rn_IncrementalAlterConfigsResponse_decode(&r, 1, &arena, &resp) !=
-	    0 || resp.responses_count != 1)
+	if (rn_IncrementalAlterConfigsResponse_decode(&r, 1, &cl.arena,
+	    &resp) != 0 || resp.responses_count != 1)
 		bail("IncrementalAlterConfigs response");
 	return resp.responses[0].error_code;
 }
@@ -319,8 +203,6 @@ alter_configs(const char *topic, const char *key, const char *value)
 	struct rn_AlterConfigsResponse resp;
 	struct rn_kwriter w;
 	struct rn_kreader r;
-	const uint8_t *body;
-	size_t blen;
 
 	rn_AlterConfigsRequest_init(&req);
 	rn_AlterConfigsRequest_AlterConfigsResource_init(&res);
@@ -335,11 +217,10 @@ alter_configs(const char *topic, const char *key, const char *value)
 	rn_kwriter_init(&w);
 	if (rn_AlterConfigsRequest_encode(&w, 1, &req) != 0)
 		bail("encode AlterConfigs");
-	if (admin(RN_KAPI_ALTER_CONFIGS, 1, &w, &body, &blen) != 0)
+	if (admin(RN_KAPI_ALTER_CONFIGS, 1, &w, &r) != 0)
 		bail("AlterConfigs refused");
 	rn_kwriter_free(&w);
-	rn_kreader_init(&r, body, blen);
-	if (rn_AlterConfigsResponse_decode(&r, 1, &arena, &resp) != 0 ||
+	if (rn_AlterConfigsResponse_decode(&r, 1, &cl.arena, &resp) != 0 ||
 	    resp.responses_count != 1)
 		bail("AlterConfigs response");
 	return resp.responses[0].error_code;
@@ -353,8 +234,6 @@ delete_topic(const char *name, const uint8_t *id)
 	struct rn_DeleteTopicsResponse resp;
 	struct rn_kwriter w;
 	struct rn_kreader r;
-	const uint8_t *body;
-	size_t blen;
 
 	rn_DeleteTopicsRequest_init(&req);
 	rn_DeleteTopicsRequest_DeleteTopicState_init(&s);
@@ -370,11 +249,10 @@ delete_topic(const char *name, const uint8_t *id)
 	rn_kwriter_init(&w);
 	if (rn_DeleteTopicsRequest_encode(&w, 6, &req) != 0)
 		bail("encode DeleteTopics");
-	if (admin(RN_KAPI_DELETE_TOPICS, 6, &w, &body, &blen) != 0)
+	if (admin(RN_KAPI_DELETE_TOPICS, 6, &w, &r) != 0)
 		bail("DeleteTopics refused");
 	rn_kwriter_free(&w);
-	rn_kreader_init(&r, body, blen);
-	if (rn_DeleteTopicsResponse_decode(&r, 6, &arena, &resp) != 0 ||
+	if (rn_DeleteTopicsResponse_decode(&r, 6, &cl.arena, &resp) != 0 ||
 	    resp.responses_count != 1)
 		bail("DeleteTopics response");
 	return resp.responses[0].error_code;
@@ -388,8 +266,6 @@ create_partitions(const char *name, int32_t count)
 	struct rn_CreatePartitionsResponse resp;
 	struct rn_kwriter w;
 	struct rn_kreader r;
-	const uint8_t *body;
-	size_t blen;
 
 	rn_CreatePartitionsRequest_init(&req);
 	rn_CreatePartitionsRequest_CreatePartitionsTopic_init(&t);
@@ -403,11 +279,10 @@ create_partitions(const char *name, int32_t count)
 	rn_kwriter_init(&w);
 	if (rn_CreatePartitionsRequest_encode(&w, 3, &req) != 0)
 		bail("encode CreatePartitions");
-	if (admin(RN_KAPI_CREATE_PARTITIONS, 3, &w, &body, &blen) != 0)
+	if (admin(RN_KAPI_CREATE_PARTITIONS, 3, &w, &r) != 0)
 		bail("CreatePartitions refused");
 	rn_kwriter_free(&w);
-	rn_kreader_init(&r, body, blen);
-	if (rn_CreatePartitionsResponse_decode(&r, 3, &arena, &resp) != 0 ||
+	if (rn_CreatePartitionsResponse_decode(&r, 3, &cl.arena, &resp) != 0 ||
 	    resp.results_count != 1)
 		bail("CreatePartitions response");
 	return resp.results[0].error_code;
@@ -420,7 +295,7 @@ metaprops_cluster_id(char out[23])
 	char err[256];
 
 	out[0] = '\0';
-	if (rn_metaprops_read(datadir, &mp, err, sizeof(err)) == 0)
+	if (rn_metaprops_read(node->dir, &mp, err, sizeof(err)) == 0)
 		strcpy(out, mp.cluster_id);
 }
 
@@ -430,90 +305,49 @@ topic_config(const char *topic, const char *key, enum rn_config_source *src)
 	static char buf[64];
 	const char *v = NULL;
 
-	rn_mdview_refresh(&view, &shm);
-	if (rn_mdview_topic_config(&view, rn_mdview_topic(&view, topic,
-	    strlen(topic)), &cfg, key, &v, src, buf, sizeof(buf)) != 0)
+	th_view(&cl, 0);
+	if (rn_mdview_topic_config(&node->view, rn_mdview_topic(&node->view,
+	    topic, strlen(topic)), &node->cfg, key, &v, src, buf,
+	    sizeof(buf)) != 0)
 		return NULL;
 	return v;
 }
 
-static void
-setup(void)
-{
-	struct rn_shm_params sp = { 2, 1u << 16, 64 };
-	char text[1024], err[256];
-	uint16_t cport, bport;
-	int cfd, bfd;
+static char cid[23];            /* the cluster id of the first start */
+static uint8_t orders_id[16];
+static int32_t orders_slots[3];
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rn-test-ctl-XXXXXX");
-	if (mkdtemp(tmpdir) == NULL)
-		bail("mkdtemp");
-	snprintf(datadir, sizeof(datadir), "%s/data", tmpdir);
-	cfd = free_listener(&cport);
-	bfd = free_listener(&bport);
-	close(bfd); /* only its number: the broker listener is not served */
-	snprintf(text, sizeof(text),
-	    "node.id=1\nprocess.roles=broker,controller\n"
-	    "listeners=PLAINTEXT://127.0.0.1:%u,CONTROLLER://127.0.0.1:%u\n"
-	    "controller.listener.names=CONTROLLER\n"
-	    "controller.quorum.voters=1@127.0.0.1:%u\n"
-	    "log.dirs=%s\nnum.partitions=2\nshm.max.partitions=64\n"
-	    "log.segment.bytes=2048\n", bport, cport, cport, datadir);
-	if (rn_config_parse(&cfg, text, "test", err, sizeof(err), NULL,
-	    NULL) != 0 || rn_config_finish(&cfg, err, sizeof(err)) != 0)
-		bail("config: %s", err);
-	if (rn_shm_create(&sp, &shm) != 0)
-		bail("shm");
-	memset(&env, 0, sizeof(env));
-	env.cfg = &cfg;
-	env.shm = &shm;
-	env.listen[0].fd = cfd;
-	env.listen[0].listener = 1;
-	env.listen[0].controller = true;
-	env.n_listen = 1;
-	env.n_workers = 2;
-	env.n_network = 1;
-	env.efd[0] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	env.efd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (rn_mkdir_p(datadir, 0750) != 0)
-		bail("mkdir");
-	/* what runneld does once the log dirs are locked */
-	is_int(rn_metaprops_ensure(&cfg, &env), 0, "meta.properties written");
-	is_str(env.cluster_id, "", "no cluster id before the first start");
-	atomic_store(&rn_shm_worker(&shm, 1)->pid, getpid());
-	rn_mdview_init(&view);
-	rn_arena_init(&arena, 1u << 26);
+/* What runneld does once the log dirs are locked. */
+static void
+test_metaprops_written(void)
+{
+	is_int(rn_metaprops_ensure(&node->cfg, node->env.cluster_id,
+	    node->env.dir_ids), 0, "meta.properties written");
+	is_str(node->env.cluster_id, "", "no cluster id before the first "
+	    "start");
 }
 
-int
-main(int argc, char **argv)
+static void
+test_first_start(void)
 {
-	struct rn_CreateTopicsResponse_CreatableTopicResult res;
-	const struct rn_mdv_topic *t;
-	const struct rn_mdv_partition *p;
-	enum rn_config_source src;
-	struct ct_conf good[] = { { "retention.ms", "1000" } };
-	struct ct_conf unknown[] = { { "no.such.config", "1" } };
-	struct ct_conf badval[] = { { "retention.ms", "soon" } };
-	char cid[23], cid2[23], path[600], text[512];
-	uint8_t orders_id[16];
-	int32_t slots[3];
-	uint64_t ver;
-	int status, i;
-	FILE *f;
-
-	setproctitle_init(argc, argv, environ);
-	rn_log_init("test", NULL, 0);
-	setup();
-	start_controller();
+	th_start(&cl, 0);
 	ok(wait_view(pred_ready, NULL, 10000), "controller published an "
 	    "image with a cluster id and broker 1");
 	metaprops_cluster_id(cid);
-	ok(cid[0] != '\0' && strcmp(cid, view.cluster_id) == 0,
+	ok(cid[0] != '\0' && strcmp(cid, node->view.cluster_id) == 0,
 	    "meta.properties has the published cluster id (%s)", cid);
-	is_int(view.controller_id, 1, "node 1 is the active controller");
+	is_int(node->view.controller_id, 1, "node 1 is the active controller");
+}
 
-	/* CreateTopics */
+static void
+test_create_topics(void)
+{
+	struct rn_CreateTopicsResponse_CreatableTopicResult res;
+	struct ct_conf good[] = { { "retention.ms", "1000" } };
+	struct ct_conf unknown[] = { { "no.such.config", "1" } };
+	struct ct_conf badval[] = { { "retention.ms", "soon" } };
+	int i;
+
 	is_int(create_topic("orders", 3, 1, good, 1, false, &res), 0,
 	    "CreateTopics orders: success");
 	ok(res.num_partitions == 3 && res.replication_factor == 1 &&
@@ -529,7 +363,8 @@ main(int argc, char **argv)
 	is_int(create_topic("orders", 1, 1, NULL, 0, false, NULL),
 	    RN_KERR_TOPIC_ALREADY_EXISTS, "again: TOPIC_ALREADY_EXISTS");
 	is_int(create_topic("bad/name", 1, 1, NULL, 0, false, NULL),
-	    RN_KERR_INVALID_TOPIC_EXCEPTION, "bad/name: INVALID_TOPIC_EXCEPTION");
+	    RN_KERR_INVALID_TOPIC_EXCEPTION,
+	    "bad/name: INVALID_TOPIC_EXCEPTION");
 	is_int(create_topic("..", 1, 1, NULL, 0, false, NULL),
 	    RN_KERR_INVALID_TOPIC_EXCEPTION, "'..': INVALID_TOPIC_EXCEPTION");
 	is_int(create_topic("a.b", 1, 1, NULL, 0, false, NULL), 0, "a.b");
@@ -549,20 +384,28 @@ main(int argc, char **argv)
 	is_int(create_topic("dflt", -1, -1, NULL, 0, false, &res), 0,
 	    "defaults: success");
 	is_int(res.num_partitions, 2, "num.partitions applied");
+}
 
-	/* the image */
-	rn_mdview_refresh(&view, &shm);
-	t = rn_mdview_topic(&view, "orders", 6);
+static void
+test_image(void)
+{
+	const struct rn_mdv_topic *t;
+	const struct rn_mdv_partition *p;
+	enum rn_config_source src;
+	int32_t *slots = orders_slots;
+	int i;
+
+	t = rn_mdview_topic(th_view(&cl, 0), "orders", 6);
 	ok(t != NULL && t->n_parts == 3 && memcmp(t->id, orders_id, 16) == 0,
 	    "orders in the image with its id and 3 partitions");
-	ok(rn_mdview_topic(&view, "dry", 3) == NULL, "validate_only created "
-	    "nothing");
+	ok(rn_mdview_topic(&node->view, "dry", 3) == NULL, "validate_only "
+	    "created nothing");
 	for (i = 0; i < 3; i++) {
 		p = rn_mdview_partition(t, i);
 		slots[i] = p != NULL ? p->slot : -1;
-		ok(p != NULL && p->leader == 1 && p->slot >= 0 && p->slot < 64 &&
-		    p->dir == 0, "orders-%d: leader 1, slot %d, dir 0", i,
-		    slots[i]);
+		ok(p != NULL && p->leader == 1 && p->slot >= 0 &&
+		    p->slot < 64 && p->dir == 0,
+		    "orders-%d: leader 1, slot %d, dir 0", i, slots[i]);
 	}
 	ok(slots[0] != slots[1] && slots[1] != slots[2] &&
 	    slots[0] != slots[2], "distinct slots");
@@ -570,27 +413,39 @@ main(int argc, char **argv)
 	    strcmp(topic_config("orders", "retention.ms", &src), "1000") == 0 &&
 	    src == RN_CFGSRC_DYNAMIC_TOPIC_CONFIG,
 	    "orders retention.ms=1000 DYNAMIC_TOPIC_CONFIG");
+}
 
-	/* SIGKILL and restart: the metadata log brings it all back */
-	ver = view.version;
-	kill(ctl_pid, SIGKILL);
-	wait_exit(5000);
-	start_controller();
+/* SIGKILL and restart: the metadata log brings it all back */
+static void
+test_restart(void)
+{
+	const struct rn_mdv_topic *t;
+	int32_t *slots = orders_slots;
+	uint64_t ver = node->view.version;
+	char cid2[23];
+
+	kill_and_restart();
 	ok(wait_view(pred_version_above, &ver, 10000),
 	    "restarted controller republished");
-	t = rn_mdview_topic(&view, "orders", 6);
+	t = rn_mdview_topic(&node->view, "orders", 6);
 	ok(t != NULL && memcmp(t->id, orders_id, 16) == 0 && t->n_parts == 3,
 	    "orders back with the same id");
 	ok(t != NULL && t->parts[0].slot == slots[0] &&
 	    t->parts[1].slot == slots[1] && t->parts[2].slot == slots[2],
 	    "same slots after the restart");
-	ok(rn_mdview_topic(&view, "a.b", 3) != NULL &&
-	    rn_mdview_topic(&view, "dflt", 4) != NULL, "other topics back");
+	ok(rn_mdview_topic(&node->view, "a.b", 3) != NULL &&
+	    rn_mdview_topic(&node->view, "dflt", 4) != NULL,
+	    "other topics back");
 	metaprops_cluster_id(cid2);
 	is_str(cid2, cid, "meta.properties keeps the cluster id");
-	is_str(view.cluster_id, cid, "same cluster id published");
+	is_str(node->view.cluster_id, cid, "same cluster id published");
+}
 
-	/* configs */
+static void
+test_topic_configs(void)
+{
+	enum rn_config_source src;
+
 	is_int(incremental_alter("orders", "segment.ms", 0, "5000"), 0,
 	    "IncrementalAlterConfigs SET segment.ms");
 	ok(topic_config("orders", "segment.ms", &src) != NULL &&
@@ -615,8 +470,14 @@ main(int argc, char **argv)
 	ok(strcmp(topic_config("orders", "segment.bytes", &src), "2048") == 0 &&
 	    src == RN_CFGSRC_STATIC_BROKER_CONFIG,
 	    "segment.bytes from server.properties: STATIC_BROKER_CONFIG");
+}
 
-	/* dynamic broker configs: the cluster default, then this broker */
+/* dynamic broker configs: the cluster default, then this broker */
+static void
+test_broker_configs(void)
+{
+	enum rn_config_source src;
+
 	is_int(incremental_alter_res(4, "", "log.retention.ms", 0, "7000"), 0,
 	    "dynamic default log.retention.ms");
 	ok(strcmp(topic_config("orders", "retention.ms", &src), "7000") == 0 &&
@@ -642,161 +503,206 @@ main(int argc, char **argv)
 	is_int(incremental_alter_res(4, "1",
 	    "sasl.kerberos.min.time.before.relogin", 0, "1000"), 0,
 	    "per-broker key on broker 1 accepted");
+}
 
-	/* CreatePartitions */
+static void
+test_create_partitions(void)
+{
+	const struct rn_mdv_topic *t;
+
 	is_int(create_partitions("dflt", 4), 0, "CreatePartitions 2 -> 4");
 	is_int(create_partitions("dflt", 3), RN_KERR_INVALID_PARTITIONS,
 	    "4 -> 3: INVALID_PARTITIONS");
-	rn_mdview_refresh(&view, &shm);
-	t = rn_mdview_topic(&view, "dflt", 4);
+	t = rn_mdview_topic(th_view(&cl, 0), "dflt", 4);
 	ok(t != NULL && t->n_parts == 4 && t->parts[3].slot >= 0,
 	    "dflt has 4 partitions with slots");
+}
 
-	/* DeleteTopics: image first, then the dirs */
+/* DeleteTopics: image first, then the dirs */
+static void
+test_delete_topics(void)
+{
+	const struct rn_mdv_topic *t;
+	char path[600], text[512];
+	uint8_t abid[16];
+	FILE *f;
+	int i;
+
 	for (i = 0; i < 3; i++) {
-		snprintf(path, sizeof(path), "%s/orders-%d", datadir, i);
+		snprintf(path, sizeof(path), "%s/orders-%d", node->dir, i);
 		mkdir(path, 0750);
-		snprintf(path, sizeof(path), "%s/orders-%d/00000000000000000000.log",
-		    datadir, i);
+		snprintf(path, sizeof(path), "%s/orders-%d/"
+		    "00000000000000000000.log", node->dir, i);
 		if ((f = fopen(path, "w")) != NULL)
 			fclose(f);
 	}
 	is_int(delete_topic("orders", NULL), 0, "DeleteTopics orders");
 	ok(wait_view(pred_no_topic, "orders", 2000), "orders gone from the "
 	    "image");
-	snprintf(path, sizeof(path), "%s/orders-0", datadir);
+	snprintf(path, sizeof(path), "%s/orders-0", node->dir);
 	ok(access(path, F_OK) != 0, "orders-0 directory removed");
 	snprintf(text, sizeof(text), "ls %s | grep -c delete >/dev/null",
-	    datadir);
+	    node->dir);
 	ok(system(text) != 0, "no -delete dir left behind");
 	is_int(delete_topic("orders", NULL), RN_KERR_UNKNOWN_TOPIC_OR_PARTITION,
 	    "again: UNKNOWN_TOPIC_OR_PARTITION");
 	is_int(delete_topic(NULL, orders_id), RN_KERR_UNKNOWN_TOPIC_ID,
 	    "by its old id: UNKNOWN_TOPIC_ID");
-	rn_mdview_refresh(&view, &shm);
-	t = rn_mdview_topic(&view, "a.b", 3);
-	{
-		uint8_t abid[16];
-
-		memcpy(abid, t->id, 16);
-		is_int(delete_topic(NULL, abid), 0, "DeleteTopics a.b by id");
-	}
+	t = rn_mdview_topic(th_view(&cl, 0), "a.b", 3);
+	memcpy(abid, t->id, 16);
+	is_int(delete_topic(NULL, abid), 0, "DeleteTopics a.b by id");
 	ok(wait_view(pred_no_topic, "a.b", 2000), "a.b gone");
 	is_int(create_topic("a_b", 1, 1, NULL, 0, false, NULL), 0,
 	    "a_b may now be created");
+}
 
-	/* auto-creation */
-	{
-		msgpack_sbuffer sb;
-		msgpack_packer pk;
+static void
+test_auto_create(void)
+{
+	const struct rn_mdv_topic *t;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
 
-		msgpack_sbuffer_init(&sb);
-		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-		msgpack_pack_map(&pk, 2);
-		rn_mp_pack_str(&pk, "v");
-		msgpack_pack_int(&pk, RN_IPC_VERSION);
-		rn_mp_pack_str(&pk, "topics");
-		msgpack_pack_array(&pk, 2);
-		rn_mp_pack_str(&pk, "auto1");
-		rn_mp_pack_str(&pk, "dflt");
-		send_msg(RN_IPC_AUTO_CREATE, &sb);
-		msgpack_sbuffer_destroy(&sb);
-	}
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "topics");
+	msgpack_pack_array(&pk, 2);
+	rn_mp_pack_str(&pk, "auto1");
+	rn_mp_pack_str(&pk, "dflt");
+	th_send(&cl, 0, RN_IPC_AUTO_CREATE, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
 	ok(wait_view(pred_topic, "auto1", 5000), "auto1 auto-created");
-	t = rn_mdview_topic(&view, "auto1", 5);
+	t = rn_mdview_topic(&node->view, "auto1", 5);
 	ok(t != NULL && t->n_parts == 2, "with num.partitions partitions");
+}
 
-	/*
-	 * Past the snapshot threshold: libraft snapshots the state and drops
-	 * old entries; a restarted controller restores the snapshot.
-	 */
-	{
-		int64_t t0 = rn_now_ms();
-		int fails = 0;
-		char v[16];
+/*
+ * Past the snapshot threshold: libraft snapshots the state and drops
+ * old entries; a restarted controller restores the snapshot.
+ */
+static void
+test_snapshot(void)
+{
+	const struct rn_mdv_topic *t;
+	enum rn_config_source src;
+	int64_t t0 = rn_now_ms();
+	int32_t slot3;
+	uint64_t ver;
+	char v[16], text[512];
+	int i, fails = 0;
 
-		for (i = 0; i < 1100; i++) {
-			snprintf(v, sizeof(v), "%d", 1000 + i);
-			if (incremental_alter("dflt", "segment.ms", 0, v) != 0)
-				fails++;
-		}
-		is_int(fails, 0, "1100 config changes committed (%lld ms)",
-		    (long long)(rn_now_ms() - t0));
+	for (i = 0; i < 1100; i++) {
+		snprintf(v, sizeof(v), "%d", 1000 + i);
+		if (incremental_alter("dflt", "segment.ms", 0, v) != 0)
+			fails++;
 	}
+	is_int(fails, 0, "1100 config changes committed (%lld ms)",
+	    (long long)(rn_now_ms() - t0));
 	snprintf(text, sizeof(text), "ls %s/__cluster_metadata-0 | "
-	    "grep -q snapshot", datadir);
+	    "grep -q snapshot", node->dir);
 	ok(system(text) == 0, "a snapshot was taken");
-	rn_mdview_refresh(&view, &shm);
-	t = rn_mdview_topic(&view, "dflt", 4);
-	for (i = 0; i < 4; i++)
-		slots[i % 3] = t->parts[i].slot;
-	ver = view.version;
-	kill(ctl_pid, SIGKILL);
-	wait_exit(5000);
-	start_controller();
+	t = rn_mdview_topic(th_view(&cl, 0), "dflt", 4);
+	slot3 = t->parts[3].slot;
+	ver = node->view.version;
+	kill_and_restart();
 	ok(wait_view(pred_version_above, &ver, 10000),
 	    "restarted from the snapshot");
 	ok(strcmp(topic_config("dflt", "segment.ms", &src), "2099") == 0,
 	    "the last change survived");
-	t = rn_mdview_topic(&view, "dflt", 4);
-	ok(t != NULL && t->n_parts == 4 && t->parts[3].slot == slots[0] &&
-	    rn_mdview_topic(&view, "auto1", 5) != NULL &&
-	    rn_mdview_topic(&view, "a_b", 3) != NULL,
+	t = rn_mdview_topic(&node->view, "dflt", 4);
+	ok(t != NULL && t->n_parts == 4 && t->parts[3].slot == slot3 &&
+	    rn_mdview_topic(&node->view, "auto1", 5) != NULL &&
+	    rn_mdview_topic(&node->view, "a_b", 3) != NULL,
 	    "topics and slots restored");
+}
 
-	/* SIGTERM: clean stop */
-	kill(ctl_pid, SIGTERM);
-	status = wait_exit(10000);
+static void
+test_sigterm(void)
+{
+	int status;
+
+	kill(node->pid, SIGTERM);
+	status = th_wait_exit(&cl, 0, 10000);
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	    "SIGTERM: exit status 0");
+}
 
-	/* another cluster's meta.properties: refused */
-	{
-		struct rn_metaprops mp;
-		char err[256];
+/* another cluster's meta.properties: refused */
+static void
+test_other_cluster(void)
+{
+	struct rn_metaprops mp;
+	char err[256], cid2[23];
+	int status;
 
-		if (rn_metaprops_read(datadir, &mp, err, sizeof(err)) != 0)
-			bail("meta.properties: %s", err);
-		strcpy(mp.cluster_id, "AAAAAAAAAAAAAAAAAAAAAQ");
-		if (rn_metaprops_write(datadir, &mp) != 0)
-			bail("cannot rewrite meta.properties");
-	}
-	start_controller();
-	status = wait_exit(15000);
+	if (rn_metaprops_read(node->dir, &mp, err, sizeof(err)) != 0)
+		bail("meta.properties: %s", err);
+	strcpy(mp.cluster_id, "AAAAAAAAAAAAAAAAAAAAAQ");
+	if (rn_metaprops_write(node->dir, &mp) != 0)
+		bail("cannot rewrite meta.properties");
+	th_start(&cl, 0);
+	status = th_wait_exit(&cl, 0, 15000);
 	ok(status != -1 && WIFEXITED(status) &&
 	    WEXITSTATUS(status) == RN_WORKER_EXIT_FATAL,
 	    "a log naming another cluster: exit status 2 (status 0x%x)",
 	    status);
 	metaprops_cluster_id(cid2);
 	is_str(cid2, "AAAAAAAAAAAAAAAAAAAAAQ", "meta.properties left alone");
-	if (status == -1) {
-		kill(ctl_pid, SIGKILL);
-		wait_exit(5000);
-	}
+	if (status == -1)
+		th_stop(&cl, 0, SIGKILL);
+}
 
-	/*
-	 * A node formatted with a cluster id and an empty metadata log (here:
-	 * the log removed): the first active controller proposes that id.
-	 */
+/*
+ * A node formatted with a cluster id and an empty metadata log (here:
+ * the log removed): the first active controller proposes that id.
+ */
+static void
+test_formatted_cluster_id(void)
+{
+	char text[512];
+	int status;
+
 	snprintf(text, sizeof(text), "rm -rf %s/__cluster_metadata-0",
-	    datadir);
+	    node->dir);
 	if (system(text) != 0)
 		bail("rm");
-	rn_shm_meta_rebuild(&shm);
-	rn_mdview_free(&view);
-	rn_mdview_init(&view);
-	start_controller();
+	rn_shm_meta_rebuild(&node->shm);
+	rn_mdview_free(&node->view);
+	rn_mdview_init(&node->view);
+	th_start(&cl, 0);
 	ok(wait_view(pred_ready, NULL, 10000), "fresh log: image published");
-	is_str(view.cluster_id, "AAAAAAAAAAAAAAAAAAAAAQ",
+	is_str(node->view.cluster_id, "AAAAAAAAAAAAAAAAAAAAAQ",
 	    "the formatted cluster id became the cluster's");
-	ok(rn_mdview_topic(&view, "dflt", 4) == NULL, "and the log is new");
-	kill(ctl_pid, SIGTERM);
-	status = wait_exit(10000);
+	ok(rn_mdview_topic(&node->view, "dflt", 4) == NULL,
+	    "and the log is new");
+	kill(node->pid, SIGTERM);
+	status = th_wait_exit(&cl, 0, 10000);
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stopped");
+}
 
-	snprintf(text, sizeof(text), "rm -rf %s", tmpdir);
-	if (system(text) != 0)
-		diag("could not remove %s", tmpdir);
-	rn_mdview_free(&view);
+int
+main(int argc, char **argv)
+{
+	setproctitle_init(argc, argv, environ);
+	rn_log_init("test", NULL, 0);
+	th_setup(&cl);
+	test_metaprops_written();
+	test_first_start();
+	test_create_topics();
+	test_image();
+	test_restart();
+	test_topic_configs();
+	test_broker_configs();
+	test_create_partitions();
+	test_delete_topics();
+	test_auto_create();
+	test_snapshot();
+	test_sigterm();
+	test_other_cluster();
+	test_formatted_cluster_id();
+	th_teardown(&cl, tap_failed != 0);
 	return done_testing();
 }

@@ -6,6 +6,7 @@
  */
 #include "autoconf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,19 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "supervisor/sv_metaprops.h"
+#include "storage/metaprops.h"
 #include "tests/lib/tap.h"
-#include "workers/worker.h"
 
 static char tmp[256];
+/* what runneld's worker env gets from rn_metaprops_ensure */
+static char env_cid[23];
+static uint8_t env_ids[RN_CONFIG_MAX_LOGDIRS][16];
+
+static int
+ensure(const struct rn_config *cfg)
+{
+	return rn_metaprops_ensure(cfg, env_cid, env_ids);
+}
 
 static void
 load_cfg(struct rn_config *cfg, const char *dirs)
@@ -53,14 +62,13 @@ int
 main(void)
 {
 	struct rn_config cfg;
-	struct rn_worker_env *env = calloc(1, sizeof(*env));
 	struct rn_metaprops mp, mp2;
 	char dirs[700], d1[300], d2[300], meta[300], err[512], cid[23];
 	uint8_t ids[RN_CONFIG_MAX_LOGDIRS][16];
 
 	rn_log_init("test", NULL, 0);
 	snprintf(tmp, sizeof(tmp), "/tmp/rn-test-mp-XXXXXX");
-	if (mkdtemp(tmp) == NULL || env == NULL)
+	if (mkdtemp(tmp) == NULL)
 		bail("mkdtemp");
 	snprintf(d1, sizeof(d1), "%s/d1", tmp);
 	snprintf(d2, sizeof(d2), "%s/d2", tmp);
@@ -73,18 +81,18 @@ main(void)
 
 	is_int(rn_metaprops_read(d1, &mp, err, sizeof(err)), -ENOENT,
 	    "no file yet");
-	is_int(rn_metaprops_ensure(&cfg, env), 0, "ensure writes the files");
+	is_int(ensure(&cfg), 0, "ensure writes the files");
 	is_int(rn_metaprops_read(d1, &mp, err, sizeof(err)), 0, "d1 parses");
 	ok(mp.version == RN_METAPROPS_VERSION && mp.node_id == 1 &&
 	    mp.cluster_id[0] == '\0' && mp.has_dir_id,
 	    "version 2, node.id 1, directory.id, no cluster.id");
-	ok(memcmp(env->dir_ids[0], mp.dir_id, 16) == 0,
+	ok(memcmp(env_ids[0], mp.dir_id, 16) == 0,
 	    "env carries d1's directory.id");
 	is_int(rn_metaprops_read(meta, &mp2, err, sizeof(err)), 0,
 	    "the metadata log dir has one too");
 	rn_metaprops_read(d2, &mp2, err, sizeof(err));
 	ok(memcmp(mp.dir_id, mp2.dir_id, 16) != 0, "directory ids differ");
-	is_int(rn_metaprops_ensure(&cfg, env), 0, "ensure again: no change");
+	is_int(ensure(&cfg), 0, "ensure again: no change");
 	rn_metaprops_read(d1, &mp2, err, sizeof(err));
 	ok(memcmp(mp.dir_id, mp2.dir_id, 16) == 0, "directory.id is kept");
 
@@ -107,25 +115,25 @@ main(void)
 	snprintf(err, sizeof(err), "rm -f %s/meta.properties", d2);
 	if (system(err) != 0)
 		bail("rm");
-	is_int(rn_metaprops_ensure(&cfg, env), 0, "ensure with d2 empty");
+	is_int(ensure(&cfg), 0, "ensure with d2 empty");
 	rn_metaprops_read(d2, &mp2, err, sizeof(err));
 	is_str(mp2.cluster_id, "MkU3OEVBNTcwNTJENDM2Qg",
 	    "the new file names the known cluster");
-	is_str(env->cluster_id, "MkU3OEVBNTcwNTJENDM2Qg", "env has it");
+	is_str(env_cid, "MkU3OEVBNTcwNTJENDM2Qg", "env has it");
 
 	/* conflicts stop startup */
 	write_file(d2, "#\nversion=1\nnode.id=1\n"
 	    "cluster.id=AAAAAAAAAAAAAAAAAAAAAA\n");
-	ok(rn_metaprops_ensure(&cfg, env) != 0, "two cluster ids: refused");
+	ok(ensure(&cfg) != 0, "two cluster ids: refused");
 	write_file(d2, "version=1\nnode.id=7\n");
-	ok(rn_metaprops_ensure(&cfg, env) != 0, "another node.id: refused");
+	ok(ensure(&cfg) != 0, "another node.id: refused");
 	write_file(d2, "version=9\nnode.id=1\n");
 	ok(rn_metaprops_read(d2, &mp2, err, sizeof(err)) == -EINVAL &&
 	    strstr(err, "version") != NULL, "unknown version: %s", err);
 	/* Kafka's V1 file without a directory.id gets one */
 	write_file(d2, "#\n#Thu Jan 01 00:00:00 UTC 2026\nversion=1\n"
 	    "node.id=1\ncluster.id=MkU3OEVBNTcwNTJENDM2Qg\n");
-	is_int(rn_metaprops_ensure(&cfg, env), 0, "Kafka V1 file accepted");
+	is_int(ensure(&cfg), 0, "Kafka V1 file accepted");
 	rn_metaprops_read(d2, &mp2, err, sizeof(err));
 	ok(mp2.has_dir_id && mp2.version == 1, "directory.id added, version "
 	    "kept");
@@ -133,6 +141,5 @@ main(void)
 	snprintf(err, sizeof(err), "rm -rf %s", tmp);
 	if (system(err) != 0)
 		diag("cannot remove %s", tmp);
-	free(env);
 	return done_testing();
 }

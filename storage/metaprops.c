@@ -6,7 +6,6 @@
  */
 #include "autoconf.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,8 +16,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "supervisor/sv_metaprops.h"
-#include "workers/worker.h"
+#include "storage/metaprops.h"
 
 #define MP_MAX_DIRS (RN_CONFIG_MAX_LOGDIRS + 1)
 
@@ -38,19 +36,6 @@ mp_dirs(const struct rn_config *cfg, const char *dirs[MP_MAX_DIRS])
 	if (!meta_listed && cfg->metadata_log_dir[0] != '\0')
 		dirs[n++] = cfg->metadata_log_dir;
 	return n;
-}
-
-static char *
-trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
 }
 
 static int
@@ -88,7 +73,7 @@ rn_metaprops_read(const char *dir, struct rn_metaprops *mp, char *err,
 		return rc;
 	}
 	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-		char *k = trim(line), *v, *sep;
+		char *k = rn_trim(line), *v, *sep;
 
 		if (*k == '\0' || *k == '#' || *k == '!')
 			continue;
@@ -99,8 +84,8 @@ rn_metaprops_read(const char *dir, struct rn_metaprops *mp, char *err,
 			break;
 		}
 		*sep = '\0';
-		k = trim(k);
-		v = trim(sep + 1);
+		k = rn_trim(k);
+		v = rn_trim(sep + 1);
 		if (strcmp(k, "version") == 0) {
 			if (parse_int(v, 0, 2, &n) != 0) {
 				snprintf(err, errlen, "%s: unsupported version "
@@ -245,7 +230,8 @@ rn_metaprops_load(const struct rn_config *cfg, char cluster_id[23],
 }
 
 int
-rn_metaprops_ensure(const struct rn_config *cfg, struct rn_worker_env *env)
+rn_metaprops_ensure(const struct rn_config *cfg, char cluster_id[23],
+    uint8_t dir_ids[][16])
 {
 	const char *dirs[MP_MAX_DIRS];
 	struct rn_metaprops mps[MP_MAX_DIRS];
@@ -299,9 +285,9 @@ rn_metaprops_ensure(const struct rn_config *cfg, struct rn_worker_env *env)
 			    "known", cid);
 		}
 		if (i < cfg->n_log_dirs)
-			memcpy(env->dir_ids[i], mps[i].dir_id, 16);
+			memcpy(dir_ids[i], mps[i].dir_id, 16);
 	}
-	strlcpy(env->cluster_id, cid, sizeof(env->cluster_id));
+	strlcpy(cluster_id, cid, 23);
 	return 0;
 }
 

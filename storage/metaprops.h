@@ -5,19 +5,17 @@
  * learned from the metadata log later and written into every dir before
  * anything in memory uses it.
  *
- * Library code (linked into runneld and the controller): returns 0 or
+ * Library code (runneld, the controller, runnel-storage): returns 0 or
  * -errno, never exits.
  */
-#ifndef RN_SV_METAPROPS_H
-#define RN_SV_METAPROPS_H
+#ifndef RN_STORAGE_METAPROPS_H
+#define RN_STORAGE_METAPROPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/config.h"
-
-struct rn_worker_env;
 
 #define RN_METAPROPS_FILE "meta.properties"
 /* KIP-1262's version: node.id and directory.id, cluster.id optional. */
@@ -42,11 +40,12 @@ int rn_metaprops_write(const char *dir, const struct rn_metaprops *mp);
  * Supervisor, once the log dirs are locked: for every log dir and the
  * metadata log dir, create a missing meta.properties, or check the one
  * there: another node.id, or two dirs naming different cluster ids, stops
- * startup. Fills env->cluster_id (known cluster id or "") and
- * env->dir_ids. Returns 0, or -1 after logging one message naming the dir.
+ * startup. Fills cluster_id (known cluster id or "") and the directory.id
+ * of each cfg->log_dirs entry. Returns 0, or -1 after logging one message
+ * naming the dir.
  */
-int rn_metaprops_ensure(const struct rn_config *cfg,
-    struct rn_worker_env *env);
+int rn_metaprops_ensure(const struct rn_config *cfg, char cluster_id[23],
+    uint8_t dir_ids[][16]);
 
 /*
  * Read every dir's meta.properties (the controller at start): the cluster
@@ -64,4 +63,4 @@ int rn_metaprops_load(const struct rn_config *cfg, char cluster_id[23],
 int rn_metaprops_set_cluster_id(const struct rn_config *cfg,
     const char *cluster_id, char *err, size_t errlen);
 
-#endif /* RN_SV_METAPROPS_H */
+#endif /* RN_STORAGE_METAPROPS_H */
