@@ -104,9 +104,10 @@ rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm)
 	mi->body_size = r[RN_REGION_METADATA].size - sizeof(*mi);
 	mi->writer_pid = 0;
 
-	for (i = 0; i < p->max_partitions; i++)
-		if ((rc = rn_rlock_init(&rn_shm_partition(shm, i)->lock)) != 0)
-			goto err;
+	/*
+	 * The partition locks are formatted on first use (a zero-filled
+	 * lock means "not yet"): the region stays unbacked until used.
+	 */
 	ring = rn_ring_shm_size(p->ring_bytes);
 	for (i = 0; i < p->n_workers; i++) {
 		if ((rc = rn_ring_init(rn_shm_ring_to_ctl(shm, i),

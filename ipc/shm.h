@@ -25,7 +25,7 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 1
+#define RN_SHM_LAYOUT_VERSION 2
 #define RN_SHM_MAX_WORKERS 130 /* 1 controller + 64 network + 64 fetchers + 1 */
 
 enum rn_worker_role {
