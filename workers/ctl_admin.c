@@ -1350,7 +1350,6 @@ reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
 {
 	struct ctl *c = op->c;
 	struct rn_worker_slot *ws = rn_shm_worker(c->shm, op->slot);
-	struct rn_ring *ring = rn_shm_ring_from_ctl(c->shm, op->slot);
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	int rc;
@@ -1375,10 +1374,8 @@ reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
 	msgpack_pack_bin(&pk, err == 0 ? len : 0);
 	if (err == 0)
 		msgpack_pack_bin_body(&pk, body, len);
-	rc = rn_ring_push(ring, RN_IPC_ADMIN_RESPONSE, sb.data,
-	    (uint32_t)sb.size);
-	if (rc == 0)
-		rc = rn_ring_notify(ring, c->w->env->efd[op->slot]);
+	rc = ctl_send(c, op->slot, RN_IPC_ADMIN_RESPONSE, sb.data, sb.size,
+	    op->sender);
 	if (rc != 0)
 		log_warnx("cannot answer request %llu of slot %u: %s",
 		    (unsigned long long)op->req, op->slot, strerror(-rc));

@@ -97,6 +97,7 @@ struct net {
 	/* ApiVersions answer: the APIs this worker handles, from the codec table */
 	struct rn_ApiVersionsResponse_ApiVersion *apis;
 	int n_apis;
+	struct rn_ringq_in from_ctl;  /* a fragmented reply being reassembled */
 };
 
 /* net_conn.c */

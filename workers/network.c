@@ -213,6 +213,9 @@ rn_network_main(struct rn_worker *w)
 		timeout = (int)(next - now);
 		if (timeout < 0)
 			timeout = 0;
+		/* the controller wakes us as it drains; poll too, to be sure */
+		if (rn_worker_pump_ctl(w) && timeout > 10)
+			timeout = 10;
 		k = epoll_wait(n.epfd, evs, MAX_EVENTS, timeout);
 		rn_ring_consumer_sleeping(in, false);
 		for (i = 0; i < k; i++) {

@@ -183,6 +183,9 @@ rn_worker_wait(struct rn_worker *w, int timeout_ms)
 	}
 	if (timeout_ms < 0 || timeout_ms > until_hb)
 		timeout_ms = (int)until_hb;
+	/* the controller wakes us as it drains; poll too, to be sure */
+	if (rn_worker_pump_ctl(w) && timeout_ms > 10)
+		timeout_ms = 10;
 	pfd.fd = w->env->efd[w->slot];
 	pfd.events = POLLIN;
 	if (poll(&pfd, 1, timeout_ms) > 0)
@@ -193,15 +196,27 @@ rn_worker_wait(struct rn_worker *w, int timeout_ms)
 
 int
 rn_worker_send_ctl(struct rn_worker *w, uint16_t type, const void *buf,
-    uint32_t len)
+    size_t len)
 {
 	struct rn_ring *r = rn_shm_ring_to_ctl(w->env->shm, w->slot);
 	int rc;
 
-	if ((rc = rn_ring_push(r, type, buf, len)) != 0)
+	if ((rc = rn_ringq_send(&w->to_ctl, r, type, buf, len, 0)) != 0)
 		return rc;
 	rc = rn_ring_notify(r, w->env->efd[0]);
 	return rc < 0 ? rc : 0;
+}
+
+bool
+rn_worker_pump_ctl(struct rn_worker *w)
+{
+	struct rn_ring *r = rn_shm_ring_to_ctl(w->env->shm, w->slot);
+
+	if (!rn_ringq_pending(&w->to_ctl))
+		return false;
+	if (rn_ringq_pump(&w->to_ctl, r, 0) == 1)
+		(void)rn_ring_notify(r, w->env->efd[0]);
+	return rn_ringq_pending(&w->to_ctl);
 }
 
 int
