@@ -32,7 +32,6 @@
 #include "workers/ctl_raft.h"
 
 #define OP_QUEUE_MAX 1024
-#define OP_ARENA_LIMIT (64u << 20)
 #define MSG_MAX 512
 
 
@@ -173,17 +172,26 @@ names_collide(struct rn_kstr a, struct rn_kstr b)
 	return true;
 }
 
-/* Brokers that may take new replicas: registered, unfenced, staying. */
-static int
-live_brokers(const struct ctl_state *st, int32_t *ids, int max)
+/*
+ * Brokers that may take new replicas: registered, unfenced, staying; in
+ * the op's arena (however many the cluster has). NULL: no memory.
+ */
+static int32_t *
+live_brokers(struct ctl_op *op, int *n)
 {
-	int i, n = 0;
+	const struct ctl_state *st = &op->c->st;
+	int32_t *ids;
+	int i;
 
-	for (i = 0; i < st->n_brokers && n < max; i++)
+	*n = 0;
+	if ((ids = rn_arena_alloc(&op->arena, sizeof(*ids) *
+	    (size_t)(st->n_brokers > 0 ? st->n_brokers : 1))) == NULL)
+		return NULL;
+	for (i = 0; i < st->n_brokers; i++)
 		if (!st->brokers[i].fenced &&
 		    !st->brokers[i].in_controlled_shutdown)
-			ids[n++] = st->brokers[i].id;
-	return n;
+			ids[(*n)++] = st->brokers[i].id;
+	return ids;
 }
 
 static int
@@ -373,9 +381,12 @@ static int
 place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
     int32_t np, int32_t rf, int32_t start_partition, int32_t *out)
 {
-	const char *racks[1024];
-	int i;
+	const char **racks;
+	int i, rc;
 
+	if ((racks = calloc((size_t)(live > 0 ? live : 1),
+	    sizeof(*racks))) == NULL)
+		return -ENOMEM;
 	for (i = 0; i < live; i++) {
 		const struct ctl_broker *b = ctl_state_broker(st, brokers[i]);
 
@@ -383,9 +394,13 @@ place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
 			break;
 		racks[i] = b->rack;
 	}
-	if (i == live && live > 0)
-		return ctl_assign_rack_aware(brokers, racks, live, np, rf,
+	if (i == live && live > 0) {
+		rc = ctl_assign_rack_aware(brokers, racks, live, np, rf,
 		    rand_below(live), rand_below(live), start_partition, out);
+		free(racks);
+		return rc;
+	}
+	free(racks);
 	return ctl_assign_rack_unaware(brokers, live, np, rf,
 	    rand_below(live), rand_below(live), start_partition, out);
 }
@@ -437,7 +452,7 @@ create_one(struct ctl_op *op, struct placer *pl,
 	struct ctl *c = op->c;
 	const struct ctl_state *st = &c->st;
 	int32_t np = t->num_partitions, rf = t->replication_factor, i, j;
-	int32_t brokers[1024], *replicas;
+	int32_t *brokers, *replicas;
 	const struct ctl_topic *other;
 	char why[MSG_MAX], key[256], val[4096];
 	uint8_t tid[16];
@@ -489,7 +504,8 @@ create_one(struct ctl_op *op, struct placer *pl,
 			return RN_KERR_INVALID_CONFIG;
 		}
 	}
-	live = live_brokers(st, brokers, (int)RN_ARRAY_SIZE(brokers));
+	if ((brokers = live_brokers(op, &live)) == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	if (t->assignments_count > 0) {
 		if (rf != -1) {
 			*msg = op_msg(op, "A manual partition assignment was "
@@ -833,7 +849,7 @@ op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	struct rn_CreatePartitionsResponse *resp = &op->resp.cp;
 	const struct ctl_state *st = &op->c->st;
 	struct placer pl;
-	int32_t i, j, brokers[1024];
+	int32_t i, j, *brokers;
 	int rc, live;
 
 	if ((rc = rn_CreatePartitionsRequest_decode(r, op->ver, &op->arena,
@@ -842,7 +858,8 @@ op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	op->validate_only = req.validate_only;
 	memset(&pl, 0, sizeof(pl));
 	pl.st = st;
-	live = live_brokers(st, brokers, (int)RN_ARRAY_SIZE(brokers));
+	if ((brokers = live_brokers(op, &live)) == NULL)
+		return -ENOMEM;
 	rn_CreatePartitionsResponse_init(resp);
 	resp->results_count = req.topics_count;
 	resp->results = rn_arena_alloc(&op->arena, sizeof(*resp->results) *
@@ -1466,7 +1483,13 @@ op_new(struct ctl *c, enum ctl_op_origin origin)
 	op->origin = origin;
 	op->broker = -1;
 	ctl_batch_init(&op->batch);
-	rn_arena_init(&op->arena, OP_ARENA_LIMIT);
+	/*
+	 * As in the network worker: a request (at most
+	 * socket.request.max.bytes) decodes into a small multiple of its
+	 * size, and the response gets socket.request.max.bytes of its own.
+	 */
+	rn_arena_init(&op->arena,
+	    5 * (size_t)c->cfg->socket_request_max_bytes + 4096);
 	return op;
 }
 
