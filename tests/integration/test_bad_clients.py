@@ -141,4 +141,65 @@ with TempDir() as tmp:
     finally:
         n.kill()
 
+
+def rss_kib(node):
+    total = 0
+    for pid in node.pids():
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                total += sum(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+        except OSError:
+            pass
+    return total
+
+
+# With Kafka's default socket.request.max.bytes (100 MiB) a frame may announce
+# that much: the broker must not reserve it before the bytes arrive, and
+# arrays claiming billions of elements must not allocate by their count.
+with TempDir() as tmp:
+    n = Node(tmp)
+    n.start()
+    try:
+        st = n.wait_running()
+        t.ok(st is not None, "a node with socket.request.max.bytes=100 MiB is up")
+        pids = {w["name"]: w["pid"] for w in st["workers"]}
+        s = conn(n)
+        s.sendall(frame(header(18, 3, 1) + b"\x00\x00\x00"))
+        recv_frame(s)
+        s.close()
+        before = rss_kib(n)
+        held = []
+        for i in range(40):
+            s = conn(n)
+            s.sendall(struct.pack(">i", 100 * 1024 * 1024) + header(0, 7, i) +
+                      b"\x00" * 4096)
+            held.append(s)
+        # 1 MiB frames whose arrays claim 2^31-1 elements
+        junk = (struct.pack(">hhi", -1, 1, 5000) + struct.pack(">i", 0x7FFFFFFF)
+                + b"\x01" * (1 << 20))
+        refused = 0
+        for i in range(20):
+            s = conn(n)
+            s.sendall(frame(header(0, 7, 100 + i) + junk))
+            refused += closed(s)
+        s = conn(n)
+        s.sendall(frame(header(3, 1, 200) + struct.pack(">i", 0x7FFFFFFF) +
+                        b"\x00" * (1 << 20)))
+        refused += closed(s)
+        time.sleep(0.5)
+        after = rss_kib(n)
+        t.eq(refused, 21, "each frame with an impossible array count is refused")
+        t.ok(after - before < 16 * 1024,
+             "40 frames announcing 100 MiB and 21 huge arrays grow the node's "
+             "RSS by %d KiB (bound 16 MiB), not by what they announce"
+             % (after - before))
+        for s in held:
+            s.close()
+        time.sleep(0.3)
+        st = n.status()
+        t.eq({w["name"]: w["pid"] for w in st["workers"]}, pids,
+             "no worker crashed or restarted")
+    finally:
+        n.kill()
+
 t.done()
