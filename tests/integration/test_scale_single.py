@@ -341,7 +341,7 @@ def check_long_poll(n, tmp):
     time.sleep(1)
     after = rss_kib(n)
     t.diag("node RSS before %d KiB, after %d KiB" % (before, after))
-    t.ok(after - before < 64 * 1024,
+    t.ok(after - before < 24 * 1024,
          "broker memory stays flat: RSS %d -> %d KiB" % (before, after))
 
 
