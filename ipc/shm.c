@@ -12,8 +12,13 @@
 static size_t
 meta_body_size(const struct rn_shm_params *p)
 {
-	/* room for a broker list, topic names and per-partition records */
-	return 64 * 1024 + (size_t)p->max_partitions * 256;
+	/*
+	 * The image describes the whole cluster (~100 bytes a partition with
+	 * its name share and replica lists), and a cluster holds several
+	 * times the partitions of one node: 1 KiB per local slot. Only the
+	 * pages the image uses are ever backed.
+	 */
+	return 64 * 1024 + (size_t)p->max_partitions * 1024;
 }
 
 static void

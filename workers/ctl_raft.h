@@ -82,6 +82,7 @@ struct ctl {
 	/* metadata */
 	struct ctl_state st;
 	bool dirty;               /* applied but not yet published */
+	size_t image_unfit;       /* size of an image that did not fit, or 0 */
 	bool fatal;               /* refuse to go on (cluster id conflict) */
 
 	/* leadership */
