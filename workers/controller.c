@@ -159,6 +159,10 @@ ctl_drain(struct ctl *c, unsigned slot)
 	ssize_t len;
 	int rc = 0;
 
+	/* a worker that died half-way through a large request */
+	if (c->from_slot[slot].buf != NULL &&
+	    c->from_slot[slot].sender != atomic_load(&ws->pid))
+		rn_ringq_in_done(&c->from_slot[slot]);
 	msgpack_unpacked_init(&up);
 	while ((len = rn_ring_peek(r, &type, &payload)) >= 0) {
 		pid_t sender = rn_ring_peek_sender(r);
