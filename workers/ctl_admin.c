@@ -1378,6 +1378,13 @@ reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
 		    "%llu", op->slot, (unsigned long long)op->req);
 		return;
 	}
+	/* the network worker takes replies up to its response budget */
+	if (err == 0 && len > (size_t)c->cfg->socket_request_max_bytes) {
+		log_warnx("the answer to request %llu of slot %u is %zu bytes, "
+		    "more than socket.request.max.bytes: not sent",
+		    (unsigned long long)op->req, op->slot, len);
+		err = RN_KERR_UNKNOWN_SERVER_ERROR;
+	}
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 4);
