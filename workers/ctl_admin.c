@@ -173,6 +173,70 @@ names_collide(struct rn_kstr a, struct rn_kstr b)
 }
 
 /*
+ * The names of one request, hashed so that a request naming thousands of
+ * topics checks duplicates and collisions in O(1) each: entries are
+ * indexes into names (+1), chained by ctl_topic_name_hash.
+ */
+struct nameidx {
+	const struct rn_kstr *names;
+	int32_t *slots;
+	uint32_t mask;
+};
+
+static int
+nameidx_init(struct ctl_op *op, struct nameidx *x,
+    const struct rn_kstr *names, int32_t count)
+{
+	uint32_t cap = 16;
+
+	while (cap < 2 * (uint32_t)(count > 0 ? count : 1))
+		cap *= 2;
+	x->names = names;
+	x->mask = cap - 1;
+	x->slots = rn_arena_alloc(&op->arena, sizeof(*x->slots) * cap);
+	if (x->slots == NULL)
+		return -ENOMEM;
+	memset(x->slots, 0, sizeof(*x->slots) * cap);
+	return 0;
+}
+
+static uint32_t
+nameidx_hash(struct rn_kstr n)
+{
+	return ctl_topic_name_hash(n.ptr, (size_t)(n.len > 0 ? n.len : 0));
+}
+
+static void
+nameidx_add(struct nameidx *x, int32_t i)
+{
+	uint32_t k;
+
+	for (k = nameidx_hash(x->names[i]) & x->mask; x->slots[k] != 0;
+	    k = (k + 1) & x->mask)
+		;
+	x->slots[k] = i + 1;
+}
+
+/* A name added earlier that equals name (exact) or collides with it. */
+static const struct rn_kstr *
+nameidx_find(const struct nameidx *x, struct rn_kstr name, bool exact)
+{
+	uint32_t k;
+	int32_t e;
+
+	for (k = nameidx_hash(name) & x->mask; (e = x->slots[k]) != 0;
+	    k = (k + 1) & x->mask) {
+		const struct rn_kstr *o = &x->names[e - 1];
+
+		if (exact ? o->len == name.len && memcmp(o->ptr, name.ptr,
+		    (size_t)(name.len > 0 ? name.len : 0)) == 0 :
+		    names_collide(*o, name))
+			return o;
+	}
+	return NULL;
+}
+
+/*
  * Brokers that may take new replicas: registered, unfenced, staying; in
  * the op's arena (however many the cluster has). NULL: no memory.
  */
@@ -345,11 +409,18 @@ check_local_slots(struct ctl_op *op, const int32_t *replicas, int32_t n,
 			add++;
 	if (add == 0)
 		return 0;
-	for (k = 0; k < st->n_topics; k++)
-		for (p = 0; p < st->topics[k]->n_parts; p++)
-			for (r = 0; r < st->topics[k]->parts[p].n_replicas; r++)
-				if (st->topics[k]->parts[p].replicas[r] == node)
-					used++;
+	/* counted once per operation: it may create thousands of topics */
+	if (op->local_used < 0) {
+		op->local_used = 0;
+		for (k = 0; k < st->n_topics; k++)
+			for (p = 0; p < st->topics[k]->n_parts; p++)
+				for (r = 0; r < st->topics[k]->parts[p].
+				    n_replicas; r++)
+					if (st->topics[k]->parts[p].
+					    replicas[r] == node)
+						op->local_used++;
+	}
+	used = op->local_used;
 	if ((uint32_t)(used + op->local_added + add) > max) {
 		*msg = op_msg(op, "Broker %d can hold %u partitions "
 		    "(shm.max.partitions) and has %d: no room for %d more.",
@@ -447,13 +518,14 @@ static int16_t
 create_one(struct ctl_op *op, struct placer *pl,
     const struct rn_CreateTopicsRequest_CreatableTopic *t,
     struct rn_CreateTopicsResponse_CreatableTopicResult *res,
-    const struct rn_kstr *earlier, int n_earlier, struct rn_kstr *msg)
+    const struct nameidx *earlier, struct rn_kstr *msg)
 {
 	struct ctl *c = op->c;
 	const struct ctl_state *st = &c->st;
 	int32_t np = t->num_partitions, rf = t->replication_factor, i, j;
 	int32_t *brokers, *replicas;
 	const struct ctl_topic *other;
+	const struct rn_kstr *prev;
 	char why[MSG_MAX], key[256], val[4096];
 	uint8_t tid[16];
 	int16_t e;
@@ -474,13 +546,12 @@ create_one(struct ctl_op *op, struct placer *pl,
 		    "%s", (int)t->name.len, t->name.ptr, other->name);
 		return RN_KERR_INVALID_TOPIC_EXCEPTION;
 	}
-	for (i = 0; i < n_earlier; i++)
-		if (names_collide(earlier[i], t->name)) {
-			*msg = op_msg(op, "Topic '%.*s' collides with existing "
-			    "topic: %.*s", (int)t->name.len, t->name.ptr,
-			    (int)earlier[i].len, earlier[i].ptr);
-			return RN_KERR_INVALID_TOPIC_EXCEPTION;
-		}
+	if ((prev = nameidx_find(earlier, t->name, false)) != NULL) {
+		*msg = op_msg(op, "Topic '%.*s' collides with existing topic: "
+		    "%.*s", (int)t->name.len, t->name.ptr, (int)prev->len,
+		    prev->ptr);
+		return RN_KERR_INVALID_TOPIC_EXCEPTION;
+	}
 	/* configs */
 	for (i = 0; i < t->configs_count; i++) {
 		const struct rn_topic_config_def *d;
@@ -637,10 +708,11 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 {
 	struct rn_CreateTopicsRequest req;
 	struct rn_CreateTopicsResponse *resp = &op->resp.ct;
-	struct rn_kstr *created;
+	struct rn_kstr *created, *names;
+	struct nameidx made, seen;
 	struct placer pl;
 	int n_created = 0, rc;
-	int32_t i, j;
+	int32_t i;
 
 	if ((rc = rn_CreateTopicsRequest_decode(r, op->ver, &op->arena,
 	    &req)) != 0)
@@ -654,8 +726,14 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
 	created = rn_arena_alloc(&op->arena, sizeof(*created) *
 	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
-	if (resp->topics == NULL || created == NULL)
+	names = rn_arena_alloc(&op->arena, sizeof(*names) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	if (resp->topics == NULL || created == NULL || names == NULL ||
+	    nameidx_init(op, &made, created, req.topics_count) != 0 ||
+	    nameidx_init(op, &seen, names, req.topics_count) != 0)
 		return -ENOMEM;
+	for (i = 0; i < req.topics_count; i++)
+		names[i] = req.topics[i].name;
 	for (i = 0; i < req.topics_count; i++) {
 		struct rn_CreateTopicsResponse_CreatableTopicResult *res =
 		    &resp->topics[i];
@@ -665,16 +743,14 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 		rn_CreateTopicsResponse_CreatableTopicResult_init(res);
 		res->name = req.topics[i].name;
 		res->error_message.len = -1;
-		for (j = 0; j < i; j++)
-			if (req.topics[j].name.len == req.topics[i].name.len &&
-			    memcmp(req.topics[j].name.ptr, req.topics[i].name.ptr,
-			    (size_t)req.topics[i].name.len) == 0) {
-				e = RN_KERR_INVALID_REQUEST;
-				msg = op_msg(op, "Duplicate topic name.");
-			}
+		if (nameidx_find(&seen, names[i], true) != NULL) {
+			e = RN_KERR_INVALID_REQUEST;
+			msg = op_msg(op, "Duplicate topic name.");
+		}
+		nameidx_add(&seen, i);
 		if (e == 0)
-			e = create_one(op, &pl, &req.topics[i], res, created,
-			    n_created, &msg);
+			e = create_one(op, &pl, &req.topics[i], res, &made,
+			    &msg);
 		res->error_code = e;
 		res->error_message = msg;
 		if (e != 0) {
@@ -688,7 +764,8 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 			    rn_kerr_name(e), (int)(msg.len > 0 ? msg.len : 0),
 			    msg.ptr);
 		} else {
-			created[n_created++] = req.topics[i].name;
+			created[n_created] = req.topics[i].name;
+			nameidx_add(&made, n_created++);
 			log_topic(LOG_INFO, res->name, "CreateTopics %.*s: %d "
 			    "partition(s), replication factor %d%s",
 			    (int)res->name.len,
@@ -711,6 +788,7 @@ op_auto_create(struct ctl_op *op)
 	struct rn_CreateTopicsRequest_CreatableTopic t;
 	struct rn_CreateTopicsResponse_CreatableTopicResult res;
 	struct rn_kstr *done;
+	struct nameidx made;
 	struct placer pl;
 	uint32_t i;
 	int n_done = 0;
@@ -728,11 +806,13 @@ op_auto_create(struct ctl_op *op)
 	pl.st = &c->st;
 	done = rn_arena_alloc(&op->arena, sizeof(*done) *
 	    (a->via.array.size + 1));
+	if (done != NULL && nameidx_init(op, &made, done,
+	    (int32_t)a->via.array.size) != 0)
+		done = NULL;
 	for (i = 0; done != NULL && i < a->via.array.size; i++) {
 		const msgpack_object *o = &a->via.array.ptr[i];
 		struct rn_kstr msg = { NULL, -1 };
 		int16_t e;
-		int k;
 
 		if (o->type != MSGPACK_OBJECT_STR)
 			continue;
@@ -741,14 +821,10 @@ op_auto_create(struct ctl_op *op)
 		t.name.len = (int32_t)o->via.str.size;
 		t.num_partitions = -1;
 		t.replication_factor = -1;
-		for (k = 0; k < n_done; k++)
-			if (done[k].len == t.name.len && memcmp(done[k].ptr,
-			    t.name.ptr, (size_t)t.name.len) == 0)
-				break;
-		if (k < n_done)
+		if (nameidx_find(&made, t.name, true) != NULL)
 			continue;
 		rn_CreateTopicsResponse_CreatableTopicResult_init(&res);
-		e = create_one(op, &pl, &t, &res, done, n_done, &msg);
+		e = create_one(op, &pl, &t, &res, &made, &msg);
 		if (e == RN_KERR_TOPIC_ALREADY_EXISTS)
 			continue;
 		if (e != 0) {
@@ -758,8 +834,9 @@ op_auto_create(struct ctl_op *op)
 			continue;
 		}
 		/* the name must outlive the unpacked message */
-		done[n_done++] = op_msg(op, "%.*s", (int)t.name.len,
+		done[n_done] = op_msg(op, "%.*s", (int)t.name.len,
 		    t.name.ptr);
+		nameidx_add(&made, n_done++);
 		log_topic(LOG_INFO, t.name, "auto-creating topic %.*s",
 		    (int)t.name.len, t.name.ptr);
 	}
@@ -1489,6 +1566,7 @@ op_new(struct ctl *c, enum ctl_op_origin origin)
 	op->c = c;
 	op->origin = origin;
 	op->broker = -1;
+	op->local_used = -1;
 	ctl_batch_init(&op->batch);
 	/*
 	 * As in the network worker: a request (at most
@@ -1611,6 +1689,7 @@ op_retry_later(struct ctl *c, struct ctl_op *op)
 	memset(&op->resp, 0, sizeof(op->resp));
 	op->validate_only = false;
 	op->local_added = 0;
+	op->local_used = -1;
 	op->next = NULL;
 	op_push(c, op);
 	c->reconcile = true;

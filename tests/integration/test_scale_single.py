@@ -171,6 +171,38 @@ def elect_leaders(node, parts):
     return top, out
 
 
+def create_topics_v1(node, names, validate_only):
+    """CreateTopics v1 (header v1) of names with 1 partition each, as sent:
+    the error code of each entry of the response, in order."""
+    body = struct.pack(">i", len(names))
+    for nm in names:
+        body += struct.pack(">h", len(nm)) + nm.encode() + struct.pack(">ihii", 1, 1, 0, 0)
+    body += struct.pack(">i?", 30000, validate_only)
+    hdr = struct.pack(">hhih", 19, 1, 78, 4) + b"test"
+    s = socket.create_connection(("127.0.0.1", node.port), timeout=60)
+    try:
+        s.sendall(struct.pack(">i", len(hdr) + len(body)) + hdr + body)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            c = s.recv(1 << 20)
+            if not c:
+                return None
+            buf += c
+    finally:
+        s.close()
+    r = Reader(buf[4:])
+    if r.take(">i") != 78:
+        return None
+    codes = []
+    for _ in range(r.take(">i")):
+        ln = r.take(">h")
+        r.o += ln
+        codes.append(r.take(">h"))
+        ln = r.take(">h")
+        r.o += max(ln, 0)
+    return codes
+
+
 def parse_describe(out):
     """{topic: {partition: (leader, isr)}} from runnel-topics --describe."""
     res = {}
@@ -420,6 +452,12 @@ def check_admin(n):
              "(2 MB each way) answered for each (%.2fs)" % (time.monotonic() - t0))
         md = AdminClient({"bootstrap.servers": n.bootstrap}).list_topics(timeout=30)
         t.ok(not any(nm in md.topics for nm in long), "and none was created")
+        # duplicates and '.'/'_' collisions inside one large request
+        names = ["d.%04d" % i for i in range(3000)] + ["d.0042", "d_0042"]
+        codes = create_topics_v1(n, names, validate_only=True)
+        t.eq((len(codes), set(codes[:3000]), codes[3000:]), (3002, {0}, [42, 17]),
+             "in one request of 3,002: a repeated name gets INVALID_REQUEST, "
+             "a colliding one INVALID_TOPIC_EXCEPTION, the rest are valid")
     finally:
         ka.close()
 
