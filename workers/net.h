@@ -94,6 +94,8 @@ struct net {
 	int64_t next_retention_ms;
 	int64_t next_isr_check_ms;
 	int64_t next_hw_checkpoint_ms;
+	int64_t accept_resume_ms;  /* out of descriptors: listen again then */
+	int64_t accept_warned_ms;
 	/* ApiVersions answer: the APIs this worker handles, from the codec table */
 	struct rn_ApiVersionsResponse_ApiVersion *apis;
 	int n_apis;

@@ -18,10 +18,32 @@
 #include "workers/net.h"
 
 #define MAX_EVENTS 128
+#define ACCEPT_PAUSE_MS 200
 
 /* epoll tags for what is not a connection */
 static char tag_listener[RN_CONFIG_MAX_LISTENERS];
 static char tag_wakeup;
+
+/* Watch (or stop watching) the client listeners. */
+static int
+net_listen(struct net *n, bool on)
+{
+	const struct rn_worker_env *env = n->w->env;
+	struct epoll_event ev;
+	int l;
+
+	for (l = 0; l < env->n_listen; l++) {
+		if (env->listen[l].controller)
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+		ev.data.ptr = &tag_listener[l];
+		if (epoll_ctl(n->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+		    env->listen[l].fd, &ev) == -1)
+			return -errno;
+	}
+	return 0;
+}
 
 static void
 net_accept(struct net *n, int lfd)
@@ -29,6 +51,23 @@ net_accept(struct net *n, int lfd)
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		if (fd == -1 && (errno == EMFILE || errno == ENFILE)) {
+			/*
+			 * Out of descriptors (each partition served holds a
+			 * few): the pending connection would keep the listener
+			 * readable and this loop spinning. Stop accepting for
+			 * a while instead; clients wait in the backlog.
+			 */
+			int64_t now = rn_now_ms();
+
+			if (now - n->accept_warned_ms >= 10000) {
+				log_warn("accept: pausing new connections");
+				n->accept_warned_ms = now;
+			}
+			if (net_listen(n, false) == 0)
+				n->accept_resume_ms = now + ACCEPT_PAUSE_MS;
+			return;
+		}
 		if (fd == -1) {
 			if (errno != EAGAIN && errno != EINTR &&
 			    errno != ECONNABORTED)
@@ -107,16 +146,8 @@ net_setup(struct net *n, struct rn_worker *w)
 		    RN_ROLE_W_NETWORK, i)];
 	if ((n->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return -errno;
-	for (l = 0; l < env->n_listen; l++) {
-		if (env->listen[l].controller)
-			continue;
-		memset(&ev, 0, sizeof(ev));
-		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-		ev.data.ptr = &tag_listener[l];
-		if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, env->listen[l].fd,
-		    &ev) == -1)
-			return -errno;
-	}
+	if ((l = net_listen(n, true)) != 0)
+		return l;
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	ev.data.ptr = &tag_wakeup;
@@ -210,6 +241,11 @@ rn_network_main(struct rn_worker *w)
 			log_errx("bad message from the controller: restarting");
 			return RN_WORKER_EXIT_RESTART;
 		}
+		if (n.accept_resume_ms != 0 && now >= n.accept_resume_ms &&
+		    net_listen(&n, true) == 0)
+			n.accept_resume_ms = 0;
+		if (n.accept_resume_ms != 0 && n.accept_resume_ms < next)
+			next = n.accept_resume_ms;
 		timeout = (int)(next - now);
 		if (timeout < 0)
 			timeout = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <msgpack.h>
@@ -102,6 +103,25 @@ worker_close_listeners(const struct rn_worker_env *env,
 	}
 }
 
+/*
+ * A worker holds a few descriptors per partition it serves (directory,
+ * log, indexes) besides its connections: take all the descriptors the
+ * hard limit allows (systemd's LimitNOFILE, the unit's 1048576), as a
+ * node with tens of thousands of partitions needs them.
+ */
+static void
+worker_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			log_warn("cannot raise the open files limit to %llu",
+			    (unsigned long long)rl.rlim_max);
+	}
+}
+
 void
 rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
     unsigned index, uid_t uid, gid_t gid, bool drop)
@@ -128,6 +148,7 @@ rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
 	setproctitle("-runneld: %s", w.name);
 	rn_log_init(rn_worker_role_name(role), w.name, env->cfg->log_verbose);
 	worker_close_listeners(env, role);
+	worker_raise_nofile();
 	if (drop)
 		worker_drop_privileges(uid, gid);
 

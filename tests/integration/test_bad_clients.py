@@ -8,6 +8,9 @@ import time
 
 from confluent_kafka import Producer
 
+import os
+
+import rntest
 from rntest import Node, Tap, TempDir
 
 t = Tap()
@@ -199,6 +202,54 @@ with TempDir() as tmp:
         st = n.status()
         t.eq({w["name"]: w["pid"] for w in st["workers"]}, pids,
              "no worker crashed or restarted")
+    finally:
+        n.kill()
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+# More connections than the worker has descriptors: it stops accepting for a
+# while (clients wait in the backlog) instead of spinning on the listener.
+with TempDir() as tmp:
+    wrapper = os.path.join(tmp, "runneld-100-files")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nulimit -n 100\nexec %s \"$@\"\n" % rntest.RUNNELD)
+    os.chmod(wrapper, 0o755)
+    n = Node(tmp, props={"num.network.threads": "1"})
+    saved, rntest.RUNNELD = rntest.RUNNELD, wrapper
+    try:
+        n.start()
+    finally:
+        rntest.RUNNELD = saved
+    try:
+        st = n.wait_running()
+        t.ok(st is not None, "a node limited to 100 open files is up")
+        net = [w["pid"] for w in st["workers"] if w["name"] == "network-0"][0]
+        held = []
+        for i in range(150):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", n.port), timeout=2))
+            except OSError:
+                break
+        time.sleep(0.5)
+        before = cpu_ticks(net)
+        time.sleep(2)
+        spent = cpu_ticks(net) - before
+        t.ok(spent < 40, "out of descriptors, the network worker idles "
+             "(%d ticks in 2 s), it does not spin on accept" % spent)
+        for s in held:
+            s.close()
+        ok = []
+        p = Producer({"bootstrap.servers": n.bootstrap})
+        p.produce("after-flood", b"x", on_delivery=lambda e, m: ok.append(e is None))
+        p.flush(20)
+        t.ok(ok == [True], "once they close, clients are served again")
+        warned = [l for l in n.logtext().splitlines() if "pausing new connections" in l]
+        t.ok(1 <= len(warned) <= 2, "said so once (%d lines)" % len(warned))
     finally:
         n.kill()
 
