@@ -280,10 +280,12 @@ struct dirload {
 	int count[RN_CONFIG_MAX_LOGDIRS];
 };
 
+/* Log-dir loads of the brokers a request places on, grown in its arena. */
 struct placer {
 	const struct ctl_state *st;
-	struct dirload loads[64];
-	int n;
+	struct rn_arena *arena;
+	struct dirload *loads;
+	int n, cap;
 };
 
 static void
@@ -299,11 +301,21 @@ place_dir(struct placer *pl, int32_t broker, uint8_t out[16])
 	for (i = 0; i < pl->n; i++)
 		if (pl->loads[i].broker == broker)
 			dl = &pl->loads[i];
-	if (dl == NULL) {
-		if (pl->n == (int)RN_ARRAY_SIZE(pl->loads)) {
+	if (dl == NULL && pl->n == pl->cap) {
+		int cap = pl->cap ? 2 * pl->cap : 16;
+		struct dirload *nl = rn_arena_alloc(pl->arena,
+		    sizeof(*nl) * (size_t)cap);
+
+		if (nl == NULL) {
 			memcpy(out, b->log_dirs[0], 16);
 			return;
 		}
+		if (pl->n > 0)
+			memcpy(nl, pl->loads, sizeof(*nl) * (size_t)pl->n);
+		pl->loads = nl;
+		pl->cap = cap;
+	}
+	if (dl == NULL) {
 		dl = &pl->loads[pl->n++];
 		dl->broker = broker;
 		dl->n = b->n_log_dirs < RN_CONFIG_MAX_LOGDIRS ? b->n_log_dirs :
@@ -720,6 +732,7 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 	op->validate_only = req.validate_only;
 	memset(&pl, 0, sizeof(pl));
 	pl.st = &op->c->st;
+	pl.arena = &op->arena;
 	rn_CreateTopicsResponse_init(resp);
 	resp->topics_count = req.topics_count;
 	resp->topics = rn_arena_alloc(&op->arena, sizeof(*resp->topics) *
@@ -804,6 +817,7 @@ op_auto_create(struct ctl_op *op)
 	}
 	memset(&pl, 0, sizeof(pl));
 	pl.st = &c->st;
+	pl.arena = &op->arena;
 	done = rn_arena_alloc(&op->arena, sizeof(*done) *
 	    (a->via.array.size + 1));
 	if (done != NULL && nameidx_init(op, &made, done,
@@ -935,6 +949,7 @@ op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	op->validate_only = req.validate_only;
 	memset(&pl, 0, sizeof(pl));
 	pl.st = st;
+	pl.arena = &op->arena;
 	if ((brokers = live_brokers(op, &live)) == NULL)
 		return -ENOMEM;
 	rn_CreatePartitionsResponse_init(resp);
