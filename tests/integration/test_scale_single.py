@@ -508,8 +508,35 @@ def check_admin(n):
         t.diag(r.stdout[:500] + r.stderr[-1000:])
 
 
+def check_retention(n):
+    """Retention passes (every second here) walk every local partition in
+    steps: a busy topic gets its old segments deleted, and the thousands of
+    partitions nobody used are not created on disk for it."""
+    a = AdminClient({"bootstrap.servers": n.bootstrap})
+    a.create_topics([NewTopic("ret", 1, 1, config={
+        "segment.bytes": "1024", "retention.ms": "1500"})])["ret"].result()
+    p = Producer({"bootstrap.servers": n.bootstrap, "linger.ms": 0})
+    for i in range(60):
+        p.produce("ret", b"r" * 100, partition=0)
+        p.flush(10)
+    kc = KafkaConsumer(bootstrap_servers=n.bootstrap, request_timeout_ms=30000)
+    try:
+        from kafka import TopicPartition as KTP
+        tp = KTP("ret", 0)
+        start = wait_for(lambda: kc.beginning_offsets([tp])[tp] > 0 and
+                         kc.beginning_offsets([tp])[tp], 20, 0.5)
+        t.ok(start, "retention deleted the old segments of a busy topic "
+             "(log start offset %s)" % start)
+    finally:
+        kc.close()
+    idle = [d for d in os.listdir(n.logdir) if d.startswith("t0")]
+    t.eq(len(idle), 0, "no log was created for the %d partitions nobody used"
+         % (4 * MANY))
+
+
 with TempDir() as tmp:
-    n = Node(tmp, props={"num.partitions": "1"})
+    n = Node(tmp, props={"num.partitions": "1",
+                         "log.retention.check.interval.ms": "1000"})
     n.start()
     try:
         st = n.wait_running()
@@ -536,6 +563,7 @@ with TempDir() as tmp:
         check_big_fetch(n)
         check_admin(n)
         check_long_poll(n, tmp)
+        check_retention(n)
         t.eq(closes(n), [], "the broker closed no connection and failed no request")
         t.eq({w["name"]: w["pid"] for w in n.status()["workers"]}, pids,
              "no worker was restarted (none hung or crashed)")
