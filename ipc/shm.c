@@ -46,6 +46,11 @@ layout(const struct rn_shm_params *p, struct rn_shm_region *r, size_t *total)
 	r[RN_REGION_RINGS].size = ALIGN_UP((uint64_t)p->n_workers * 2 *
 	    ALIGN_UP(ring, 64), 4096);
 	off += r[RN_REGION_RINGS].size;
+
+	r[RN_REGION_SLOTMAP].off = off;
+	r[RN_REGION_SLOTMAP].size = ALIGN_UP(((uint64_t)p->max_partitions +
+	    63) / 64 * 8, 4096);
+	off += r[RN_REGION_SLOTMAP].size;
 	*total = off;
 }
 
@@ -169,6 +174,28 @@ struct rn_part_slot *
 rn_shm_partition(const struct rn_shm *shm, unsigned i)
 {
 	return (struct rn_part_slot *)region(shm, RN_REGION_PARTITIONS) + i;
+}
+
+void
+rn_shm_slot_mark(const struct rn_shm *shm, unsigned i)
+{
+	_Atomic uint64_t *w = (_Atomic uint64_t *)region(shm,
+	    RN_REGION_SLOTMAP) + i / 64;
+
+	if (i < shm->hdr->max_partitions &&
+	    !(atomic_load_explicit(w, memory_order_relaxed) &
+	    (1ULL << (i % 64))))
+		atomic_fetch_or(w, 1ULL << (i % 64));
+}
+
+bool
+rn_shm_slot_used(const struct rn_shm *shm, unsigned i)
+{
+	_Atomic uint64_t *w = (_Atomic uint64_t *)region(shm,
+	    RN_REGION_SLOTMAP) + i / 64;
+
+	return i < shm->hdr->max_partitions &&
+	    (atomic_load(w) & (1ULL << (i % 64))) != 0;
 }
 
 static struct rn_ring *
