@@ -560,6 +560,12 @@ with TempDir() as tmp:
         for name in list(bad)[:3]:
             t.diag("%s: %s" % (name, bad[name]))
         check_listing(n)
+        # the high-watermark checkpoint (every 5 s) has run over them all
+        time.sleep(5.5)
+        listed_rss = rss_kib(n)
+        t.ok(listed_rss - start_rss < 32 * 1024,
+             "5,000 partitions created and listed cost the node %d KiB of "
+             "RSS (bound 32 MiB)" % (listed_rss - start_rss))
         check_big_fetch(n)
         check_admin(n)
         check_long_poll(n, tmp)
