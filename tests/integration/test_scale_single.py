@@ -3,13 +3,14 @@
 ISRs, read back through one consumer, described, offset-listed, elected
 and shown by the tools; 100 consumers long-poll one partition through
 100,000 appends with no connection dropped and flat broker memory; admin
-requests with 100-300 topics go through in one request each."""
+requests with 100-8,000 topics (2 MB, far beyond a ring frame) go through in
+one request each; retention passes never create the idle partitions' logs;
+no worker hangs, crashes or restarts throughout."""
 import os
 import re
 import socket
 import struct
 import subprocess
-import threading
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
