@@ -546,6 +546,15 @@ with TempDir() as tmp:
         start_rss = rss_kib(n)
         t.diag("node RSS after start: %d KiB" % start_rss)
         a = AdminClient({"bootstrap.servers": n.bootstrap})
+
+        def controller_known():
+            try:
+                return a.list_topics(timeout=2).controller_id == 1
+            except Exception:
+                return False
+        # librdkafka's admin client waits for a controller it already
+        # knows: ask once the node's controller is active
+        t.ok(wait_for(controller_known, 30, 0.2), "the controller is active")
         t0 = time.monotonic()
         fs = a.create_topics([NewTopic("big", BIG, 1)] +
                              [NewTopic("t%04d" % i, 4, 1) for i in range(MANY)],
