@@ -368,7 +368,8 @@ ctl_publish(struct ctl *c)
 		if (sb.size != c->image_unfit)
 			log_errx("metadata image of %zu bytes does not fit the "
 			    "shared memory region of %llu bytes (1 KiB per "
-			    "shm.max.partitions slot): raise shm.max.partitions",
+			    "shm.max.partitions slot): raise "
+			    "shm.max.partitions",
 			    sb.size, (unsigned long long)rn_shm_meta(
 			    c->shm)->body_size);
 		c->image_unfit = sb.size;

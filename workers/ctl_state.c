@@ -285,8 +285,8 @@ index_put(struct ctl_state *st, int i)
 	const struct ctl_topic *t = st->topics[i];
 	uint32_t m = st->idx_cap - 1, k;
 
-	for (k = ctl_topic_name_hash(t->name, strlen(t->name)) & m; st->by_name[k];
-	    k = (k + 1) & m)
+	k = ctl_topic_name_hash(t->name, strlen(t->name)) & m;
+	for (; st->by_name[k]; k = (k + 1) & m)
 		;
 	st->by_name[k] = i + 1;
 	for (k = hash_id(t->id) & m; st->by_id[k]; k = (k + 1) & m)

@@ -490,8 +490,9 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 				int64_t hw;
 
 				if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
-				    (mp->dir >= 0 ? mp->dir : 0) != d || n == max ||
-				    !rn_shm_slot_used(t->shm, (unsigned)mp->slot))
+				    (mp->dir >= 0 ? mp->dir : 0) != d ||
+				    n == max || !rn_shm_slot_used(t->shm,
+				    (unsigned)mp->slot))
 					continue;
 				/* followers' slots too: the state is shared */
 				rt = (struct rn_part_rt *)rn_shm_partition(t->shm,

@@ -56,7 +56,7 @@ struct rn_worker {
 	char name[32];
 	struct rn_worker_slot *ws;
 	int64_t next_heartbeat_ms;
-	struct rn_ringq to_ctl;  /* what did not fit the ring to the controller yet */
+	struct rn_ringq to_ctl;  /* not yet in the ring to the controller */
 };
 
 /* Slot numbering: controller first, then network, then fetchers. */

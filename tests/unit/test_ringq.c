@@ -94,12 +94,14 @@ main(void)
 	is_int(n, 3, "three messages arrive (%d rounds)", rounds);
 	is_int(dropped, 0, "no piece dropped");
 	if (n == 3) {
-		ok(types[0] == 9 && lens[0] == 5 && !memcmp(bufs[0], "small", 5),
+		ok(types[0] == 9 && lens[0] == 5 &&
+		    !memcmp(bufs[0], "small", 5),
 		    "first the small one");
 		ok(types[1] == 11 && lens[1] == big_len &&
 		    !memcmp(bufs[1], big, big_len),
 		    "then the big one, byte-identical");
-		ok(types[2] == 12 && lens[2] == 5 && !memcmp(bufs[2], "after", 5),
+		ok(types[2] == 12 && lens[2] == 5 &&
+		    !memcmp(bufs[2], "after", 5),
 		    "then the one sent after it");
 	}
 	for (i = 0; i < n; i++)
