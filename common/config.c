@@ -167,7 +167,8 @@ config_defaults(struct rn_config *cfg)
 	cfg->restart_failure_window_ms = 60000;
 	cfg->worker_heartbeat_timeout_ms = 10000;
 	cfg->shutdown_timeout_ms = 10000;
-	cfg->shm_max_partitions = 4096;
+	/* address space only: a slot costs memory once a replica uses it */
+	cfg->shm_max_partitions = 65536;
 	cfg->shm_ring_bytes = 1 << 20;
 	cfg->retention_hours = 168;
 	cfg->retention_minutes = -1;

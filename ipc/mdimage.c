@@ -7,6 +7,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 
 #define READ_SPINS (1u << 16)
 #define READ_TRIES 64
+#define MDV_TRIM_BYTES (256 * 1024)
 
 /* ---- writer ------------------------------------------------------- */
 
@@ -430,6 +434,15 @@ mdview_parse(struct rn_mdview *v, struct mdv_priv *p, const void *body,
 	rc = 0;
 out:
 	msgpack_unpacked_destroy(&up);
+#ifdef __GLIBC__
+	/*
+	 * The unpacked objects (a few hundred bytes a partition) are gone:
+	 * give the heap they grew back, or every worker keeps the peak of
+	 * its largest parse resident.
+	 */
+	if (len > MDV_TRIM_BYTES)
+		malloc_trim(0);
+#endif
 	return rc;
 }
 

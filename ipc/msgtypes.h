@@ -7,7 +7,7 @@
 #ifndef RN_MSGTYPES_H
 #define RN_MSGTYPES_H
 
-#define RN_IPC_VERSION 3
+#define RN_IPC_VERSION 4
 
 enum rn_ipc_type {
 	RN_IPC_PAD = 0,     /* reserved by the ring for wrap-around padding */
@@ -48,6 +48,12 @@ enum rn_ipc_type {
 	 * metadata image shows whether it was applied.
 	 */
 	RN_IPC_ALTER_PARTITION = 6,
+	/*
+	 * Either way: one piece of a message larger than a ring frame
+	 * (ipc/ringq.h), raw bytes {u32 total, u32 offset, u16 type, u16 0}
+	 * then the piece; reassembled, it is a message of that type.
+	 */
+	RN_IPC_FRAGMENT = 7,
 };
 
 #endif /* RN_MSGTYPES_H */

@@ -4,6 +4,8 @@
 #include "ipc/rlock.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "owner must be a lock-free atomic");
@@ -28,6 +30,29 @@ rn_rlock_init(struct rn_rlock *l)
 		return -rc;
 	atomic_init(&l->owner, 0);
 	l->repairs = 0;
+	atomic_store_explicit(&l->state, RN_RLOCK_READY, memory_order_release);
+	return 0;
+}
+
+int
+rn_rlock_init_once(struct rn_rlock *l)
+{
+	int32_t s = atomic_load_explicit(&l->state, memory_order_acquire);
+	int rc;
+
+	while (s != RN_RLOCK_READY) {
+		/* untouched, or its initializer died before finishing */
+		if (s == 0 || (s > 0 && kill(s, 0) == -1 && errno == ESRCH)) {
+			if (!atomic_compare_exchange_strong(&l->state, &s,
+			    (int32_t)getpid()))
+				continue;
+			if ((rc = rn_rlock_init(l)) != 0)
+				atomic_store(&l->state, 0);
+			return rc;
+		}
+		sched_yield();
+		s = atomic_load_explicit(&l->state, memory_order_acquire);
+	}
 	return 0;
 }
 
@@ -56,6 +81,8 @@ rn_rlock_lock(struct rn_rlock *l, rn_rlock_repair_fn repair, void *arg)
 {
 	int rc;
 
+	if ((rc = rn_rlock_init_once(l)) != 0)
+		return rc;
 	rc = pthread_mutex_lock(&l->m);
 	if (rc == EOWNERDEAD)
 		return recover(l, repair, arg);
@@ -70,6 +97,8 @@ rn_rlock_trylock(struct rn_rlock *l, rn_rlock_repair_fn repair, void *arg)
 {
 	int rc;
 
+	if ((rc = rn_rlock_init_once(l)) != 0)
+		return rc;
 	rc = pthread_mutex_trylock(&l->m);
 	if (rc == EOWNERDEAD)
 		return recover(l, repair, arg);

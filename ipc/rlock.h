@@ -23,10 +23,26 @@ struct rn_rlock {
 	pthread_mutex_t m;
 	_Atomic pid_t owner;
 	uint32_t repairs;	/* times a dead holder was repaired (under m) */
+	/*
+	 * 0: never initialized (zero-filled memory), RN_RLOCK_READY, or the
+	 * pid of the process initializing it. Lets a large table of locks
+	 * in a lazily backed mapping be formatted on first use, so only the
+	 * locks used cost memory.
+	 */
+	_Atomic int32_t state;
+	uint32_t pad;
 };
+
+#define RN_RLOCK_READY (-1)
 
 /* PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST.  0 or -errno. */
 int rn_rlock_init(struct rn_rlock *l);
+/*
+ * Initialize a zero-filled lock on its first use, once across processes
+ * (an initializer that died half-way is replaced); lock and trylock call
+ * it. 0 or -errno.
+ */
+int rn_rlock_init_once(struct rn_rlock *l);
 
 typedef void (*rn_rlock_repair_fn)(void *arg);
 

@@ -12,8 +12,13 @@
 static size_t
 meta_body_size(const struct rn_shm_params *p)
 {
-	/* room for a broker list, topic names and per-partition records */
-	return 64 * 1024 + (size_t)p->max_partitions * 256;
+	/*
+	 * The image describes the whole cluster (~100 bytes a partition with
+	 * its name share and replica lists), and a cluster holds several
+	 * times the partitions of one node: 1 KiB per local slot. Only the
+	 * pages the image uses are ever backed.
+	 */
+	return 64 * 1024 + (size_t)p->max_partitions * 1024;
 }
 
 static void
@@ -41,6 +46,11 @@ layout(const struct rn_shm_params *p, struct rn_shm_region *r, size_t *total)
 	r[RN_REGION_RINGS].size = ALIGN_UP((uint64_t)p->n_workers * 2 *
 	    ALIGN_UP(ring, 64), 4096);
 	off += r[RN_REGION_RINGS].size;
+
+	r[RN_REGION_SLOTMAP].off = off;
+	r[RN_REGION_SLOTMAP].size = ALIGN_UP(((uint64_t)p->max_partitions +
+	    63) / 64 * 8, 4096);
+	off += r[RN_REGION_SLOTMAP].size;
 	*total = off;
 }
 
@@ -104,9 +114,10 @@ rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm)
 	mi->body_size = r[RN_REGION_METADATA].size - sizeof(*mi);
 	mi->writer_pid = 0;
 
-	for (i = 0; i < p->max_partitions; i++)
-		if ((rc = rn_rlock_init(&rn_shm_partition(shm, i)->lock)) != 0)
-			goto err;
+	/*
+	 * The partition locks are formatted on first use (a zero-filled
+	 * lock means "not yet"): the region stays unbacked until used.
+	 */
 	ring = rn_ring_shm_size(p->ring_bytes);
 	for (i = 0; i < p->n_workers; i++) {
 		if ((rc = rn_ring_init(rn_shm_ring_to_ctl(shm, i),
@@ -163,6 +174,28 @@ struct rn_part_slot *
 rn_shm_partition(const struct rn_shm *shm, unsigned i)
 {
 	return (struct rn_part_slot *)region(shm, RN_REGION_PARTITIONS) + i;
+}
+
+void
+rn_shm_slot_mark(const struct rn_shm *shm, unsigned i)
+{
+	_Atomic uint64_t *w = (_Atomic uint64_t *)region(shm,
+	    RN_REGION_SLOTMAP) + i / 64;
+
+	if (i < shm->hdr->max_partitions &&
+	    !(atomic_load_explicit(w, memory_order_relaxed) &
+	    (1ULL << (i % 64))))
+		atomic_fetch_or(w, 1ULL << (i % 64));
+}
+
+bool
+rn_shm_slot_used(const struct rn_shm *shm, unsigned i)
+{
+	_Atomic uint64_t *w = (_Atomic uint64_t *)region(shm,
+	    RN_REGION_SLOTMAP) + i / 64;
+
+	return i < shm->hdr->max_partitions &&
+	    (atomic_load(w) & (1ULL << (i % 64))) != 0;
 }
 
 static struct rn_ring *

@@ -10,6 +10,9 @@
  *               guarded by a seqlock
  *   partitions  partition runtime table (robust append lock per partition)
  *   rings       per worker: a ring to the controller and one from it
+ *   slotmap     one bit per partition slot: set once the slot was used,
+ *               so a pass over every slot reads a bitmap instead of
+ *               touching (and so backing) a page per slot
  */
 #ifndef RN_SHM_H
 #define RN_SHM_H
@@ -25,7 +28,7 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 1
+#define RN_SHM_LAYOUT_VERSION 2
 #define RN_SHM_MAX_WORKERS 130 /* 1 controller + 64 network + 64 fetchers + 1 */
 
 enum rn_worker_role {
@@ -49,6 +52,7 @@ enum rn_region {
 	RN_REGION_METADATA,
 	RN_REGION_PARTITIONS,
 	RN_REGION_RINGS,
+	RN_REGION_SLOTMAP,
 	RN_REGION_COUNT
 };
 
@@ -146,6 +150,9 @@ void rn_shm_destroy(struct rn_shm *shm);
 struct rn_worker_slot *rn_shm_worker(const struct rn_shm *shm, unsigned slot);
 struct rn_meta_image *rn_shm_meta(const struct rn_shm *shm);
 struct rn_part_slot *rn_shm_partition(const struct rn_shm *shm, unsigned i);
+/* Note that slot i is in use (idempotent); whether it ever was. */
+void rn_shm_slot_mark(const struct rn_shm *shm, unsigned i);
+bool rn_shm_slot_used(const struct rn_shm *shm, unsigned i);
 /* The ring a worker writes to reach the controller, and the one it reads. */
 struct rn_ring *rn_shm_ring_to_ctl(const struct rn_shm *shm, unsigned slot);
 struct rn_ring *rn_shm_ring_from_ctl(const struct rn_shm *shm, unsigned slot);

@@ -342,7 +342,8 @@ do_alter(rd_kafka_t *rk, const struct opts *o)
 	rd_kafka_queue_t *q = NULL;
 	rd_kafka_event_t *ev;
 	struct tool_props merged = { 0 };
-	char what[512], label[300], kv[8192];
+	char what[512], label[300], *kv;
+	int rc2;
 	size_t n, i;
 	int j, rc = TOOL_EXIT_FAIL;
 
@@ -368,9 +369,13 @@ do_alter(rd_kafka_t *rk, const struct opts *o)
 			    "(INVALID_CONFIG)", what, k);
 			goto out;
 		}
-		snprintf(kv, sizeof(kv), "%s=%s", k,
-		    rd_kafka_ConfigEntry_value(e));
-		if (tool_props_add(&merged, kv) != 0)
+		/* as long as the value is: never cut a config short */
+		if (asprintf(&kv, "%s=%s", k,
+		    rd_kafka_ConfigEntry_value(e)) < 0)
+			goto out;
+		rc2 = tool_props_add(&merged, kv);
+		free(kv);
+		if (rc2 != 0)
 			goto out;
 	}
 	for (j = 0; j < o->del.n; j++) {

@@ -84,7 +84,8 @@ tool_props_add(struct tool_props *p, const char *kv)
 int
 tool_props_load_file(struct tool_props *p, const char *path)
 {
-	char line[4096], kv[4096 + 2];
+	char *line = NULL, *kv;
+	size_t cap = 0;
 	FILE *f;
 	int lineno = 0, rc = 0;
 
@@ -92,7 +93,8 @@ tool_props_load_file(struct tool_props *p, const char *path)
 		tool_errx("%s: %s", path, strerror(errno));
 		return -1;
 	}
-	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+	/* lines of any length: a long list value stays one property */
+	while (rc == 0 && getline(&line, &cap, f) != -1) {
 		char *s = rn_trim(line), *sep;
 
 		lineno++;
@@ -106,9 +108,14 @@ tool_props_load_file(struct tool_props *p, const char *path)
 			break;
 		}
 		*sep = '\0';
-		snprintf(kv, sizeof(kv), "%s=%s", rn_trim(s), rn_trim(sep + 1));
+		if (asprintf(&kv, "%s=%s", rn_trim(s), rn_trim(sep + 1)) < 0) {
+			rc = -1;
+			break;
+		}
 		rc = tool_props_add(p, kv);
+		free(kv);
 	}
+	free(line);
 	fclose(f);
 	return rc;
 }

@@ -166,8 +166,18 @@ tkc_call(int fd, int16_t key, int16_t ver, const struct rn_kwriter *body,
 		    "serve this request?)", timeout_ms);
 		return -1;
 	}
-	if ((size = rn_kframe_size(szb, 1 << 28)) < 4 ||
-	    (buf = rn_arena_alloc(arena, (size_t)size)) == NULL ||
+	/*
+	 * Any size the protocol allows (as Kafka's clients, we trust the
+	 * broker we asked); the arena gets room for the response and what
+	 * it decodes into, a small multiple of it.
+	 */
+	if ((size = rn_kframe_size(szb, INT32_MAX)) < 4) {
+		snprintf(err, errlen, "bad response size");
+		return -1;
+	}
+	rn_arena_set_limit(arena, rn_arena_used(arena) + 17 * (size_t)size +
+	    (1u << 20));
+	if ((buf = rn_arena_alloc(arena, (size_t)size)) == NULL ||
 	    xfer(fd, buf, (size_t)size, false, deadline) != 0) {
 		snprintf(err, errlen, "bad or truncated response");
 		return -1;

@@ -25,7 +25,8 @@
 
 #define API_METADATA 3
 #define API_VERSIONS 18
-#define MAX_RESPONSE (64 * 1024 * 1024)
+/* the protocol's own limit: as Kafka's clients, trust the broker asked */
+#define MAX_RESPONSE INT32_MAX
 #define MAX_API_KEY 128
 
 /* What ApiVersions said: -2 not asked (or no answer), -1 not supported,
@@ -291,7 +292,7 @@ roundtrip(int fd, struct wbuf *w, int32_t corr, size_t *lenp, char *err,
 	}
 	n = ((uint32_t)sz[0] << 24) | ((uint32_t)sz[1] << 16) |
 	    ((uint32_t)sz[2] << 8) | sz[3];
-	if (n < 4 || n > MAX_RESPONSE) {
+	if (n < 4 || n > (uint32_t)MAX_RESPONSE) {
 		snprintf(err, errlen, "response size %u out of range", n);
 		return NULL;
 	}

@@ -22,17 +22,42 @@
 #include "workers/ctl_raft.h"
 #include "workers/worker.h"
 
-static int
-ctl_reply(struct ctl *c, unsigned slot, uint16_t type,
-    const msgpack_sbuffer *sb)
+int
+ctl_send(struct ctl *c, unsigned slot, uint16_t type, const void *buf,
+    size_t len, pid_t dest)
 {
 	struct rn_ring *r = rn_shm_ring_from_ctl(c->shm, slot);
 	int rc;
 
-	if ((rc = rn_ring_push(r, type, sb->data, (uint32_t)sb->size)) != 0)
+	if ((rc = rn_ringq_send(&c->to_slot[slot], r, type, buf, len,
+	    dest)) != 0)
 		return rc;
 	rc = rn_ring_notify(r, c->w->env->efd[slot]);
 	return rc < 0 ? rc : 0;
+}
+
+/* Push what waits for each worker's ring; the worker wakes us as it reads. */
+static void
+ctl_pump_all(struct ctl *c)
+{
+	unsigned slot;
+
+	for (slot = 1; slot < c->w->env->n_workers; slot++) {
+		struct rn_ring *r = rn_shm_ring_from_ctl(c->shm, slot);
+
+		if (rn_ringq_pending(&c->to_slot[slot]) &&
+		    rn_ringq_pump(&c->to_slot[slot], r, atomic_load(
+		    &rn_shm_worker(c->shm, slot)->pid)) == 1)
+			(void)rn_ring_notify(r, c->w->env->efd[slot]);
+	}
+}
+
+static int
+ctl_reply(struct ctl *c, unsigned slot, uint16_t type,
+    const msgpack_sbuffer *sb)
+{
+	return ctl_send(c, slot, type, sb->data, sb->size,
+	    atomic_load(&rn_shm_worker(c->shm, slot)->pid));
 }
 
 static int
@@ -70,6 +95,54 @@ ctl_on_hello(struct ctl *c, unsigned slot, const msgpack_object *m)
 	return rc;
 }
 
+/* One message from a worker; -EBADMSG or -EPROTO cost it a restart. */
+static int
+ctl_handle(struct ctl *c, unsigned slot, pid_t sender, uint16_t type,
+    const void *payload, size_t len, msgpack_unpacked *up)
+{
+	if (msgpack_unpack_next(up, payload, len, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS || up->data.type != MSGPACK_OBJECT_MAP) {
+		log_warnx("slot %u: malformed IPC message type %u", slot,
+		    type);
+		return -EBADMSG;
+	}
+	if (type == RN_IPC_HELLO)
+		return ctl_on_hello(c, slot, &up->data);
+	if (type == RN_IPC_ALTER_PARTITION)
+		return ctl_agent_alter_partition(c, &up->data);
+	if (type == RN_IPC_ADMIN_REQUEST || type == RN_IPC_AUTO_CREATE)
+		/* copied: the ring space is released after this */
+		return ctl_admin_enqueue(c, slot, sender, type, &up->data);
+	log_warnx("slot %u: unexpected IPC message type %u", slot, type);
+	return -EBADMSG;
+}
+
+/*
+ * A piece of a request larger than a ring frame: bounded like a request
+ * (socket.request.max.bytes); the worker is woken to push the next one.
+ */
+static int
+ctl_fragment(struct ctl *c, unsigned slot, pid_t sender, const void *payload,
+    size_t len, msgpack_unpacked *up)
+{
+	struct rn_ringq_in *in = &c->from_slot[slot];
+	uint64_t one = 1;
+	int rc = rn_ringq_take(in, sender, payload, len,
+	    (size_t)c->cfg->socket_request_max_bytes + 65536);
+
+	(void)!write(c->w->env->efd[slot], &one, sizeof(one));
+	if (rc == 0)
+		return 0;
+	if (rc < 0) {
+		log_warnx("slot %u: dropped a fragmented message: %s", slot,
+		    strerror(-rc));
+		return 0;
+	}
+	rc = ctl_handle(c, slot, sender, in->type, in->buf, in->len, up);
+	rn_ringq_in_done(in);
+	return rc;
+}
+
 /*
  * Drain one worker's ring. A message from the wrong sender is left over
  * from an earlier incarnation and dropped; one that does not parse is a
@@ -86,6 +159,10 @@ ctl_drain(struct ctl *c, unsigned slot)
 	ssize_t len;
 	int rc = 0;
 
+	/* a worker that died half-way through a large request */
+	if (c->from_slot[slot].buf != NULL &&
+	    c->from_slot[slot].sender != atomic_load(&ws->pid))
+		rn_ringq_in_done(&c->from_slot[slot]);
 	msgpack_unpacked_init(&up);
 	while ((len = rn_ring_peek(r, &type, &payload)) >= 0) {
 		pid_t sender = rn_ring_peek_sender(r);
@@ -96,26 +173,12 @@ ctl_drain(struct ctl *c, unsigned slot)
 			rn_ring_release(r);
 			continue;
 		}
-		if (msgpack_unpack_next(&up, payload, (size_t)len, NULL) !=
-		    MSGPACK_UNPACK_SUCCESS || up.data.type !=
-		    MSGPACK_OBJECT_MAP) {
-			log_warnx("slot %u: malformed IPC message type %u",
-			    slot, type);
-			rc = -EBADMSG;
-		} else if (type == RN_IPC_HELLO) {
-			rc = ctl_on_hello(c, slot, &up.data);
-		} else if (type == RN_IPC_ALTER_PARTITION) {
-			rc = ctl_agent_alter_partition(c, &up.data);
-		} else if (type == RN_IPC_ADMIN_REQUEST ||
-		    type == RN_IPC_AUTO_CREATE) {
-			/* copied: the ring space is released right below */
-			rc = ctl_admin_enqueue(c, slot, sender, type,
-			    &up.data);
-		} else {
-			log_warnx("slot %u: unexpected IPC message type %u",
-			    slot, type);
-			rc = -EBADMSG;
-		}
+		if (type == RN_IPC_FRAGMENT)
+			rc = ctl_fragment(c, slot, sender, payload,
+			    (size_t)len, &up);
+		else
+			rc = ctl_handle(c, slot, sender, type, payload,
+			    (size_t)len, &up);
 		rn_ring_release(r);
 		if (rc == -EBADMSG || rc == -EPROTO)
 			break;
@@ -146,6 +209,7 @@ ctl_drain_all(struct ctl *c)
 			return;
 		}
 	}
+	ctl_pump_all(c);
 	ctl_admin_kick(c);
 }
 
@@ -187,6 +251,7 @@ ctl_after_turn(uv_check_t *h)
 	}
 	ctl_raft_watch(c);
 	ctl_admin_kick(c);
+	ctl_pump_all(c);
 }
 
 static void
@@ -291,6 +356,10 @@ rn_controller_main(struct rn_worker *w)
 	if (uv_loop_close(&c->loop) != 0)
 		log_debug("event loop closed with handles left");
 	rc = c->exit_code;
+	for (i = 0; i < RN_SHM_MAX_WORKERS; i++) {
+		rn_ringq_clear(&c->to_slot[i]);
+		rn_ringq_in_done(&c->from_slot[i]);
+	}
 	ctl_state_free(&c->st);
 	free(c->live);
 	free(c->server);

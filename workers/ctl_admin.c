@@ -36,7 +36,6 @@
 #include "workers/partition.h"
 
 #define OP_QUEUE_MAX 1024
-#define OP_ARENA_LIMIT (64u << 20)
 #define MSG_MAX 512
 
 
@@ -182,17 +181,90 @@ names_collide(struct rn_kstr a, struct rn_kstr b)
 	return true;
 }
 
-/* Brokers that may take new replicas: registered, unfenced, staying. */
-static int
-live_brokers(const struct ctl_state *st, int32_t *ids, int max)
-{
-	int i, n = 0;
+/*
+ * The names of one request, hashed so that a request naming thousands of
+ * topics checks duplicates and collisions in O(1) each: entries are
+ * indexes into names (+1), chained by ctl_topic_name_hash.
+ */
+struct nameidx {
+	const struct rn_kstr *names;
+	int32_t *slots;
+	uint32_t mask;
+};
 
-	for (i = 0; i < st->n_brokers && n < max; i++)
+static int
+nameidx_init(struct ctl_op *op, struct nameidx *x,
+    const struct rn_kstr *names, int32_t count)
+{
+	uint32_t cap = 16;
+
+	while (cap < 2 * (uint32_t)(count > 0 ? count : 1))
+		cap *= 2;
+	x->names = names;
+	x->mask = cap - 1;
+	x->slots = rn_arena_alloc(&op->arena, sizeof(*x->slots) * cap);
+	if (x->slots == NULL)
+		return -ENOMEM;
+	memset(x->slots, 0, sizeof(*x->slots) * cap);
+	return 0;
+}
+
+static uint32_t
+nameidx_hash(struct rn_kstr n)
+{
+	return ctl_topic_name_hash(n.ptr, (size_t)(n.len > 0 ? n.len : 0));
+}
+
+static void
+nameidx_add(struct nameidx *x, int32_t i)
+{
+	uint32_t k;
+
+	for (k = nameidx_hash(x->names[i]) & x->mask; x->slots[k] != 0;
+	    k = (k + 1) & x->mask)
+		;
+	x->slots[k] = i + 1;
+}
+
+/* A name added earlier that equals name (exact) or collides with it. */
+static const struct rn_kstr *
+nameidx_find(const struct nameidx *x, struct rn_kstr name, bool exact)
+{
+	uint32_t k;
+	int32_t e;
+
+	for (k = nameidx_hash(name) & x->mask; (e = x->slots[k]) != 0;
+	    k = (k + 1) & x->mask) {
+		const struct rn_kstr *o = &x->names[e - 1];
+
+		if (exact ? o->len == name.len && memcmp(o->ptr, name.ptr,
+		    (size_t)(name.len > 0 ? name.len : 0)) == 0 :
+		    names_collide(*o, name))
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * Brokers that may take new replicas: registered, unfenced, staying; in
+ * the op's arena (however many the cluster has). NULL: no memory.
+ */
+static int32_t *
+live_brokers(struct ctl_op *op, int *n)
+{
+	const struct ctl_state *st = &op->c->st;
+	int32_t *ids;
+	int i;
+
+	*n = 0;
+	if ((ids = rn_arena_alloc(&op->arena, sizeof(*ids) *
+	    (size_t)(st->n_brokers > 0 ? st->n_brokers : 1))) == NULL)
+		return NULL;
+	for (i = 0; i < st->n_brokers; i++)
 		if (!st->brokers[i].fenced &&
 		    !st->brokers[i].in_controlled_shutdown)
-			ids[n++] = st->brokers[i].id;
-	return n;
+			ids[(*n)++] = st->brokers[i].id;
+	return ids;
 }
 
 static int
@@ -217,10 +289,12 @@ struct dirload {
 	int count[RN_CONFIG_MAX_LOGDIRS];
 };
 
+/* Log-dir loads of the brokers a request places on, grown in its arena. */
 struct placer {
 	const struct ctl_state *st;
-	struct dirload loads[64];
-	int n;
+	struct rn_arena *arena;
+	struct dirload *loads;
+	int n, cap;
 };
 
 static void
@@ -236,11 +310,21 @@ place_dir(struct placer *pl, int32_t broker, uint8_t out[16])
 	for (i = 0; i < pl->n; i++)
 		if (pl->loads[i].broker == broker)
 			dl = &pl->loads[i];
-	if (dl == NULL) {
-		if (pl->n == (int)RN_ARRAY_SIZE(pl->loads)) {
+	if (dl == NULL && pl->n == pl->cap) {
+		int cap = pl->cap ? 2 * pl->cap : 16;
+		struct dirload *nl = rn_arena_alloc(pl->arena,
+		    sizeof(*nl) * (size_t)cap);
+
+		if (nl == NULL) {
 			memcpy(out, b->log_dirs[0], 16);
 			return;
 		}
+		if (pl->n > 0)
+			memcpy(nl, pl->loads, sizeof(*nl) * (size_t)pl->n);
+		pl->loads = nl;
+		pl->cap = cap;
+	}
+	if (dl == NULL) {
 		dl = &pl->loads[pl->n++];
 		dl->broker = broker;
 		dl->n = b->n_log_dirs < RN_CONFIG_MAX_LOGDIRS ? b->n_log_dirs :
@@ -346,11 +430,18 @@ check_local_slots(struct ctl_op *op, const int32_t *replicas, int32_t n,
 			add++;
 	if (add == 0)
 		return 0;
-	for (k = 0; k < st->n_topics; k++)
-		for (p = 0; p < st->topics[k]->n_parts; p++)
-			for (r = 0; r < st->topics[k]->parts[p].n_replicas; r++)
-				if (st->topics[k]->parts[p].replicas[r] == node)
-					used++;
+	/* counted once per operation: it may create thousands of topics */
+	if (op->local_used < 0) {
+		op->local_used = 0;
+		for (k = 0; k < st->n_topics; k++)
+			for (p = 0; p < st->topics[k]->n_parts; p++)
+				for (r = 0; r < st->topics[k]->parts[p].
+				    n_replicas; r++)
+					if (st->topics[k]->parts[p].
+					    replicas[r] == node)
+						op->local_used++;
+	}
+	used = op->local_used;
 	if ((uint32_t)(used + op->local_added + add) > max) {
 		*msg = op_msg(op, "Broker %d can hold %u partitions "
 		    "(shm.max.partitions) and has %d: no room for %d more.",
@@ -382,9 +473,12 @@ static int
 place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
     int32_t np, int32_t rf, int32_t start_partition, int32_t *out)
 {
-	const char *racks[1024];
-	int i;
+	const char **racks;
+	int i, rc;
 
+	if ((racks = calloc((size_t)(live > 0 ? live : 1),
+	    sizeof(*racks))) == NULL)
+		return -ENOMEM;
 	for (i = 0; i < live; i++) {
 		const struct ctl_broker *b = ctl_state_broker(st, brokers[i]);
 
@@ -392,9 +486,13 @@ place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
 			break;
 		racks[i] = b->rack;
 	}
-	if (i == live && live > 0)
-		return ctl_assign_rack_aware(brokers, racks, live, np, rf,
+	if (i == live && live > 0) {
+		rc = ctl_assign_rack_aware(brokers, racks, live, np, rf,
 		    rand_below(live), rand_below(live), start_partition, out);
+		free(racks);
+		return rc;
+	}
+	free(racks);
 	return ctl_assign_rack_unaware(brokers, live, np, rf,
 	    rand_below(live), rand_below(live), start_partition, out);
 }
@@ -494,13 +592,14 @@ static int16_t
 create_one(struct ctl_op *op, struct placer *pl,
     const struct rn_CreateTopicsRequest_CreatableTopic *t,
     struct rn_CreateTopicsResponse_CreatableTopicResult *res,
-    const struct rn_kstr *earlier, int n_earlier, struct rn_kstr *msg)
+    const struct nameidx *earlier, struct rn_kstr *msg)
 {
 	struct ctl *c = op->c;
 	const struct ctl_state *st = &c->st;
 	int32_t np = t->num_partitions, rf = t->replication_factor, i, j;
-	int32_t brokers[1024], *replicas;
+	int32_t *brokers, *replicas;
 	const struct ctl_topic *other;
+	const struct rn_kstr *prev;
 	char why[MSG_MAX], key[256], val[4096];
 	uint8_t tid[16];
 	int16_t e;
@@ -521,13 +620,12 @@ create_one(struct ctl_op *op, struct placer *pl,
 		    "%s", (int)t->name.len, t->name.ptr, other->name);
 		return RN_KERR_INVALID_TOPIC_EXCEPTION;
 	}
-	for (i = 0; i < n_earlier; i++)
-		if (names_collide(earlier[i], t->name)) {
-			*msg = op_msg(op, "Topic '%.*s' collides with existing "
-			    "topic: %.*s", (int)t->name.len, t->name.ptr,
-			    (int)earlier[i].len, earlier[i].ptr);
-			return RN_KERR_INVALID_TOPIC_EXCEPTION;
-		}
+	if ((prev = nameidx_find(earlier, t->name, false)) != NULL) {
+		*msg = op_msg(op, "Topic '%.*s' collides with existing topic: "
+		    "%.*s", (int)t->name.len, t->name.ptr, (int)prev->len,
+		    prev->ptr);
+		return RN_KERR_INVALID_TOPIC_EXCEPTION;
+	}
 	/* configs */
 	for (i = 0; i < t->configs_count; i++) {
 		const struct rn_kcfg *d;
@@ -551,7 +649,8 @@ create_one(struct ctl_op *op, struct placer *pl,
 			return RN_KERR_INVALID_CONFIG;
 		}
 	}
-	live = live_brokers(st, brokers, (int)RN_ARRAY_SIZE(brokers));
+	if ((brokers = live_brokers(op, &live)) == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	if (t->assignments_count > 0) {
 		if (rf != -1) {
 			*msg = op_msg(op, "A manual partition assignment was "
@@ -651,10 +750,11 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 {
 	struct rn_CreateTopicsRequest req;
 	struct rn_CreateTopicsResponse *resp = &op->resp.ct;
-	struct rn_kstr *created;
+	struct rn_kstr *created, *names;
+	struct nameidx made, seen;
 	struct placer pl;
 	int n_created = 0, rc;
-	int32_t i, j;
+	int32_t i;
 
 	if ((rc = rn_CreateTopicsRequest_decode(r, op->ver, &op->arena,
 	    &req)) != 0)
@@ -662,14 +762,21 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 	op->validate_only = req.validate_only;
 	memset(&pl, 0, sizeof(pl));
 	pl.st = &op->c->st;
+	pl.arena = &op->arena;
 	rn_CreateTopicsResponse_init(resp);
 	resp->topics_count = req.topics_count;
 	resp->topics = rn_arena_alloc(&op->arena, sizeof(*resp->topics) *
 	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
 	created = rn_arena_alloc(&op->arena, sizeof(*created) *
 	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
-	if (resp->topics == NULL || created == NULL)
+	names = rn_arena_alloc(&op->arena, sizeof(*names) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	if (resp->topics == NULL || created == NULL || names == NULL ||
+	    nameidx_init(op, &made, created, req.topics_count) != 0 ||
+	    nameidx_init(op, &seen, names, req.topics_count) != 0)
 		return -ENOMEM;
+	for (i = 0; i < req.topics_count; i++)
+		names[i] = req.topics[i].name;
 	for (i = 0; i < req.topics_count; i++) {
 		struct rn_CreateTopicsResponse_CreatableTopicResult *res =
 		    &resp->topics[i];
@@ -679,16 +786,14 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 		rn_CreateTopicsResponse_CreatableTopicResult_init(res);
 		res->name = req.topics[i].name;
 		res->error_message.len = -1;
-		for (j = 0; j < i; j++)
-			if (req.topics[j].name.len == req.topics[i].name.len &&
-			    memcmp(req.topics[j].name.ptr, req.topics[i].name.ptr,
-			    (size_t)req.topics[i].name.len) == 0) {
-				e = RN_KERR_INVALID_REQUEST;
-				msg = op_msg(op, "Duplicate topic name.");
-			}
+		if (nameidx_find(&seen, names[i], true) != NULL) {
+			e = RN_KERR_INVALID_REQUEST;
+			msg = op_msg(op, "Duplicate topic name.");
+		}
+		nameidx_add(&seen, i);
 		if (e == 0)
-			e = create_one(op, &pl, &req.topics[i], res, created,
-			    n_created, &msg);
+			e = create_one(op, &pl, &req.topics[i], res, &made,
+			    &msg);
 		res->error_code = e;
 		res->error_message = msg;
 		if (e != 0) {
@@ -702,7 +807,8 @@ op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 			    rn_kerr_name(e), (int)(msg.len > 0 ? msg.len : 0),
 			    msg.ptr);
 		} else {
-			created[n_created++] = req.topics[i].name;
+			created[n_created] = req.topics[i].name;
+			nameidx_add(&made, n_created++);
 			log_topic(LOG_INFO, res->name, "CreateTopics %.*s: %d "
 			    "partition(s), replication factor %d%s",
 			    (int)res->name.len,
@@ -725,6 +831,7 @@ op_auto_create(struct ctl_op *op)
 	struct rn_CreateTopicsRequest_CreatableTopic t;
 	struct rn_CreateTopicsResponse_CreatableTopicResult res;
 	struct rn_kstr *done;
+	struct nameidx made;
 	struct placer pl;
 	uint32_t i;
 	int n_done = 0;
@@ -740,13 +847,16 @@ op_auto_create(struct ctl_op *op)
 	}
 	memset(&pl, 0, sizeof(pl));
 	pl.st = &c->st;
+	pl.arena = &op->arena;
 	done = rn_arena_alloc(&op->arena, sizeof(*done) *
 	    (a->via.array.size + 1));
+	if (done != NULL && nameidx_init(op, &made, done,
+	    (int32_t)a->via.array.size) != 0)
+		done = NULL;
 	for (i = 0; done != NULL && i < a->via.array.size; i++) {
 		const msgpack_object *o = &a->via.array.ptr[i];
 		struct rn_kstr msg = { NULL, -1 };
 		int16_t e;
-		int k;
 
 		if (o->type != MSGPACK_OBJECT_STR)
 			continue;
@@ -755,14 +865,10 @@ op_auto_create(struct ctl_op *op)
 		t.name.len = (int32_t)o->via.str.size;
 		t.num_partitions = -1;
 		t.replication_factor = -1;
-		for (k = 0; k < n_done; k++)
-			if (done[k].len == t.name.len && memcmp(done[k].ptr,
-			    t.name.ptr, (size_t)t.name.len) == 0)
-				break;
-		if (k < n_done)
+		if (nameidx_find(&made, t.name, true) != NULL)
 			continue;
 		rn_CreateTopicsResponse_CreatableTopicResult_init(&res);
-		e = create_one(op, &pl, &t, &res, done, n_done, &msg);
+		e = create_one(op, &pl, &t, &res, &made, &msg);
 		if (e == RN_KERR_TOPIC_ALREADY_EXISTS)
 			continue;
 		if (e != 0) {
@@ -772,8 +878,9 @@ op_auto_create(struct ctl_op *op)
 			continue;
 		}
 		/* the name must outlive the unpacked message */
-		done[n_done++] = op_msg(op, "%.*s", (int)t.name.len,
+		done[n_done] = op_msg(op, "%.*s", (int)t.name.len,
 		    t.name.ptr);
+		nameidx_add(&made, n_done++);
 		log_topic(LOG_INFO, t.name, "auto-creating topic %.*s",
 		    (int)t.name.len, t.name.ptr);
 	}
@@ -863,7 +970,7 @@ op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	struct rn_CreatePartitionsResponse *resp = &op->resp.cp;
 	const struct ctl_state *st = &op->c->st;
 	struct placer pl;
-	int32_t i, j, brokers[1024];
+	int32_t i, j, *brokers;
 	int rc, live;
 
 	if ((rc = rn_CreatePartitionsRequest_decode(r, op->ver, &op->arena,
@@ -872,7 +979,9 @@ op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	op->validate_only = req.validate_only;
 	memset(&pl, 0, sizeof(pl));
 	pl.st = st;
-	live = live_brokers(st, brokers, (int)RN_ARRAY_SIZE(brokers));
+	pl.arena = &op->arena;
+	if ((brokers = live_brokers(op, &live)) == NULL)
+		return -ENOMEM;
 	rn_CreatePartitionsResponse_init(resp);
 	resp->results_count = req.topics_count;
 	resp->results = rn_arena_alloc(&op->arena, sizeof(*resp->results) *
@@ -1479,7 +1588,6 @@ reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
 {
 	struct ctl *c = op->c;
 	struct rn_worker_slot *ws = rn_shm_worker(c->shm, op->slot);
-	struct rn_ring *ring = rn_shm_ring_from_ctl(c->shm, op->slot);
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	int rc;
@@ -1490,6 +1598,13 @@ reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
 		log_debug("slot %u restarted: dropping the answer to request "
 		    "%llu", op->slot, (unsigned long long)op->req);
 		return;
+	}
+	/* the network worker takes replies up to its response budget */
+	if (err == 0 && len > (size_t)c->cfg->socket_request_max_bytes) {
+		log_warnx("the answer to request %llu of slot %u is %zu bytes, "
+		    "more than socket.request.max.bytes: not sent",
+		    (unsigned long long)op->req, op->slot, len);
+		err = RN_KERR_UNKNOWN_SERVER_ERROR;
 	}
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -1504,10 +1619,8 @@ reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
 	msgpack_pack_bin(&pk, err == 0 ? len : 0);
 	if (err == 0)
 		msgpack_pack_bin_body(&pk, body, len);
-	rc = rn_ring_push(ring, RN_IPC_ADMIN_RESPONSE, sb.data,
-	    (uint32_t)sb.size);
-	if (rc == 0)
-		rc = rn_ring_notify(ring, c->w->env->efd[op->slot]);
+	rc = ctl_send(c, op->slot, RN_IPC_ADMIN_RESPONSE, sb.data, sb.size,
+	    op->sender);
 	if (rc != 0)
 		log_warnx("cannot answer request %llu of slot %u: %s",
 		    (unsigned long long)op->req, op->slot, strerror(-rc));
@@ -1597,8 +1710,15 @@ op_new(struct ctl *c, enum ctl_op_origin origin)
 	op->c = c;
 	op->origin = origin;
 	op->broker = -1;
+	op->local_used = -1;
 	ctl_batch_init(&op->batch);
-	rn_arena_init(&op->arena, OP_ARENA_LIMIT);
+	/*
+	 * As in the network worker: a request (at most
+	 * socket.request.max.bytes) decodes into a small multiple of its
+	 * size, and the response gets socket.request.max.bytes of its own.
+	 */
+	rn_arena_init(&op->arena,
+	    5 * (size_t)c->cfg->socket_request_max_bytes + 4096);
 	return op;
 }
 
@@ -1713,6 +1833,7 @@ op_retry_later(struct ctl *c, struct ctl_op *op)
 	memset(&op->resp, 0, sizeof(op->resp));
 	op->validate_only = false;
 	op->local_added = 0;
+	op->local_used = -1;
 	op->next = NULL;
 	op_push(c, op);
 	c->reconcile = true;

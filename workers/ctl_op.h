@@ -47,6 +47,7 @@ struct ctl_op {
 	struct rn_arena arena;   /* decoded request, response arrays, messages */
 	bool validate_only;
 	int local_added;         /* replicas this operation puts on this node */
+	int local_used;          /* replicas here before it; -1: not counted */
 	int32_t broker;          /* registration / heartbeat: whose */
 	bool want_shut_down;
 	int64_t hb_offset;

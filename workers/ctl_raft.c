@@ -367,10 +367,18 @@ ctl_publish(struct ctl *c)
 	ctl_state_encode_image(&c->st, &loc, &sb);
 	rc = rn_mdimage_publish(c->shm, c->cfg->node_id, c->st.cluster_id,
 	    sb.data, sb.size);
-	if (rc != 0)
-		log_errx("metadata image of %zu bytes does not fit the shared "
-		    "memory region: raise shm.max.partitions", sb.size);
-	else {
+	if (rc != 0) {
+		/* retried at every turn: say it once per size */
+		if (sb.size != c->image_unfit)
+			log_errx("metadata image of %zu bytes does not fit the "
+			    "shared memory region of %llu bytes (1 KiB per "
+			    "shm.max.partitions slot): raise "
+			    "shm.max.partitions",
+			    sb.size, (unsigned long long)rn_shm_meta(
+			    c->shm)->body_size);
+		c->image_unfit = sb.size;
+	} else {
+		c->image_unfit = 0;
 		c->dirty = false;
 		log_debug("published metadata image at offset %llu (%zu "
 		    "bytes)", (unsigned long long)c->st.last_index, sb.size);

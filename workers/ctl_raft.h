@@ -27,6 +27,7 @@
 #include "ipc/shm.h"
 #include "workers/ctl_records.h"
 #include "workers/ctl_state.h"
+#include "ipc/ringq.h"
 #include "workers/worker.h"
 
 #define CTL_RAFT_DIR "__cluster_metadata-0"
@@ -59,6 +60,11 @@ struct ctl {
 	int exit_code;
 	bool stopping;
 
+	/* per worker slot: replies waiting for ring room, and a request
+	 * arriving in fragments (ipc/ringq.h) */
+	struct rn_ringq to_slot[RN_SHM_MAX_WORKERS];
+	struct rn_ringq_in from_slot[RN_SHM_MAX_WORKERS];
+
 	/* what only this node knows */
 	char known_cluster_id[23]; /* meta.properties at start ("" if none) */
 	uint8_t dir_ids[RN_CONFIG_MAX_LOGDIRS][16];
@@ -76,6 +82,7 @@ struct ctl {
 	/* metadata */
 	struct ctl_state st;
 	bool dirty;               /* applied but not yet published */
+	size_t image_unfit;       /* size of an image that did not fit, or 0 */
 	bool fatal;               /* refuse to go on (cluster id conflict) */
 
 	/* leadership */
@@ -130,6 +137,12 @@ void ctl_local(struct ctl *c, struct ctl_local *loc);
 /* ctl_admin.c */
 /* An RN_IPC_ADMIN_REQUEST / RN_IPC_AUTO_CREATE from slot; the message is
  * copied. 0, or -EBADMSG when malformed. */
+/*
+ * Send a message of any size to the worker in slot (pid dest): what the
+ * ring cannot take now waits in c->to_slot[slot]. 0 or -errno.
+ */
+int ctl_send(struct ctl *c, unsigned slot, uint16_t type, const void *buf,
+    size_t len, pid_t dest);
 int ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender,
     uint16_t type, const msgpack_object *m);
 /* Active controller: run queued operations one at a time, then fencing

@@ -229,6 +229,8 @@ ctl_state_free(struct ctl_state *st)
 	for (i = 0; i < st->n_topics; i++)
 		topic_free(st->topics[i]);
 	free(st->topics);
+	free(st->by_name);
+	free(st->by_id);
 	for (i = 0; i < st->n_brokers; i++)
 		broker_free(&st->brokers[i]);
 	free(st->brokers);
@@ -253,26 +255,110 @@ ctl_state_reset(struct ctl_state *st)
 	st->hook_arg = arg;
 }
 
+/* ---- topic indexes --------------------------------------------------- */
+
+uint32_t
+ctl_topic_name_hash(const char *name, size_t len)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (uint8_t)(name[i] == '.' ? '_' : name[i]);
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static uint32_t
+hash_id(const uint8_t id[16])
+{
+	uint32_t h;
+
+	memcpy(&h, id + 4, sizeof(h));
+	return h * 2654435761u;
+}
+
+static void
+index_put(struct ctl_state *st, int i)
+{
+	const struct ctl_topic *t = st->topics[i];
+	uint32_t m = st->idx_cap - 1, k;
+
+	k = ctl_topic_name_hash(t->name, strlen(t->name)) & m;
+	for (; st->by_name[k]; k = (k + 1) & m)
+		;
+	st->by_name[k] = i + 1;
+	for (k = hash_id(t->id) & m; st->by_id[k]; k = (k + 1) & m)
+		;
+	st->by_id[k] = i + 1;
+}
+
+/* Rebuild both indexes for cap slots (at least twice the topics). */
+static int
+index_rebuild(struct ctl_state *st, uint32_t cap)
+{
+	int32_t *bn = calloc(cap, sizeof(*bn)), *bi = calloc(cap, sizeof(*bi));
+	int i;
+
+	if (bn == NULL || bi == NULL) {
+		free(bn);
+		free(bi);
+		return -ENOMEM;
+	}
+	free(st->by_name);
+	free(st->by_id);
+	st->by_name = bn;
+	st->by_id = bi;
+	st->idx_cap = cap;
+	for (i = 0; i < st->n_topics; i++)
+		index_put(st, i);
+	return 0;
+}
+
+/* topics[n_topics - 1] was just appended. */
+static int
+index_add(struct ctl_state *st)
+{
+	uint32_t cap = st->idx_cap ? st->idx_cap : 64;
+
+	while ((uint32_t)st->n_topics * 2 > cap)
+		cap *= 2;
+	if (cap != st->idx_cap)
+		return index_rebuild(st, cap);
+	index_put(st, st->n_topics - 1);
+	return 0;
+}
+
 struct ctl_topic *
 ctl_state_topic(const struct ctl_state *st, const char *name, size_t len)
 {
-	int i;
+	uint32_t m = st->idx_cap - 1, k;
+	int32_t e;
 
-	for (i = 0; i < st->n_topics; i++)
-		if (strlen(st->topics[i]->name) == len &&
-		    memcmp(st->topics[i]->name, name, len) == 0)
-			return st->topics[i];
+	if (st->idx_cap == 0)
+		return NULL;
+	for (k = ctl_topic_name_hash(name, len) & m; (e = st->by_name[k]) != 0;
+	    k = (k + 1) & m) {
+		struct ctl_topic *t = st->topics[e - 1];
+
+		if (strlen(t->name) == len && memcmp(t->name, name, len) == 0)
+			return t;
+	}
 	return NULL;
 }
 
 struct ctl_topic *
 ctl_state_topic_by_id(const struct ctl_state *st, const uint8_t id[16])
 {
-	int i;
+	uint32_t m = st->idx_cap - 1, k;
+	int32_t e;
 
-	for (i = 0; i < st->n_topics; i++)
-		if (memcmp(st->topics[i]->id, id, 16) == 0)
-			return st->topics[i];
+	if (st->idx_cap == 0)
+		return NULL;
+	for (k = hash_id(id) & m; (e = st->by_id[k]) != 0; k = (k + 1) & m)
+		if (memcmp(st->topics[e - 1]->id, id, 16) == 0)
+			return st->topics[e - 1];
 	return NULL;
 }
 
@@ -280,13 +366,17 @@ struct ctl_topic *
 ctl_state_topic_collision(const struct ctl_state *st, const char *name,
     size_t len)
 {
-	int i;
+	uint32_t m = st->idx_cap - 1, h;
+	int32_t e;
 	size_t k;
 
-	if (memchr(name, '.', len) == NULL && memchr(name, '_', len) == NULL)
+	if (st->idx_cap == 0 || (memchr(name, '.', len) == NULL &&
+	    memchr(name, '_', len) == NULL))
 		return NULL;
-	for (i = 0; i < st->n_topics; i++) {
-		const char *o = st->topics[i]->name;
+	/* colliding names hash alike: only this chain can hold one */
+	for (h = ctl_topic_name_hash(name, len) & m; (e = st->by_name[h]) != 0;
+	    h = (h + 1) & m) {
+		const char *o = st->topics[e - 1]->name;
 
 		if (strlen(o) != len || memcmp(o, name, len) == 0)
 			continue;
@@ -298,7 +388,7 @@ ctl_state_topic_collision(const struct ctl_state *st, const char *name,
 				break;
 		}
 		if (k == len)
-			return st->topics[i];
+			return st->topics[e - 1];
 	}
 	return NULL;
 }
@@ -571,6 +661,11 @@ apply_topic(struct ctl_state *st, const msgpack_object *rec)
 	memcpy(t->name, name->via.str.ptr, name->via.str.size);
 	memcpy(t->id, id, 16);
 	st->topics[st->n_topics++] = t;
+	if (index_add(st) != 0) {
+		st->n_topics--;
+		free(t);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -722,17 +817,16 @@ apply_config(struct ctl_state *st, const msgpack_object *rec)
 static int
 apply_remove_topic(struct ctl_state *st, const msgpack_object *rec)
 {
+	const struct ctl_topic *t;
 	uint8_t id[16];
 	int i;
 	int32_t p, r;
 
-	if (!ctl_mp_bin16_get(rec, "id", id))
+	if (!ctl_mp_bin16_get(rec, "id", id) ||
+	    (t = ctl_state_topic_by_id(st, id)) == NULL)
 		return -EINVAL;
-	for (i = 0; i < st->n_topics; i++)
-		if (memcmp(st->topics[i]->id, id, 16) == 0)
-			break;
-	if (i == st->n_topics)
-		return -EINVAL;
+	for (i = 0; st->topics[i] != t; i++)
+		;
 	if (st->on_remove_topic != NULL)
 		st->on_remove_topic(st->hook_arg, st->topics[i]);
 	for (p = 0; p < st->topics[i]->n_parts; p++) {
@@ -745,7 +839,8 @@ apply_remove_topic(struct ctl_state *st, const msgpack_object *rec)
 	memmove(&st->topics[i], &st->topics[i + 1], sizeof(st->topics[0]) *
 	    (size_t)(st->n_topics - i - 1));
 	st->n_topics--;
-	return 0;
+	/* the later topics moved down one place */
+	return index_rebuild(st, st->idx_cap);
 }
 
 static int

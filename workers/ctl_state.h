@@ -99,6 +99,14 @@ struct ctl_state {
 	int n_brokers;
 	struct ctl_topic **topics;  /* creation order */
 	int n_topics, cap_topics;
+	/*
+	 * Hash indexes into topics[] (entry = index + 1, 0 = empty; open
+	 * addressing, at most half full): by name with '.' read as '_'
+	 * (so names that collide share a chain), and by id. Lookups stay
+	 * O(1) with tens of thousands of topics.
+	 */
+	int32_t *by_name, *by_id;
+	uint32_t idx_cap;           /* a power of two, or 0 */
 	struct ctl_res_configs *broker_res;
 	int n_broker_res;
 	struct ctl_slotmap *slotmaps;
@@ -137,6 +145,8 @@ struct ctl_topic *ctl_state_topic(const struct ctl_state *st,
     const char *name, size_t len);
 struct ctl_topic *ctl_state_topic_by_id(const struct ctl_state *st,
     const uint8_t id[16]);
+/* Hash of a topic name with '.' read as '_' (colliding names agree). */
+uint32_t ctl_topic_name_hash(const char *name, size_t len);
 /* An existing topic whose name differs from name only by '.' vs '_'. */
 struct ctl_topic *ctl_state_topic_collision(const struct ctl_state *st,
     const char *name, size_t len);

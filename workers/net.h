@@ -93,11 +93,16 @@ struct net {
 	int fetch_efds[64];      /* eventfd of each network worker, by index */
 	int64_t now_ms;
 	int64_t next_retention_ms;
+	bool ret_active;         /* a retention pass is under way */
+	int ret_topic, ret_part; /* where it stands in the image */
 	int64_t next_isr_check_ms;
 	int64_t next_hw_checkpoint_ms;
+	int64_t accept_resume_ms;  /* out of descriptors: listen again then */
+	int64_t accept_warned_ms;
 	/* ApiVersions answer: the APIs this worker handles, from the codec table */
 	struct rn_ApiVersionsResponse_ApiVersion *apis;
 	int n_apis;
+	struct rn_ringq_in from_ctl;  /* a fragmented reply being reassembled */
 };
 
 /* net_conn.c */

@@ -112,6 +112,38 @@ admin_reply(struct net *n, const msgpack_object *m)
 	net_conn_request_done(n, c);
 }
 
+/*
+ * One piece of a reply larger than a ring frame. The controller is woken
+ * to push the next; the whole reply is bounded like any response.
+ */
+static int
+admin_fragment(struct net *n, pid_t sender, const void *payload, size_t len,
+    msgpack_unpacked *up)
+{
+	struct rn_ringq_in *in = &n->from_ctl;
+	uint64_t one = 1;
+	int rc = rn_ringq_take(in, sender, payload, len,
+	    (size_t)n->cfg->socket_request_max_bytes + 65536);
+
+	(void)!write(n->w->env->efd[0], &one, sizeof(one));
+	if (rc == 0)
+		return 0;
+	if (rc < 0) {
+		log_warnx("dropped a reply from the controller: %s",
+		    strerror(-rc));
+		return 0;
+	}
+	if (in->type != RN_IPC_ADMIN_RESPONSE || msgpack_unpack_next(up,
+	    (const char *)in->buf, in->len, NULL) != MSGPACK_UNPACK_SUCCESS)
+		rc = -EBADMSG;
+	else {
+		admin_reply(n, &up->data);
+		rc = 0;
+	}
+	rn_ringq_in_done(in);
+	return rc;
+}
+
 int
 net_admin_drain(struct net *n)
 {
@@ -129,7 +161,10 @@ net_admin_drain(struct net *n)
 			rn_ring_release(r);
 			continue;
 		}
-		if (msgpack_unpack_next(&up, payload, (size_t)len, NULL) !=
+		if (type == RN_IPC_FRAGMENT)
+			rc = admin_fragment(n, rn_ring_peek_sender(r), payload,
+			    (size_t)len, &up);
+		else if (msgpack_unpack_next(&up, payload, (size_t)len, NULL) !=
 		    MSGPACK_UNPACK_SUCCESS)
 			rc = -EBADMSG;
 		else if (type == RN_IPC_ADMIN_RESPONSE)

@@ -7,6 +7,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -18,10 +19,33 @@
 #include "workers/net.h"
 
 #define MAX_EVENTS 128
+#define ACCEPT_PAUSE_MS 200
+#define RETENTION_STEP_MS 20
 
 /* epoll tags for what is not a connection */
 static char tag_listener[RN_CONFIG_MAX_LISTENERS];
 static char tag_wakeup;
+
+/* Watch (or stop watching) the client listeners. */
+static int
+net_listen(struct net *n, bool on)
+{
+	const struct rn_worker_env *env = n->w->env;
+	struct epoll_event ev;
+	int l;
+
+	for (l = 0; l < env->n_listen; l++) {
+		if (env->listen[l].controller)
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+		ev.data.ptr = &tag_listener[l];
+		if (epoll_ctl(n->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+		    env->listen[l].fd, &ev) == -1)
+			return -errno;
+	}
+	return 0;
+}
 
 static void
 net_accept(struct net *n, int lfd)
@@ -29,6 +53,23 @@ net_accept(struct net *n, int lfd)
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		if (fd == -1 && (errno == EMFILE || errno == ENFILE)) {
+			/*
+			 * Out of descriptors (each partition served holds a
+			 * few): the pending connection would keep the listener
+			 * readable and this loop spinning. Stop accepting for
+			 * a while instead; clients wait in the backlog.
+			 */
+			int64_t now = rn_now_ms();
+
+			if (now - n->accept_warned_ms >= 10000) {
+				log_warn("accept: pausing new connections");
+				n->accept_warned_ms = now;
+			}
+			if (net_listen(n, false) == 0)
+				n->accept_resume_ms = now + ACCEPT_PAUSE_MS;
+			return;
+		}
 		if (fd == -1) {
 			if (errno != EAGAIN && errno != EINTR &&
 			    errno != ECONNABORTED)
@@ -107,16 +148,8 @@ net_setup(struct net *n, struct rn_worker *w)
 		    RN_ROLE_W_NETWORK, i)];
 	if ((n->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return -errno;
-	for (l = 0; l < env->n_listen; l++) {
-		if (env->listen[l].controller)
-			continue;
-		memset(&ev, 0, sizeof(ev));
-		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-		ev.data.ptr = &tag_listener[l];
-		if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, env->listen[l].fd,
-		    &ev) == -1)
-			return -errno;
-	}
+	if ((l = net_listen(n, true)) != 0)
+		return l;
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	ev.data.ptr = &tag_wakeup;
@@ -125,22 +158,77 @@ net_setup(struct net *n, struct rn_worker *w)
 	if (net_apis_init(n) != 0 ||
 	    rn_part_table_init(&n->parts, env->shm, env->cfg) != 0)
 		return -ENOMEM;
+	n->parts.worker = w;
 	rn_mdview_init(&n->view);
 	return 0;
 }
 
+/* Whether a local partition has anything on disk (or in use) here. */
+static bool
+net_part_exists(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp)
+{
+	char path[2048];
+	int dir = mp->dir >= 0 && mp->dir < n->cfg->n_log_dirs ? mp->dir : 0;
+
+	if ((uint32_t)mp->slot < n->parts.hi &&
+	    n->parts.parts[mp->slot].log != NULL)
+		return true;
+	snprintf(path, sizeof(path), "%s/%s-%d", n->cfg->log_dirs[dir],
+	    t->name, mp->p);
+	return access(path, F_OK) == 0;
+}
+
 /*
- * Retention and time-based flushing for every local partition. One worker
- * (index 0) does it, so two never race for the same deletions.
+ * Part of a retention pass over every local partition, until deadline;
+ * true while the pass goes on. A node with thousands of partitions (each
+ * open costs fsyncs the first time) never stalls its clients for a whole
+ * pass, and a partition with nothing on disk is not created for it.
  */
-static void
-net_housekeeping(struct net *n, int64_t now)
+static bool
+net_retention_step(struct net *n, int64_t deadline)
 {
 	const struct rn_mdview *v = &n->view;
-	int i, j;
 
+	while (n->ret_topic < v->n_topics) {
+		const struct rn_mdv_topic *t = &v->topics[n->ret_topic];
+		const struct rn_mdv_partition *mp;
+		struct rn_part *p;
+		int16_t kerr;
+		int deleted;
+
+		if (n->ret_part >= t->n_parts) {
+			n->ret_topic++;
+			n->ret_part = 0;
+			continue;
+		}
+		mp = &t->parts[n->ret_part++];
+		if (mp->slot < 0 || !net_part_exists(n, t, mp) ||
+		    (p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
+			continue;
+		if (rn_part_lock(p) == 0) {
+			deleted = rn_log_retention(p->log, rn_wallclock_ms());
+			rn_part_unlock(p);
+			if (deleted > 0)
+				log_info("%s-%d: retention deleted %d segments",
+				    t->name, mp->p, deleted);
+		}
+		if (rn_now_ms() >= deadline)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Retention and the high-watermark checkpoint for every local partition.
+ * One worker (index 0) does it, so two never race for the same
+ * deletions. True while a retention pass still has work for the next turn.
+ */
+static bool
+net_housekeeping(struct net *n, int64_t now)
+{
 	if (n->w->index != 0)
-		return;
+		return false;
 	if (now >= n->next_isr_check_ms) {
 		n->next_isr_check_ms = now + 1000;
 		net_isr_housekeeping(n, now);
@@ -150,30 +238,15 @@ net_housekeeping(struct net *n, int64_t now)
 		n->next_hw_checkpoint_ms = now + 5000;
 		rn_part_checkpoint_hw(&n->parts, &n->view);
 	}
-	if (now < n->next_retention_ms)
-		return;
-	n->next_retention_ms = now + n->cfg->log_retention_check_interval_ms;
-	for (i = 0; i < v->n_topics; i++) {
-		const struct rn_mdv_topic *t = &v->topics[i];
-
-		for (j = 0; j < t->n_parts; j++) {
-			const struct rn_mdv_partition *mp = &t->parts[j];
-			struct rn_part *p;
-			int16_t kerr;
-			int deleted;
-
-			if (mp->slot < 0 ||
-			    (p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
-				continue;
-			if (rn_part_lock(p) != 0)
-				continue;
-			deleted = rn_log_retention(p->log, rn_wallclock_ms());
-			rn_part_unlock(p);
-			if (deleted > 0)
-				log_info("%s-%d: retention deleted %d segments",
-				    t->name, mp->p, deleted);
-		}
+	if (!n->ret_active && now >= n->next_retention_ms) {
+		n->next_retention_ms = now +
+		    n->cfg->log_retention_check_interval_ms;
+		n->ret_active = true;
+		n->ret_topic = n->ret_part = 0;
 	}
+	if (n->ret_active)
+		n->ret_active = net_retention_step(n, now + RETENTION_STEP_MS);
+	return n->ret_active;
 }
 
 int
@@ -205,15 +278,24 @@ rn_network_main(struct rn_worker *w)
 			net_wakeup(&n);
 		}
 		next = net_deadlines(&n, now);
-		net_housekeeping(&n, now);
+		if (net_housekeeping(&n, now))
+			next = now; /* more of the pass after this turn */
 		rn_ring_consumer_sleeping(in, true);
 		if (net_admin_drain(&n) != 0) {
 			log_errx("bad message from the controller: restarting");
 			return RN_WORKER_EXIT_RESTART;
 		}
+		if (n.accept_resume_ms != 0 && now >= n.accept_resume_ms &&
+		    net_listen(&n, true) == 0)
+			n.accept_resume_ms = 0;
+		if (n.accept_resume_ms != 0 && n.accept_resume_ms < next)
+			next = n.accept_resume_ms;
 		timeout = (int)(next - now);
 		if (timeout < 0)
 			timeout = 0;
+		/* the controller wakes us as it drains; poll too, to be sure */
+		if (rn_worker_pump_ctl(w) && timeout > 10)
+			timeout = 10;
 		k = epoll_wait(n.epfd, evs, MAX_EVENTS, timeout);
 		rn_ring_consumer_sleeping(in, false);
 		for (i = 0; i < k; i++) {

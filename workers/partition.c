@@ -14,6 +14,7 @@
 #include "storage/errors.h"
 #include "storage/logdir.h"
 #include "workers/partition.h"
+#include "workers/worker.h"
 
 int
 rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
@@ -22,6 +23,9 @@ rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
 	t->shm = shm;
 	t->cfg = cfg;
 	t->n = shm->hdr->max_partitions;
+	t->hi = 0;
+	t->worker = NULL;
+	/* calloc'd pages stay unbacked until a slot below them is used */
 	t->parts = calloc(t->n, sizeof(*t->parts));
 	return t->parts == NULL ? -ENOMEM : 0;
 }
@@ -31,7 +35,7 @@ rn_part_table_close(struct rn_part_table *t)
 {
 	uint32_t i;
 
-	for (i = 0; i < t->n; i++)
+	for (i = 0; i < t->hi; i++)
 		if (t->parts[i].log != NULL)
 			rn_log_close(t->parts[i].log);
 	free(t->parts);
@@ -348,6 +352,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		p->log = NULL;
 	}
 	p->rt = rt; /* the rebuild below writes through it */
+	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
 	died = rn_rlock_lock(&rt->lock, no_repair, NULL);
 	if (died < 0)
 		return died;
@@ -399,6 +404,10 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	p->slot = mp->slot;
 	memcpy(p->topic_id, topic->id, sizeof(p->topic_id));
 	p->partition = mp->p;
+	if ((uint32_t)mp->slot >= t->hi)
+		t->hi = (uint32_t)mp->slot + 1;
+	if (t->worker != NULL && rn_now_ms() >= t->worker->next_heartbeat_ms)
+		rn_worker_heartbeat(t->worker);
 	p->incarnation = atomic_load(&rt->incarnation);
 	p->config_version = v->version;
 	p->lcfg = lcfg;
@@ -612,7 +621,7 @@ rn_part_clear_waiters(struct rn_part_table *t, unsigned self)
 	uint64_t mask = ~(1ULL << self);
 	uint32_t i;
 
-	for (i = 0; i < t->n; i++)
+	for (i = 0; i < t->hi; i++)
 		if (t->parts[i].log != NULL)
 			atomic_fetch_and(&t->parts[i].rt->fetch_waiters, mask);
 }
@@ -621,10 +630,14 @@ int
 rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 {
 	struct rn_tp_offset *e;
+	size_t max = 0;
 	int d, i, j, rc = 0;
 
-	e = calloc(t->n ? t->n : 1, sizeof(*e));
-	if (e == NULL)
+	for (i = 0; i < v->n_topics; i++)
+		max += (size_t)v->topics[i].n_parts;
+	if (max > t->n)
+		max = t->n;
+	if ((e = calloc(max ? max : 1, sizeof(*e))) == NULL)
 		return -ENOMEM;
 	for (d = 0; d < t->cfg->n_log_dirs; d++) {
 		char path[1100];
@@ -639,7 +652,9 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 				int64_t hw;
 
 				if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
-				    (mp->dir >= 0 ? mp->dir : 0) != d || n == t->n)
+				    (mp->dir >= 0 ? mp->dir : 0) != d ||
+				    n == max || !rn_shm_slot_used(t->shm,
+				    (unsigned)mp->slot))
 					continue;
 				/* followers' slots too: the state is shared */
 				rt = (struct rn_part_rt *)rn_shm_partition(t->shm,

@@ -30,7 +30,7 @@ struct rn_part_follower {
 
 /* Lives in the partition region of shared memory (struct rn_part_slot). */
 struct rn_part_rt {
-	struct rn_rlock lock;          /* first: rn_shm_create initializes it */
+	struct rn_rlock lock;          /* first; formatted on first use */
 	_Atomic uint64_t incarnation;  /* bumped when the slot changes owner */
 	struct rn_uuid topic_id;       /* which partition holds the slot */
 	int32_t partition;
@@ -72,9 +72,17 @@ struct rn_part_table {
 	const struct rn_config *cfg;
 	struct rn_part *parts;         /* indexed by slot */
 	uint32_t n;
+	uint32_t hi;                   /* no slot at or above this is open */
+	/*
+	 * Heartbeats for this worker after each log it opens: a request
+	 * or pass that opens thousands of logs (fsyncs) makes progress,
+	 * it is not hung. NULL: none.
+	 */
+	struct rn_worker *worker;
 };
 
 struct rn_mdv_topic;
+struct rn_worker;
 struct rn_mdv_partition;
 struct rn_mdview;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <msgpack.h>
@@ -102,6 +103,25 @@ worker_close_listeners(const struct rn_worker_env *env,
 	}
 }
 
+/*
+ * A worker holds a few descriptors per partition it serves (directory,
+ * log, indexes) besides its connections: take all the descriptors the
+ * hard limit allows (systemd's LimitNOFILE, the unit's 1048576), as a
+ * node with tens of thousands of partitions needs them.
+ */
+static void
+worker_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			log_warn("cannot raise the open files limit to %llu",
+			    (unsigned long long)rl.rlim_max);
+	}
+}
+
 void
 rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
     unsigned index, uid_t uid, gid_t gid, bool drop)
@@ -128,6 +148,7 @@ rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
 	setproctitle("-runneld: %s", w.name);
 	rn_log_init(rn_worker_role_name(role), w.name, env->cfg->log_verbose);
 	worker_close_listeners(env, role);
+	worker_raise_nofile();
 	if (drop)
 		worker_drop_privileges(uid, gid);
 
@@ -183,6 +204,9 @@ rn_worker_wait(struct rn_worker *w, int timeout_ms)
 	}
 	if (timeout_ms < 0 || timeout_ms > until_hb)
 		timeout_ms = (int)until_hb;
+	/* the controller wakes us as it drains; poll too, to be sure */
+	if (rn_worker_pump_ctl(w) && timeout_ms > 10)
+		timeout_ms = 10;
 	pfd.fd = w->env->efd[w->slot];
 	pfd.events = POLLIN;
 	if (poll(&pfd, 1, timeout_ms) > 0)
@@ -193,15 +217,27 @@ rn_worker_wait(struct rn_worker *w, int timeout_ms)
 
 int
 rn_worker_send_ctl(struct rn_worker *w, uint16_t type, const void *buf,
-    uint32_t len)
+    size_t len)
 {
 	struct rn_ring *r = rn_shm_ring_to_ctl(w->env->shm, w->slot);
 	int rc;
 
-	if ((rc = rn_ring_push(r, type, buf, len)) != 0)
+	if ((rc = rn_ringq_send(&w->to_ctl, r, type, buf, len, 0)) != 0)
 		return rc;
 	rc = rn_ring_notify(r, w->env->efd[0]);
 	return rc < 0 ? rc : 0;
+}
+
+bool
+rn_worker_pump_ctl(struct rn_worker *w)
+{
+	struct rn_ring *r = rn_shm_ring_to_ctl(w->env->shm, w->slot);
+
+	if (!rn_ringq_pending(&w->to_ctl))
+		return false;
+	if (rn_ringq_pump(&w->to_ctl, r, 0) == 1)
+		(void)rn_ring_notify(r, w->env->efd[0]);
+	return rn_ringq_pending(&w->to_ctl);
 }
 
 int

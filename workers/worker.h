@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "ipc/ringq.h"
 #include "ipc/shm.h"
 
 #define RN_WORKER_EXIT_OK 0
@@ -55,6 +56,7 @@ struct rn_worker {
 	char name[32];
 	struct rn_worker_slot *ws;
 	int64_t next_heartbeat_ms;
+	struct rn_ringq to_ctl;  /* not yet in the ring to the controller */
 };
 
 /* Slot numbering: controller first, then network, then fetchers. */
@@ -72,9 +74,14 @@ bool rn_worker_should_stop(void);
 void rn_worker_heartbeat(struct rn_worker *w);
 /* Sleep until the eventfd fires or timeout_ms passes; also services heartbeats. */
 void rn_worker_wait(struct rn_worker *w, int timeout_ms);
-/* Push a msgpack payload to the controller and wake it. */
+/*
+ * Send a msgpack payload of any size to the controller and wake it; what
+ * the ring cannot take now is queued and pushed by rn_worker_pump_ctl().
+ */
 int rn_worker_send_ctl(struct rn_worker *w, uint16_t type, const void *buf,
-    uint32_t len);
+    size_t len);
+/* Push what is queued for the controller; true if some is left. */
+bool rn_worker_pump_ctl(struct rn_worker *w);
 int rn_worker_send_hello(struct rn_worker *w);
 
 /* Role entry points; each returns the exit status. */

@@ -8,6 +8,9 @@ import time
 
 from confluent_kafka import Producer
 
+import os
+
+import rntest
 from rntest import Node, Tap, TempDir
 
 t = Tap()
@@ -138,6 +141,115 @@ with TempDir() as tmp:
         p.flush(20)
         t.ok(ok == [True], "real clients are still served")
         t.eq(n.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
+    finally:
+        n.kill()
+
+
+def rss_kib(node):
+    total = 0
+    for pid in node.pids():
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                total += sum(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+        except OSError:
+            pass
+    return total
+
+
+# With Kafka's default socket.request.max.bytes (100 MiB) a frame may announce
+# that much: the broker must not reserve it before the bytes arrive, and
+# arrays claiming billions of elements must not allocate by their count.
+with TempDir() as tmp:
+    n = Node(tmp)
+    n.start()
+    try:
+        st = n.wait_running()
+        t.ok(st is not None, "a node with socket.request.max.bytes=100 MiB is up")
+        pids = {w["name"]: w["pid"] for w in st["workers"]}
+        s = conn(n)
+        s.sendall(frame(header(18, 3, 1) + b"\x00\x00\x00"))
+        recv_frame(s)
+        s.close()
+        before = rss_kib(n)
+        held = []
+        for i in range(40):
+            s = conn(n)
+            s.sendall(struct.pack(">i", 100 * 1024 * 1024) + header(0, 7, i) +
+                      b"\x00" * 4096)
+            held.append(s)
+        # 1 MiB frames whose arrays claim 2^31-1 elements
+        junk = (struct.pack(">hhi", -1, 1, 5000) + struct.pack(">i", 0x7FFFFFFF)
+                + b"\x01" * (1 << 20))
+        refused = 0
+        for i in range(20):
+            s = conn(n)
+            s.sendall(frame(header(0, 7, 100 + i) + junk))
+            refused += closed(s)
+        s = conn(n)
+        s.sendall(frame(header(3, 1, 200) + struct.pack(">i", 0x7FFFFFFF) +
+                        b"\x00" * (1 << 20)))
+        refused += closed(s)
+        time.sleep(0.5)
+        after = rss_kib(n)
+        t.eq(refused, 21, "each frame with an impossible array count is refused")
+        t.ok(after - before < 16 * 1024,
+             "40 frames announcing 100 MiB and 21 huge arrays grow the node's "
+             "RSS by %d KiB (bound 16 MiB), not by what they announce"
+             % (after - before))
+        for s in held:
+            s.close()
+        time.sleep(0.3)
+        st = n.status()
+        t.eq({w["name"]: w["pid"] for w in st["workers"]}, pids,
+             "no worker crashed or restarted")
+    finally:
+        n.kill()
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+# More connections than the worker has descriptors: it stops accepting for a
+# while (clients wait in the backlog) instead of spinning on the listener.
+with TempDir() as tmp:
+    wrapper = os.path.join(tmp, "runneld-100-files")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nulimit -n 100\nexec %s \"$@\"\n" % rntest.RUNNELD)
+    os.chmod(wrapper, 0o755)
+    n = Node(tmp, props={"num.network.threads": "1"})
+    saved, rntest.RUNNELD = rntest.RUNNELD, wrapper
+    try:
+        n.start()
+    finally:
+        rntest.RUNNELD = saved
+    try:
+        st = n.wait_running()
+        t.ok(st is not None, "a node limited to 100 open files is up")
+        net = [w["pid"] for w in st["workers"] if w["name"] == "network-0"][0]
+        held = []
+        for i in range(150):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", n.port), timeout=2))
+            except OSError:
+                break
+        time.sleep(0.5)
+        before = cpu_ticks(net)
+        time.sleep(2)
+        spent = cpu_ticks(net) - before
+        t.ok(spent < 40, "out of descriptors, the network worker idles "
+             "(%d ticks in 2 s), it does not spin on accept" % spent)
+        for s in held:
+            s.close()
+        ok = []
+        p = Producer({"bootstrap.servers": n.bootstrap})
+        p.produce("after-flood", b"x", on_delivery=lambda e, m: ok.append(e is None))
+        p.flush(20)
+        t.ok(ok == [True], "once they close, clients are served again")
+        warned = [l for l in n.logtext().splitlines() if "pausing new connections" in l]
+        t.ok(1 <= len(warned) <= 2, "said so once (%d lines)" % len(warned))
     finally:
         n.kill()
 
