@@ -187,7 +187,10 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 				fs->error = true;
 				continue;
 			}
-			if (sl.len == 0) {
+			/* at least one batch, but only for the first data: a
+			 * response stays within max_bytes plus one batch */
+			if (sl.len == 0 || (fs->bytes > 0 &&
+			    (int64_t)sl.len > max)) {
 				rn_log_slice_release(p->log, &sl);
 				continue;
 			}

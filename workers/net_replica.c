@@ -27,6 +27,19 @@ in_isr(const struct rn_mdv_partition *mp, int32_t id)
 	return false;
 }
 
+/*
+ * Like Kafka's leader, propose only a replica the controller would take:
+ * a registered, unfenced broker (a restarted node fetches before it is
+ * unfenced; asking then is refused and delays the real ask).
+ */
+static bool
+isr_eligible(struct net *n, int32_t replica)
+{
+	const struct rn_mdv_broker *b = rn_mdview_broker(&n->view, replica);
+
+	return b != NULL && !b->fenced;
+}
+
 static bool
 isr_change_allowed(struct rn_part *p, const struct rn_mdv_partition *mp,
     int64_t now)
@@ -72,7 +85,7 @@ net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
 	 */
 	if (in_isr(mp, replica) || mp->n_isr >= RN_PART_MAX_REPLICAS ||
 	    fetch_offset < atomic_load(&p->rt->high_watermark) ||
-	    !isr_change_allowed(p, mp, now))
+	    !isr_eligible(n, replica) || !isr_change_allowed(p, mp, now))
 		return;
 	for (i = 0; i < mp->n_isr; i++)
 		isr[i] = mp->isr[i];
