@@ -772,7 +772,8 @@ rn_fetcher_main(struct rn_worker *w)
 	struct fpart **mine;
 	struct rn_ring *in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
 	uint32_t max = w->env->shm->hdr->max_partitions;
-	int i;
+	int64_t next_collect_ms = 0;
+	int i, n_mine = 0;
 
 	memset(&f, 0, sizeof(f));
 	f.w = w;
@@ -784,6 +785,7 @@ rn_fetcher_main(struct rn_worker *w)
 		log_errx("replica fetcher: out of memory");
 		return RN_WORKER_EXIT_RESTART;
 	}
+	f.parts.w = w;
 	for (i = 0; i < (int)max; i++)
 		f.fp[i].synced_epoch = -1;
 	if (rn_worker_send_hello(w) != 0)
@@ -792,15 +794,22 @@ rn_fetcher_main(struct rn_worker *w)
 	log_info("replica fetcher up");
 
 	while (!rn_worker_should_stop()) {
-		int n_mine;
-
 		if (rn_peer_drain(w) != 0) {
 			log_errx("bad message from the controller: restarting");
 			return RN_WORKER_EXIT_RESTART;
 		}
-		rn_mdview_refresh(&f.view, w->env->shm);
-		f.round++;
-		n_mine = collect(&f, mine, (int)max);
+		/*
+		 * Which replicas, from whom: looked up again when the image
+		 * changes (and once a second), not for every response; with
+		 * thousands of partitions that lookup was most of the work.
+		 */
+		if (rn_mdview_refresh(&f.view, w->env->shm) == 1 ||
+		    rn_now_ms() >= next_collect_ms) {
+			f.round++;
+			n_mine = collect(&f, mine, (int)max);
+			qsort(mine, (size_t)n_mine, sizeof(*mine), mine_cmp);
+			next_collect_ms = rn_now_ms() + 1000;
+		}
 		if (rn_now_ms() >= w->next_heartbeat_ms)
 			rn_worker_heartbeat(w);
 		if (atomic_load(&w->env->shm->hdr->fault_stall_fetch)) {
@@ -812,7 +821,6 @@ rn_fetcher_main(struct rn_worker *w)
 			continue;
 		}
 		/* one request in flight per leader, for that leader's replicas */
-		qsort(mine, (size_t)n_mine, sizeof(*mine), mine_cmp);
 		for (i = 0; i < n_mine; ) {
 			struct leader *l = leader_get(&f, mine[i]->leader);
 			int j = i;

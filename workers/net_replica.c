@@ -70,9 +70,8 @@ isr_change_send(struct net *n, const struct rn_mdv_topic *t,
 void
 net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp, struct rn_part *p, int32_t replica,
-    int64_t fetch_offset)
+    int64_t fetch_offset, int64_t now)
 {
-	int64_t now = rn_wallclock_ms();
 	int32_t isr[RN_PART_MAX_REPLICAS + 1];
 	int i;
 

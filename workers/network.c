@@ -125,6 +125,7 @@ net_setup(struct net *n, struct rn_worker *w)
 	if (net_apis_init(n) != 0 ||
 	    rn_part_table_init(&n->parts, env->shm, env->cfg) != 0)
 		return -ENOMEM;
+	n->parts.w = w;
 	rn_mdview_init(&n->view);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include "storage/checkpoint.h"
 #include "storage/errors.h"
 #include "workers/partition.h"
+#include "workers/worker.h"
 
 int
 rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
@@ -20,6 +21,7 @@ rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
 {
 	t->shm = shm;
 	t->cfg = cfg;
+	t->w = NULL;
 	t->n = shm->hdr->max_partitions;
 	t->parts = calloc(t->n, sizeof(*t->parts));
 	return t->parts == NULL ? -ENOMEM : 0;
@@ -421,6 +423,8 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 	}
 	if (p->log == NULL || p->incarnation != atomic_load(&rt->incarnation) ||
 	    p->config_version != v->version) {
+		if (t->w != NULL && rn_now_ms() >= t->w->next_heartbeat_ms)
+			rn_worker_heartbeat(t->w);
 		if (part_open(t, v, topic, mp, p, rt) != 0) {
 			*kerr = RN_KERR_KAFKA_STORAGE_ERROR;
 			return NULL;

@@ -67,6 +67,9 @@ struct rn_part_table {
 	const struct rn_config *cfg;
 	struct rn_part *parts;         /* indexed by slot */
 	uint32_t n;
+	/* the worker using the table, if set: opening thousands of new
+	 * partitions at once (file creation) heartbeats on the way */
+	struct rn_worker *w;
 };
 
 struct rn_mdv_topic;
