@@ -36,6 +36,7 @@
 #include "ipc/msgtypes.h"
 #include "workers/ctl_elect.h"
 #include "workers/ctl_op.h"
+#include "workers/partition.h"
 
 #define AGENT_TICK_MS 50
 #define RETRY_MS 200
@@ -815,6 +816,32 @@ alter_cmp(const void *x, const void *y)
 
 static void alter_flush(struct ctl *c);
 
+/*
+ * A refused ISR change (the replica was not yet eligible, the epochs
+ * moved): let the leader ask again soon, on a later fetch of that
+ * follower, instead of after the full retry delay.
+ */
+static void
+alter_refused(struct ctl *c, const uint8_t tid[16], int32_t p)
+{
+	const struct ctl_topic *t = ctl_state_topic_by_id(&c->st, tid);
+	struct ctl_local loc;
+	struct rn_part_rt *rt;
+	int32_t slot, dir;
+
+	if (t == NULL || p < 0 || p >= t->n_parts)
+		return;
+	ctl_local(c, &loc);
+	ctl_state_local_placement(&c->st, &loc, t, p, &slot, &dir);
+	if (slot < 0)
+		return;
+	rt = (struct rn_part_rt *)rn_shm_partition(c->shm, (unsigned)slot);
+	if (rt->partition == p && memcmp(rt->topic_id.b, tid, 16) == 0 &&
+	    atomic_load(&rt->isr_change_sent_ms) > 0)
+		atomic_store(&rt->isr_change_sent_ms, rn_wallclock_ms() -
+		    RN_ISR_CHANGE_RETRY_MS + RN_ISR_REFUSED_RETRY_MS);
+}
+
 static void
 alter_done(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 {
@@ -846,6 +873,8 @@ alter_done(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 				total++;
 				if (pd->error_code == 0)
 					continue;
+				alter_refused(c, resp.topics[i].topic_id.b,
+				    pd->partition_index);
 				if (refused++ == 0) {
 					first = pd->error_code;
 					first_p = pd->partition_index;

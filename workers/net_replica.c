@@ -13,8 +13,6 @@
 #include "common/util.h"
 #include "workers/net.h"
 
-/* One ISR change in flight per partition: wait for the image to move. */
-#define ISR_CHANGE_RETRY_MS 5000
 
 static bool
 in_isr(const struct rn_mdv_partition *mp, int32_t id)
@@ -48,7 +46,7 @@ isr_change_allowed(struct rn_part *p, const struct rn_mdv_partition *mp,
 
 	return sent == 0 || mp->partition_epoch !=
 	    atomic_load(&p->rt->isr_change_pepoch) ||
-	    now - sent > ISR_CHANGE_RETRY_MS;
+	    now - sent > RN_ISR_CHANGE_RETRY_MS;
 }
 
 static void
