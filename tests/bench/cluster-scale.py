@@ -82,8 +82,8 @@ def run(tmp):
         if errs:
             say("  CreateTopics failed for %d topics: %s" % (len(errs), list(errs.items())[:2]))
         secs, bad = wait_isr_full(c.bootstrap, names, parts, 120)
-        say("  create: CreateTopics %.1f s; every ISR full %s after the request"
-            % (t_create, "%.1f s" % (time.monotonic() - t0) if secs is not None
+        say("  create: CreateTopics %.2f s; every ISR full %s after the request"
+            % (t_create, "%.2f s" % (time.monotonic() - t0) if secs is not None
                else "NOT within 120 s (%d short)" % len(bad)))
 
         n, e, s = produce_all(c.bootstrap, names, parts, RECORDS, tag=b"a")
