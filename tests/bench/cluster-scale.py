@@ -95,8 +95,9 @@ def run(tmp):
         away = c.node(3)
         away.stop()
         live = ",".join(c.node(i).bootstrap for i in (1, 2))
-        rntest.wait_for(lambda: all(st[0] in (1, 2) for st in
-                                    isr_state(live, names, 20).values()), 60, 0.5)
+        rntest.wait_for(lambda: (lambda m: m and all(st[0] in (1, 2) for st in
+                                                    m.values()))(
+            isr_state(live, names, 20)), 60, 0.5)
         n, e, s = produce_all(live, names, parts, RECORDS, tag=b"b")
         say("  node 3 stopped; produce acks=all to nodes 1, 2: %d acknowledged in "
             "%.1f s (%.0f records/s), %d errors %s" % (n, s, n / s if s else 0,
@@ -104,8 +105,13 @@ def run(tmp):
         marks = {x.node_id: len(x.logtext()) for x in c.nodes}
         away.start()
         t0 = time.monotonic()
-        reg = rntest.wait_for(lambda: 3 in AdminClient(
-            {"bootstrap.servers": live}).list_topics(timeout=5).brokers, 60, 0.2)
+        def registered():
+            try:
+                return 3 in AdminClient({"bootstrap.servers": live}).list_topics(
+                    timeout=5).brokers
+            except Exception:  # noqa: BLE001 - asked again
+                return False
+        reg = rntest.wait_for(registered, 60, 0.2)
         t_reg = time.monotonic() - t0
         secs, bad = wait_isr_full(c.bootstrap, names, parts, 180)
         say("  catch-up: node 3 registered %s after its start; back in every ISR %s"
@@ -124,10 +130,7 @@ def run(tmp):
             errs += e
             rounds += 1
         s = time.monotonic() - t1
-        try:
-            bad = not_full(isr_state(c.bootstrap, names, 20), names, parts)
-        except Exception as ex:  # noqa: BLE001
-            bad = [str(ex)]
+        bad = not_full(isr_state(c.bootstrap, names, 20), names, parts)
         shrinks = sum(len(isr_shrinks(tail(x, smarks[x.node_id]))) for x in c.nodes)
         say("  steady: %d rounds of acks=all to every partition over %.0f s (%.0f records/s, "
             "%d errors); ISRs short at the end: %d; ISR shrinks asked for: %d"
