@@ -277,7 +277,7 @@ read_response(struct leader *l)
 			need = l->rcap;
 		k = recv(l->fd, l->rbuf + l->rlen, need - l->rlen, MSG_DONTWAIT);
 		if (k == 0)
-			return -ECONNRESET;
+			return -ENOTCONN; /* the leader closed it (EOF) */
 		if (k == -1)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 		l->rlen += (size_t)k;
@@ -659,7 +659,9 @@ leader_readable(struct fetcher *f, struct leader *l)
 	if (rc == 0)
 		return;
 	if (rc < 0) {
-		leader_close(l, strerror(-rc));
+		leader_close(l, rc == -ENOTCONN ? "closed by the leader" :
+		    rc == -EMSGSIZE ? "response larger than the request allows" :
+		    strerror(-rc));
 		return;
 	}
 	l->in_flight = false;
