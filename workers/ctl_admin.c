@@ -1726,7 +1726,18 @@ static void
 op_push(struct ctl *c, struct ctl_op *op)
 {
 	if (c->n_ops >= OP_QUEUE_MAX) {
-		log_warnx("controller queue full: refusing a request");
+		static int64_t last_ms;
+		static unsigned refused;
+		int64_t now = rn_now_ms();
+
+		/* one line a second, not one per refusal */
+		refused++;
+		if (now - last_ms >= 1000) {
+			log_warnx("controller queue full (%d operations): "
+			    "refused %u requests", OP_QUEUE_MAX, refused);
+			last_ms = now;
+			refused = 0;
+		}
 		op_not_controller(op);
 		return;
 	}

@@ -36,6 +36,7 @@
 #include "ipc/msgtypes.h"
 #include "workers/ctl_elect.h"
 #include "workers/ctl_op.h"
+#include "workers/partition.h"
 
 #define AGENT_TICK_MS 50
 #define RETRY_MS 200
@@ -74,6 +75,14 @@ struct chan {
 	int64_t retry_at_ms;
 };
 
+/* One partition's ISR change a network worker asked for. */
+struct alter_item {
+	uint8_t tid[16];
+	int32_t p, leader_epoch, partition_epoch;
+	int32_t isr[CTL_MAX_RF];
+	int n_isr;
+};
+
 enum agent_state { AG_UNREGISTERED, AG_REGISTERING, AG_REGISTERED };
 
 struct ctl_agent {
@@ -88,6 +97,9 @@ struct ctl_agent {
 	unsigned rr;             /* round-robin over voters */
 	int32_t hint;            /* controller id from the last image */
 	bool dup_logged;
+	struct alter_item *alt;  /* ISR changes not sent yet */
+	int n_alt, cap_alt;
+	bool alt_inflight;
 };
 
 static const struct rn_voter *
@@ -786,14 +798,62 @@ ctl_agent_forward(struct ctl *c, struct ctl_op *op)
 	call_send(&a->fwd, k, FORWARD_TIMEOUT_MS, forward_done);
 }
 
+/*
+ * ISR changes: the network workers ask one partition at a time; like
+ * Kafka's AlterPartitionManager the agent keeps the newest ask per
+ * partition and sends them all in one AlterPartition, one request in
+ * flight, so catching up on thousands of partitions costs a few metadata
+ * commits, not one each.
+ */
+static int
+alter_cmp(const void *x, const void *y)
+{
+	const struct alter_item *a = x, *b = y;
+	int d = memcmp(a->tid, b->tid, 16);
+
+	return d != 0 ? d : (a->p > b->p) - (a->p < b->p);
+}
+
+static void alter_flush(struct ctl *c);
+
+/*
+ * A refused ISR change (the replica was not yet eligible, the epochs
+ * moved): let the leader ask again soon, on a later fetch of that
+ * follower, instead of after the full retry delay.
+ */
+static void
+alter_refused(struct ctl *c, const uint8_t tid[16], int32_t p)
+{
+	const struct ctl_topic *t = ctl_state_topic_by_id(&c->st, tid);
+	struct ctl_local loc;
+	struct rn_part_rt *rt;
+	int32_t slot, dir;
+
+	if (t == NULL || p < 0 || p >= t->n_parts)
+		return;
+	ctl_local(c, &loc);
+	ctl_state_local_placement(&c->st, &loc, t, p, &slot, &dir);
+	if (slot < 0)
+		return;
+	rt = (struct rn_part_rt *)rn_shm_partition(c->shm, (unsigned)slot);
+	if (rt->partition == p && memcmp(rt->topic_id.b, tid, 16) == 0 &&
+	    atomic_load(&rt->isr_change_sent_ms) > 0)
+		atomic_store(&rt->isr_change_sent_ms, rn_wallclock_ms() -
+		    RN_ISR_CHANGE_RETRY_MS + RN_ISR_REFUSED_RETRY_MS);
+}
+
 static void
 alter_done(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 {
+	struct ctl_agent *a = c->agent;
 	struct rn_AlterPartitionResponse resp;
 	struct rn_arena ar;
+	int i, j, refused = 0, total = 0;
+	int16_t first = 0;
+	int32_t first_p = -1;
 
-	(void)c;
-	rn_arena_init(&ar, 1u << 20);
+	/* decoded arrays stay within a small multiple of the response */
+	rn_arena_init(&ar, r != NULL ? 4 * rn_kr_left(r) + 4096 : 4096);
 	if (err != 0 || rn_AlterPartitionResponse_decode(r, k->ver, &ar,
 	    &resp) != 0) {
 		log_warnx("AlterPartition: no answer (%s)", rn_kerr_name(err));
@@ -804,33 +864,122 @@ alter_done(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 	} else if (resp.error_code != 0) {
 		log_warnx("AlterPartition refused: %s",
 		    rn_kerr_name(resp.error_code));
-	} else if (resp.topics_count == 1 &&
-	    resp.topics[0].partitions_count == 1 &&
-	    resp.topics[0].partitions[0].error_code != 0) {
-		log_info("AlterPartition for partition %d refused: %s",
-		    resp.topics[0].partitions[0].partition_index,
-		    rn_kerr_name(resp.topics[0].partitions[0].error_code));
+	} else {
+		for (i = 0; i < resp.topics_count; i++)
+			for (j = 0; j < resp.topics[i].partitions_count; j++) {
+				const struct rn_AlterPartitionResponse_PartitionData
+				    *pd = &resp.topics[i].partitions[j];
+
+				total++;
+				if (pd->error_code == 0)
+					continue;
+				alter_refused(c, resp.topics[i].topic_id.b,
+				    pd->partition_index);
+				if (refused++ == 0) {
+					first = pd->error_code;
+					first_p = pd->partition_index;
+				}
+			}
+		if (refused > 0)
+			log_info("AlterPartition: %d of %d ISR changes "
+			    "refused (partition %d: %s, ...)", refused, total,
+			    first_p, rn_kerr_name(first));
 	}
 	rn_arena_free(&ar);
 	call_free(k);
+	a->alt_inflight = false;
+	alter_flush(c);
+}
+
+/* Pending ISR changes that fit one request, grouped by topic. */
+static int
+alter_encode(struct ctl *c, struct rn_kwriter *w, int *used)
+{
+	struct ctl_agent *a = c->agent;
+	struct rn_AlterPartitionRequest req;
+	struct rn_AlterPartitionRequest_TopicData *td;
+	struct rn_AlterPartitionRequest_PartitionData *pd;
+	size_t per = 64 + 4 * CTL_MAX_RF, max = (size_t)(c->cfg->
+	    socket_request_max_bytes > 0 ? c->cfg->socket_request_max_bytes :
+	    104857600) / 2;
+	int i, n = a->n_alt, rc;
+
+	if ((size_t)n * per > max)
+		n = (int)(max / per);
+	qsort(a->alt, (size_t)n, sizeof(*a->alt), alter_cmp);
+	td = calloc((size_t)n, sizeof(*td));
+	pd = calloc((size_t)n, sizeof(*pd));
+	if (td == NULL || pd == NULL) {
+		free(td);
+		free(pd);
+		return -ENOMEM;
+	}
+	rn_AlterPartitionRequest_init(&req);
+	req.broker_id = c->cfg->node_id;
+	req.broker_epoch = a->epoch;
+	req.topics = td;
+	for (i = 0; i < n; i++) {
+		const struct alter_item *it = &a->alt[i];
+		struct rn_AlterPartitionRequest_TopicData *t;
+
+		if (req.topics_count == 0 || memcmp(td[req.topics_count - 1].
+		    topic_id.b, it->tid, 16) != 0) {
+			t = &td[req.topics_count++];
+			rn_AlterPartitionRequest_TopicData_init(t);
+			memcpy(t->topic_id.b, it->tid, 16);
+			t->partitions = &pd[i];
+		}
+		t = &td[req.topics_count - 1];
+		rn_AlterPartitionRequest_PartitionData_init(&pd[i]);
+		pd[i].partition_index = it->p;
+		pd[i].leader_epoch = it->leader_epoch;
+		pd[i].partition_epoch = it->partition_epoch;
+		pd[i].new_isr = (int32_t *)it->isr;
+		pd[i].new_isr_count = it->n_isr;
+		t->partitions_count++;
+	}
+	rc = rn_AlterPartitionRequest_encode(w, 2, &req);
+	free(td);
+	free(pd);
+	*used = n;
+	return rc != 0 ? rc : w->err;
+}
+
+static void
+alter_flush(struct ctl *c)
+{
+	struct ctl_agent *a = c->agent;
+	struct rn_kwriter w;
+	struct call *k = NULL;
+	int used = 0;
+
+	if (a->alt_inflight || a->n_alt == 0 || a->state != AG_REGISTERED)
+		return;
+	rn_kwriter_init(&w);
+	if (alter_encode(c, &w, &used) == 0)
+		k = call_new(&a->fwd, RN_KAPI_ALTER_PARTITION, 2, &w);
+	rn_kwriter_free(&w);
+	if (k == NULL)
+		return; /* tried again on the next tick */
+	memmove(a->alt, a->alt + used, sizeof(*a->alt) *
+	    (size_t)(a->n_alt - used));
+	a->n_alt -= used;
+	a->alt_inflight = true;
+	call_send(&a->fwd, k, ALTER_TIMEOUT_MS, alter_done);
 }
 
 int
 ctl_agent_alter_partition(struct ctl *c, const msgpack_object *m)
 {
 	struct ctl_agent *a = c->agent;
-	struct rn_AlterPartitionRequest req;
-	struct rn_AlterPartitionRequest_TopicData td;
-	struct rn_AlterPartitionRequest_PartitionData pd;
 	const msgpack_object *isr = rn_mp_get(m, "isr");
-	int32_t ids[CTL_MAX_RF];
-	struct rn_kwriter w;
-	struct call *k = NULL;
-	uint8_t tid[16];
+	struct alter_item it;
 	uint32_t i;
+	int k;
 
+	memset(&it, 0, sizeof(it));
 	if (rn_mp_get_int(m, "v", -1) != RN_IPC_VERSION ||
-	    !ctl_mp_bin16_get(m, "topic_id", tid) || isr == NULL ||
+	    !ctl_mp_bin16_get(m, "topic_id", it.tid) || isr == NULL ||
 	    isr->type != MSGPACK_OBJECT_ARRAY || isr->via.array.size == 0 ||
 	    isr->via.array.size > CTL_MAX_RF)
 		return -EBADMSG;
@@ -839,35 +988,37 @@ ctl_agent_alter_partition(struct ctl *c, const msgpack_object *m)
 
 		if (!ctl_mp_int(&isr->via.array.ptr[i], &v))
 			return -EBADMSG;
-		ids[i] = (int32_t)v;
+		it.isr[i] = (int32_t)v;
 	}
+	it.n_isr = (int)isr->via.array.size;
+	it.p = (int32_t)rn_mp_get_int(m, "p", -1);
+	it.leader_epoch = (int32_t)rn_mp_get_int(m, "leader_epoch", -1);
+	it.partition_epoch = (int32_t)rn_mp_get_int(m, "partition_epoch", -1);
 	if (a == NULL || a->state != AG_REGISTERED) {
 		log_info("AlterPartition dropped: this broker is not "
 		    "registered");
 		return 0;
 	}
-	rn_AlterPartitionRequest_init(&req);
-	rn_AlterPartitionRequest_TopicData_init(&td);
-	rn_AlterPartitionRequest_PartitionData_init(&pd);
-	req.broker_id = c->cfg->node_id;
-	req.broker_epoch = a->epoch;
-	memcpy(td.topic_id.b, tid, 16);
-	pd.partition_index = (int32_t)rn_mp_get_int(m, "p", -1);
-	pd.leader_epoch = (int32_t)rn_mp_get_int(m, "leader_epoch", -1);
-	pd.partition_epoch = (int32_t)rn_mp_get_int(m, "partition_epoch",
-	    -1);
-	pd.new_isr = ids;
-	pd.new_isr_count = (int32_t)isr->via.array.size;
-	td.partitions = &pd;
-	td.partitions_count = 1;
-	req.topics = &td;
-	req.topics_count = 1;
-	rn_kwriter_init(&w);
-	if (rn_AlterPartitionRequest_encode(&w, 2, &req) == 0 && w.err == 0)
-		k = call_new(&a->fwd, RN_KAPI_ALTER_PARTITION, 2, &w);
-	rn_kwriter_free(&w);
-	if (k != NULL)
-		call_send(&a->fwd, k, ALTER_TIMEOUT_MS, alter_done);
+	/* a newer ask for the same partition replaces the pending one */
+	for (k = 0; k < a->n_alt; k++)
+		if (a->alt[k].p == it.p && memcmp(a->alt[k].tid, it.tid,
+		    16) == 0)
+			break;
+	if (k == a->n_alt) {
+		if (a->n_alt == a->cap_alt) {
+			int cap = a->cap_alt ? 2 * a->cap_alt : 256;
+			struct alter_item *na = realloc(a->alt,
+			    sizeof(*na) * (size_t)cap);
+
+			if (na == NULL)
+				return 0; /* the leader asks again later */
+			a->alt = na;
+			a->cap_alt = cap;
+		}
+		a->n_alt++;
+	}
+	a->alt[k] = it;
+	alter_flush(c);
 	return 0;
 }
 
@@ -929,6 +1080,7 @@ agent_tick(uv_timer_t *timer)
 	}
 	if (!c->raft_inited && !a->img_inflight)
 		send_image_poll(c);
+	alter_flush(c);
 	chan_pump(&a->life);
 	chan_pump(&a->fwd);
 	chan_pump(&a->img);

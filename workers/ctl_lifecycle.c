@@ -255,8 +255,11 @@ ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r)
 		return 0;
 	}
 	old = ctl_state_broker(&c->st, req.broker_id);
+	/* an incarnation that went through a controlled shutdown is done:
+	 * its restart registers at once, not after its session expires */
 	if (old != NULL && memcmp(old->incarnation, req.incarnation_id.b,
-	    16) != 0 && !old->fenced && (l = live_get(c, old->id)) != NULL &&
+	    16) != 0 && !old->fenced && !old->in_controlled_shutdown &&
+	    (l = live_get(c, old->id)) != NULL &&
 	    rn_now_ms() - l->last_hb_ms <= c->cfg->broker_session_timeout_ms) {
 		log_info("broker %d registers with a new incarnation while the "
 		    "old one's session is live: refused for now",

@@ -155,7 +155,7 @@ void net_produce_recheck(struct net *n, struct conn *c, bool timed_out);
 /* net_replica.c: the leader's side of replication */
 void net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp, struct rn_part *p, int32_t replica,
-    int64_t fetch_offset);
+    int64_t fetch_offset, int64_t now_wallclock_ms);
 void net_isr_housekeeping(struct net *n, int64_t now_ms);
 
 /* net_admin.c: replies from the controller */

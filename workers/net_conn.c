@@ -293,8 +293,13 @@ net_conn_process(struct net *n, struct conn *c)
 			c->closing = true;
 			break;
 		}
-		if (c->wait != CONN_IDLE)
-			return; /* parked: resumes in net_conn_request_done */
+		if (c->wait != CONN_IDLE) {
+			/* parked: resumes in net_conn_request_done; stop
+			 * polling for input meanwhile, or a client's next
+			 * pipelined request wakes epoll in a spin */
+			conn_epoll(n, c);
+			return;
+		}
 		c->frame_off += 4 + c->frame_len;
 		c->frame_len = 0;
 	}

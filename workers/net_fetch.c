@@ -80,11 +80,17 @@ fetch_release(struct fetch_state *fs)
 	fs->n_slices = 0;
 }
 
+/*
+ * Build the answer from the logs as they are now. A follower's fetch
+ * positions are noted once per request (first), not on each re-check of
+ * a parked fetch: that was work per partition per append.
+ */
 static int
-fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
+fetch_build(struct net *n, struct conn *c, struct fetch_state *fs, bool first)
 {
 	const struct rn_FetchRequest *req = c->req;
 	int64_t budget = req->max_bytes > 0 ? req->max_bytes : INT32_MAX;
+	int64_t now = first && req->replica_id >= 0 ? rn_wallclock_ms() : 0;
 	int total = 0, i, j;
 
 	for (i = 0; i < req->topics_count; i++)
@@ -151,8 +157,10 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 					fs->error = true;
 					continue;
 				}
-				net_replica_fetched(n, t, mp, p, req->replica_id,
-				    fp->fetch_offset);
+				if (first)
+					net_replica_fetched(n, t, mp, p,
+					    req->replica_id, fp->fetch_offset,
+					    now);
 			}
 			hw = atomic_load(&p->rt->high_watermark);
 			pd->high_watermark = hw;
@@ -187,7 +195,10 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs)
 				fs->error = true;
 				continue;
 			}
-			if (sl.len == 0) {
+			/* at least one batch, but only for the first data: a
+			 * response stays within max_bytes plus one batch */
+			if (sl.len == 0 || (fs->bytes > 0 &&
+			    (int64_t)sl.len > max)) {
 				rn_log_slice_release(p->log, &sl);
 				continue;
 			}
@@ -237,14 +248,15 @@ fetch_watch(struct net *n, struct fetch_state *fs)
 
 /* Build the answer; park the connection if it is too small to send yet. */
 static int
-fetch_run(struct net *n, struct conn *c, bool may_park, bool *parked)
+fetch_run(struct net *n, struct conn *c, bool may_park, bool first,
+    bool *parked)
 {
 	const struct rn_FetchRequest *req = c->req;
 	struct fetch_state fs;
 	int rc;
 
 	*parked = false;
-	if ((rc = fetch_build(n, c, &fs)) != 0) {
+	if ((rc = fetch_build(n, c, &fs, first)) != 0) {
 		fetch_release(&fs);
 		free(fs.slices);
 		free(fs.slice_parts);
@@ -258,7 +270,7 @@ fetch_run(struct net *n, struct conn *c, bool may_park, bool *parked)
 		/* announce first, then look again: an append in between
 		 * either sees our bit or is seen by the second look */
 		fetch_watch(n, &fs);
-		if ((rc = fetch_build(n, c, &fs)) != 0) {
+		if ((rc = fetch_build(n, c, &fs, false)) != 0) {
 			fetch_release(&fs);
 			free(fs.slices);
 			free(fs.slice_parts);
@@ -282,7 +294,7 @@ net_fetch(struct net *n, struct conn *c)
 	bool parked;
 	int rc;
 
-	if ((rc = fetch_run(n, c, true, &parked)) != 0)
+	if ((rc = fetch_run(n, c, true, true, &parked)) != 0)
 		return rc;
 	if (parked) {
 		c->wait = CONN_WAIT_FETCH;
@@ -297,7 +309,7 @@ net_fetch_recheck(struct net *n, struct conn *c, bool timed_out)
 	bool parked;
 	int rc;
 
-	if ((rc = fetch_run(n, c, !timed_out, &parked)) != 0) {
+	if ((rc = fetch_run(n, c, !timed_out, false, &parked)) != 0) {
 		log_warnx("Fetch v%d from %s: cannot answer a parked fetch "
 		    "(%s): closing", c->hdr.api_version, c->peer,
 		    strerror(-rc));

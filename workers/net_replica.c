@@ -13,8 +13,6 @@
 #include "common/util.h"
 #include "workers/net.h"
 
-/* One ISR change in flight per partition: wait for the image to move. */
-#define ISR_CHANGE_RETRY_MS 5000
 
 static bool
 in_isr(const struct rn_mdv_partition *mp, int32_t id)
@@ -27,6 +25,19 @@ in_isr(const struct rn_mdv_partition *mp, int32_t id)
 	return false;
 }
 
+/*
+ * Like Kafka's leader, propose only a replica the controller would take:
+ * a registered, unfenced broker (a restarted node fetches before it is
+ * unfenced; asking then is refused and delays the real ask).
+ */
+static bool
+isr_eligible(struct net *n, int32_t replica)
+{
+	const struct rn_mdv_broker *b = rn_mdview_broker(&n->view, replica);
+
+	return b != NULL && !b->fenced;
+}
+
 static bool
 isr_change_allowed(struct rn_part *p, const struct rn_mdv_partition *mp,
     int64_t now)
@@ -35,7 +46,7 @@ isr_change_allowed(struct rn_part *p, const struct rn_mdv_partition *mp,
 
 	return sent == 0 || mp->partition_epoch !=
 	    atomic_load(&p->rt->isr_change_pepoch) ||
-	    now - sent > ISR_CHANGE_RETRY_MS;
+	    now - sent > RN_ISR_CHANGE_RETRY_MS;
 }
 
 static void
@@ -57,9 +68,8 @@ isr_change_send(struct net *n, const struct rn_mdv_topic *t,
 void
 net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp, struct rn_part *p, int32_t replica,
-    int64_t fetch_offset)
+    int64_t fetch_offset, int64_t now)
 {
-	int64_t now = rn_wallclock_ms();
 	int32_t isr[RN_PART_MAX_REPLICAS + 1];
 	int i;
 
@@ -72,7 +82,7 @@ net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
 	 */
 	if (in_isr(mp, replica) || mp->n_isr >= RN_PART_MAX_REPLICAS ||
 	    fetch_offset < atomic_load(&p->rt->high_watermark) ||
-	    !isr_change_allowed(p, mp, now))
+	    !isr_eligible(n, replica) || !isr_change_allowed(p, mp, now))
 		return;
 	for (i = 0; i < mp->n_isr; i++)
 		isr[i] = mp->isr[i];

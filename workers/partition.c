@@ -422,11 +422,13 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 static void
 part_epoch(struct rn_part *p, const struct rn_mdv_partition *mp)
 {
-	int64_t now = rn_wallclock_ms();
+	int64_t now;
 	int i;
 
+	/* every lookup of a led partition passes here: no clock read */
 	if (mp->leader_epoch <= atomic_load(&p->rt->leader_epoch))
 		return;
+	now = rn_wallclock_ms();
 	if (rn_part_lock(p) != 0)
 		return;
 	if (mp->leader_epoch > atomic_load(&p->rt->leader_epoch)) {

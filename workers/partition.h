@@ -18,6 +18,12 @@
 #include "workers/idempotence.h"
 
 #define RN_PART_MAX_REPLICAS 8
+/* A leader's ISR change in flight: asked again after this long without
+ * an answer moving the image; after a refusal, after the shorter delay
+ * (the broker agent rewinds isr_change_sent_ms, as Kafka retries on the
+ * follower's next fetch). */
+#define RN_ISR_CHANGE_RETRY_MS 5000
+#define RN_ISR_REFUSED_RETRY_MS 500
 
 /* What the leader knows of one follower, from its fetches. */
 struct rn_part_follower {
