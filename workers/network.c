@@ -298,6 +298,15 @@ rn_network_main(struct rn_worker *w)
 			timeout = 10;
 		k = epoll_wait(n.epfd, evs, MAX_EVENTS, timeout);
 		rn_ring_consumer_sleeping(in, false);
+		/*
+		 * Requests are answered from the image published before they
+		 * arrived: a client that got an admin answer from another
+		 * worker reads its own write here (the version check is cheap).
+		 */
+		if (k > 0 && rn_mdview_refresh(&n.view, w->env->shm) == 1) {
+			rn_part_table_sync(&n.parts, &n.view);
+			net_wakeup(&n);
+		}
 		for (i = 0; i < k; i++) {
 			void *p = evs[i].data.ptr;
 
