@@ -37,11 +37,20 @@ topic_name_valid(struct rn_kstr name)
 static int32_t
 client_controller_id(struct net *n)
 {
-	const struct rn_mdv_broker *b = rn_mdview_broker(&n->view,
-	    n->view.controller_id);
+	const struct rn_mdview *v = &n->view;
+	const struct rn_mdv_broker *b = rn_mdview_broker(v, v->controller_id);
+	int i;
 
 	if (b != NULL && !b->fenced)
-		return n->view.controller_id;
+		return v->controller_id;
+	/* this broker if it is listed, else any live one: never a broker
+	 * the response does not list, which a client could not reach */
+	b = rn_mdview_broker(v, n->cfg->node_id);
+	if (b == NULL || !b->fenced)
+		return n->cfg->node_id;
+	for (i = 0; i < v->n_brokers; i++)
+		if (!v->brokers[i].fenced)
+			return v->brokers[i].id;
 	return n->cfg->node_id;
 }
 
@@ -71,6 +80,21 @@ fill_brokers(struct net *n, struct conn *c,
 		(*out)[k].host = kstr(b->host);
 		(*out)[k].port = b->port;
 		(*out)[k].rack = b->rack ? kstr(b->rack) : rn_kstr_c(NULL);
+		k++;
+	}
+	/*
+	 * This node answers, so it serves: list it before its registration
+	 * is in the image (a fenced registration stays unlisted), since it
+	 * may be named as controller and a client must reach that broker.
+	 */
+	if (rn_mdview_broker(v, n->cfg->node_id) == NULL &&
+	    n->cfg->n_advertised > 0) {
+		rn_MetadataResponse_MetadataResponseBroker_init(&(*out)[k]);
+		(*out)[k].node_id = n->cfg->node_id;
+		(*out)[k].host = kstr(n->cfg->advertised[0].host);
+		(*out)[k].port = n->cfg->advertised[0].port;
+		(*out)[k].rack = n->cfg->broker_rack[0] ?
+		    kstr(n->cfg->broker_rack) : rn_kstr_c(NULL);
 		k++;
 	}
 	*count = k;
