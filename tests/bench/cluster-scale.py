@@ -34,7 +34,7 @@ from confluent_kafka.admin import AdminClient  # noqa: E402
 
 import rntest  # noqa: E402
 from rnscale import (create_topics, isr_shrinks, isr_state, log_trouble,  # noqa: E402
-                     not_full, produce_all, rss_kib, wait_isr_full)
+                     not_full, produce_all, wait_isr_full)
 
 PARTS = int(os.environ.get("BENCH_SCALE_PARTITIONS", "3000"))
 RECORDS = int(os.environ.get("BENCH_SCALE_RECORDS", "20"))
@@ -75,7 +75,7 @@ def run(tmp):
             "min.insync.replicas=2, replica.lag.time.max.ms=%d"
             % (TOPICS, parts, n_parts, LAG_MS))
         say("  RSS per node before the topics (MiB): %s"
-            % " ".join("%.0f" % (rss_kib(n) / 1024.0) for n in c.nodes))
+            % " ".join("%.0f" % (n.rss_kib() / 1024.0) for n in c.nodes))
         t0 = time.monotonic()
         errs = create_topics(c.bootstrap, names, parts, 3, {"min.insync.replicas": "2"})
         t_create = time.monotonic() - t0
@@ -142,7 +142,7 @@ def run(tmp):
             say("  node %d: fetch errors/reconnects %d (%d since node 3's restart), "
                 "ENOMEM %d, warnings %d, RSS %.0f MiB"
                 % (x.node_id, len(fetch), len(fetch2), enomem, len(warn),
-                   rss_kib(x) / 1024.0))
+                   x.rss_kib() / 1024.0))
             for l in (fetch2 or warn2)[:3]:
                 say("      %s" % l[:160])
         crashes = c.crashes()

@@ -145,16 +145,6 @@ with TempDir() as tmp:
         n.kill()
 
 
-def rss_kib(node):
-    total = 0
-    for pid in node.pids():
-        try:
-            with open("/proc/%d/status" % pid) as f:
-                total += sum(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-        except OSError:
-            pass
-    return total
-
 
 # With Kafka's default socket.request.max.bytes (100 MiB) a frame may announce
 # that much: the broker must not reserve it before the bytes arrive, and
@@ -170,7 +160,7 @@ with TempDir() as tmp:
         s.sendall(frame(header(18, 3, 1) + b"\x00\x00\x00"))
         recv_frame(s)
         s.close()
-        before = rss_kib(n)
+        before = n.rss_kib()
         held = []
         for i in range(40):
             s = conn(n)
@@ -190,7 +180,7 @@ with TempDir() as tmp:
                         b"\x00" * (1 << 20)))
         refused += closed(s)
         time.sleep(0.5)
-        after = rss_kib(n)
+        after = n.rss_kib()
         t.eq(refused, 21, "each frame with an impossible array count is refused")
         t.ok(after - before < 16 * 1024,
              "40 frames announcing 100 MiB and 21 huge arrays grow the node's "

@@ -16,7 +16,7 @@ import time
 
 from rncluster import admin
 from rnscale import (create_topics, describe_isr_short, isr_shrinks, isr_state,
-                     log_trouble, not_full, produce_all, read_all, rss_kib,
+                     log_trouble, not_full, produce_all, read_all,
                      topic_names, wait_isr_full)
 from rntest import Cluster, Tap, TempDir, wait_for
 
@@ -144,7 +144,7 @@ with TempDir() as tmp:
             t.ok(len(fetch) < 20 and len(warn) < 40,
                  "node %d: no warning storm over the whole run (%d warnings, %d about "
                  "fetching: %s)" % (n.node_id, len(warn), len(fetch), (fetch or warn)[:2]))
-        t.diag("RSS per node (KiB): %s" % [rss_kib(n) for n in c.nodes])
+        t.diag("RSS per node (KiB): %s" % [n.rss_kib() for n in c.nodes])
         t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         c.kill()

@@ -29,19 +29,6 @@ CONFIGS_TOOL = os.path.join(BUILDDIR, "runnel-configs")
 ELECT_TOOL = os.path.join(BUILDDIR, "runnel-leader-election")
 
 
-def rss_kib(node):
-    """Resident memory of every process of the node, shared pages included."""
-    total = 0
-    for pid in node.pids():
-        try:
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
-
 
 def closes(node):
     return [l for l in node.logtext().splitlines()
@@ -105,10 +92,12 @@ class Reader:
             self.o += self.uvarint()
 
 
-def call(node, key, ver, body, timeout=60):
-    """One flexible-version request (header v2); the response body after
-    its correlation id and tagged fields."""
-    hdr = struct.pack(">hhih", key, ver, 77, 4) + b"test" + b"\x00"
+def roundtrip(node, key, ver, body, flexible, timeout=60):
+    """One request on its own connection (header v2 if flexible, else v1):
+    a Reader positioned after the response's correlation id, or None."""
+    hdr = struct.pack(">hhih", key, ver, 77, 4) + b"test"
+    if flexible:
+        hdr += b"\x00"
     s = socket.create_connection(("127.0.0.1", node.port), timeout=timeout)
     try:
         s.sendall(struct.pack(">i", len(hdr) + len(body)) + hdr + body)
@@ -121,7 +110,14 @@ def call(node, key, ver, body, timeout=60):
     finally:
         s.close()
     r = Reader(buf[4:])
-    if r.take(">i") != 77:
+    return r if r.take(">i") == 77 else None
+
+
+def call(node, key, ver, body, timeout=60):
+    """One flexible-version request; the response body after its
+    correlation id and tagged fields."""
+    r = roundtrip(node, key, ver, body, True, timeout)
+    if r is None:
         return None
     r.tags()
     return r
@@ -179,20 +175,8 @@ def create_topics_v1(node, names, validate_only):
     for nm in names:
         body += struct.pack(">h", len(nm)) + nm.encode() + struct.pack(">ihii", 1, 1, 0, 0)
     body += struct.pack(">i?", 30000, validate_only)
-    hdr = struct.pack(">hhih", 19, 1, 78, 4) + b"test"
-    s = socket.create_connection(("127.0.0.1", node.port), timeout=60)
-    try:
-        s.sendall(struct.pack(">i", len(hdr) + len(body)) + hdr + body)
-        buf = b""
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-            c = s.recv(1 << 20)
-            if not c:
-                return None
-            buf += c
-    finally:
-        s.close()
-    r = Reader(buf[4:])
-    if r.take(">i") != 78:
+    r = roundtrip(node, 19, 1, body, False)
+    if r is None:
         return None
     codes = []
     for _ in range(r.take(">i")):
@@ -330,7 +314,7 @@ def check_long_poll(n, tmp):
                   "batch.num.messages": 100, "queue.buffering.max.messages": 200000})
     p.produce("lp", b"x", partition=0)
     p.flush(10)
-    before = rss_kib(n)
+    before = n.rss_kib()
     outs = []
     procs = []
     for i in range(CONS):
@@ -372,7 +356,7 @@ def check_long_poll(n, tmp):
     t.eq(full, CONS, "each of %d long-polling consumers read all %d records "
          "in order (produce %.1fs, all read %.1fs)" % (CONS, RECORDS, prod_s, took))
     time.sleep(1)
-    after = rss_kib(n)
+    after = n.rss_kib()
     t.diag("node RSS before %d KiB, after %d KiB" % (before, after))
     t.ok(after - before < 24 * 1024,
          "broker memory stays flat: RSS %d -> %d KiB" % (before, after))
@@ -543,7 +527,7 @@ with TempDir() as tmp:
         st = n.wait_running()
         t.ok(st is not None, "node is up")
         pids = {w["name"]: w["pid"] for w in st["workers"]}
-        start_rss = rss_kib(n)
+        start_rss = n.rss_kib()
         t.diag("node RSS after start: %d KiB" % start_rss)
         a = AdminClient({"bootstrap.servers": n.bootstrap})
 
@@ -572,7 +556,7 @@ with TempDir() as tmp:
         check_listing(n)
         # the high-watermark checkpoint (every 5 s) has run over them all
         time.sleep(5.5)
-        listed_rss = rss_kib(n)
+        listed_rss = n.rss_kib()
         t.ok(listed_rss - start_rss < 32 * 1024,
              "5,000 partitions created and listed cost the node %d KiB of "
              "RSS (bound 32 MiB)" % (listed_rss - start_rss))

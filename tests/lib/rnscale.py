@@ -157,19 +157,6 @@ def isr_shrinks(node):
             if "asking to remove it from the ISR" in l]
 
 
-def rss_kib(node):
-    """Resident memory of the node's whole process tree, KiB."""
-    total = 0
-    for pid in node.pids():
-        try:
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
-
 
 def describe_isr_short(bootstrap, timeout=60):
     """runnel-topics --describe of everything: (rc, partitions whose Isr

@@ -167,6 +167,18 @@ class Node:
                     pass
         return out
 
+    def rss_kib(self):
+        """Resident memory of the node's whole process tree, KiB."""
+        total = 0
+        for pid in self.pids():
+            try:
+                with open("/proc/%d/status" % pid) as f:
+                    total += sum(int(l.split()[1]) for l in f
+                                 if l.startswith("VmRSS:"))
+            except OSError:
+                pass
+        return total
+
     def stop(self, timeout=20.0):
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
