@@ -1,0 +1,2333 @@
+/*
+ * Admin APIs the controller answers (forwarded by the network workers as
+ * RN_IPC_ADMIN_REQUEST) and topic auto-creation. One operation runs at a
+ * time: it is validated against the applied state, its records are
+ * proposed as one raft entry, and the answer goes back only once that
+ * entry is committed, applied and published, as Kafka's controller does.
+ * Running one at a time means validation never misses a record still in
+ * flight.
+ */
+#include "autoconf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "ipc/msgtypes.h"
+#include "protocol/kerrors.h"
+#include "protocol/kmsg_gen.h"
+#include "storage/checkpoint.h"
+#include "storage/logdir.h"
+#include "workers/controller/assign.h"
+#include "workers/controller/elect.h"
+#include "workers/controller/op.h"
+#include "workers/controller/raft.h"
+#include "workers/partition/partition.h"
+
+#define OP_QUEUE_MAX 1024
+#define MSG_MAX 512
+
+
+struct ctl_deletion {
+	struct ctl_deletion *next;
+	char path[1400];
+	char name[300];          /* <topic>-<p>, for the renamed dir */
+	char dir[1100];
+	char topic[CTL_TOPIC_NAME_MAX + 1];
+	int32_t partition;
+	int32_t slot;            /* its shared-memory slot here, or -1 */
+	uint8_t id[16];          /* the removed topic's id */
+};
+
+/* ---- small helpers -------------------------------------------------- */
+
+/* A record about one topic, with TOPIC= for journalctl. */
+static void
+log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
+{
+	const char *fields[2] = { NULL, NULL };
+	char field[CTL_TOPIC_NAME_MAX + 8], msg[1024];
+	va_list ap;
+
+	snprintf(field, sizeof(field), "TOPIC=%.*s",
+	    (int)(name.len > 0 ? name.len : 0), name.ptr);
+	fields[0] = field;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rn_log_fields(prio, fields, "%s", msg);
+}
+
+#define op_msg ctl_op_msg
+
+struct rn_kstr
+ctl_op_msg(struct ctl_op *op, const char *fmt, ...)
+{
+	struct rn_kstr s = { NULL, -1 };
+	va_list ap;
+	char *p;
+	int n;
+
+	if ((p = rn_arena_alloc(&op->arena, MSG_MAX)) == NULL)
+		return s;
+	va_start(ap, fmt);
+	n = vsnprintf(p, MSG_MAX, fmt, ap);
+	va_end(ap);
+	s.ptr = p;
+	s.len = n < MSG_MAX ? n : MSG_MAX - 1;
+	return s;
+}
+
+static struct rn_kstr
+op_str(struct ctl_op *op, const char *str)
+{
+	struct rn_kstr s = { NULL, -1 };
+	size_t n;
+	char *p;
+
+	if (str == NULL)
+		return s;
+	n = strlen(str);
+	if ((p = rn_arena_alloc(&op->arena, n + 1)) != NULL) {
+		memcpy(p, str, n + 1);
+		s.ptr = p;
+		s.len = (int32_t)n;
+	}
+	return s;
+}
+
+/* NUL-terminated copy of a kstr into buf; false if null or too long. */
+static bool
+kstr_copy(struct rn_kstr s, char *buf, size_t len)
+{
+	if (s.len < 0 || (size_t)s.len >= len)
+		return false;
+	memcpy(buf, s.ptr, (size_t)s.len);
+	buf[s.len] = '\0';
+	return true;
+}
+
+/* Kafka's topic name rules; message in Kafka's words. */
+static bool
+topic_name_valid(struct rn_kstr name, char *why, size_t len)
+{
+	int32_t i;
+
+	if (name.len <= 0) {
+		snprintf(why, len, "Topic name is invalid: the empty string is "
+		    "not allowed");
+		return false;
+	}
+	if (name.len == 1 && name.ptr[0] == '.') {
+		snprintf(why, len, "Topic name is invalid: '.' is not allowed");
+		return false;
+	}
+	if (name.len == 2 && name.ptr[0] == '.' && name.ptr[1] == '.') {
+		snprintf(why, len, "Topic name is invalid: '..' is not "
+		    "allowed");
+		return false;
+	}
+	if (name.len > CTL_TOPIC_NAME_MAX) {
+		snprintf(why, len, "Topic name is invalid: the length of "
+		    "'%.*s' is longer than the max allowed length %d",
+		    (int)name.len, name.ptr, CTL_TOPIC_NAME_MAX);
+		return false;
+	}
+	for (i = 0; i < name.len; i++) {
+		char ch = name.ptr[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+		    ch == '-')) {
+			snprintf(why, len, "Topic name is invalid: '%.*s' "
+			    "contains one or more characters other than ASCII "
+			    "alphanumerics, '.', '_' and '-'", (int)name.len,
+			    name.ptr);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+names_collide(struct rn_kstr a, struct rn_kstr b)
+{
+	int32_t i;
+
+	if (a.len != b.len)
+		return false;
+	for (i = 0; i < a.len; i++) {
+		char x = a.ptr[i] == '.' ? '_' : a.ptr[i];
+		char y = b.ptr[i] == '.' ? '_' : b.ptr[i];
+
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The names of one request, hashed so that a request naming thousands of
+ * topics checks duplicates and collisions in O(1) each: entries are
+ * indexes into names (+1), chained by ctl_topic_name_hash.
+ */
+struct nameidx {
+	const struct rn_kstr *names;
+	int32_t *slots;
+	uint32_t mask;
+};
+
+static int
+nameidx_init(struct ctl_op *op, struct nameidx *x,
+    const struct rn_kstr *names, int32_t count)
+{
+	uint32_t cap = 16;
+
+	while (cap < 2 * (uint32_t)(count > 0 ? count : 1))
+		cap *= 2;
+	x->names = names;
+	x->mask = cap - 1;
+	x->slots = rn_arena_alloc(&op->arena, sizeof(*x->slots) * cap);
+	if (x->slots == NULL)
+		return -ENOMEM;
+	memset(x->slots, 0, sizeof(*x->slots) * cap);
+	return 0;
+}
+
+static uint32_t
+nameidx_hash(struct rn_kstr n)
+{
+	return ctl_topic_name_hash(n.ptr, (size_t)(n.len > 0 ? n.len : 0));
+}
+
+static void
+nameidx_add(struct nameidx *x, int32_t i)
+{
+	uint32_t k;
+
+	for (k = nameidx_hash(x->names[i]) & x->mask; x->slots[k] != 0;
+	    k = (k + 1) & x->mask)
+		;
+	x->slots[k] = i + 1;
+}
+
+/* A name added earlier that equals name (exact) or collides with it. */
+static const struct rn_kstr *
+nameidx_find(const struct nameidx *x, struct rn_kstr name, bool exact)
+{
+	uint32_t k;
+	int32_t e;
+
+	for (k = nameidx_hash(name) & x->mask; (e = x->slots[k]) != 0;
+	    k = (k + 1) & x->mask) {
+		const struct rn_kstr *o = &x->names[e - 1];
+
+		if (exact ? o->len == name.len && memcmp(o->ptr, name.ptr,
+		    (size_t)(name.len > 0 ? name.len : 0)) == 0 :
+		    names_collide(*o, name))
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * Brokers that may take new replicas: registered, unfenced, staying; in
+ * the op's arena (however many the cluster has). NULL: no memory.
+ */
+static int32_t *
+live_brokers(struct ctl_op *op, int *n)
+{
+	const struct ctl_state *st = &op->c->st;
+	int32_t *ids;
+	int i;
+
+	*n = 0;
+	if ((ids = rn_arena_alloc(&op->arena, sizeof(*ids) *
+	    (size_t)(st->n_brokers > 0 ? st->n_brokers : 1))) == NULL)
+		return NULL;
+	for (i = 0; i < st->n_brokers; i++)
+		if (!st->brokers[i].fenced &&
+		    !st->brokers[i].in_controlled_shutdown)
+			ids[(*n)++] = st->brokers[i].id;
+	return ids;
+}
+
+static int
+rand_below(int n)
+{
+	uint8_t raw[16];
+	uint32_t v;
+
+	if (n <= 1 || ctl_uuid_random(raw) != 0)
+		return 0;
+	memcpy(&v, raw, sizeof(v));
+	return (int)(v % (uint32_t)n);
+}
+
+/*
+ * Log dir per new replica: the broker's registered dir holding the fewest
+ * replicas, counting the ones this operation already placed.
+ */
+struct dirload {
+	int32_t broker;
+	int n;
+	int count[RN_CONFIG_MAX_LOGDIRS];
+};
+
+/* Log-dir loads of the brokers a request places on, grown in its arena. */
+struct placer {
+	const struct ctl_state *st;
+	struct rn_arena *arena;
+	struct dirload *loads;
+	int n, cap;
+};
+
+static void
+place_dir(struct placer *pl, int32_t broker, uint8_t out[16])
+{
+	const struct ctl_broker *b = ctl_state_broker(pl->st, broker);
+	struct dirload *dl = NULL;
+	int i, best = 0;
+
+	memset(out, 0, 16);
+	if (b == NULL || b->n_log_dirs == 0)
+		return; /* unknown: the broker chooses (Uuid zero) */
+	for (i = 0; i < pl->n; i++)
+		if (pl->loads[i].broker == broker)
+			dl = &pl->loads[i];
+	if (dl == NULL && pl->n == pl->cap) {
+		int cap = pl->cap ? 2 * pl->cap : 16;
+		struct dirload *nl = rn_arena_alloc(pl->arena,
+		    sizeof(*nl) * (size_t)cap);
+
+		if (nl == NULL) {
+			memcpy(out, b->log_dirs[0], 16);
+			return;
+		}
+		if (pl->n > 0)
+			memcpy(nl, pl->loads, sizeof(*nl) * (size_t)pl->n);
+		pl->loads = nl;
+		pl->cap = cap;
+	}
+	if (dl == NULL) {
+		dl = &pl->loads[pl->n++];
+		dl->broker = broker;
+		dl->n = b->n_log_dirs < RN_CONFIG_MAX_LOGDIRS ? b->n_log_dirs :
+		    RN_CONFIG_MAX_LOGDIRS;
+		for (i = 0; i < dl->n; i++)
+			dl->count[i] = ctl_state_dir_load(pl->st, broker,
+			    b->log_dirs[i]);
+	}
+	for (i = 1; i < dl->n; i++)
+		if (dl->count[i] < dl->count[best])
+			best = i;
+	dl->count[best]++;
+	memcpy(out, b->log_dirs[best], 16);
+}
+
+/*
+ * One new partition's record: leader = first live replica, ISR = the
+ * live replicas (callers made sure there is one).
+ */
+static void
+rec_new_partition(struct ctl_batch *b, struct placer *pl,
+    const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf)
+{
+	struct ctl_partition part;
+	uint8_t dirs[64][16];
+	int32_t i, isr[64], n_isr = 0;
+
+	for (i = 0; i < rf && i < 64; i++)
+		if (ctl_broker_state((void *)pl->st, replicas[i]) == CTL_B_UP)
+			isr[n_isr++] = replicas[i];
+	memset(&part, 0, sizeof(part));
+	part.n_replicas = rf;
+	part.replicas = (int32_t *)replicas;
+	part.n_isr = n_isr;
+	part.isr = isr;
+	part.leader = n_isr > 0 ? isr[0] : -1;
+	part.leader_epoch = 0;
+	part.partition_epoch = 0;
+	for (i = 0; i < rf && i < 64; i++)
+		place_dir(pl, replicas[i], dirs[i]);
+	part.dirs = dirs;
+	ctl_rec_partition(b, tid, p, &part, false);
+}
+
+/* Kafka's checks of a manual assignment; 0 or an error code with msg. */
+static int16_t
+check_manual(struct ctl_op *op, const struct ctl_state *st,
+    const int32_t *ids, int32_t n, int32_t want_rf, struct rn_kstr *msg)
+{
+	int32_t i, j;
+
+	if (n == 0) {
+		*msg = op_msg(op, "The manual partition assignment includes an "
+		    "empty replica list.");
+		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	for (i = 0; i < n; i++) {
+		if (ctl_state_broker(st, ids[i]) == NULL) {
+			*msg = op_msg(op, "The manual partition assignment "
+			    "includes broker %d, but no such broker is "
+			    "registered.", ids[i]);
+			return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+		}
+		for (j = 0; j < i; j++)
+			if (ids[j] == ids[i]) {
+				*msg = op_msg(op, "The manual partition "
+				    "assignment includes the broker %d more "
+				    "than once.", ids[i]);
+				return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+			}
+	}
+	if (want_rf > 0 && n != want_rf) {
+		*msg = op_msg(op, "The manual partition assignment includes a "
+		    "partition with %d replica(s), but this is not consistent "
+		    "with previous partitions, which have %d replica(s).", n,
+		    want_rf);
+		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	for (i = 0; i < n; i++)
+		if (ctl_broker_state((void *)st, ids[i]) == CTL_B_UP)
+			return 0;
+	*msg = op_msg(op, "All brokers specified in the manual partition "
+	    "assignment are fenced or in controlled shutdown.");
+	return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+}
+
+/*
+ * This node holds its replicas in shared-memory slots (shm.max.partitions
+ * of them): refuse what would not fit rather than create partitions it
+ * cannot serve. Other brokers' limits are theirs to report.
+ */
+static int16_t
+check_local_slots(struct ctl_op *op, const int32_t *replicas, int32_t n,
+    struct rn_kstr *msg)
+{
+	const struct ctl_state *st = &op->c->st;
+	int32_t node = op->c->cfg->node_id, i, p, r;
+	uint32_t max = op->c->shm->hdr->max_partitions;
+	int used = 0, add = 0, k;
+
+	for (i = 0; i < n; i++)
+		if (replicas[i] == node)
+			add++;
+	if (add == 0)
+		return 0;
+	/* counted once per operation: it may create thousands of topics */
+	if (op->local_used < 0) {
+		op->local_used = 0;
+		for (k = 0; k < st->n_topics; k++)
+			for (p = 0; p < st->topics[k]->n_parts; p++)
+				for (r = 0; r < st->topics[k]->parts[p].
+				    n_replicas; r++)
+					if (st->topics[k]->parts[p].
+					    replicas[r] == node)
+						op->local_used++;
+	}
+	used = op->local_used;
+	if ((uint32_t)(used + op->local_added + add) > max) {
+		*msg = op_msg(op, "Broker %d can hold %u partitions "
+		    "(shm.max.partitions) and has %d: no room for %d more.",
+		    node, max, used + op->local_added, add);
+		return RN_KERR_POLICY_VIOLATION;
+	}
+	op->local_added += add;
+	return 0;
+}
+
+static int16_t
+rf_unreachable(struct ctl_op *op, int32_t rf, int live, struct rn_kstr *msg)
+{
+	if (live == 0)
+		*msg = op_msg(op, "Unable to replicate the partition %d time(s): "
+		    "All brokers are currently fenced.", rf);
+	else
+		*msg = op_msg(op, "Unable to replicate the partition %d time(s): "
+		    "The target replication factor of %d cannot be reached "
+		    "because only %d broker(s) are registered.", rf, rf, live);
+	return RN_KERR_INVALID_REPLICATION_FACTOR;
+}
+
+/*
+ * Automatic placement over the live brokers: rack-aware when every one of
+ * them has a rack, else rack-unaware; random start and shift.
+ */
+static int
+place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
+    int32_t np, int32_t rf, int32_t start_partition, int32_t *out)
+{
+	const char **racks;
+	int i, rc;
+
+	if ((racks = calloc((size_t)(live > 0 ? live : 1),
+	    sizeof(*racks))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < live; i++) {
+		const struct ctl_broker *b = ctl_state_broker(st, brokers[i]);
+
+		if (b == NULL || b->rack[0] == '\0')
+			break;
+		racks[i] = b->rack;
+	}
+	if (i == live && live > 0) {
+		rc = ctl_assign_rack_aware(brokers, racks, live, np, rf,
+		    rand_below(live), rand_below(live), start_partition, out);
+		free(racks);
+		return rc;
+	}
+	free(racks);
+	return ctl_assign_rack_unaware(brokers, live, np, rf,
+	    rand_below(live), rand_below(live), start_partition, out);
+}
+
+/* ---- effective topic configs (CreateTopics v5+) --------------------- */
+
+struct ctl_cfgsrc {
+	struct ctl *c;
+	char node[16];
+};
+
+/* The dynamic levels from the applied metadata, static from the file. */
+static const char *
+ctl_cfg_get(void *arg, enum rn_config_source level, const char *key)
+{
+	struct ctl_cfgsrc *s = arg;
+
+	switch (level) {
+	case RN_CFGSRC_DYNAMIC_BROKER_CONFIG:
+		return ctl_configs_get(ctl_state_broker_configs(&s->c->st,
+		    s->node), key);
+	case RN_CFGSRC_DYNAMIC_DEFAULT_BROKER_CONFIG:
+		return ctl_configs_get(ctl_state_broker_configs(&s->c->st, ""),
+		    key);
+	case RN_CFGSRC_STATIC_BROKER_CONFIG:
+		return rn_config_static(s->c->cfg, key);
+	default:
+		return NULL;
+	}
+}
+
+static const char *
+effective_config(struct ctl *c, const struct rn_kcfg *d,
+    const char *override, int8_t *source, char *buf, size_t len)
+{
+	struct ctl_cfgsrc src = { .c = c };
+	struct rn_kcfg_value out;
+
+	snprintf(src.node, sizeof(src.node), "%d", c->cfg->node_id);
+	rn_kcfg_topic_value(d, override, ctl_cfg_get, &src, NULL, NULL, &out,
+	    buf, len);
+	*source = (int8_t)out.source;
+	return out.value;
+}
+
+/* CreateTopics v5+: every topic config with its value and source. */
+static int16_t
+created_configs(struct ctl_op *op,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t,
+    struct rn_CreateTopicsResponse_CreatableTopicResult *res)
+{
+	char val[4096];
+	size_t k;
+	int32_t i, n = 0;
+
+	res->configs = rn_arena_alloc(&op->arena, sizeof(*res->configs) *
+	    rn_kcfg_topic_n);
+	if (res->configs == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	for (k = 0; k < rn_kcfg_topic_n; k++) {
+		const struct rn_kcfg *d = &rn_kcfg_topic[k];
+		struct rn_CreateTopicsResponse_CreatableTopicConfigs *o =
+		    &res->configs[n];
+		const char *ov = NULL;
+		char buf[64];
+		int8_t src;
+
+		if (d->flags & RN_KCFG_INTERNAL)
+			continue;
+		for (i = 0; i < t->configs_count; i++)
+			if (rn_kstr_eq(t->configs[i].name, d->name) &&
+			    kstr_copy(t->configs[i].value, val, sizeof(val)))
+				ov = val;
+		rn_CreateTopicsResponse_CreatableTopicConfigs_init(o);
+		o->name = rn_kstr_c(d->name);
+		o->value = op_str(op, effective_config(op->c, d, ov, &src,
+		    buf, sizeof(buf)));
+		o->config_source = src;
+		o->read_only = false;
+		o->is_sensitive = rn_kcfg_sensitive(d);
+		n++;
+	}
+	res->configs_count = n;
+	return 0;
+}
+
+/* ---- CreateTopics --------------------------------------------------- */
+
+struct new_topic {
+	struct rn_kstr name;
+	const struct rn_CreateTopicsRequest_CreatableTopic *req;
+	int32_t np, rf;
+	int32_t *replicas;       /* np * rf */
+};
+
+static int16_t
+create_one(struct ctl_op *op, struct placer *pl,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t,
+    struct rn_CreateTopicsResponse_CreatableTopicResult *res,
+    const struct nameidx *earlier, struct rn_kstr *msg)
+{
+	struct ctl *c = op->c;
+	const struct ctl_state *st = &c->st;
+	int32_t np = t->num_partitions, rf = t->replication_factor, i, j;
+	int32_t *brokers, *replicas;
+	const struct ctl_topic *other;
+	const struct rn_kstr *prev;
+	char why[MSG_MAX], key[256], val[4096];
+	uint8_t tid[16];
+	int16_t e;
+	int live;
+
+	if (!topic_name_valid(t->name, why, sizeof(why))) {
+		*msg = op_msg(op, "%s", why);
+		return RN_KERR_INVALID_TOPIC_EXCEPTION;
+	}
+	if (ctl_state_topic(st, t->name.ptr, (size_t)t->name.len) != NULL) {
+		*msg = op_msg(op, "Topic '%.*s' already exists.",
+		    (int)t->name.len, t->name.ptr);
+		return RN_KERR_TOPIC_ALREADY_EXISTS;
+	}
+	if ((other = ctl_state_topic_collision(st, t->name.ptr,
+	    (size_t)t->name.len)) != NULL) {
+		*msg = op_msg(op, "Topic '%.*s' collides with existing topic: "
+		    "%s", (int)t->name.len, t->name.ptr, other->name);
+		return RN_KERR_INVALID_TOPIC_EXCEPTION;
+	}
+	if ((prev = nameidx_find(earlier, t->name, false)) != NULL) {
+		*msg = op_msg(op, "Topic '%.*s' collides with existing topic: "
+		    "%.*s", (int)t->name.len, t->name.ptr, (int)prev->len,
+		    prev->ptr);
+		return RN_KERR_INVALID_TOPIC_EXCEPTION;
+	}
+	/* configs */
+	for (i = 0; i < t->configs_count; i++) {
+		const struct rn_kcfg *d;
+
+		if (!kstr_copy(t->configs[i].name, key, sizeof(key)) ||
+		    (d = rn_kcfg_topic_find(key)) == NULL) {
+			*msg = op_msg(op, "Unknown topic config name: %.*s",
+			    (int)(t->configs[i].name.len > 0 ?
+			    t->configs[i].name.len : 0),
+			    t->configs[i].name.ptr);
+			return RN_KERR_INVALID_CONFIG;
+		}
+		if (t->configs[i].value.len < 0) {
+			*msg = op_msg(op, "Null value not supported for topic "
+			    "configs: %s", key);
+			return RN_KERR_INVALID_CONFIG;
+		}
+		if (!kstr_copy(t->configs[i].value, val, sizeof(val)) ||
+		    rn_kcfg_validate(d, val, why, sizeof(why)) != 0) {
+			*msg = op_msg(op, "%s", why);
+			return RN_KERR_INVALID_CONFIG;
+		}
+	}
+	if ((brokers = live_brokers(op, &live)) == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	if (t->assignments_count > 0) {
+		if (rf != -1) {
+			*msg = op_msg(op, "A manual partition assignment was "
+			    "specified, but replication factor was not set to "
+			    "-1.");
+			return RN_KERR_INVALID_REQUEST;
+		}
+		if (np != -1) {
+			*msg = op_msg(op, "A manual partition assignment was "
+			    "specified, but numPartitions was not set to -1.");
+			return RN_KERR_INVALID_REQUEST;
+		}
+		np = t->assignments_count;
+		rf = t->assignments[0].broker_ids_count;
+		if (rf > 64)
+			rf = 64;
+		replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
+		    (size_t)np * (size_t)(rf > 0 ? rf : 1));
+		if (replicas == NULL)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+		for (i = 0; i < np; i++) {
+			const struct rn_CreateTopicsRequest_CreatableReplicaAssignment
+			    *a = NULL;
+
+			for (j = 0; j < t->assignments_count; j++)
+				if (t->assignments[j].partition_index == i) {
+					if (a != NULL) {
+						*msg = op_msg(op, "Found multiple "
+						    "manual partition assignments "
+						    "for partition %d", i);
+						return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+					}
+					a = &t->assignments[j];
+				}
+			if (a == NULL) {
+				*msg = op_msg(op, "partitions should be a "
+				    "consecutive 0-based integer sequence");
+				return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+			}
+			if ((e = check_manual(op, st, a->broker_ids,
+			    a->broker_ids_count, rf, msg)) != 0)
+				return e;
+			memcpy(&replicas[i * rf], a->broker_ids,
+			    sizeof(int32_t) * (size_t)rf);
+		}
+	} else {
+		if (rf < -1 || rf == 0) {
+			*msg = op_msg(op, "Replication factor must be larger "
+			    "than 0, or -1 to use the default value.");
+			return RN_KERR_INVALID_REPLICATION_FACTOR;
+		}
+		if (np < -1 || np == 0) {
+			*msg = op_msg(op, "Number of partitions was set to an "
+			    "invalid non-positive value.");
+			return RN_KERR_INVALID_PARTITIONS;
+		}
+		if (np == -1)
+			np = c->cfg->num_partitions;
+		if (rf == -1)
+			rf = c->cfg->default_replication_factor;
+		if (rf > live)
+			return rf_unreachable(op, rf, live, msg);
+		replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
+		    (size_t)np * (size_t)rf);
+		if (replicas == NULL)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+		if (place_auto(st, brokers, live, np, rf, 0, replicas) != 0)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+	}
+	if ((e = check_local_slots(op, replicas, np * rf, msg)) != 0)
+		return e;
+	if (ctl_uuid_random(tid) != 0)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	memcpy(res->topic_id.b, tid, 16);
+	res->num_partitions = np;
+	res->replication_factor = (int16_t)rf;
+	if (op->ver >= 5 && (e = created_configs(op, t, res)) != 0)
+		return e;
+	if (op->validate_only)
+		return 0;
+	ctl_rec_topic(&op->batch, t->name.ptr, (size_t)t->name.len, tid);
+	/* configs go between the topic and its partitions, as in Kafka */
+	for (i = 0; i < t->configs_count; i++) {
+		kstr_copy(t->configs[i].name, key, sizeof(key));
+		kstr_copy(t->configs[i].value, val, sizeof(val));
+		ctl_rec_config(&op->batch, CTL_RES_TOPIC, t->name.ptr,
+		    (size_t)t->name.len, key, val);
+	}
+	for (i = 0; i < np; i++)
+		rec_new_partition(&op->batch, pl, tid, i, &replicas[i * rf],
+		    rf);
+	return 0;
+}
+
+static int
+op_create_topics(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_CreateTopicsRequest req;
+	struct rn_CreateTopicsResponse *resp = &op->resp.ct;
+	struct rn_kstr *created, *names;
+	struct nameidx made, seen;
+	struct placer pl;
+	int n_created = 0, rc;
+	int32_t i;
+
+	if ((rc = rn_CreateTopicsRequest_decode(r, op->ver, &op->arena,
+	    &req)) != 0)
+		return rc;
+	op->validate_only = req.validate_only;
+	memset(&pl, 0, sizeof(pl));
+	pl.st = &op->c->st;
+	pl.arena = &op->arena;
+	rn_CreateTopicsResponse_init(resp);
+	resp->topics_count = req.topics_count;
+	resp->topics = rn_arena_alloc(&op->arena, sizeof(*resp->topics) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	created = rn_arena_alloc(&op->arena, sizeof(*created) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	names = rn_arena_alloc(&op->arena, sizeof(*names) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	if (resp->topics == NULL || created == NULL || names == NULL ||
+	    nameidx_init(op, &made, created, req.topics_count) != 0 ||
+	    nameidx_init(op, &seen, names, req.topics_count) != 0)
+		return -ENOMEM;
+	for (i = 0; i < req.topics_count; i++)
+		names[i] = req.topics[i].name;
+	for (i = 0; i < req.topics_count; i++) {
+		struct rn_CreateTopicsResponse_CreatableTopicResult *res =
+		    &resp->topics[i];
+		struct rn_kstr msg = { NULL, -1 };
+		int16_t e = 0;
+
+		rn_CreateTopicsResponse_CreatableTopicResult_init(res);
+		res->name = req.topics[i].name;
+		res->error_message.len = -1;
+		if (nameidx_find(&seen, names[i], true) != NULL) {
+			e = RN_KERR_INVALID_REQUEST;
+			msg = op_msg(op, "Duplicate topic name.");
+		}
+		nameidx_add(&seen, i);
+		if (e == 0)
+			e = create_one(op, &pl, &req.topics[i], res, &made,
+			    &msg);
+		res->error_code = e;
+		res->error_message = msg;
+		if (e != 0) {
+			memset(&res->topic_id, 0, sizeof(res->topic_id));
+			res->num_partitions = -1;
+			res->replication_factor = -1;
+			res->configs_count = 0;
+			res->configs = NULL;
+			log_topic(LOG_INFO, res->name, "CreateTopics %.*s: %s "
+			    "(%.*s)", (int)res->name.len, res->name.ptr,
+			    rn_kerr_name(e), (int)(msg.len > 0 ? msg.len : 0),
+			    msg.ptr);
+		} else {
+			created[n_created] = req.topics[i].name;
+			nameidx_add(&made, n_created++);
+			log_topic(LOG_INFO, res->name, "CreateTopics %.*s: %d "
+			    "partition(s), replication factor %d%s",
+			    (int)res->name.len,
+			    res->name.ptr, res->num_partitions,
+			    res->replication_factor, op->validate_only ?
+			    " (validate only)" : "");
+		}
+	}
+	return 0;
+}
+
+/* ---- auto-creation (no reply) ---------------------------------------- */
+
+static int
+op_auto_create(struct ctl_op *op)
+{
+	struct ctl *c = op->c;
+	msgpack_unpacked up;
+	const msgpack_object *a;
+	struct rn_CreateTopicsRequest_CreatableTopic t;
+	struct rn_CreateTopicsResponse_CreatableTopicResult res;
+	struct rn_kstr *done;
+	struct nameidx made;
+	struct placer pl;
+	uint32_t i;
+	int n_done = 0;
+
+	if (!c->cfg->auto_create_topics_enable)
+		return 0;
+	msgpack_unpacked_init(&up);
+	if (msgpack_unpack_next(&up, (const char *)op->body, op->len, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS || (a = rn_mp_get(&up.data, "topics")) ==
+	    NULL || a->type != MSGPACK_OBJECT_ARRAY) {
+		msgpack_unpacked_destroy(&up);
+		return 0;
+	}
+	memset(&pl, 0, sizeof(pl));
+	pl.st = &c->st;
+	pl.arena = &op->arena;
+	done = rn_arena_alloc(&op->arena, sizeof(*done) *
+	    (a->via.array.size + 1));
+	if (done != NULL && nameidx_init(op, &made, done,
+	    (int32_t)a->via.array.size) != 0)
+		done = NULL;
+	for (i = 0; done != NULL && i < a->via.array.size; i++) {
+		const msgpack_object *o = &a->via.array.ptr[i];
+		struct rn_kstr msg = { NULL, -1 };
+		int16_t e;
+
+		if (o->type != MSGPACK_OBJECT_STR)
+			continue;
+		memset(&t, 0, sizeof(t));
+		t.name.ptr = o->via.str.ptr;
+		t.name.len = (int32_t)o->via.str.size;
+		t.num_partitions = -1;
+		t.replication_factor = -1;
+		if (nameidx_find(&made, t.name, true) != NULL)
+			continue;
+		rn_CreateTopicsResponse_CreatableTopicResult_init(&res);
+		e = create_one(op, &pl, &t, &res, &made, &msg);
+		if (e == RN_KERR_TOPIC_ALREADY_EXISTS)
+			continue;
+		if (e != 0) {
+			log_warnx("auto-creating topic %.*s: %s (%.*s)",
+			    (int)t.name.len, t.name.ptr, rn_kerr_name(e),
+			    (int)(msg.len > 0 ? msg.len : 0), msg.ptr);
+			continue;
+		}
+		/* the name must outlive the unpacked message */
+		done[n_done] = op_msg(op, "%.*s", (int)t.name.len,
+		    t.name.ptr);
+		nameidx_add(&made, n_done++);
+		log_topic(LOG_INFO, t.name, "auto-creating topic %.*s",
+		    (int)t.name.len, t.name.ptr);
+	}
+	msgpack_unpacked_destroy(&up);
+	return 0;
+}
+
+/* ---- DeleteTopics --------------------------------------------------- */
+
+static int
+op_delete_topics(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_DeleteTopicsRequest req;
+	struct rn_DeleteTopicsResponse *resp = &op->resp.dt;
+	const struct ctl_state *st = &op->c->st;
+	uint8_t (*removed)[16];
+	int32_t i, n, n_removed = 0, k;
+	int rc;
+
+	if ((rc = rn_DeleteTopicsRequest_decode(r, op->ver, &op->arena,
+	    &req)) != 0)
+		return rc;
+	n = op->ver >= 6 ? req.topics_count : req.topic_names_count;
+	rn_DeleteTopicsResponse_init(resp);
+	resp->responses_count = n;
+	resp->responses = rn_arena_alloc(&op->arena,
+	    sizeof(*resp->responses) * (size_t)(n > 0 ? n : 1));
+	removed = rn_arena_alloc(&op->arena, 16 * (size_t)(n > 0 ? n : 1));
+	if (resp->responses == NULL || removed == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct rn_DeleteTopicsResponse_DeletableTopicResult *res =
+		    &resp->responses[i];
+		struct rn_kstr name = op->ver >= 6 ? req.topics[i].name :
+		    req.topic_names[i];
+		const struct ctl_topic *t = NULL;
+		bool by_id = op->ver >= 6 && name.len < 0;
+
+		rn_DeleteTopicsResponse_DeletableTopicResult_init(res);
+		res->name = name;
+		res->error_message.len = -1;
+		if (op->ver >= 6 && name.len >= 0 &&
+		    !rn_uuid_is_zero(&req.topics[i].topic_id)) {
+			res->error_code = RN_KERR_INVALID_REQUEST;
+			res->error_message = op_msg(op, "You may not specify "
+			    "both topic name and topic id.");
+			continue;
+		}
+		if (by_id) {
+			res->topic_id = req.topics[i].topic_id;
+			t = ctl_state_topic_by_id(st, req.topics[i].topic_id.b);
+			if (t == NULL) {
+				res->error_code = RN_KERR_UNKNOWN_TOPIC_ID;
+				continue;
+			}
+			res->name = op_str(op, t->name);
+		} else {
+			if (name.len > 0)
+				t = ctl_state_topic(st, name.ptr,
+				    (size_t)name.len);
+			if (t == NULL) {
+				res->error_code =
+				    RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+				continue;
+			}
+			memcpy(res->topic_id.b, t->id, 16);
+		}
+		for (k = 0; k < n_removed; k++)
+			if (memcmp(removed[k], t->id, 16) == 0)
+				break;
+		if (k < n_removed)
+			continue; /* named twice: one record */
+		memcpy(removed[n_removed++], t->id, 16);
+		ctl_rec_remove_topic(&op->batch, t->id);
+		log_topic(LOG_INFO, rn_kstr_c(t->name), "DeleteTopics %s",
+		    t->name);
+	}
+	return 0;
+}
+
+/* ---- CreatePartitions ----------------------------------------------- */
+
+static int
+op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_CreatePartitionsRequest req;
+	struct rn_CreatePartitionsResponse *resp = &op->resp.cp;
+	const struct ctl_state *st = &op->c->st;
+	struct placer pl;
+	int32_t i, j, *brokers;
+	int rc, live;
+
+	if ((rc = rn_CreatePartitionsRequest_decode(r, op->ver, &op->arena,
+	    &req)) != 0)
+		return rc;
+	op->validate_only = req.validate_only;
+	memset(&pl, 0, sizeof(pl));
+	pl.st = st;
+	pl.arena = &op->arena;
+	if ((brokers = live_brokers(op, &live)) == NULL)
+		return -ENOMEM;
+	rn_CreatePartitionsResponse_init(resp);
+	resp->results_count = req.topics_count;
+	resp->results = rn_arena_alloc(&op->arena, sizeof(*resp->results) *
+	    (size_t)(req.topics_count > 0 ? req.topics_count : 1));
+	if (resp->results == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req.topics_count; i++) {
+		const struct rn_CreatePartitionsRequest_CreatePartitionsTopic
+		    *tp = &req.topics[i];
+		struct rn_CreatePartitionsResponse_CreatePartitionsTopicResult
+		    *res = &resp->results[i];
+		const struct ctl_topic *t;
+		int32_t cur, add, rf, *replicas, p;
+		int16_t e = 0;
+		struct rn_kstr msg = { NULL, -1 };
+
+		rn_CreatePartitionsResponse_CreatePartitionsTopicResult_init(
+		    res);
+		res->name = tp->name;
+		res->error_message.len = -1;
+		for (j = 0; j < i; j++)
+			if (req.topics[j].name.len == tp->name.len &&
+			    memcmp(req.topics[j].name.ptr, tp->name.ptr,
+			    (size_t)tp->name.len) == 0) {
+				e = RN_KERR_INVALID_REQUEST;
+				msg = op_msg(op, "Duplicate topic name.");
+			}
+		t = tp->name.len > 0 ? ctl_state_topic(st, tp->name.ptr,
+		    (size_t)tp->name.len) : NULL;
+		if (e == 0 && t == NULL) {
+			e = RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+			msg = op_msg(op, "This server does not host this "
+			    "topic-partition.");
+		}
+		if (e != 0) {
+			res->error_code = e;
+			res->error_message = msg;
+			continue;
+		}
+		cur = t->n_parts;
+		if (tp->count == cur) {
+			e = RN_KERR_INVALID_PARTITIONS;
+			msg = op_msg(op, "Topic already has %d partition(s).",
+			    cur);
+		} else if (tp->count < cur) {
+			e = RN_KERR_INVALID_PARTITIONS;
+			msg = op_msg(op, "The topic %s currently has %d "
+			    "partition(s); %d would not be an increase.",
+			    t->name, cur, tp->count);
+		}
+		add = tp->count - cur;
+		rf = cur > 0 ? t->parts[0].n_replicas : 1;
+		if (rf > 64)
+			rf = 64;
+		if (e == 0 && tp->assignments_count >= 0 &&
+		    tp->assignments != NULL &&
+		    tp->assignments_count != add) {
+			e = RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+			msg = op_msg(op, "Attempted to add %d additional "
+			    "partition(s), but only %d assignment(s) were "
+			    "specified.", add, tp->assignments_count);
+		}
+		replicas = e == 0 ? rn_arena_alloc(&op->arena,
+		    sizeof(int32_t) * (size_t)add * (size_t)rf) : NULL;
+		if (e == 0 && replicas == NULL)
+			e = RN_KERR_UNKNOWN_SERVER_ERROR;
+		if (e == 0 && tp->assignments != NULL &&
+		    tp->assignments_count > 0) {
+			for (j = 0; j < add && e == 0; j++) {
+				e = check_manual(op, st,
+				    tp->assignments[j].broker_ids,
+				    tp->assignments[j].broker_ids_count, rf,
+				    &msg);
+				if (e == 0)
+					memcpy(&replicas[j * rf],
+					    tp->assignments[j].broker_ids,
+					    sizeof(int32_t) * (size_t)rf);
+			}
+		} else if (e == 0) {
+			if (rf > live)
+				e = rf_unreachable(op, rf, live, &msg);
+			else if (place_auto(st, brokers, live, add, rf, cur,
+			    replicas) != 0)
+				e = RN_KERR_UNKNOWN_SERVER_ERROR;
+		}
+		if (e == 0)
+			e = check_local_slots(op, replicas, add * rf, &msg);
+		res->error_code = e;
+		res->error_message = msg;
+		if (e != 0 || op->validate_only)
+			continue;
+		for (p = 0; p < add; p++)
+			rec_new_partition(&op->batch, &pl, t->id, cur + p,
+			    &replicas[p * rf], rf);
+		log_topic(LOG_INFO, tp->name, "CreatePartitions %s: %d -> %d",
+		    t->name, cur, tp->count);
+	}
+	return 0;
+}
+
+/* ---- AlterConfigs / IncrementalAlterConfigs -------------------------- */
+
+#define OP_SET 0
+#define OP_DELETE 1
+#define OP_APPEND 2
+#define OP_SUBTRACT 3
+
+struct cfg_change {
+	const char *key;          /* topic key, or broker key for brokers */
+	const struct rn_kcfg *def;
+	int op;
+	char value[4096];
+};
+
+/*
+ * Resolve a resource: the topic, or a broker resource name ("" or a node
+ * id). 0, or an error code with msg.
+ */
+static int16_t
+resolve_resource(struct ctl_op *op, int8_t type, struct rn_kstr name,
+    const struct ctl_topic **t, char *bname, size_t blen,
+    struct rn_kstr *msg)
+{
+	*t = NULL;
+	if (type == CTL_RES_TOPIC) {
+		if (name.len <= 0 || (*t = ctl_state_topic(&op->c->st,
+		    name.ptr, (size_t)name.len)) == NULL) {
+			*msg = op_msg(op, "Topic %.*s does not exist.",
+			    (int)(name.len > 0 ? name.len : 0), name.ptr);
+			return RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		}
+		return 0;
+	}
+	if (type == CTL_RES_BROKER) {
+		char *end;
+		long id;
+
+		if (!kstr_copy(name, bname, blen))
+			bname[0] = '\0';
+		if (bname[0] != '\0') {
+			id = strtol(bname, &end, 10);
+			if (*end != '\0' || id < 0 || id > INT32_MAX) {
+				*msg = op_msg(op, "Invalid broker name %s",
+				    bname);
+				return RN_KERR_INVALID_REQUEST;
+			}
+		}
+		return 0;
+	}
+	*msg = op_msg(op, "Unsupported resource type %d", type);
+	return RN_KERR_INVALID_REQUEST;
+}
+
+/* Is item (n bytes) in the comma list? */
+static bool
+list_has(const char *list, const char *item, size_t n)
+{
+	const char *p = list, *e;
+
+	for (; *p != '\0'; p = *e ? e + 1 : e) {
+		e = strchr(p, ',');
+		if (e == NULL)
+			e = p + strlen(p);
+		if ((size_t)(e - p) == n && strncmp(p, item, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * APPEND/SUBTRACT on a list config, as Kafka's controller does it: from
+ * the current value (or the default) add the items not yet there, or
+ * drop the given ones. The result goes to out.
+ */
+static bool
+list_apply(const char *base, const char *items, bool add, char *out,
+    size_t outlen)
+{
+	const char *src, *p, *e;
+	size_t len = 0;
+	int pass;
+
+	out[0] = '\0';
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1 && !add)
+			break;
+		src = pass == 0 ? base : items;
+		for (p = src; *p != '\0'; p = *e ? e + 1 : e) {
+			size_t n;
+
+			e = strchr(p, ',');
+			if (e == NULL)
+				e = p + strlen(p);
+			n = (size_t)(e - p);
+			if (n == 0 || list_has(out, p, n) || (!add &&
+			    list_has(items, p, n)))
+				continue;
+			if (len + n + 2 > outlen)
+				return false;
+			if (len > 0)
+				out[len++] = ',';
+			memcpy(out + len, p, n);
+			len += n;
+			out[len] = '\0';
+		}
+	}
+	return true;
+}
+
+/* What Kafka says for a broker key that cannot change at run time. */
+static int16_t
+check_broker_mode(struct ctl_op *op, const struct cfg_change *ch,
+    bool listener, bool cluster_default, struct rn_kstr *msg)
+{
+	const struct rn_kcfg *d = ch->def;
+
+	if (listener)
+		return cluster_default ? (*msg = op_msg(op, "Cannot update "
+		    "these configs at default cluster level, broker id must "
+		    "be specified: Set(%s)", ch->key),
+		    RN_KERR_INVALID_REQUEST) : 0;
+	if (!(d->flags & RN_KCFG_DYNAMIC)) {
+		*msg = op_msg(op, "Cannot update these configs dynamically: "
+		    "Set(%s)", ch->key);
+		return RN_KERR_INVALID_REQUEST;
+	}
+	if (d->flags & RN_KCFG_LISTENER_ONLY) {
+		*msg = op_msg(op, "These security configs can be dynamically "
+		    "updated only per-listener using the listener prefix: "
+		    "Set(%s)", ch->key);
+		return RN_KERR_INVALID_REQUEST;
+	}
+	if (cluster_default && (d->flags & RN_KCFG_PER_BROKER)) {
+		*msg = op_msg(op, "Cannot update these configs at default "
+		    "cluster level, broker id must be specified: Set(%s)",
+		    ch->key);
+		return RN_KERR_INVALID_REQUEST;
+	}
+	return 0;
+}
+
+/* Check one change against Kafka's catalogue; list edits become sets. */
+static int16_t
+check_change(struct ctl_op *op, int8_t type, struct cfg_change *ch,
+    const struct ctl_configs *cur, bool cluster_default, struct rn_kstr *msg)
+{
+	char why[MSG_MAX], merged[sizeof(ch->value)];
+	const char *base;
+	bool listener = false;
+	int16_t e;
+
+	if (type == CTL_RES_TOPIC)
+		ch->def = rn_kcfg_topic_find(ch->key);
+	else if ((ch->def = rn_kcfg_broker_find(ch->key)) == NULL)
+		listener = (ch->def = rn_kcfg_listener_find(ch->key)) != NULL;
+	if (ch->def == NULL) {
+		*msg = op_msg(op, "Unknown %s config name: %s", type ==
+		    CTL_RES_TOPIC ? "topic" : "broker", ch->key);
+		return RN_KERR_INVALID_CONFIG;
+	}
+	if (type != CTL_RES_TOPIC && ch->op != OP_DELETE && (e =
+	    check_broker_mode(op, ch, listener, cluster_default, msg)) != 0)
+		return e;
+	if (ch->op == OP_DELETE)
+		return 0;
+	if ((ch->op == OP_APPEND || ch->op == OP_SUBTRACT) &&
+	    ch->def->type != RN_KCFG_LIST) {
+		*msg = op_msg(op, "Config value %s is not allowed for config "
+		    "key: %s", ch->op == OP_APPEND ? "append" : "subtract",
+		    ch->key);
+		return RN_KERR_INVALID_CONFIG;
+	}
+	if (ch->op == OP_APPEND || ch->op == OP_SUBTRACT) {
+		if ((base = ctl_configs_get(cur, ch->key)) == NULL)
+			base = ch->def->dflt != NULL ? ch->def->dflt : "";
+		if (!list_apply(base, ch->value, ch->op == OP_APPEND, merged,
+		    sizeof(merged))) {
+			*msg = op_msg(op, "Value of %s is too long", ch->key);
+			return RN_KERR_INVALID_CONFIG;
+		}
+		strlcpy(ch->value, merged, sizeof(ch->value));
+		ch->op = OP_SET;
+	}
+	if (rn_kcfg_validate(ch->def, ch->value, why, sizeof(why)) != 0) {
+		*msg = op_msg(op, "%s", why);
+		return RN_KERR_INVALID_CONFIG;
+	}
+	return 0;
+}
+
+/* Records for the resource's new config set. */
+static void
+emit_changes(struct ctl_op *op, int8_t type, const char *rname,
+    const struct ctl_configs *cur, struct cfg_change *ch, int n,
+    bool replace)
+{
+	int i, k;
+
+	if (replace && cur != NULL)
+		for (k = 0; k < cur->n; k++) {
+			for (i = 0; i < n; i++)
+				if (strcmp(ch[i].key, cur->v[k].key) == 0)
+					break;
+			if (i == n)
+				ctl_rec_config(&op->batch, type, rname,
+				    strlen(rname), cur->v[k].key, NULL);
+		}
+	for (i = 0; i < n; i++) {
+		const char *old = ctl_configs_get(cur, ch[i].key);
+
+		switch (ch[i].op) {
+		case OP_DELETE:
+			if (old != NULL)
+				ctl_rec_config(&op->batch, type, rname,
+				    strlen(rname), ch[i].key, NULL);
+			break;
+		default:
+			if (old == NULL || strcmp(old, ch[i].value) != 0)
+				ctl_rec_config(&op->batch, type, rname,
+				    strlen(rname), ch[i].key, ch[i].value);
+		}
+	}
+}
+
+/* Shared by both APIs; results go in the (identically shaped) arrays. */
+static int16_t
+alter_resource(struct ctl_op *op, int8_t type, struct rn_kstr name,
+    int32_t n, const struct rn_kstr *keys, const struct rn_kstr *values,
+    const int8_t *ops, bool replace, struct rn_kstr *msg)
+{
+	const struct ctl_topic *t;
+	const struct ctl_configs *cur;
+	struct cfg_change *ch;
+	char bname[32], rname[CTL_TOPIC_NAME_MAX + 1];
+	int32_t i, j;
+	int16_t e;
+
+	if ((e = resolve_resource(op, type, name, &t, bname, sizeof(bname),
+	    msg)) != 0)
+		return e;
+	if (type == CTL_RES_TOPIC) {
+		strlcpy(rname, t->name, sizeof(rname));
+		cur = &t->configs;
+	} else {
+		strlcpy(rname, bname, sizeof(rname));
+		cur = ctl_state_broker_configs(&op->c->st, bname);
+	}
+	if ((ch = rn_arena_alloc(&op->arena, sizeof(*ch) *
+	    (size_t)(n > 0 ? n : 1))) == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	for (i = 0; i < n; i++) {
+		char *key = rn_arena_alloc(&op->arena, 256);
+
+		if (key == NULL || !kstr_copy(keys[i], key, 256)) {
+			*msg = op_msg(op, "Invalid config name");
+			return RN_KERR_INVALID_REQUEST;
+		}
+		for (j = 0; j < i; j++)
+			if (strcmp(ch[j].key, key) == 0) {
+				*msg = op_msg(op, "Error due to duplicate config "
+				    "keys");
+				return RN_KERR_INVALID_REQUEST;
+			}
+		ch[i].key = key;
+		ch[i].op = ops != NULL ? ops[i] : OP_SET;
+		if (ch[i].op < OP_SET || ch[i].op > OP_SUBTRACT) {
+			*msg = op_msg(op, "Unknown config operation %d",
+			    ch[i].op);
+			return RN_KERR_INVALID_REQUEST;
+		}
+		ch[i].value[0] = '\0';
+		if (ch[i].op != OP_DELETE) {
+			if (values[i].len < 0) {
+				*msg = op_msg(op, "Null value not supported for "
+				    "%s configs: %s", type == CTL_RES_TOPIC ?
+				    "topic" : "broker", key);
+				return RN_KERR_INVALID_CONFIG;
+			}
+			if (!kstr_copy(values[i], ch[i].value,
+			    sizeof(ch[i].value))) {
+				*msg = op_msg(op, "Value of %s is too long",
+				    key);
+				return RN_KERR_INVALID_CONFIG;
+			}
+		}
+		if ((e = check_change(op, type, &ch[i], cur, type !=
+		    CTL_RES_TOPIC && bname[0] == '\0', msg)) != 0)
+			return e;
+	}
+	if (!op->validate_only)
+		emit_changes(op, type, rname, cur, ch, n, replace);
+	log_info("%s %s %s: %d change(s)%s", replace ? "AlterConfigs" :
+	    "IncrementalAlterConfigs", type == CTL_RES_TOPIC ? "topic" :
+	    "broker", rname[0] ? rname : "(default)", n,
+	    op->validate_only ? " (validate only)" : "");
+	return 0;
+}
+
+static int
+op_alter_configs(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_AlterConfigsRequest req;
+	struct rn_AlterConfigsResponse *resp = &op->resp.ac;
+	int32_t i, k;
+	int rc;
+
+	if ((rc = rn_AlterConfigsRequest_decode(r, op->ver, &op->arena,
+	    &req)) != 0)
+		return rc;
+	op->validate_only = req.validate_only;
+	rn_AlterConfigsResponse_init(resp);
+	resp->responses_count = req.resources_count;
+	resp->responses = rn_arena_alloc(&op->arena, sizeof(*resp->responses) *
+	    (size_t)(req.resources_count > 0 ? req.resources_count : 1));
+	if (resp->responses == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req.resources_count; i++) {
+		const struct rn_AlterConfigsRequest_AlterConfigsResource *res =
+		    &req.resources[i];
+		struct rn_AlterConfigsResponse_AlterConfigsResourceResponse *o =
+		    &resp->responses[i];
+		struct rn_kstr msg = { NULL, -1 }, *keys, *vals;
+		int32_t n = res->configs_count;
+
+		rn_AlterConfigsResponse_AlterConfigsResourceResponse_init(o);
+		o->resource_type = res->resource_type;
+		o->resource_name = res->resource_name;
+		keys = rn_arena_alloc(&op->arena, sizeof(*keys) *
+		    (size_t)(n > 0 ? n : 1));
+		vals = rn_arena_alloc(&op->arena, sizeof(*vals) *
+		    (size_t)(n > 0 ? n : 1));
+		if (keys == NULL || vals == NULL)
+			return -ENOMEM;
+		for (k = 0; k < n; k++) {
+			keys[k] = res->configs[k].name;
+			vals[k] = res->configs[k].value;
+		}
+		o->error_code = alter_resource(op, res->resource_type,
+		    res->resource_name, n, keys, vals, NULL, true, &msg);
+		o->error_message = msg;
+	}
+	return 0;
+}
+
+static int
+op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r)
+{
+	struct rn_IncrementalAlterConfigsRequest req;
+	struct rn_IncrementalAlterConfigsResponse *resp = &op->resp.iac;
+	int32_t i, k;
+	int rc;
+
+	if ((rc = rn_IncrementalAlterConfigsRequest_decode(r, op->ver,
+	    &op->arena, &req)) != 0)
+		return rc;
+	op->validate_only = req.validate_only;
+	rn_IncrementalAlterConfigsResponse_init(resp);
+	resp->responses_count = req.resources_count;
+	resp->responses = rn_arena_alloc(&op->arena, sizeof(*resp->responses) *
+	    (size_t)(req.resources_count > 0 ? req.resources_count : 1));
+	if (resp->responses == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req.resources_count; i++) {
+		const struct rn_IncrementalAlterConfigsRequest_AlterConfigsResource
+		    *res = &req.resources[i];
+		struct rn_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse
+		    *o = &resp->responses[i];
+		struct rn_kstr msg = { NULL, -1 }, *keys, *vals;
+		int32_t n = res->configs_count;
+		int8_t *ops;
+
+		rn_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_init(o);
+		o->resource_type = res->resource_type;
+		o->resource_name = res->resource_name;
+		keys = rn_arena_alloc(&op->arena, sizeof(*keys) *
+		    (size_t)(n > 0 ? n : 1));
+		vals = rn_arena_alloc(&op->arena, sizeof(*vals) *
+		    (size_t)(n > 0 ? n : 1));
+		ops = rn_arena_alloc(&op->arena, (size_t)(n > 0 ? n : 1));
+		if (keys == NULL || vals == NULL || ops == NULL)
+			return -ENOMEM;
+		for (k = 0; k < n; k++) {
+			keys[k] = res->configs[k].name;
+			vals[k] = res->configs[k].value;
+			ops[k] = res->configs[k].config_operation;
+		}
+		o->error_code = alter_resource(op, res->resource_type,
+		    res->resource_name, n, keys, vals, ops, false, &msg);
+		o->error_message = msg;
+	}
+	return 0;
+}
+
+bool
+ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t)
+{
+	const struct rn_kcfg *d =
+	    rn_kcfg_topic_find("unclean.leader.election.enable");
+	const char *v;
+	char buf[64];
+	int8_t src;
+
+	if (d == NULL)
+		return c->cfg->unclean_leader_election_enable;
+	v = effective_config(c, d, t != NULL ? ctl_configs_get(&t->configs,
+	    d->name) : NULL, &src, buf, sizeof(buf));
+	return v != NULL && strcasecmp(v, "true") == 0;
+}
+
+/* ---- replies -------------------------------------------------------- */
+
+/* Once the records failed to commit: every success becomes NOT_CONTROLLER. */
+static void
+op_fail_successes(struct ctl_op *op)
+{
+	int16_t e = RN_KERR_NOT_CONTROLLER;
+	int32_t i, k;
+
+	switch (op->key) {
+	case RN_KAPI_CREATE_TOPICS:
+		for (i = 0; i < op->resp.ct.topics_count; i++)
+			if (op->resp.ct.topics[i].error_code == 0)
+				op->resp.ct.topics[i].error_code = e;
+		break;
+	case RN_KAPI_DELETE_TOPICS:
+		for (i = 0; i < op->resp.dt.responses_count; i++)
+			if (op->resp.dt.responses[i].error_code == 0)
+				op->resp.dt.responses[i].error_code = e;
+		break;
+	case RN_KAPI_CREATE_PARTITIONS:
+		for (i = 0; i < op->resp.cp.results_count; i++)
+			if (op->resp.cp.results[i].error_code == 0)
+				op->resp.cp.results[i].error_code = e;
+		break;
+	case RN_KAPI_ALTER_CONFIGS:
+		for (i = 0; i < op->resp.ac.responses_count; i++)
+			if (op->resp.ac.responses[i].error_code == 0)
+				op->resp.ac.responses[i].error_code = e;
+		break;
+	case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
+		for (i = 0; i < op->resp.iac.responses_count; i++)
+			if (op->resp.iac.responses[i].error_code == 0)
+				op->resp.iac.responses[i].error_code = e;
+		break;
+	case RN_KAPI_BROKER_REGISTRATION:
+		op->resp.br.error_code = e;
+		break;
+	case RN_KAPI_BROKER_HEARTBEAT:
+		op->resp.bh.error_code = e;
+		break;
+	case RN_KAPI_ALTER_PARTITION:
+		op->resp.ap.error_code = e;
+		break;
+	case RN_KAPI_ELECT_LEADERS:
+		for (i = 0; i < op->resp.el.replica_election_results_count; i++) {
+			struct rn_ElectLeadersResponse_ReplicaElectionResult
+			    *t = &op->resp.el.replica_election_results[i];
+
+			for (k = 0; k < t->partition_result_count; k++)
+				if (t->partition_result[k].error_code == 0)
+					t->partition_result[k].error_code = e;
+		}
+		break;
+	}
+}
+
+static int
+op_encode(struct ctl_op *op, struct rn_kwriter *w)
+{
+	switch (op->key) {
+	case RN_KAPI_CREATE_TOPICS:
+		return rn_CreateTopicsResponse_encode(w, op->ver, &op->resp.ct);
+	case RN_KAPI_DELETE_TOPICS:
+		return rn_DeleteTopicsResponse_encode(w, op->ver, &op->resp.dt);
+	case RN_KAPI_CREATE_PARTITIONS:
+		return rn_CreatePartitionsResponse_encode(w, op->ver,
+		    &op->resp.cp);
+	case RN_KAPI_ALTER_CONFIGS:
+		return rn_AlterConfigsResponse_encode(w, op->ver, &op->resp.ac);
+	case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
+		return rn_IncrementalAlterConfigsResponse_encode(w, op->ver,
+		    &op->resp.iac);
+	case RN_KAPI_BROKER_REGISTRATION:
+		return rn_BrokerRegistrationResponse_encode(w, op->ver,
+		    &op->resp.br);
+	case RN_KAPI_BROKER_HEARTBEAT:
+		return rn_BrokerHeartbeatResponse_encode(w, op->ver,
+		    &op->resp.bh);
+	case RN_KAPI_ALTER_PARTITION:
+		return rn_AlterPartitionResponse_encode(w, op->ver,
+		    &op->resp.ap);
+	case RN_KAPI_ELECT_LEADERS:
+		return rn_ElectLeadersResponse_encode(w, op->ver, &op->resp.el);
+	case RN_KAPI_DESCRIBE_QUORUM:
+		return rn_DescribeQuorumResponse_encode(w, op->ver,
+		    &op->resp.dq);
+	}
+	return RN_KE_VERSION;
+}
+
+/* Ring origin: push {"v","req","err","body"} to the worker that asked. */
+static void
+reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
+{
+	struct ctl *c = op->c;
+	struct rn_worker_slot *ws = rn_shm_worker(c->shm, op->slot);
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int rc;
+
+	if (op->type != RN_IPC_ADMIN_REQUEST)
+		return;
+	if (atomic_load(&ws->pid) != op->sender) {
+		log_debug("slot %u restarted: dropping the answer to request "
+		    "%llu", op->slot, (unsigned long long)op->req);
+		return;
+	}
+	/* the network worker takes replies up to its response budget */
+	if (err == 0 && len > (size_t)c->cfg->socket_request_max_bytes) {
+		log_warnx("the answer to request %llu of slot %u is %zu bytes, "
+		    "more than socket.request.max.bytes: not sent",
+		    (unsigned long long)op->req, op->slot, len);
+		err = RN_KERR_UNKNOWN_SERVER_ERROR;
+	}
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "req");
+	msgpack_pack_uint64(&pk, op->req);
+	rn_mp_pack_str(&pk, "err");
+	msgpack_pack_int(&pk, err);
+	rn_mp_pack_str(&pk, "body");
+	msgpack_pack_bin(&pk, err == 0 ? len : 0);
+	if (err == 0)
+		msgpack_pack_bin_body(&pk, body, len);
+	rc = ctl_send(c, op->slot, RN_IPC_ADMIN_RESPONSE, sb.data, sb.size,
+	    op->sender);
+	if (rc != 0)
+		log_warnx("cannot answer request %llu of slot %u: %s",
+		    (unsigned long long)op->req, op->slot, strerror(-rc));
+	msgpack_sbuffer_destroy(&sb);
+}
+
+void
+ctl_op_free(struct ctl_op *op)
+{
+	ctl_batch_free(&op->batch);
+	rn_arena_free(&op->arena);
+	free(op->body);
+	free(op);
+}
+
+void
+ctl_op_reply_raw(struct ctl_op *op, int16_t err, const void *body,
+    size_t len)
+{
+	if (op->origin == CTL_ORIGIN_RING)
+		reply_ring(op, err, body, len);
+	else if (op->origin == CTL_ORIGIN_CONN)
+		ctl_server_reply(op->c, op->conn_id, op->corr, op->key, op->ver,
+		    op->fwd, err, body, len);
+	ctl_op_free(op);
+}
+
+/* Encode the response (err == 0) and answer whoever asked. */
+static void
+op_finish(struct ctl_op *op, int16_t err)
+{
+	struct rn_kwriter w;
+	int rc = 0;
+
+	rn_kwriter_init(&w);
+	if (err == 0 && op->origin != CTL_ORIGIN_INTERNAL &&
+	    (op->origin != CTL_ORIGIN_RING ||
+	    op->type == RN_IPC_ADMIN_REQUEST) &&
+	    ((rc = op_encode(op, &w)) != 0 || w.err != 0)) {
+		log_warnx("encoding the answer to API %d v%d: %d", op->key,
+		    op->ver, rc != 0 ? rc : w.err);
+		err = RN_KERR_UNKNOWN_SERVER_ERROR;
+		w.len = 0;
+	}
+	ctl_op_reply_raw(op, err, w.buf, err == 0 ? w.len : 0);
+	rn_kwriter_free(&w);
+}
+
+/*
+ * Not the active controller: an answer saying so. Forwarded requests get
+ * it in the private header; broker APIs in their error_code.
+ */
+static void
+op_not_controller(struct ctl_op *op)
+{
+	if (op->origin != CTL_ORIGIN_CONN || op->fwd) {
+		ctl_op_reply_raw(op, RN_KERR_NOT_CONTROLLER, NULL, 0);
+		return;
+	}
+	switch (op->key) {
+	case RN_KAPI_BROKER_REGISTRATION:
+		rn_BrokerRegistrationResponse_init(&op->resp.br);
+		break;
+	case RN_KAPI_BROKER_HEARTBEAT:
+		rn_BrokerHeartbeatResponse_init(&op->resp.bh);
+		break;
+	case RN_KAPI_ALTER_PARTITION:
+		rn_AlterPartitionResponse_init(&op->resp.ap);
+		break;
+	default:
+		ctl_op_reply_raw(op, RN_KERR_NOT_CONTROLLER, NULL, 0);
+		return;
+	}
+	op_fail_successes(op);
+	op_finish(op, 0);
+}
+
+/* ---- the queue ------------------------------------------------------ */
+
+static struct ctl_op *
+op_new(struct ctl *c, enum ctl_op_origin origin)
+{
+	struct ctl_op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL)
+		return NULL;
+	op->c = c;
+	op->origin = origin;
+	op->broker = -1;
+	op->local_used = -1;
+	ctl_batch_init(&op->batch);
+	/*
+	 * As in the network worker: a request (at most
+	 * socket.request.max.bytes) decodes into a small multiple of its
+	 * size, and the response gets socket.request.max.bytes of its own.
+	 */
+	rn_arena_init(&op->arena,
+	    5 * (size_t)c->cfg->socket_request_max_bytes + 4096);
+	return op;
+}
+
+static void
+op_push(struct ctl *c, struct ctl_op *op)
+{
+	if (c->n_ops >= OP_QUEUE_MAX) {
+		static int64_t last_ms;
+		static unsigned refused;
+		int64_t now = rn_now_ms();
+
+		/* one line a second, not one per refusal */
+		refused++;
+		if (now - last_ms >= 1000) {
+			log_warnx("controller queue full (%d operations): "
+			    "refused %u requests", OP_QUEUE_MAX, refused);
+			last_ms = now;
+			refused = 0;
+		}
+		op_not_controller(op);
+		return;
+	}
+	if (c->ops_tail != NULL)
+		c->ops_tail->next = op;
+	else
+		c->ops_head = op;
+	c->ops_tail = op;
+	c->n_ops++;
+}
+
+int
+ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender, uint16_t type,
+    const msgpack_object *m)
+{
+	const msgpack_object *body = rn_mp_get(m, "body");
+	struct ctl_op *op;
+	int64_t v = rn_mp_get_int(m, "v", -1);
+
+	if (v != RN_IPC_VERSION)
+		return -EBADMSG;
+	if ((op = op_new(c, CTL_ORIGIN_RING)) == NULL)
+		return -ENOMEM;
+	op->slot = slot;
+	op->sender = sender;
+	op->type = type;
+	if (type == RN_IPC_ADMIN_REQUEST) {
+		op->req = (uint64_t)rn_mp_get_int(m, "req", -1);
+		op->key = (int16_t)rn_mp_get_int(m, "key", -1);
+		op->ver = (int16_t)rn_mp_get_int(m, "ver", -1);
+		if (rn_mp_get(m, "req") == NULL || body == NULL ||
+		    body->type != MSGPACK_OBJECT_BIN) {
+			ctl_op_free(op);
+			return -EBADMSG;
+		}
+		op->len = body->via.bin.size;
+		op->body = malloc(op->len > 0 ? op->len : 1);
+		if (op->body != NULL)
+			memcpy(op->body, body->via.bin.ptr, op->len);
+	} else {
+		/* keep the whole map: op_auto_create reads "topics" */
+		msgpack_sbuffer sb;
+		msgpack_packer pk;
+
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		msgpack_pack_object(&pk, *m);
+		op->body = (uint8_t *)sb.data;
+		op->len = sb.size;
+	}
+	if (op->body == NULL) {
+		ctl_op_free(op);
+		return -ENOMEM;
+	}
+	op_push(c, op);
+	return 0;
+}
+
+int
+ctl_admin_enqueue_conn(struct ctl *c, uint64_t conn_id, int32_t corr,
+    int16_t key, int16_t ver, bool fwd, const void *body, size_t len)
+{
+	struct ctl_op *op;
+
+	if ((op = op_new(c, CTL_ORIGIN_CONN)) == NULL)
+		return -ENOMEM;
+	op->conn_id = conn_id;
+	op->corr = corr;
+	op->key = key;
+	op->ver = ver;
+	op->fwd = fwd;
+	op->len = len;
+	if ((op->body = malloc(len > 0 ? len : 1)) == NULL) {
+		ctl_op_free(op);
+		return -ENOMEM;
+	}
+	memcpy(op->body, body, len);
+	op_push(c, op);
+	ctl_admin_kick(c);
+	return 0;
+}
+
+/*
+ * Leadership was lost before a client's admin request committed. Like
+ * Kafka's forwarding, the request is not failed but tried again with
+ * whoever leads next (held here while nobody does), so a client without
+ * a quorum sees its own timeout, never a wrong answer. A request another
+ * node forwarded goes back with NOT_CONTROLLER: that node retries it.
+ */
+static bool
+op_retry_later(struct ctl *c, struct ctl_op *op)
+{
+	if (op->origin == CTL_ORIGIN_CONN && op->fwd) {
+		ctl_op_reply_raw(op, RN_KERR_NOT_CONTROLLER, NULL, 0);
+		return true;
+	}
+	if (op->origin != CTL_ORIGIN_RING || op->type != RN_IPC_ADMIN_REQUEST)
+		return false;
+	log_info("leadership lost before API %d committed: retrying it with "
+	    "the next active controller", op->key);
+	ctl_batch_free(&op->batch);
+	ctl_batch_init(&op->batch);
+	rn_arena_reset(&op->arena);
+	memset(&op->resp, 0, sizeof(op->resp));
+	op->validate_only = false;
+	op->local_added = 0;
+	op->local_used = -1;
+	op->next = NULL;
+	op_push(c, op);
+	c->reconcile = true;
+	return true;
+}
+
+static void
+op_applied(struct raft_apply *req, int status, void *result)
+{
+	struct ctl_op *op = req->data;
+	struct ctl *c = op->c;
+
+	(void)result;
+	c->op_inflight = NULL;
+	if (status != 0 && op_retry_later(c, op))
+		return;
+	if (status != 0) {
+		log_warnx("controller operation not committed: %s",
+		    raft_strerror(status));
+		op_fail_successes(op);
+	} else {
+		/* committed and applied: make it visible before answering */
+		ctl_publish(c);
+		ctl_op_committed(op);
+	}
+	if (status != 0)
+		c->reconcile = true; /* what it meant to fix may still be due */
+	op_finish(op, 0);
+	/* the next operation starts after this loop turn (ctl_after_turn):
+	 * raft may be in the middle of stepping down right now */
+}
+
+/* Auto-creation on a node that is not the active controller: forward it
+ * as a CreateTopics with the defaults (the answer is dropped). */
+static bool
+auto_create_as_create_topics(struct ctl_op *op)
+{
+	struct rn_CreateTopicsRequest req;
+	struct rn_CreateTopicsRequest_CreatableTopic *ts;
+	msgpack_unpacked up;
+	const msgpack_object *a;
+	struct rn_kwriter w;
+	uint32_t i;
+	bool ok = false;
+
+	if (!op->c->cfg->auto_create_topics_enable)
+		return false;
+	msgpack_unpacked_init(&up);
+	if (msgpack_unpack_next(&up, (const char *)op->body, op->len, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS || (a = rn_mp_get(&up.data, "topics")) ==
+	    NULL || a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size == 0 ||
+	    (ts = rn_arena_alloc(&op->arena, sizeof(*ts) *
+	    a->via.array.size)) == NULL) {
+		msgpack_unpacked_destroy(&up);
+		return false;
+	}
+	rn_CreateTopicsRequest_init(&req);
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *o = &a->via.array.ptr[i];
+
+		if (o->type != MSGPACK_OBJECT_STR)
+			continue;
+		rn_CreateTopicsRequest_CreatableTopic_init(&ts[req.topics_count]);
+		ts[req.topics_count].name.ptr = o->via.str.ptr;
+		ts[req.topics_count].name.len = (int32_t)o->via.str.size;
+		ts[req.topics_count].num_partitions = -1;
+		ts[req.topics_count].replication_factor = -1;
+		req.topics_count++;
+	}
+	req.topics = ts;
+	req.timeout_ms = 30000;
+	rn_kwriter_init(&w);
+	if (req.topics_count > 0 && rn_CreateTopicsRequest_encode(&w, 7,
+	    &req) == 0 && w.err == 0) {
+		free(op->body);
+		if ((op->body = malloc(w.len)) != NULL) {
+			memcpy(op->body, w.buf, w.len);
+			op->len = w.len;
+			op->key = RN_KAPI_CREATE_TOPICS;
+			op->ver = 7;
+			ok = true;
+		}
+	}
+	rn_kwriter_free(&w);
+	msgpack_unpacked_destroy(&up);
+	return ok;
+}
+
+/* Validate and build records; then propose or answer right away. */
+static void
+op_run(struct ctl *c, struct ctl_op *op)
+{
+	struct rn_kreader r;
+	int rc = 0;
+
+	if (op->origin == CTL_ORIGIN_INTERNAL) {
+		/* its records were built when it was queued */
+	} else if (op->origin == CTL_ORIGIN_RING &&
+	    op->type == RN_IPC_AUTO_CREATE) {
+		op_auto_create(op);
+	} else if (!rn_kapi_supported(op->key, op->ver)) {
+		op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
+		return;
+	} else {
+		rn_kreader_init(&r, op->body, op->len);
+		switch (op->key) {
+		case RN_KAPI_CREATE_TOPICS:
+			rc = op_create_topics(op, &r);
+			break;
+		case RN_KAPI_DELETE_TOPICS:
+			rc = op_delete_topics(op, &r);
+			break;
+		case RN_KAPI_CREATE_PARTITIONS:
+			rc = op_create_partitions(op, &r);
+			break;
+		case RN_KAPI_ALTER_CONFIGS:
+			rc = op_alter_configs(op, &r);
+			break;
+		case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
+			rc = op_incremental_alter_configs(op, &r);
+			break;
+		case RN_KAPI_ELECT_LEADERS:
+			rc = ctl_op_elect_leaders(op, &r);
+			break;
+		case RN_KAPI_DESCRIBE_QUORUM:
+			rc = ctl_op_describe_quorum(op, &r);
+			break;
+		case RN_KAPI_BROKER_REGISTRATION:
+		case RN_KAPI_BROKER_HEARTBEAT:
+		case RN_KAPI_ALTER_PARTITION:
+			if (op->origin != CTL_ORIGIN_CONN || op->fwd) {
+				op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
+				return;
+			}
+			rc = op->key == RN_KAPI_BROKER_REGISTRATION ?
+			    ctl_op_broker_registration(op, &r) :
+			    op->key == RN_KAPI_BROKER_HEARTBEAT ?
+			    ctl_op_broker_heartbeat(op, &r) :
+			    ctl_op_alter_partition(op, &r);
+			break;
+		default:
+			log_warnx("API key %d is not answered by the "
+			    "controller", op->key);
+			op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
+			return;
+		}
+		if (rc != 0) {
+			log_warnx("API %d v%d request does not decode (%d)",
+			    op->key, op->ver, rc);
+			op_finish(op, rc == RN_KE_VERSION ?
+			    RN_KERR_UNSUPPORTED_VERSION : RN_KERR_INVALID_REQUEST);
+			return;
+		}
+	}
+	if (op->batch.n == 0 || op->validate_only) {
+		ctl_op_committed(op);
+		op_finish(op, 0);
+		return;
+	}
+	op->apply.data = op;
+	if ((rc = ctl_raft_propose(c, &op->batch, &op->apply,
+	    op_applied)) != 0) {
+		op_fail_successes(op);
+		op_finish(op, 0);
+		return;
+	}
+	c->op_inflight = op;
+}
+
+/* Fencing and elections the cluster needs, queued behind nothing. */
+static void
+maybe_reconcile(struct ctl *c)
+{
+	struct ctl_batch b;
+	struct ctl_op *op;
+
+	if (c->ops_head != NULL || c->op_inflight != NULL)
+		return;
+	/* runs every loop turn: allocate only when there is work */
+	ctl_batch_init(&b);
+	if (!ctl_reconcile(c, &b) || (op = op_new(c, CTL_ORIGIN_INTERNAL)) ==
+	    NULL) {
+		ctl_batch_free(&b);
+		return;
+	}
+	ctl_batch_free(&op->batch);
+	op->batch = b;
+	msgpack_packer_init(&op->batch.pk, &op->batch.sb,
+	    msgpack_sbuffer_write);
+	op_run(c, op);
+}
+
+/*
+ * Not the active controller: this node's own requests go to the one that
+ * is (forwarded by the agent), other nodes' are told NOT_CONTROLLER, and
+ * internal ones are dropped. A leader still catching up, or a voter that
+ * knows no leader, keeps its own requests queued meanwhile.
+ */
+static void
+route_elsewhere(struct ctl *c)
+{
+	raft_id id = 0;
+	const char *addr = NULL;
+	struct ctl_op *op, *keep = NULL, *keep_tail = NULL;
+	bool hold = false;
+	unsigned n_keep = 0;
+
+	if (c->raft_inited) {
+		raft_leader(&c->raft, &id, &addr);
+		hold = raft_state(&c->raft) == RAFT_LEADER || id == 0 ||
+		    id == (raft_id)c->cfg->node_id;
+	}
+	while ((op = c->ops_head) != NULL) {
+		c->ops_head = op->next;
+		op->next = NULL;
+		if (op->origin == CTL_ORIGIN_RING && hold) {
+			if (keep_tail != NULL)
+				keep_tail->next = op;
+			else
+				keep = op;
+			keep_tail = op;
+			n_keep++;
+		} else if (op->origin == CTL_ORIGIN_RING) {
+			if (op->type == RN_IPC_AUTO_CREATE &&
+			    !auto_create_as_create_topics(op))
+				ctl_op_free(op);
+			else
+				ctl_agent_forward(c, op);
+		} else if (op->origin == CTL_ORIGIN_CONN) {
+			op_not_controller(op);
+		} else
+			ctl_op_free(op);
+	}
+	c->ops_head = keep;
+	c->ops_tail = keep_tail;
+	c->n_ops = n_keep;
+}
+
+void
+ctl_admin_kick(struct ctl *c)
+{
+	struct ctl_op *op;
+
+	if (c->stopping || c->fatal)
+		return;
+	if (!c->ready) {
+		if (c->ops_head != NULL)
+			route_elsewhere(c);
+		return;
+	}
+	while (c->op_inflight == NULL && (op = c->ops_head) != NULL) {
+		c->ops_head = op->next;
+		if (c->ops_head == NULL)
+			c->ops_tail = NULL;
+		c->n_ops--;
+		op->next = NULL;
+		op_run(c, op);
+	}
+	if (c->op_inflight == NULL)
+		maybe_reconcile(c);
+}
+
+void
+ctl_admin_fail_all(struct ctl *c)
+{
+	struct ctl_op *op;
+
+	while ((op = c->ops_head) != NULL) {
+		c->ops_head = op->next;
+		c->n_ops--;
+		op_not_controller(op);
+	}
+	c->ops_tail = NULL;
+	/* the in-flight one ends in op_applied with raft's verdict */
+}
+
+/* ---- deleting the dirs of removed topics ----------------------------- */
+
+void
+ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t)
+{
+	struct ctl_local loc;
+	int32_t p, slot, dir;
+
+	ctl_local(c, &loc);
+	for (p = 0; p < t->n_parts; p++) {
+		struct ctl_deletion *d;
+
+		ctl_state_local_placement(&c->st, &loc, t, p, &slot, &dir);
+		if (dir < 0 || dir >= c->cfg->n_log_dirs)
+			continue;
+		if ((d = calloc(1, sizeof(*d))) == NULL)
+			continue;
+		strlcpy(d->dir, c->cfg->log_dirs[dir], sizeof(d->dir));
+		strlcpy(d->topic, t->name, sizeof(d->topic));
+		d->partition = p;
+		d->slot = slot;
+		memcpy(d->id, t->id, 16);
+		snprintf(d->name, sizeof(d->name), "%s-%d", t->name, p);
+		snprintf(d->path, sizeof(d->path), "%s/%s", d->dir, d->name);
+		d->next = c->deletions;
+		c->deletions = d;
+	}
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	if (remove(path) != 0 && errno != ENOENT)
+		log_warn("removing %s", path);
+	return 0;
+}
+
+static void
+rm_tree(const char *path)
+{
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void
+ctl_admin_cleanup_deleted(struct ctl *c)
+{
+	char path[1400];
+	struct dirent *de;
+	DIR *dp;
+	int i;
+
+	for (i = 0; i < c->cfg->n_log_dirs; i++) {
+		if ((dp = opendir(c->cfg->log_dirs[i])) == NULL)
+			continue;
+		while ((de = readdir(dp)) != NULL) {
+			size_t n = strlen(de->d_name);
+
+			/* <topic>-<p>.<32 hex>-delete, left by a crash */
+			if (n < 41 || strcmp(de->d_name + n - 7, "-delete") != 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s",
+			    c->cfg->log_dirs[i], de->d_name);
+			log_info("removing %s, left from a topic deletion",
+			    path);
+			rm_tree(path);
+		}
+		closedir(dp);
+	}
+}
+
+/*
+ * The directory still holds the removed topic id's replica. A replay of
+ * the metadata log at start removes topics whose name a newer topic took:
+ * that one's directory names its own id and stays. One without
+ * partition.metadata (written before ids were kept) goes only if no live
+ * topic has that name and partition here.
+ */
+static bool
+deletion_is_ours(struct ctl *c, const struct ctl_deletion *d)
+{
+	const struct ctl_topic *t;
+	struct ctl_local loc;
+	int32_t slot, dir;
+	uint8_t id[16];
+	int rc = rn_partition_metadata_read(d->path, id);
+
+	if (rc == 0)
+		return memcmp(id, d->id, 16) == 0;
+	if (rc != -ENOENT)
+		return false;
+	t = ctl_state_topic(&c->st, d->topic, strlen(d->topic));
+	if (t == NULL || memcmp(t->id, d->id, 16) == 0 ||
+	    d->partition >= t->n_parts)
+		return true;
+	ctl_local(c, &loc);
+	ctl_state_local_placement(&c->st, &loc, t, d->partition, &slot, &dir);
+	return dir < 0;
+}
+
+/* Is dir (of log dir root) a replica the metadata log does not know? */
+static bool
+stray_dir(struct ctl *c, const char *root, const char *name,
+    char *why, size_t whylen)
+{
+	char topic[RN_TOPIC_MAX + 1], path[1400], enc[23];
+	const struct ctl_topic *t;
+	int32_t p;
+	uint8_t id[16];
+
+	if (rn_partition_dir_parse(name, topic, &p) != 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	if (rn_partition_metadata_read(path, id) != 0)
+		return false; /* no id to go by */
+	rn_uuid_to_base64url(id, enc);
+	t = ctl_state_topic_by_id(&c->st, id);
+	if (t == NULL)
+		snprintf(why, whylen, "topic id %s is not in the metadata log",
+		    enc);
+	else if (strcmp(t->name, topic) != 0 || p >= t->n_parts)
+		snprintf(why, whylen, "topic id %s is %s with %d partitions",
+		    enc, t->name, t->n_parts);
+	else
+		return false;
+	return true;
+}
+
+/*
+ * Once this node has caught up with the metadata log (its broker is
+ * unfenced in this incarnation), replicas of topics deleted while it was
+ * down are known to be stray: remove them as Kafka does.
+ */
+void
+ctl_admin_sweep_strays(struct ctl *c)
+{
+	static bool swept;
+	const struct ctl_broker *b;
+	char why[400];
+	struct dirent *de;
+	DIR *dp;
+	int i;
+
+	b = ctl_state_broker(&c->st, c->cfg->node_id);
+	if (swept || b == NULL || b->fenced ||
+	    memcmp(b->incarnation, c->incarnation, 16) != 0)
+		return;
+	swept = true;
+	for (i = 0; i < c->cfg->n_log_dirs; i++) {
+		if ((dp = opendir(c->cfg->log_dirs[i])) == NULL)
+			continue;
+		while ((de = readdir(dp)) != NULL) {
+			if (de->d_name[0] == '.' ||
+			    !stray_dir(c, c->cfg->log_dirs[i], de->d_name, why,
+			    sizeof(why)))
+				continue;
+			log_warnx("%s/%s: removing stray partition directory: "
+			    "%s", c->cfg->log_dirs[i], de->d_name, why);
+			(void)rn_logdir_discard(c->cfg->log_dirs[i], de->d_name);
+		}
+		closedir(dp);
+	}
+}
+
+void
+ctl_admin_run_deletions(struct ctl *c)
+{
+	struct ctl_deletion *d;
+
+	while ((d = c->deletions) != NULL) {
+		char to[1600], hex[33], base[300];
+		uint8_t raw[16];
+		size_t keep;
+		int i;
+
+		c->deletions = d->next;
+		/* every worker lets go of the old id's fds and mappings */
+		rn_part_release(c->shm, d->slot, d->id, d->partition,
+		    (int64_t)c->st.last_index);
+		if (!deletion_is_ours(c, d)) {
+			free(d);
+			continue;
+		}
+		if (ctl_uuid_random(raw) != 0)
+			memset(raw, 0, sizeof(raw));
+		for (i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+		/* a file name has 255 bytes: shorten the topic part if needed */
+		strlcpy(base, d->name, sizeof(base));
+		keep = 255 - (1 + 32 + strlen("-delete"));
+		if (strlen(base) > keep)
+			base[keep] = '\0';
+		snprintf(to, sizeof(to), "%s/%s.%s-delete", d->dir, base, hex);
+		if (rename(d->path, to) == 0) {
+			const char *fields[] = { NULL, NULL, NULL };
+			char tf[320], pf[32];
+
+			snprintf(tf, sizeof(tf), "TOPIC=%s", d->topic);
+			snprintf(pf, sizeof(pf), "PARTITION=%d", d->partition);
+			fields[0] = tf;
+			fields[1] = pf;
+			rn_log_fields(LOG_INFO, fields, "deleting %s", to);
+			rm_tree(to);
+		} else if (errno != ENOENT)
+			log_warn("renaming %s for deletion", d->path);
+		free(d);
+	}
+}

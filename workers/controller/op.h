@@ -1,0 +1,116 @@
+/*
+ * One controller operation, whatever asked for it: a network worker of
+ * this node (over its ring), another node over the controller listener
+ * (a broker's registration, heartbeat or AlterPartition, or an admin
+ * request a non-active controller forwarded), or the controller itself
+ * (fencing and elections, "internal"). Operations run one at a time on
+ * the active controller (admin.c); a node that is not the active
+ * controller forwards its own ones (agent.c).
+ */
+#ifndef RN_CTL_OP_H
+#define RN_CTL_OP_H
+
+#include "protocol/kcodec.h"
+#include "protocol/kmsg_gen.h"
+#include "workers/controller/raft.h"
+
+/* runnel-private API keys on the controller listener (request header v1,
+ * response header v0); see server.c for their bodies. */
+#define CTL_API_FORWARD 32101
+#define CTL_API_IMAGE 32102
+
+enum ctl_op_origin {
+	CTL_ORIGIN_RING = 0,
+	CTL_ORIGIN_CONN,
+	CTL_ORIGIN_INTERNAL,
+};
+
+struct ctl_op {
+	struct ctl_op *next;
+	struct ctl *c;
+	enum ctl_op_origin origin;
+	/* ring */
+	unsigned slot;
+	pid_t sender;
+	uint16_t type;
+	uint64_t req;
+	/* conn */
+	uint64_t conn_id;
+	int32_t corr;
+	bool fwd;                /* CTL_API_FORWARD: answer err + raw body */
+	int16_t key, ver;
+	uint8_t *body;
+	size_t len;
+	int64_t deadline_ms;     /* forwarded by this node: give up after */
+	struct raft_apply apply;
+	struct ctl_batch batch;
+	struct rn_arena arena;   /* decoded request, response arrays, messages */
+	bool validate_only;
+	int local_added;         /* replicas this operation puts on this node */
+	int local_used;          /* replicas here before it; -1: not counted */
+	int32_t broker;          /* registration / heartbeat: whose */
+	bool want_shut_down;
+	int64_t hb_offset;
+	union {
+		struct rn_CreateTopicsResponse ct;
+		struct rn_DeleteTopicsResponse dt;
+		struct rn_CreatePartitionsResponse cp;
+		struct rn_AlterConfigsResponse ac;
+		struct rn_IncrementalAlterConfigsResponse iac;
+		struct rn_BrokerRegistrationResponse br;
+		struct rn_BrokerHeartbeatResponse bh;
+		struct rn_AlterPartitionResponse ap;
+		struct rn_ElectLeadersResponse el;
+		struct rn_DescribeQuorumResponse dq;
+	} resp;
+};
+
+/* admin.c */
+struct rn_kstr ctl_op_msg(struct ctl_op *op, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Answer whoever asked with a raw response body (or err != 0 and no
+ * body), then free the operation. */
+void ctl_op_reply_raw(struct ctl_op *op, int16_t err, const void *body,
+    size_t len);
+void ctl_op_free(struct ctl_op *op);
+/* A request from another node (conn origin); body is copied. */
+int ctl_admin_enqueue_conn(struct ctl *c, uint64_t conn_id, int32_t corr,
+    int16_t key, int16_t ver, bool fwd, const void *body, size_t len);
+/* Effective unclean.leader.election.enable of a topic. */
+bool ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t);
+
+/* lifecycle.c: the operations behind the broker APIs */
+int ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_alter_partition(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_elect_leaders(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_describe_quorum(struct ctl_op *op, struct rn_kreader *r);
+/* Once the operation's records are applied (or none were needed). */
+void ctl_op_committed(struct ctl_op *op);
+/* Records the cluster needs now (fencing, elections); false if none. */
+bool ctl_reconcile(struct ctl *c, struct ctl_batch *b);
+/* Liveness bookkeeping of the active controller. */
+void ctl_live_reset(struct ctl *c);
+void ctl_quorum_track(struct ctl *c);
+
+/* server.c: Kafka protocol on the controller listener */
+void ctl_server_init(struct ctl *c);
+void ctl_server_reply(struct ctl *c, uint64_t conn_id, int32_t corr,
+    int16_t key, int16_t ver, bool fwd, int16_t err, const void *body,
+    size_t len);
+/* Held image requests: answer those the applied state now satisfies
+ * (or all of them, expired or not, when flush). */
+void ctl_server_image_poll(struct ctl *c, bool flush);
+void ctl_server_close(struct ctl *c);
+
+/* agent.c: this node's broker agent and forwarder */
+int ctl_agent_start(struct ctl *c);
+void ctl_agent_stop(struct ctl *c);
+/* Take op (ring origin) to the active controller; the agent answers it. */
+void ctl_agent_forward(struct ctl *c, struct ctl_op *op);
+/* An RN_IPC_ALTER_PARTITION from a network worker. */
+int ctl_agent_alter_partition(struct ctl *c, const msgpack_object *m);
+/* This broker's registration epoch, -1 when not registered. */
+int64_t ctl_agent_broker_epoch(struct ctl *c);
+
+#endif /* RN_CTL_OP_H */
