@@ -124,7 +124,8 @@ worker_raise_nofile(void)
 
 void
 rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
-    unsigned index, uid_t uid, gid_t gid, bool drop)
+    unsigned index, rn_worker_main_fn main_fn, uid_t uid, gid_t gid,
+    bool drop)
 {
 	struct rn_worker w;
 	pid_t parent = getppid();
@@ -159,19 +160,7 @@ rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
 		exit(RN_WORKER_EXIT_RESTART);
 	}
 
-	switch (role) {
-	case RN_ROLE_W_CONTROLLER:
-		rc = rn_controller_main(&w);
-		break;
-	case RN_ROLE_W_NETWORK:
-		rc = rn_network_main(&w);
-		break;
-	case RN_ROLE_W_FETCHER:
-		rc = rn_fetcher_main(&w);
-		break;
-	default:
-		rc = RN_WORKER_EXIT_FATAL;
-	}
+	rc = main_fn != NULL ? main_fn(&w) : RN_WORKER_EXIT_FATAL;
 	log_debug("exiting with status %d", rc);
 	exit(rc);
 }

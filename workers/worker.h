@@ -1,7 +1,9 @@
 /*
  * What a worker process is given by the supervisor at fork time, and the
  * loop every worker shares: heartbeat into its slot, sleep on its eventfd,
- * stop on SIGTERM. Each role has one entry point.
+ * stop on SIGTERM. Each role has one entry point, which the supervisor
+ * hands to rn_worker_run() (from its role table); this runtime knows no
+ * role.
  *
  * Exit status is a contract with the supervisor (as in nginx and
  * PostgreSQL background workers): 0 stopped on request, 1 restart me
@@ -65,9 +67,13 @@ unsigned rn_worker_slot_of(const struct rn_worker_env *env,
 void rn_worker_name(enum rn_worker_role role, unsigned index, char *buf,
     size_t len);
 
-/* Called in the child right after fork; never returns. */
+/* A role's entry point: runs the role, returns the exit status. */
+typedef int (*rn_worker_main_fn)(struct rn_worker *w);
+
+/* Called in the child right after fork: sets up, runs main; never returns. */
 void rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
-    unsigned index, uid_t uid, gid_t gid, bool drop) __attribute__((noreturn));
+    unsigned index, rn_worker_main_fn main_fn, uid_t uid, gid_t gid,
+    bool drop) __attribute__((noreturn));
 
 /* Shared loop helpers. */
 bool rn_worker_should_stop(void);
@@ -83,10 +89,5 @@ int rn_worker_send_ctl(struct rn_worker *w, uint16_t type, const void *buf,
 /* Push what is queued for the controller; true if some is left. */
 bool rn_worker_pump_ctl(struct rn_worker *w);
 int rn_worker_send_hello(struct rn_worker *w);
-
-/* Role entry points; each returns the exit status. */
-int rn_controller_main(struct rn_worker *w);
-int rn_network_main(struct rn_worker *w);
-int rn_fetcher_main(struct rn_worker *w);
 
 #endif /* RN_WORKER_H */

@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "ipc/msgtypes.h"
 #include "storage/metaprops.h"
+#include "workers/controller/controller.h"
 #include "workers/controller/op.h"
 #include "workers/controller/raft.h"
 #include "workers/worker.h"

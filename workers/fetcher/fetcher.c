@@ -27,6 +27,7 @@
 #include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
+#include "workers/fetcher/fetcher.h"
 #include "workers/partition/partition.h"
 #include "workers/peer.h"
 

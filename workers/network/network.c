@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "workers/network/net_int.h"
+#include "workers/network/network.h"
 
 #define MAX_EVENTS 128
 #define ACCEPT_PAUSE_MS 200
