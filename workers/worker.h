@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <msgpack.h>
+
 #include "common/config.h"
 #include "ipc/ringq.h"
 #include "ipc/shm.h"
@@ -89,5 +91,28 @@ int rn_worker_send_ctl(struct rn_worker *w, uint16_t type, const void *buf,
 /* Push what is queued for the controller; true if some is left. */
 bool rn_worker_pump_ctl(struct rn_worker *w);
 int rn_worker_send_hello(struct rn_worker *w);
+
+/*
+ * One ring drained by rn_worker_drain(). A message whose sender is not
+ * *sender_pid is left over from an earlier incarnation and dropped. With
+ * `in`, FRAGMENT pieces are reassembled (up to max_len, the sender woken
+ * through wake_fd to push the next) and the whole message is handled.
+ * The handler gets each message unpacked; it returns -EBADMSG or -EPROTO
+ * when the sender misbehaves, which ends the drain; other errors do not.
+ */
+struct rn_drain {
+	struct rn_ring *ring;
+	_Atomic int32_t *sender_pid;
+	struct rn_ringq_in *in;
+	int wake_fd;
+	size_t max_len;
+	const char *from;           /* for logs: "slot 3", "the controller" */
+	int (*handle)(void *arg, pid_t sender, uint16_t type,
+	    const msgpack_object *m);
+	void *arg;
+};
+
+/* 0, or the error that ended the drain: the sender needs a restart. */
+int rn_worker_drain(const struct rn_drain *d);
 
 #endif /* RN_WORKER_H */

@@ -96,99 +96,61 @@ ctl_on_hello(struct ctl *c, unsigned slot, const msgpack_object *m)
 	return rc;
 }
 
+/* The worker slot a message came from, for the handler. */
+struct ctl_from {
+	struct ctl *c;
+	unsigned slot;
+};
+
 /* One message from a worker; -EBADMSG or -EPROTO cost it a restart. */
 static int
-ctl_handle(struct ctl *c, unsigned slot, pid_t sender, uint16_t type,
-    const void *payload, size_t len, msgpack_unpacked *up)
+ctl_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 {
-	if (msgpack_unpack_next(up, payload, len, NULL) !=
-	    MSGPACK_UNPACK_SUCCESS || up->data.type != MSGPACK_OBJECT_MAP) {
+	struct ctl_from *f = arg;
+	struct ctl *c = f->c;
+	unsigned slot = f->slot;
+
+	if (m->type != MSGPACK_OBJECT_MAP) {
 		log_warnx("slot %u: malformed IPC message type %u", slot,
 		    type);
 		return -EBADMSG;
 	}
 	if (type == RN_IPC_HELLO)
-		return ctl_on_hello(c, slot, &up->data);
+		return ctl_on_hello(c, slot, m);
 	if (type == RN_IPC_ALTER_PARTITION)
-		return ctl_agent_alter_partition(c, &up->data);
+		return ctl_agent_alter_partition(c, m);
 	if (type == RN_IPC_ADMIN_REQUEST || type == RN_IPC_AUTO_CREATE)
 		/* copied: the ring space is released after this */
-		return ctl_admin_enqueue(c, slot, sender, type, &up->data);
+		return ctl_admin_enqueue(c, slot, sender, type, m);
 	log_warnx("slot %u: unexpected IPC message type %u", slot, type);
 	return -EBADMSG;
-}
-
-/*
- * A piece of a request larger than a ring frame: bounded like a request
- * (socket.request.max.bytes); the worker is woken to push the next one.
- */
-static int
-ctl_fragment(struct ctl *c, unsigned slot, pid_t sender, const void *payload,
-    size_t len, msgpack_unpacked *up)
-{
-	struct rn_ringq_in *in = &c->from_slot[slot];
-	uint64_t one = 1;
-	int rc = rn_ringq_take(in, sender, payload, len,
-	    (size_t)c->cfg->socket_request_max_bytes + 65536);
-
-	(void)!write(c->w->env->efd[slot], &one, sizeof(one));
-	if (rc == 0)
-		return 0;
-	if (rc < 0) {
-		log_warnx("slot %u: dropped a fragmented message: %s", slot,
-		    strerror(-rc));
-		return 0;
-	}
-	rc = ctl_handle(c, slot, sender, in->type, in->buf, in->len, up);
-	rn_ringq_in_done(in);
-	return rc;
 }
 
 /*
  * Drain one worker's ring. A message from the wrong sender is left over
  * from an earlier incarnation and dropped; one that does not parse is a
  * bug inside the node: it costs this worker a restart, never the node.
+ * Requests larger than a ring frame come in pieces, bounded like a
+ * request (socket.request.max.bytes).
  */
 static int
 ctl_drain(struct ctl *c, unsigned slot)
 {
-	struct rn_ring *r = rn_shm_ring_to_ctl(c->shm, slot);
-	struct rn_worker_slot *ws = rn_shm_worker(c->shm, slot);
-	msgpack_unpacked up;
-	const void *payload;
-	uint16_t type;
-	ssize_t len;
-	int rc = 0;
+	struct ctl_from f = { c, slot };
+	char from[32];
+	struct rn_drain d = {
+		.ring = rn_shm_ring_to_ctl(c->shm, slot),
+		.sender_pid = &rn_shm_worker(c->shm, slot)->pid,
+		.in = &c->from_slot[slot],
+		.wake_fd = c->w->env->efd[slot],
+		.max_len = (size_t)c->cfg->socket_request_max_bytes + 65536,
+		.from = from,
+		.handle = ctl_handle,
+		.arg = &f,
+	};
 
-	/* a worker that died half-way through a large request */
-	if (c->from_slot[slot].buf != NULL &&
-	    c->from_slot[slot].sender != atomic_load(&ws->pid))
-		rn_ringq_in_done(&c->from_slot[slot]);
-	msgpack_unpacked_init(&up);
-	while ((len = rn_ring_peek(r, &type, &payload)) >= 0) {
-		pid_t sender = rn_ring_peek_sender(r);
-
-		if (sender != atomic_load(&ws->pid)) {
-			log_debug("slot %u: dropping message from old pid %d",
-			    slot, (int)sender);
-			rn_ring_release(r);
-			continue;
-		}
-		if (type == RN_IPC_FRAGMENT)
-			rc = ctl_fragment(c, slot, sender, payload,
-			    (size_t)len, &up);
-		else
-			rc = ctl_handle(c, slot, sender, type, payload,
-			    (size_t)len, &up);
-		rn_ring_release(r);
-		if (rc == -EBADMSG || rc == -EPROTO)
-			break;
-		rc = 0;
-	}
-	msgpack_unpacked_destroy(&up);
-	if (len == -EBADMSG)
-		rc = -EBADMSG;
-	return rc;
+	snprintf(from, sizeof(from), "slot %u", slot);
+	return rn_worker_drain(&d);
 }
 
 static void ctl_stop(struct ctl *c, int exit_code);

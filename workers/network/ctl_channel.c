@@ -112,71 +112,39 @@ admin_reply(struct net *n, const msgpack_object *m)
 	net_conn_request_done(n, c);
 }
 
-/*
- * One piece of a reply larger than a ring frame. The controller is woken
- * to push the next; the whole reply is bounded like any response.
- */
+/* One message from the controller: a reply, or the answer to hello. */
 static int
-admin_fragment(struct net *n, pid_t sender, const void *payload, size_t len,
-    msgpack_unpacked *up)
+ctl_channel_handle(void *arg, pid_t sender, uint16_t type,
+    const msgpack_object *m)
 {
-	struct rn_ringq_in *in = &n->from_ctl;
-	uint64_t one = 1;
-	int rc = rn_ringq_take(in, sender, payload, len,
-	    (size_t)n->cfg->socket_request_max_bytes + 65536);
-
-	(void)!write(n->w->env->efd[0], &one, sizeof(one));
-	if (rc == 0)
-		return 0;
-	if (rc < 0) {
-		log_warnx("dropped a reply from the controller: %s",
-		    strerror(-rc));
-		return 0;
-	}
-	if (in->type != RN_IPC_ADMIN_RESPONSE || msgpack_unpack_next(up,
-	    (const char *)in->buf, in->len, NULL) != MSGPACK_UNPACK_SUCCESS)
-		rc = -EBADMSG;
-	else {
-		admin_reply(n, &up->data);
-		rc = 0;
-	}
-	rn_ringq_in_done(in);
-	return rc;
+	(void)sender;
+	if (type == RN_IPC_ADMIN_RESPONSE)
+		admin_reply(arg, m);
+	else if (type != RN_IPC_HELLO_ACK)
+		return -EBADMSG;
+	return 0;
 }
 
+/*
+ * Replies larger than a ring frame come in pieces; the controller is
+ * woken to push the next, and the whole reply is bounded like any
+ * response.
+ */
 int
-net_admin_drain(struct net *n)
+net_ctl_drain(struct net *n)
 {
-	struct rn_ring *r = rn_shm_ring_from_ctl(n->w->env->shm, n->w->slot);
-	struct rn_worker_slot *ctl = rn_shm_worker(n->w->env->shm, 0);
-	msgpack_unpacked up;
-	const void *payload;
-	uint16_t type;
-	ssize_t len;
-	int rc = 0;
+	struct rn_drain d = {
+		.ring = rn_shm_ring_from_ctl(n->w->env->shm, n->w->slot),
+		.sender_pid = &rn_shm_worker(n->w->env->shm, 0)->pid,
+		.in = &n->from_ctl,
+		.wake_fd = n->w->env->efd[0],
+		.max_len = (size_t)n->cfg->socket_request_max_bytes + 65536,
+		.from = "the controller",
+		.handle = ctl_channel_handle,
+		.arg = n,
+	};
 
-	msgpack_unpacked_init(&up);
-	while ((len = rn_ring_peek(r, &type, &payload)) >= 0) {
-		if (rn_ring_peek_sender(r) != atomic_load(&ctl->pid)) {
-			rn_ring_release(r);
-			continue;
-		}
-		if (type == RN_IPC_FRAGMENT)
-			rc = admin_fragment(n, rn_ring_peek_sender(r), payload,
-			    (size_t)len, &up);
-		else if (msgpack_unpack_next(&up, payload, (size_t)len, NULL) !=
-		    MSGPACK_UNPACK_SUCCESS)
-			rc = -EBADMSG;
-		else if (type == RN_IPC_ADMIN_RESPONSE)
-			admin_reply(n, &up.data);
-		else if (type != RN_IPC_HELLO_ACK)
-			rc = -EBADMSG;
-		rn_ring_release(r);
-		if (rc != 0)
-			break;
-	}
-	msgpack_unpacked_destroy(&up);
-	return len == -EBADMSG ? -EBADMSG : rc;
+	return rn_worker_drain(&d);
 }
 
 void

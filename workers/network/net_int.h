@@ -159,7 +159,7 @@ void net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
 void net_isr_housekeeping(struct net *n, int64_t now_ms);
 
 /* ctl_channel.c: replies from the controller */
-int net_admin_drain(struct net *n);
+int net_ctl_drain(struct net *n);
 void net_auto_create(struct net *n, const struct rn_kstr *names, int count);
 int net_alter_partition(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp, const int32_t *isr, int n_isr);

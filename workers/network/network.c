@@ -282,7 +282,7 @@ rn_network_main(struct rn_worker *w)
 		if (net_housekeeping(&n, now))
 			next = now; /* more of the pass after this turn */
 		rn_ring_consumer_sleeping(in, true);
-		if (net_admin_drain(&n) != 0) {
+		if (net_ctl_drain(&n) != 0) {
 			log_errx("bad message from the controller: restarting");
 			return RN_WORKER_EXIT_RESTART;
 		}
