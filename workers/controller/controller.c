@@ -253,6 +253,30 @@ ctl_remove_topic_hook(void *arg, const struct ctl_topic *t)
 	ctl_admin_topic_removed(arg, t);
 }
 
+static void
+ctl_before_publish(struct ctl *c)
+{
+	ctl_admin_run_deletions(c);
+	ctl_admin_sweep_strays(c);
+}
+
+static void
+ctl_published(struct ctl *c)
+{
+	ctl_server_image_poll(c, false);
+}
+
+/* What the raft layer reports, and who hears it. */
+static void
+ctl_wire_raft(struct ctl *c)
+{
+	c->hooks.transport_ready = ctl_server_init;
+	c->hooks.before_publish = ctl_before_publish;
+	c->hooks.published = ctl_published;
+	c->hooks.became_active = ctl_live_reset;
+	c->hooks.lost_leadership = ctl_admin_kick;
+}
+
 int
 rn_controller_main(struct rn_worker *w)
 {
@@ -270,6 +294,7 @@ rn_controller_main(struct rn_worker *w)
 	ctl_state_init(&c->st);
 	c->st.on_remove_topic = ctl_remove_topic_hook;
 	c->st.hook_arg = c;
+	ctl_wire_raft(c);
 	rn_worker_heartbeat(w);
 	log_info("controller up: node %d, roles %s", c->cfg->node_id,
 	    rn_config_roles_str(c->cfg->roles));

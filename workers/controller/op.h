@@ -65,7 +65,35 @@ struct ctl_op {
 	} resp;
 };
 
-/* admin.c */
+/* controller.c */
+/*
+ * Send a message of any size to the worker in slot (pid dest): what the
+ * ring cannot take now waits in c->to_slot[slot]. 0 or -errno.
+ */
+int ctl_send(struct ctl *c, unsigned slot, uint16_t type, const void *buf,
+    size_t len, pid_t dest);
+
+/* admin.c: the operation queue and the local partition dirs */
+/* An RN_IPC_ADMIN_REQUEST / RN_IPC_AUTO_CREATE from slot; the message is
+ * copied. 0, or -EBADMSG when malformed. */
+int ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender,
+    uint16_t type, const msgpack_object *m);
+/* Active controller: run queued operations one at a time, then fencing
+ * and elections (ctl_reconcile). Otherwise route them elsewhere: this
+ * node's own to the active controller (ctl_agent_forward), other nodes'
+ * answered NOT_CONTROLLER. */
+void ctl_admin_kick(struct ctl *c);
+/* Stopping: answer everything queued with NOT_CONTROLLER. */
+void ctl_admin_fail_all(struct ctl *c);
+/* Remove the local dirs of a topic being removed (called by the FSM). */
+void ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t);
+/* After a publish: rename and remove the dirs queued above. */
+void ctl_admin_run_deletions(struct ctl *c);
+/* At start: remove "-delete" dirs a crash left behind. */
+void ctl_admin_cleanup_deleted(struct ctl *c);
+/* Once caught up: remove replicas of topic ids the metadata log lacks. */
+void ctl_admin_sweep_strays(struct ctl *c);
+
 struct rn_kstr ctl_op_msg(struct ctl_op *op, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Answer whoever asked with a raw response body (or err != 0 and no

@@ -14,7 +14,6 @@
 #include "common/util.h"
 #include "ipc/mdimage.h"
 #include "storage/metaprops.h"
-#include "workers/controller/op.h"
 #include "workers/controller/raft.h"
 #include "workers/controller/transport.h"
 
@@ -186,7 +185,7 @@ ctl_raft_start(struct ctl *c)
 	if ((rc = ctl_transport_init(&c->transport, &c->loop,
 	    ctl_listen_fd(c->w->env), cfg)) != 0)
 		return rc;
-	ctl_server_init(c);
+	c->hooks.transport_ready(c);
 	if ((rc = raft_uv_init(&c->io, &c->loop, c->raft_dir,
 	    &c->transport)) != 0) {
 		log_errx("metadata log in %s: %s", c->raft_dir,
@@ -361,8 +360,7 @@ ctl_publish(struct ctl *c)
 		return;
 	/* the removed topics' slots and dirs go before an image can hand
 	 * their names to new topics */
-	ctl_admin_run_deletions(c);
-	ctl_admin_sweep_strays(c);
+	c->hooks.before_publish(c);
 	msgpack_sbuffer_init(&sb);
 	ctl_state_encode_image(&c->st, &loc, &sb);
 	rc = rn_mdimage_publish(c->shm, c->cfg->node_id, c->st.cluster_id,
@@ -384,7 +382,7 @@ ctl_publish(struct ctl *c)
 		    "bytes)", (unsigned long long)c->st.last_index, sb.size);
 	}
 	msgpack_sbuffer_destroy(&sb);
-	ctl_server_image_poll(c, false);
+	c->hooks.published(c);
 }
 
 /* ---- leadership ----------------------------------------------------- */
@@ -418,7 +416,7 @@ ctl_become_ready(struct ctl *c)
 	c->ready = true;
 	c->dirty = true;
 	c->reconcile = true;
-	ctl_live_reset(c);
+	c->hooks.became_active(c);
 	log_info("active controller: cluster %s, metadata at offset %llu, "
 	    "%d topic(s)", c->st.cluster_id,
 	    (unsigned long long)c->st.last_index, c->st.n_topics);
@@ -556,7 +554,7 @@ ctl_raft_watch(struct ctl *c)
 		c->leader_term = 0;
 		c->ready = false;
 		c->dirty = true;
-		ctl_admin_kick(c); /* what is queued goes elsewhere */
+		c->hooks.lost_leadership(c);
 	}
 	raft_leader(&c->raft, &id, &addr);
 	if (id != c->last_leader) {

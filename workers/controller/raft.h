@@ -39,6 +39,26 @@ struct ctl_op;        /* an operation: op.h */
 struct ctl_deletion;  /* a local partition dir to remove after publishing */
 struct ctl_server;    /* Kafka protocol on the controller listener */
 struct ctl_agent;     /* this node's broker agent */
+struct ctl;
+
+/*
+ * What the raft layer reports to the rest of the controller. controller.c
+ * wires them, so raft.c calls nothing above it.
+ */
+struct ctl_raft_hooks {
+	/* the transport is set up: the Kafka side of the listener hooks in */
+	void (*transport_ready)(struct ctl *c);
+	/* an image is about to be published: what it must no longer name
+	 * (removed topics' slots and dirs) goes first */
+	void (*before_publish)(struct ctl *c);
+	/* a publish was attempted: the image may have moved */
+	void (*published)(struct ctl *c);
+	/* this node became the active controller, everything before its
+	 * term applied */
+	void (*became_active)(struct ctl *c);
+	/* this node no longer leads: what is queued goes elsewhere */
+	void (*lost_leadership)(struct ctl *c);
+};
 
 /* What the active controller knows of a broker's liveness (not state:
  * it is clock-based and starts over with every new active controller). */
@@ -71,6 +91,7 @@ struct ctl {
 	int n_dirs;
 
 	/* raft */
+	struct ctl_raft_hooks hooks;
 	struct raft raft;
 	struct raft_io io;
 	struct raft_fsm fsm;
@@ -133,32 +154,5 @@ void ctl_publish(struct ctl *c);
 void ctl_cluster_id_applied(struct ctl *c, const char *before);
 /* Node-local facts for the image. */
 void ctl_local(struct ctl *c, struct ctl_local *loc);
-
-/* admin.c */
-/* An RN_IPC_ADMIN_REQUEST / RN_IPC_AUTO_CREATE from slot; the message is
- * copied. 0, or -EBADMSG when malformed. */
-/*
- * Send a message of any size to the worker in slot (pid dest): what the
- * ring cannot take now waits in c->to_slot[slot]. 0 or -errno.
- */
-int ctl_send(struct ctl *c, unsigned slot, uint16_t type, const void *buf,
-    size_t len, pid_t dest);
-int ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender,
-    uint16_t type, const msgpack_object *m);
-/* Active controller: run queued operations one at a time, then fencing
- * and elections (ctl_reconcile). Otherwise route them elsewhere: this
- * node's own to the active controller (ctl_agent_forward), other nodes'
- * answered NOT_CONTROLLER. */
-void ctl_admin_kick(struct ctl *c);
-/* Stopping: answer everything queued with NOT_CONTROLLER. */
-void ctl_admin_fail_all(struct ctl *c);
-/* Remove the local dirs of a topic being removed (called by the FSM). */
-void ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t);
-/* After a publish: rename and remove the dirs queued above. */
-void ctl_admin_run_deletions(struct ctl *c);
-/* At start: remove "-delete" dirs a crash left behind. */
-void ctl_admin_cleanup_deleted(struct ctl *c);
-/* Once caught up: remove replicas of topic ids the metadata log lacks. */
-void ctl_admin_sweep_strays(struct ctl *c);
 
 #endif /* RN_CTL_RAFT_H */
