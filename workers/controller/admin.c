@@ -1493,93 +1493,138 @@ ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t)
 
 /* ---- replies -------------------------------------------------------- */
 
+/*
+ * After records failed to commit, every success in a response becomes
+ * the error e: per item for the admin APIs, the one error_code of the
+ * broker APIs.
+ */
+#define OP_FAIL_EACH(fn, arr, count)					\
+static void								\
+fn(struct ctl_op *op, int16_t e)					\
+{									\
+	int32_t i;							\
+									\
+	for (i = 0; i < op->resp.count; i++)				\
+		if (op->resp.arr[i].error_code == 0)			\
+			op->resp.arr[i].error_code = e;			\
+}
+OP_FAIL_EACH(fail_ct, ct.topics, ct.topics_count)
+OP_FAIL_EACH(fail_dt, dt.responses, dt.responses_count)
+OP_FAIL_EACH(fail_cp, cp.results, cp.results_count)
+OP_FAIL_EACH(fail_ac, ac.responses, ac.responses_count)
+OP_FAIL_EACH(fail_iac, iac.responses, iac.responses_count)
+
+static void
+fail_br(struct ctl_op *op, int16_t e)
+{
+	op->resp.br.error_code = e;
+}
+
+static void
+fail_bh(struct ctl_op *op, int16_t e)
+{
+	op->resp.bh.error_code = e;
+}
+
+static void
+fail_ap(struct ctl_op *op, int16_t e)
+{
+	op->resp.ap.error_code = e;
+}
+
+static void
+fail_el(struct ctl_op *op, int16_t e)
+{
+	int32_t i, k;
+
+	for (i = 0; i < op->resp.el.replica_election_results_count; i++) {
+		struct rn_ElectLeadersResponse_ReplicaElectionResult *t =
+		    &op->resp.el.replica_election_results[i];
+
+		for (k = 0; k < t->partition_result_count; k++)
+			if (t->partition_result[k].error_code == 0)
+				t->partition_result[k].error_code = e;
+	}
+}
+
+/* The response of each API, encoded from op->resp. */
+#define OP_ENCODE(fn, type, field)					\
+static int								\
+fn(struct ctl_op *op, struct rn_kwriter *w)				\
+{									\
+	return rn_##type##_encode(w, op->ver, &op->resp.field);		\
+}
+OP_ENCODE(enc_ct, CreateTopicsResponse, ct)
+OP_ENCODE(enc_dt, DeleteTopicsResponse, dt)
+OP_ENCODE(enc_cp, CreatePartitionsResponse, cp)
+OP_ENCODE(enc_ac, AlterConfigsResponse, ac)
+OP_ENCODE(enc_iac, IncrementalAlterConfigsResponse, iac)
+OP_ENCODE(enc_br, BrokerRegistrationResponse, br)
+OP_ENCODE(enc_bh, BrokerHeartbeatResponse, bh)
+OP_ENCODE(enc_ap, AlterPartitionResponse, ap)
+OP_ENCODE(enc_el, ElectLeadersResponse, el)
+OP_ENCODE(enc_dq, DescribeQuorumResponse, dq)
+
+/*
+ * What the controller answers, one row per API (as the network worker's
+ * served[]): run validates the request and builds its records, encode
+ * writes the response, fail turns successes into an error when the
+ * records do not commit. direct: a broker API, taken only from another
+ * node's own connection (not forwarded, not from a ring).
+ */
+static const struct op_api {
+	int16_t key;
+	int (*run)(struct ctl_op *op, struct rn_kreader *r);
+	int (*encode)(struct ctl_op *op, struct rn_kwriter *w);
+	void (*fail)(struct ctl_op *op, int16_t e);
+	bool direct;
+} op_apis[] = {
+	{ RN_KAPI_CREATE_TOPICS, op_create_topics, enc_ct, fail_ct, false },
+	{ RN_KAPI_DELETE_TOPICS, op_delete_topics, enc_dt, fail_dt, false },
+	{ RN_KAPI_CREATE_PARTITIONS, op_create_partitions, enc_cp, fail_cp,
+	    false },
+	{ RN_KAPI_ALTER_CONFIGS, op_alter_configs, enc_ac, fail_ac, false },
+	{ RN_KAPI_INCREMENTAL_ALTER_CONFIGS, op_incremental_alter_configs,
+	    enc_iac, fail_iac, false },
+	{ RN_KAPI_ELECT_LEADERS, ctl_op_elect_leaders, enc_el, fail_el,
+	    false },
+	{ RN_KAPI_DESCRIBE_QUORUM, ctl_op_describe_quorum, enc_dq, NULL,
+	    false },
+	{ RN_KAPI_BROKER_REGISTRATION, ctl_op_broker_registration, enc_br,
+	    fail_br, true },
+	{ RN_KAPI_BROKER_HEARTBEAT, ctl_op_broker_heartbeat, enc_bh, fail_bh,
+	    true },
+	{ RN_KAPI_ALTER_PARTITION, ctl_op_alter_partition, enc_ap, fail_ap,
+	    true },
+};
+
+static const struct op_api *
+op_api_find(int16_t key)
+{
+	size_t i;
+
+	for (i = 0; i < RN_ARRAY_SIZE(op_apis); i++)
+		if (op_apis[i].key == key)
+			return &op_apis[i];
+	return NULL;
+}
+
 /* Once the records failed to commit: every success becomes NOT_CONTROLLER. */
 static void
 op_fail_successes(struct ctl_op *op)
 {
-	int16_t e = RN_KERR_NOT_CONTROLLER;
-	int32_t i, k;
+	const struct op_api *api = op_api_find(op->key);
 
-	switch (op->key) {
-	case RN_KAPI_CREATE_TOPICS:
-		for (i = 0; i < op->resp.ct.topics_count; i++)
-			if (op->resp.ct.topics[i].error_code == 0)
-				op->resp.ct.topics[i].error_code = e;
-		break;
-	case RN_KAPI_DELETE_TOPICS:
-		for (i = 0; i < op->resp.dt.responses_count; i++)
-			if (op->resp.dt.responses[i].error_code == 0)
-				op->resp.dt.responses[i].error_code = e;
-		break;
-	case RN_KAPI_CREATE_PARTITIONS:
-		for (i = 0; i < op->resp.cp.results_count; i++)
-			if (op->resp.cp.results[i].error_code == 0)
-				op->resp.cp.results[i].error_code = e;
-		break;
-	case RN_KAPI_ALTER_CONFIGS:
-		for (i = 0; i < op->resp.ac.responses_count; i++)
-			if (op->resp.ac.responses[i].error_code == 0)
-				op->resp.ac.responses[i].error_code = e;
-		break;
-	case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
-		for (i = 0; i < op->resp.iac.responses_count; i++)
-			if (op->resp.iac.responses[i].error_code == 0)
-				op->resp.iac.responses[i].error_code = e;
-		break;
-	case RN_KAPI_BROKER_REGISTRATION:
-		op->resp.br.error_code = e;
-		break;
-	case RN_KAPI_BROKER_HEARTBEAT:
-		op->resp.bh.error_code = e;
-		break;
-	case RN_KAPI_ALTER_PARTITION:
-		op->resp.ap.error_code = e;
-		break;
-	case RN_KAPI_ELECT_LEADERS:
-		for (i = 0; i < op->resp.el.replica_election_results_count; i++) {
-			struct rn_ElectLeadersResponse_ReplicaElectionResult
-			    *t = &op->resp.el.replica_election_results[i];
-
-			for (k = 0; k < t->partition_result_count; k++)
-				if (t->partition_result[k].error_code == 0)
-					t->partition_result[k].error_code = e;
-		}
-		break;
-	}
+	if (api != NULL && api->fail != NULL)
+		api->fail(op, RN_KERR_NOT_CONTROLLER);
 }
 
 static int
 op_encode(struct ctl_op *op, struct rn_kwriter *w)
 {
-	switch (op->key) {
-	case RN_KAPI_CREATE_TOPICS:
-		return rn_CreateTopicsResponse_encode(w, op->ver, &op->resp.ct);
-	case RN_KAPI_DELETE_TOPICS:
-		return rn_DeleteTopicsResponse_encode(w, op->ver, &op->resp.dt);
-	case RN_KAPI_CREATE_PARTITIONS:
-		return rn_CreatePartitionsResponse_encode(w, op->ver,
-		    &op->resp.cp);
-	case RN_KAPI_ALTER_CONFIGS:
-		return rn_AlterConfigsResponse_encode(w, op->ver, &op->resp.ac);
-	case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
-		return rn_IncrementalAlterConfigsResponse_encode(w, op->ver,
-		    &op->resp.iac);
-	case RN_KAPI_BROKER_REGISTRATION:
-		return rn_BrokerRegistrationResponse_encode(w, op->ver,
-		    &op->resp.br);
-	case RN_KAPI_BROKER_HEARTBEAT:
-		return rn_BrokerHeartbeatResponse_encode(w, op->ver,
-		    &op->resp.bh);
-	case RN_KAPI_ALTER_PARTITION:
-		return rn_AlterPartitionResponse_encode(w, op->ver,
-		    &op->resp.ap);
-	case RN_KAPI_ELECT_LEADERS:
-		return rn_ElectLeadersResponse_encode(w, op->ver, &op->resp.el);
-	case RN_KAPI_DESCRIBE_QUORUM:
-		return rn_DescribeQuorumResponse_encode(w, op->ver,
-		    &op->resp.dq);
-	}
-	return RN_KE_VERSION;
+	const struct op_api *api = op_api_find(op->key);
+
+	return api != NULL ? api->encode(op, w) : RN_KE_VERSION;
 }
 
 /* Ring origin: push {"v","req","err","body"} to the worker that asked. */
@@ -1949,48 +1994,21 @@ op_run(struct ctl *c, struct ctl_op *op)
 		op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
 		return;
 	} else {
-		rn_kreader_init(&r, op->body, op->len);
-		switch (op->key) {
-		case RN_KAPI_CREATE_TOPICS:
-			rc = op_create_topics(op, &r);
-			break;
-		case RN_KAPI_DELETE_TOPICS:
-			rc = op_delete_topics(op, &r);
-			break;
-		case RN_KAPI_CREATE_PARTITIONS:
-			rc = op_create_partitions(op, &r);
-			break;
-		case RN_KAPI_ALTER_CONFIGS:
-			rc = op_alter_configs(op, &r);
-			break;
-		case RN_KAPI_INCREMENTAL_ALTER_CONFIGS:
-			rc = op_incremental_alter_configs(op, &r);
-			break;
-		case RN_KAPI_ELECT_LEADERS:
-			rc = ctl_op_elect_leaders(op, &r);
-			break;
-		case RN_KAPI_DESCRIBE_QUORUM:
-			rc = ctl_op_describe_quorum(op, &r);
-			break;
-		case RN_KAPI_BROKER_REGISTRATION:
-		case RN_KAPI_BROKER_HEARTBEAT:
-		case RN_KAPI_ALTER_PARTITION:
-			if (op->origin != CTL_ORIGIN_CONN || op->fwd) {
-				op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
-				return;
-			}
-			rc = op->key == RN_KAPI_BROKER_REGISTRATION ?
-			    ctl_op_broker_registration(op, &r) :
-			    op->key == RN_KAPI_BROKER_HEARTBEAT ?
-			    ctl_op_broker_heartbeat(op, &r) :
-			    ctl_op_alter_partition(op, &r);
-			break;
-		default:
+		const struct op_api *api = op_api_find(op->key);
+
+		if (api == NULL) {
 			log_warnx("API key %d is not answered by the "
 			    "controller", op->key);
 			op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
 			return;
 		}
+		if (api->direct && (op->origin != CTL_ORIGIN_CONN ||
+		    op->fwd)) {
+			op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
+			return;
+		}
+		rn_kreader_init(&r, op->body, op->len);
+		rc = api->run(op, &r);
 		if (rc != 0) {
 			log_warnx("API %d v%d request does not decode (%d)",
 			    op->key, op->ver, rc);
