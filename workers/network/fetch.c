@@ -243,7 +243,7 @@ fetch_watch(struct net *n, struct fetch_state *fs)
 	int i;
 
 	for (i = 0; i < fs->n_touched; i++)
-		atomic_fetch_or(&fs->touched[i]->rt->fetch_waiters, bit);
+		atomic_fetch_or(&fs->touched[i]->rt->parked_workers, bit);
 }
 
 /* Build the answer; park the connection if it is too small to send yet. */

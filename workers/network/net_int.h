@@ -90,7 +90,7 @@ struct net {
 	unsigned n_conns;
 	struct rn_mdview view;
 	struct rn_part_table parts;
-	int fetch_efds[64];      /* eventfd of each network worker, by index */
+	int net_efds[64];      /* eventfd of each network worker, by index */
 	int64_t now_ms;
 	int64_t next_retention_ms;
 	bool ret_active;         /* a retention pass is under way */

@@ -145,7 +145,7 @@ net_setup(struct net *n, struct rn_worker *w)
 	n->cfg = env->cfg;
 	n->efd = env->efd[w->slot];
 	for (i = 0; i < env->n_network && i < 64; i++)
-		n->fetch_efds[i] = env->efd[rn_worker_slot_of(env,
+		n->net_efds[i] = env->efd[rn_worker_slot_of(env,
 		    RN_ROLE_W_NETWORK, i)];
 	if ((n->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return -errno;

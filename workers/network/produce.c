@@ -78,7 +78,7 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	/* with the leader alone in the ISR this commits at once */
 	rn_part_advance_hw(p, mp, n->cfg->node_id);
 	/* followers and consumers parked on this partition look again */
-	rn_part_wake_fetchers(p, n->fetch_efds, n->w->index);
+	rn_part_wake_parked(p, n->net_efds, n->w->index);
 	*need = info.last_offset + 1;
 	out->base_offset = info.base_offset;
 	out->log_append_time_ms = info.log_append_time;
@@ -145,7 +145,7 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 			continue;
 		}
 		/* be woken when the high watermark moves */
-		atomic_fetch_or(&p->rt->fetch_waiters, 1ULL << n->w->index);
+		atomic_fetch_or(&p->rt->parked_workers, 1ULL << n->w->index);
 		if (atomic_load(&p->rt->high_watermark) >= w->need) {
 			i--; /* it moved meanwhile: settle this one now */
 			continue;

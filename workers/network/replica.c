@@ -74,7 +74,7 @@ net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
 	int i;
 
 	if (rn_part_follower_fetched(p, mp, replica, fetch_offset, now))
-		rn_part_wake_fetchers(p, n->fetch_efds, n->w->index);
+		rn_part_wake_parked(p, n->net_efds, n->w->index);
 	/*
 	 * Back in the ISR once it has everything committed; Kafka also wants
 	 * it past the start of our leader epoch, so it cannot carry a tail
@@ -141,7 +141,7 @@ net_isr_housekeeping(struct net *n, int64_t now_ms)
 				isr_change_send(n, t, mp, p, isr, kept, now);
 			/* a smaller ISR may let the high watermark move */
 			if (rn_part_advance_hw(p, mp, n->cfg->node_id))
-				rn_part_wake_fetchers(p, n->fetch_efds,
+				rn_part_wake_parked(p, n->net_efds,
 				    n->w->index);
 		}
 	}

@@ -328,7 +328,7 @@ part_claim(struct rn_part_rt *rt, const struct rn_mdv_topic *topic,
 	rt->partition = partition;
 	atomic_store(&rt->high_watermark, -1);
 	atomic_store(&rt->leader_epoch, -1);
-	atomic_store(&rt->fetch_waiters, 0);
+	atomic_store(&rt->parked_workers, 0);
 	atomic_store(&rt->claim_offset, offset);
 	atomic_fetch_add(&rt->incarnation, 1);
 }
@@ -605,10 +605,10 @@ rn_part_release(const struct rn_shm *shm, int32_t slot, const uint8_t id[16],
 }
 
 void
-rn_part_wake_fetchers(struct rn_part *p, const int *efd_by_worker,
+rn_part_wake_parked(struct rn_part *p, const int *efd_by_worker,
     unsigned self)
 {
-	uint64_t bits = atomic_load(&p->rt->fetch_waiters), one = 1;
+	uint64_t bits = atomic_load(&p->rt->parked_workers), one = 1;
 	unsigned i;
 
 	(void)self;
@@ -625,7 +625,7 @@ rn_part_clear_waiters(struct rn_part_table *t, unsigned self)
 
 	for (i = 0; i < t->hi; i++)
 		if (t->parts[i].log != NULL)
-			atomic_fetch_and(&t->parts[i].rt->fetch_waiters, mask);
+			atomic_fetch_and(&t->parts[i].rt->parked_workers, mask);
 }
 
 int

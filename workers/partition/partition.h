@@ -49,7 +49,7 @@ struct rn_part_rt {
 	 * network workers (bit = index) with a request parked on this
 	 * partition: a fetch waiting for data, a produce waiting for acks
 	 */
-	_Atomic uint64_t fetch_waiters;
+	_Atomic uint64_t parked_workers;
 	/* leader side: followers' progress, and one ISR change in flight */
 	struct rn_part_follower followers[RN_PART_MAX_REPLICAS];
 	_Atomic int64_t isr_change_sent_ms;
@@ -123,8 +123,11 @@ void rn_part_release(const struct rn_shm *shm, int32_t slot,
 int rn_part_lock(struct rn_part *p);
 void rn_part_unlock(struct rn_part *p);
 
-/* Wake the network workers that parked a fetch on this partition. */
-void rn_part_wake_fetchers(struct rn_part *p, const int *efd_by_worker,
+/*
+ * Wake the network workers with a request parked on this partition (a
+ * fetch waiting for data, an acks=all produce waiting for the ISR).
+ */
+void rn_part_wake_parked(struct rn_part *p, const int *efd_by_worker,
     unsigned self);
 
 /*
