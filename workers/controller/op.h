@@ -107,6 +107,16 @@ int ctl_admin_enqueue_conn(struct ctl *c, uint64_t conn_id, int32_t corr,
 /* Effective unclean.leader.election.enable of a topic. */
 bool ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t);
 
+/* admin.c: the operations behind the admin APIs; each validates the
+ * request, fills op->resp and builds op->batch */
+int ctl_op_create_topics(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_delete_topics(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_alter_configs(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r);
+/* An RN_IPC_AUTO_CREATE: create what the names lack, no answer. */
+int ctl_op_auto_create(struct ctl_op *op);
+
 /* lifecycle.c: the operations behind the broker APIs */
 int ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r);
