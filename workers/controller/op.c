@@ -35,6 +35,55 @@
 
 
 #define OP_QUEUE_MAX 1024
+#define MSG_MAX CTL_OP_MSG_MAX
+
+/* ---- strings in the operation's arena -------------------------------- */
+
+struct rn_kstr
+ctl_op_msg(struct ctl_op *op, const char *fmt, ...)
+{
+	struct rn_kstr s = { NULL, -1 };
+	va_list ap;
+	char *p;
+	int n;
+
+	if ((p = rn_arena_alloc(&op->arena, MSG_MAX)) == NULL)
+		return s;
+	va_start(ap, fmt);
+	n = vsnprintf(p, MSG_MAX, fmt, ap);
+	va_end(ap);
+	s.ptr = p;
+	s.len = n < MSG_MAX ? n : MSG_MAX - 1;
+	return s;
+}
+
+struct rn_kstr
+ctl_op_str(struct ctl_op *op, const char *str)
+{
+	struct rn_kstr s = { NULL, -1 };
+	size_t n;
+	char *p;
+
+	if (str == NULL)
+		return s;
+	n = strlen(str);
+	if ((p = rn_arena_alloc(&op->arena, n + 1)) != NULL) {
+		memcpy(p, str, n + 1);
+		s.ptr = p;
+		s.len = (int32_t)n;
+	}
+	return s;
+}
+
+bool
+ctl_kstr_copy(struct rn_kstr s, char *buf, size_t len)
+{
+	if (s.len < 0 || (size_t)s.len >= len)
+		return false;
+	memcpy(buf, s.ptr, (size_t)s.len);
+	buf[s.len] = '\0';
+	return true;
+}
 
 /* ---- replies -------------------------------------------------------- */
 

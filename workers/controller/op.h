@@ -4,7 +4,7 @@
  * (a broker's registration, heartbeat or AlterPartition, or an admin
  * request a non-active controller forwarded), or the controller itself
  * (fencing and elections, "internal"). Operations run one at a time on
- * the active controller (admin.c); a node that is not the active
+ * the active controller (op.c); a node that is not the active
  * controller forwards its own ones (agent.c).
  */
 #ifndef RN_CTL_OP_H
@@ -73,7 +73,7 @@ struct ctl_op {
 int ctl_send(struct ctl *c, unsigned slot, uint16_t type, const void *buf,
     size_t len, pid_t dest);
 
-/* admin.c: the operation queue and the local partition dirs */
+/* op.c: the operation queue */
 /* An RN_IPC_ADMIN_REQUEST / RN_IPC_AUTO_CREATE from slot; the message is
  * copied. 0, or -EBADMSG when malformed. */
 int ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender,
@@ -85,6 +85,8 @@ int ctl_admin_enqueue(struct ctl *c, unsigned slot, pid_t sender,
 void ctl_admin_kick(struct ctl *c);
 /* Stopping: answer everything queued with NOT_CONTROLLER. */
 void ctl_admin_fail_all(struct ctl *c);
+
+/* deletions.c: the local dirs of removed topics */
 /* Remove the local dirs of a topic being removed (called by the FSM). */
 void ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t);
 /* After a publish: rename and remove the dirs queued above. */
@@ -94,8 +96,14 @@ void ctl_admin_cleanup_deleted(struct ctl *c);
 /* Once caught up: remove replicas of topic ids the metadata log lacks. */
 void ctl_admin_sweep_strays(struct ctl *c);
 
+/* op.c: strings in the operation's arena (messages up to CTL_OP_MSG_MAX),
+ * answering, freeing */
+#define CTL_OP_MSG_MAX 512
 struct rn_kstr ctl_op_msg(struct ctl_op *op, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+struct rn_kstr ctl_op_str(struct ctl_op *op, const char *str);
+/* NUL-terminated copy of a kstr into buf; false if null or too long. */
+bool ctl_kstr_copy(struct rn_kstr s, char *buf, size_t len);
 /* Answer whoever asked with a raw response body (or err != 0 and no
  * body), then free the operation. */
 void ctl_op_reply_raw(struct ctl_op *op, int16_t err, const void *body,
@@ -104,18 +112,24 @@ void ctl_op_free(struct ctl_op *op);
 /* A request from another node (conn origin); body is copied. */
 int ctl_admin_enqueue_conn(struct ctl *c, uint64_t conn_id, int32_t corr,
     int16_t key, int16_t ver, bool fwd, const void *body, size_t len);
-/* Effective unclean.leader.election.enable of a topic. */
-bool ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t);
 
 /* admin.c: the operations behind the admin APIs; each validates the
  * request, fills op->resp and builds op->batch */
 int ctl_op_create_topics(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_delete_topics(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r);
-int ctl_op_alter_configs(struct ctl_op *op, struct rn_kreader *r);
-int ctl_op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r);
 /* An RN_IPC_AUTO_CREATE: create what the names lack, no answer. */
 int ctl_op_auto_create(struct ctl_op *op);
+
+/* configs.c: AlterConfigs, IncrementalAlterConfigs, effective configs */
+int ctl_op_alter_configs(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r);
+/* Effective unclean.leader.election.enable of a topic. */
+bool ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t);
+/* CreateTopics v5+: every topic config with value and source */
+int16_t ctl_created_configs(struct ctl_op *op,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t,
+    struct rn_CreateTopicsResponse_CreatableTopicResult *res);
 
 /* lifecycle.c: the operations behind the broker APIs */
 int ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r);
