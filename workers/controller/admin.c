@@ -189,258 +189,6 @@ nameidx_find(const struct nameidx *x, struct rn_kstr name, bool exact)
 	return NULL;
 }
 
-/*
- * Brokers that may take new replicas: registered, unfenced, staying; in
- * the op's arena (however many the cluster has). NULL: no memory.
- */
-static int32_t *
-live_brokers(struct ctl_op *op, int *n)
-{
-	const struct ctl_state *st = &op->c->st;
-	int32_t *ids;
-	int i;
-
-	*n = 0;
-	if ((ids = rn_arena_alloc(&op->arena, sizeof(*ids) *
-	    (size_t)(st->n_brokers > 0 ? st->n_brokers : 1))) == NULL)
-		return NULL;
-	for (i = 0; i < st->n_brokers; i++)
-		if (!st->brokers[i].fenced &&
-		    !st->brokers[i].in_controlled_shutdown)
-			ids[(*n)++] = st->brokers[i].id;
-	return ids;
-}
-
-static int
-rand_below(int n)
-{
-	uint8_t raw[16];
-	uint32_t v;
-
-	if (n <= 1 || ctl_uuid_random(raw) != 0)
-		return 0;
-	memcpy(&v, raw, sizeof(v));
-	return (int)(v % (uint32_t)n);
-}
-
-/*
- * Log dir per new replica: the broker's registered dir holding the fewest
- * replicas, counting the ones this operation already placed.
- */
-struct dirload {
-	int32_t broker;
-	int n;
-	int count[RN_CONFIG_MAX_LOGDIRS];
-};
-
-/* Log-dir loads of the brokers a request places on, grown in its arena. */
-struct placer {
-	const struct ctl_state *st;
-	struct rn_arena *arena;
-	struct dirload *loads;
-	int n, cap;
-};
-
-static void
-place_dir(struct placer *pl, int32_t broker, uint8_t out[16])
-{
-	const struct ctl_broker *b = ctl_state_broker(pl->st, broker);
-	struct dirload *dl = NULL;
-	int i, best = 0;
-
-	memset(out, 0, 16);
-	if (b == NULL || b->n_log_dirs == 0)
-		return; /* unknown: the broker chooses (Uuid zero) */
-	for (i = 0; i < pl->n; i++)
-		if (pl->loads[i].broker == broker)
-			dl = &pl->loads[i];
-	if (dl == NULL && pl->n == pl->cap) {
-		int cap = pl->cap ? 2 * pl->cap : 16;
-		struct dirload *nl = rn_arena_alloc(pl->arena,
-		    sizeof(*nl) * (size_t)cap);
-
-		if (nl == NULL) {
-			memcpy(out, b->log_dirs[0], 16);
-			return;
-		}
-		if (pl->n > 0)
-			memcpy(nl, pl->loads, sizeof(*nl) * (size_t)pl->n);
-		pl->loads = nl;
-		pl->cap = cap;
-	}
-	if (dl == NULL) {
-		dl = &pl->loads[pl->n++];
-		dl->broker = broker;
-		dl->n = b->n_log_dirs < RN_CONFIG_MAX_LOGDIRS ? b->n_log_dirs :
-		    RN_CONFIG_MAX_LOGDIRS;
-		for (i = 0; i < dl->n; i++)
-			dl->count[i] = ctl_state_dir_load(pl->st, broker,
-			    b->log_dirs[i]);
-	}
-	for (i = 1; i < dl->n; i++)
-		if (dl->count[i] < dl->count[best])
-			best = i;
-	dl->count[best]++;
-	memcpy(out, b->log_dirs[best], 16);
-}
-
-/*
- * One new partition's record: leader = first live replica, ISR = the
- * live replicas (callers made sure there is one).
- */
-static void
-rec_new_partition(struct ctl_batch *b, struct placer *pl,
-    const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf)
-{
-	struct ctl_partition part;
-	uint8_t dirs[64][16];
-	int32_t i, isr[64], n_isr = 0;
-
-	for (i = 0; i < rf && i < 64; i++)
-		if (ctl_broker_state((void *)pl->st, replicas[i]) == CTL_B_UP)
-			isr[n_isr++] = replicas[i];
-	memset(&part, 0, sizeof(part));
-	part.n_replicas = rf;
-	part.replicas = (int32_t *)replicas;
-	part.n_isr = n_isr;
-	part.isr = isr;
-	part.leader = n_isr > 0 ? isr[0] : -1;
-	part.leader_epoch = 0;
-	part.partition_epoch = 0;
-	for (i = 0; i < rf && i < 64; i++)
-		place_dir(pl, replicas[i], dirs[i]);
-	part.dirs = dirs;
-	ctl_rec_partition(b, tid, p, &part, false);
-}
-
-/* Kafka's checks of a manual assignment; 0 or an error code with msg. */
-static int16_t
-check_manual(struct ctl_op *op, const struct ctl_state *st,
-    const int32_t *ids, int32_t n, int32_t want_rf, struct rn_kstr *msg)
-{
-	int32_t i, j;
-
-	if (n == 0) {
-		*msg = op_msg(op, "The manual partition assignment includes an "
-		    "empty replica list.");
-		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
-	}
-	for (i = 0; i < n; i++) {
-		if (ctl_state_broker(st, ids[i]) == NULL) {
-			*msg = op_msg(op, "The manual partition assignment "
-			    "includes broker %d, but no such broker is "
-			    "registered.", ids[i]);
-			return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
-		}
-		for (j = 0; j < i; j++)
-			if (ids[j] == ids[i]) {
-				*msg = op_msg(op, "The manual partition "
-				    "assignment includes the broker %d more "
-				    "than once.", ids[i]);
-				return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
-			}
-	}
-	if (want_rf > 0 && n != want_rf) {
-		*msg = op_msg(op, "The manual partition assignment includes a "
-		    "partition with %d replica(s), but this is not consistent "
-		    "with previous partitions, which have %d replica(s).", n,
-		    want_rf);
-		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
-	}
-	for (i = 0; i < n; i++)
-		if (ctl_broker_state((void *)st, ids[i]) == CTL_B_UP)
-			return 0;
-	*msg = op_msg(op, "All brokers specified in the manual partition "
-	    "assignment are fenced or in controlled shutdown.");
-	return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
-}
-
-/*
- * This node holds its replicas in shared-memory slots (shm.max.partitions
- * of them): refuse what would not fit rather than create partitions it
- * cannot serve. Other brokers' limits are theirs to report.
- */
-static int16_t
-check_local_slots(struct ctl_op *op, const int32_t *replicas, int32_t n,
-    struct rn_kstr *msg)
-{
-	const struct ctl_state *st = &op->c->st;
-	int32_t node = op->c->cfg->node_id, i, p, r;
-	uint32_t max = op->c->shm->hdr->max_partitions;
-	int used = 0, add = 0, k;
-
-	for (i = 0; i < n; i++)
-		if (replicas[i] == node)
-			add++;
-	if (add == 0)
-		return 0;
-	/* counted once per operation: it may create thousands of topics */
-	if (op->local_used < 0) {
-		op->local_used = 0;
-		for (k = 0; k < st->n_topics; k++)
-			for (p = 0; p < st->topics[k]->n_parts; p++)
-				for (r = 0; r < st->topics[k]->parts[p].
-				    n_replicas; r++)
-					if (st->topics[k]->parts[p].
-					    replicas[r] == node)
-						op->local_used++;
-	}
-	used = op->local_used;
-	if ((uint32_t)(used + op->local_added + add) > max) {
-		*msg = op_msg(op, "Broker %d can hold %u partitions "
-		    "(shm.max.partitions) and has %d: no room for %d more.",
-		    node, max, used + op->local_added, add);
-		return RN_KERR_POLICY_VIOLATION;
-	}
-	op->local_added += add;
-	return 0;
-}
-
-static int16_t
-rf_unreachable(struct ctl_op *op, int32_t rf, int live, struct rn_kstr *msg)
-{
-	if (live == 0)
-		*msg = op_msg(op, "Unable to replicate the partition %d time(s): "
-		    "All brokers are currently fenced.", rf);
-	else
-		*msg = op_msg(op, "Unable to replicate the partition %d time(s): "
-		    "The target replication factor of %d cannot be reached "
-		    "because only %d broker(s) are registered.", rf, rf, live);
-	return RN_KERR_INVALID_REPLICATION_FACTOR;
-}
-
-/*
- * Automatic placement over the live brokers: rack-aware when every one of
- * them has a rack, else rack-unaware; random start and shift.
- */
-static int
-place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
-    int32_t np, int32_t rf, int32_t start_partition, int32_t *out)
-{
-	const char **racks;
-	int i, rc;
-
-	if ((racks = calloc((size_t)(live > 0 ? live : 1),
-	    sizeof(*racks))) == NULL)
-		return -ENOMEM;
-	for (i = 0; i < live; i++) {
-		const struct ctl_broker *b = ctl_state_broker(st, brokers[i]);
-
-		if (b == NULL || b->rack[0] == '\0')
-			break;
-		racks[i] = b->rack;
-	}
-	if (i == live && live > 0) {
-		rc = ctl_assign_rack_aware(brokers, racks, live, np, rf,
-		    rand_below(live), rand_below(live), start_partition, out);
-		free(racks);
-		return rc;
-	}
-	free(racks);
-	return ctl_assign_rack_unaware(brokers, live, np, rf,
-	    rand_below(live), rand_below(live), start_partition, out);
-}
-
 /* ---- CreateTopics --------------------------------------------------- */
 
 struct new_topic {
@@ -451,7 +199,7 @@ struct new_topic {
 };
 
 static int16_t
-create_one(struct ctl_op *op, struct placer *pl,
+create_one(struct ctl_op *op, struct ctl_placer *pl,
     const struct rn_CreateTopicsRequest_CreatableTopic *t,
     struct rn_CreateTopicsResponse_CreatableTopicResult *res,
     const struct nameidx *earlier, struct rn_kstr *msg)
@@ -511,7 +259,7 @@ create_one(struct ctl_op *op, struct placer *pl,
 			return RN_KERR_INVALID_CONFIG;
 		}
 	}
-	if ((brokers = live_brokers(op, &live)) == NULL)
+	if ((brokers = ctl_place_live_brokers(op, &live)) == NULL)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	if (t->assignments_count > 0) {
 		if (rf != -1) {
@@ -552,7 +300,7 @@ create_one(struct ctl_op *op, struct placer *pl,
 				    "consecutive 0-based integer sequence");
 				return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
 			}
-			if ((e = check_manual(op, st, a->broker_ids,
+			if ((e = ctl_place_check_manual(op, st, a->broker_ids,
 			    a->broker_ids_count, rf, msg)) != 0)
 				return e;
 			memcpy(&replicas[i * rf], a->broker_ids,
@@ -574,15 +322,15 @@ create_one(struct ctl_op *op, struct placer *pl,
 		if (rf == -1)
 			rf = c->cfg->default_replication_factor;
 		if (rf > live)
-			return rf_unreachable(op, rf, live, msg);
+			return ctl_place_rf_unreachable(op, rf, live, msg);
 		replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
 		    (size_t)np * (size_t)rf);
 		if (replicas == NULL)
 			return RN_KERR_UNKNOWN_SERVER_ERROR;
-		if (place_auto(st, brokers, live, np, rf, 0, replicas) != 0)
+		if (ctl_place_auto(st, brokers, live, np, rf, 0, replicas) != 0)
 			return RN_KERR_UNKNOWN_SERVER_ERROR;
 	}
-	if ((e = check_local_slots(op, replicas, np * rf, msg)) != 0)
+	if ((e = ctl_place_check_slots(op, replicas, np * rf, msg)) != 0)
 		return e;
 	if (ctl_uuid_random(tid) != 0)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
@@ -602,7 +350,7 @@ create_one(struct ctl_op *op, struct placer *pl,
 		    (size_t)t->name.len, key, val);
 	}
 	for (i = 0; i < np; i++)
-		rec_new_partition(&op->batch, pl, tid, i, &replicas[i * rf],
+		ctl_place_record(&op->batch, pl, tid, i, &replicas[i * rf],
 		    rf);
 	return 0;
 }
@@ -614,7 +362,7 @@ ctl_op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 	struct rn_CreateTopicsResponse *resp = &op->resp.ct;
 	struct rn_kstr *created, *names;
 	struct nameidx made, seen;
-	struct placer pl;
+	struct ctl_placer pl;
 	int n_created = 0, rc;
 	int32_t i;
 
@@ -694,7 +442,7 @@ ctl_op_auto_create(struct ctl_op *op)
 	struct rn_CreateTopicsResponse_CreatableTopicResult res;
 	struct rn_kstr *done;
 	struct nameidx made;
-	struct placer pl;
+	struct ctl_placer pl;
 	uint32_t i;
 	int n_done = 0;
 
@@ -831,7 +579,7 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	struct rn_CreatePartitionsRequest req;
 	struct rn_CreatePartitionsResponse *resp = &op->resp.cp;
 	const struct ctl_state *st = &op->c->st;
-	struct placer pl;
+	struct ctl_placer pl;
 	int32_t i, j, *brokers;
 	int rc, live;
 
@@ -842,7 +590,7 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	memset(&pl, 0, sizeof(pl));
 	pl.st = st;
 	pl.arena = &op->arena;
-	if ((brokers = live_brokers(op, &live)) == NULL)
+	if ((brokers = ctl_place_live_brokers(op, &live)) == NULL)
 		return -ENOMEM;
 	rn_CreatePartitionsResponse_init(resp);
 	resp->results_count = req.topics_count;
@@ -913,7 +661,7 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 		if (e == 0 && tp->assignments != NULL &&
 		    tp->assignments_count > 0) {
 			for (j = 0; j < add && e == 0; j++) {
-				e = check_manual(op, st,
+				e = ctl_place_check_manual(op, st,
 				    tp->assignments[j].broker_ids,
 				    tp->assignments[j].broker_ids_count, rf,
 				    &msg);
@@ -924,19 +672,19 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 			}
 		} else if (e == 0) {
 			if (rf > live)
-				e = rf_unreachable(op, rf, live, &msg);
-			else if (place_auto(st, brokers, live, add, rf, cur,
+				e = ctl_place_rf_unreachable(op, rf, live, &msg);
+			else if (ctl_place_auto(st, brokers, live, add, rf, cur,
 			    replicas) != 0)
 				e = RN_KERR_UNKNOWN_SERVER_ERROR;
 		}
 		if (e == 0)
-			e = check_local_slots(op, replicas, add * rf, &msg);
+			e = ctl_place_check_slots(op, replicas, add * rf, &msg);
 		res->error_code = e;
 		res->error_message = msg;
 		if (e != 0 || op->validate_only)
 			continue;
 		for (p = 0; p < add; p++)
-			rec_new_partition(&op->batch, &pl, t->id, cur + p,
+			ctl_place_record(&op->batch, &pl, t->id, cur + p,
 			    &replicas[p * rf], rf);
 		log_topic(LOG_INFO, tp->name, "CreatePartitions %s: %d -> %d",
 		    t->name, cur, tp->count);

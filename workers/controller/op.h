@@ -131,6 +131,32 @@ int16_t ctl_created_configs(struct ctl_op *op,
     const struct rn_CreateTopicsRequest_CreatableTopic *t,
     struct rn_CreateTopicsResponse_CreatableTopicResult *res);
 
+/* assign.c: placing the replicas of an operation's new partitions */
+struct ctl_dirload;
+/* Log-dir loads of the brokers a request places on, grown in its arena. */
+struct ctl_placer {
+	const struct ctl_state *st;
+	struct rn_arena *arena;
+	struct ctl_dirload *loads;
+	int n, cap;
+};
+
+/* Brokers that may take new replicas, in the op's arena; NULL: no memory. */
+int32_t *ctl_place_live_brokers(struct ctl_op *op, int *n);
+/* The log dir of a new replica on broker (the least loaded). */
+void ctl_place_dir(struct ctl_placer *pl, int32_t broker, uint8_t out[16]);
+/* One new partition's record into b. */
+void ctl_place_record(struct ctl_batch *b, struct ctl_placer *pl,
+    const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf);
+int16_t ctl_place_check_manual(struct ctl_op *op, const struct ctl_state *st,
+    const int32_t *ids, int32_t n, int32_t want_rf, struct rn_kstr *msg);
+int16_t ctl_place_check_slots(struct ctl_op *op, const int32_t *replicas,
+    int32_t n, struct rn_kstr *msg);
+int16_t ctl_place_rf_unreachable(struct ctl_op *op, int32_t rf, int live,
+    struct rn_kstr *msg);
+int ctl_place_auto(const struct ctl_state *st, const int32_t *brokers,
+    int live, int32_t np, int32_t rf, int32_t start_partition, int32_t *out);
+
 /* lifecycle.c: the operations behind the broker APIs */
 int ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r);
