@@ -73,21 +73,14 @@ ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t)
 	}
 }
 
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	if (remove(path) != 0 && errno != ENOENT)
-		log_warn("removing %s", path);
-	return 0;
-}
-
+/* Remove a tree; what cannot be removed is left and said once. */
 static void
 rm_tree(const char *path)
 {
-	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	int rc;
+
+	if ((rc = rn_logdir_remove_tree(path)) != 0)
+		log_warnx("removing %s: %s", path, strerror(-rc));
 }
 
 void
