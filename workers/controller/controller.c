@@ -266,10 +266,26 @@ ctl_published(struct ctl *c)
 	ctl_server_image_poll(c, false);
 }
 
-/* What the raft layer reports, and who hears it. */
+/* What the operation engine calls outside itself. */
+static const struct ctl_op_hooks ctl_op_hooks = {
+	.send = ctl_send,
+	.conn_reply = ctl_server_reply,
+	.forward = ctl_agent_forward,
+	.auto_create = ctl_op_auto_create,
+	.committed = ctl_op_committed,
+	.reconcile = ctl_reconcile,
+};
+
+/* What the raft layer and the operation engine report, and who hears it. */
 static void
-ctl_wire_raft(struct ctl *c)
+ctl_wire(struct ctl *c)
 {
+	static struct ctl_op_hooks op;
+
+	op = ctl_op_hooks;
+	op.apis = ctl_op_apis;
+	op.n_apis = ctl_op_n_apis;
+	c->op_hooks = &op;
 	c->hooks.transport_ready = ctl_server_init;
 	c->hooks.before_publish = ctl_before_publish;
 	c->hooks.published = ctl_published;
@@ -294,7 +310,7 @@ rn_controller_main(struct rn_worker *w)
 	ctl_state_init(&c->st);
 	c->st.on_remove_topic = ctl_remove_topic_hook;
 	c->st.hook_arg = c;
-	ctl_wire_raft(c);
+	ctl_wire(c);
 	rn_worker_heartbeat(w);
 	log_info("controller up: node %d, roles %s", c->cfg->node_id,
 	    rn_config_roles_str(c->cfg->roles));

@@ -1,7 +1,7 @@
 /*
  * The controller's operation engine: admin and broker requests queue
  * here, run one at a time on the active controller (each API through
- * op_apis[]), are proposed to the metadata quorum and answered once
+ * the table of apis.c), are proposed to the metadata quorum and answered once
  * their records are applied; a node that is not the active controller
  * routes them elsewhere.
  */
@@ -87,119 +87,14 @@ ctl_kstr_copy(struct rn_kstr s, char *buf, size_t len)
 
 /* ---- replies -------------------------------------------------------- */
 
-/*
- * After records failed to commit, every success in a response becomes
- * the error e: per item for the admin APIs, the one error_code of the
- * broker APIs.
- */
-#define OP_FAIL_EACH(fn, arr, count)					\
-static void								\
-fn(struct ctl_op *op, int16_t e)					\
-{									\
-	int32_t i;							\
-									\
-	for (i = 0; i < op->resp.count; i++)				\
-		if (op->resp.arr[i].error_code == 0)			\
-			op->resp.arr[i].error_code = e;			\
-}
-OP_FAIL_EACH(fail_ct, ct.topics, ct.topics_count)
-OP_FAIL_EACH(fail_dt, dt.responses, dt.responses_count)
-OP_FAIL_EACH(fail_cp, cp.results, cp.results_count)
-OP_FAIL_EACH(fail_ac, ac.responses, ac.responses_count)
-OP_FAIL_EACH(fail_iac, iac.responses, iac.responses_count)
-
-static void
-fail_br(struct ctl_op *op, int16_t e)
-{
-	op->resp.br.error_code = e;
-}
-
-static void
-fail_bh(struct ctl_op *op, int16_t e)
-{
-	op->resp.bh.error_code = e;
-}
-
-static void
-fail_ap(struct ctl_op *op, int16_t e)
-{
-	op->resp.ap.error_code = e;
-}
-
-static void
-fail_el(struct ctl_op *op, int16_t e)
-{
-	int32_t i, k;
-
-	for (i = 0; i < op->resp.el.replica_election_results_count; i++) {
-		struct rn_ElectLeadersResponse_ReplicaElectionResult *t =
-		    &op->resp.el.replica_election_results[i];
-
-		for (k = 0; k < t->partition_result_count; k++)
-			if (t->partition_result[k].error_code == 0)
-				t->partition_result[k].error_code = e;
-	}
-}
-
-/* The response of each API, encoded from op->resp. */
-#define OP_ENCODE(fn, type, field)					\
-static int								\
-fn(struct ctl_op *op, struct rn_kwriter *w)				\
-{									\
-	return rn_##type##_encode(w, op->ver, &op->resp.field);		\
-}
-OP_ENCODE(enc_ct, CreateTopicsResponse, ct)
-OP_ENCODE(enc_dt, DeleteTopicsResponse, dt)
-OP_ENCODE(enc_cp, CreatePartitionsResponse, cp)
-OP_ENCODE(enc_ac, AlterConfigsResponse, ac)
-OP_ENCODE(enc_iac, IncrementalAlterConfigsResponse, iac)
-OP_ENCODE(enc_br, BrokerRegistrationResponse, br)
-OP_ENCODE(enc_bh, BrokerHeartbeatResponse, bh)
-OP_ENCODE(enc_ap, AlterPartitionResponse, ap)
-OP_ENCODE(enc_el, ElectLeadersResponse, el)
-OP_ENCODE(enc_dq, DescribeQuorumResponse, dq)
-
-/*
- * What the controller answers, one row per API (as the network worker's
- * served[]): run validates the request and builds its records, encode
- * writes the response, fail turns successes into an error when the
- * records do not commit. direct: a broker API, taken only from another
- * node's own connection (not forwarded, not from a ring).
- */
-static const struct op_api {
-	int16_t key;
-	int (*run)(struct ctl_op *op, struct rn_kreader *r);
-	int (*encode)(struct ctl_op *op, struct rn_kwriter *w);
-	void (*fail)(struct ctl_op *op, int16_t e);
-	bool direct;
-} op_apis[] = {
-	{ RN_KAPI_CREATE_TOPICS, ctl_op_create_topics, enc_ct, fail_ct, false },
-	{ RN_KAPI_DELETE_TOPICS, ctl_op_delete_topics, enc_dt, fail_dt, false },
-	{ RN_KAPI_CREATE_PARTITIONS, ctl_op_create_partitions, enc_cp, fail_cp,
-	    false },
-	{ RN_KAPI_ALTER_CONFIGS, ctl_op_alter_configs, enc_ac, fail_ac, false },
-	{ RN_KAPI_INCREMENTAL_ALTER_CONFIGS, ctl_op_incremental_alter_configs,
-	    enc_iac, fail_iac, false },
-	{ RN_KAPI_ELECT_LEADERS, ctl_op_elect_leaders, enc_el, fail_el,
-	    false },
-	{ RN_KAPI_DESCRIBE_QUORUM, ctl_op_describe_quorum, enc_dq, NULL,
-	    false },
-	{ RN_KAPI_BROKER_REGISTRATION, ctl_op_broker_registration, enc_br,
-	    fail_br, true },
-	{ RN_KAPI_BROKER_HEARTBEAT, ctl_op_broker_heartbeat, enc_bh, fail_bh,
-	    true },
-	{ RN_KAPI_ALTER_PARTITION, ctl_op_alter_partition, enc_ap, fail_ap,
-	    true },
-};
-
-static const struct op_api *
-op_api_find(int16_t key)
+static const struct ctl_op_api *
+op_api_find(const struct ctl *c, int16_t key)
 {
 	size_t i;
 
-	for (i = 0; i < RN_ARRAY_SIZE(op_apis); i++)
-		if (op_apis[i].key == key)
-			return &op_apis[i];
+	for (i = 0; i < c->op_hooks->n_apis; i++)
+		if (c->op_hooks->apis[i].key == key)
+			return &c->op_hooks->apis[i];
 	return NULL;
 }
 
@@ -207,7 +102,7 @@ op_api_find(int16_t key)
 static void
 op_fail_successes(struct ctl_op *op)
 {
-	const struct op_api *api = op_api_find(op->key);
+	const struct ctl_op_api *api = op_api_find(op->c, op->key);
 
 	if (api != NULL && api->fail != NULL)
 		api->fail(op, RN_KERR_NOT_CONTROLLER);
@@ -216,7 +111,7 @@ op_fail_successes(struct ctl_op *op)
 static int
 op_encode(struct ctl_op *op, struct rn_kwriter *w)
 {
-	const struct op_api *api = op_api_find(op->key);
+	const struct ctl_op_api *api = op_api_find(op->c, op->key);
 
 	return api != NULL ? api->encode(op, w) : RN_KE_VERSION;
 }
@@ -258,8 +153,8 @@ reply_ring(struct ctl_op *op, int16_t err, const void *body, size_t len)
 	msgpack_pack_bin(&pk, err == 0 ? len : 0);
 	if (err == 0)
 		msgpack_pack_bin_body(&pk, body, len);
-	rc = ctl_send(c, op->slot, RN_IPC_ADMIN_RESPONSE, sb.data, sb.size,
-	    op->sender);
+	rc = c->op_hooks->send(c, op->slot, RN_IPC_ADMIN_RESPONSE, sb.data,
+	    sb.size, op->sender);
 	if (rc != 0)
 		log_warnx("cannot answer request %llu of slot %u: %s",
 		    (unsigned long long)op->req, op->slot, strerror(-rc));
@@ -282,8 +177,8 @@ ctl_op_reply_raw(struct ctl_op *op, int16_t err, const void *body,
 	if (op->origin == CTL_ORIGIN_RING)
 		reply_ring(op, err, body, len);
 	else if (op->origin == CTL_ORIGIN_CONN)
-		ctl_server_reply(op->c, op->conn_id, op->corr, op->key, op->ver,
-		    op->fwd, err, body, len);
+		op->c->op_hooks->conn_reply(op->c, op->conn_id, op->corr,
+		    op->key, op->ver, op->fwd, err, body, len);
 	ctl_op_free(op);
 }
 
@@ -507,7 +402,7 @@ op_applied(struct raft_apply *req, int status, void *result)
 	} else {
 		/* committed and applied: make it visible before answering */
 		ctl_publish(c);
-		ctl_op_committed(op);
+		c->op_hooks->committed(op);
 	}
 	if (status != 0)
 		c->reconcile = true; /* what it meant to fix may still be due */
@@ -583,12 +478,12 @@ op_run(struct ctl *c, struct ctl_op *op)
 		/* its records were built when it was queued */
 	} else if (op->origin == CTL_ORIGIN_RING &&
 	    op->type == RN_IPC_AUTO_CREATE) {
-		ctl_op_auto_create(op);
+		c->op_hooks->auto_create(op);
 	} else if (!rn_kapi_supported(op->key, op->ver)) {
 		op_finish(op, RN_KERR_UNSUPPORTED_VERSION);
 		return;
 	} else {
-		const struct op_api *api = op_api_find(op->key);
+		const struct ctl_op_api *api = op_api_find(op->c, op->key);
 
 		if (api == NULL) {
 			log_warnx("API key %d is not answered by the "
@@ -612,7 +507,7 @@ op_run(struct ctl *c, struct ctl_op *op)
 		}
 	}
 	if (op->batch.n == 0 || op->validate_only) {
-		ctl_op_committed(op);
+		c->op_hooks->committed(op);
 		op_finish(op, 0);
 		return;
 	}
@@ -637,8 +532,8 @@ maybe_reconcile(struct ctl *c)
 		return;
 	/* runs every loop turn: allocate only when there is work */
 	ctl_batch_init(&b);
-	if (!ctl_reconcile(c, &b) || (op = op_new(c, CTL_ORIGIN_INTERNAL)) ==
-	    NULL) {
+	if (!c->op_hooks->reconcile(c, &b) ||
+	    (op = op_new(c, CTL_ORIGIN_INTERNAL)) == NULL) {
 		ctl_batch_free(&b);
 		return;
 	}
@@ -684,7 +579,7 @@ route_elsewhere(struct ctl *c)
 			    !auto_create_as_create_topics(op))
 				ctl_op_free(op);
 			else
-				ctl_agent_forward(c, op);
+				c->op_hooks->forward(c, op);
 		} else if (op->origin == CTL_ORIGIN_CONN) {
 			op_not_controller(op);
 		} else

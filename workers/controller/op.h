@@ -65,6 +65,47 @@ struct ctl_op {
 	} resp;
 };
 
+/*
+ * The APIs the controller answers, one row each (apis.c): run validates
+ * the request, fills op->resp and builds op->batch; encode writes the
+ * response; fail turns its successes into an error when the records do
+ * not commit (NULL: nothing to turn). direct: a broker API, taken only
+ * from another node's own connection (not forwarded, not from a ring).
+ */
+struct ctl_op_api {
+	int16_t key;
+	int (*run)(struct ctl_op *op, struct rn_kreader *r);
+	int (*encode)(struct ctl_op *op, struct rn_kwriter *w);
+	void (*fail)(struct ctl_op *op, int16_t e);
+	bool direct;
+};
+extern const struct ctl_op_api ctl_op_apis[];
+extern const size_t ctl_op_n_apis;
+
+/*
+ * What the operation engine (op.c) needs from the rest of the
+ * controller; controller.c wires them, so op.c calls nothing above it.
+ */
+struct ctl_op_hooks {
+	const struct ctl_op_api *apis;
+	size_t n_apis;
+	/* a message of any size to the worker in slot (ctl_send) */
+	int (*send)(struct ctl *c, unsigned slot, uint16_t type,
+	    const void *buf, size_t len, pid_t dest);
+	/* answer a request that came over a connection */
+	void (*conn_reply)(struct ctl *c, uint64_t conn_id, int32_t corr,
+	    int16_t key, int16_t ver, bool fwd, int16_t err, const void *body,
+	    size_t len);
+	/* take this node's own operation to the active controller */
+	void (*forward)(struct ctl *c, struct ctl_op *op);
+	/* an RN_IPC_AUTO_CREATE becomes records */
+	int (*auto_create)(struct ctl_op *op);
+	/* the operation's records are applied (or none were needed) */
+	void (*committed)(struct ctl_op *op);
+	/* records the cluster needs now (fencing, elections); false if none */
+	bool (*reconcile)(struct ctl *c, struct ctl_batch *b);
+};
+
 /* controller.c */
 /*
  * Send a message of any size to the worker in slot (pid dest): what the

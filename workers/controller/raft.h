@@ -40,6 +40,7 @@ struct ctl_deletion;  /* a local partition dir to remove after publishing */
 struct ctl_server;    /* Kafka protocol on the controller listener */
 struct ctl_agent;     /* this node's broker agent */
 struct ctl;
+struct ctl_op_hooks;  /* what the operation engine calls: op.h */
 
 /*
  * What the raft layer reports to the rest of the controller. controller.c
@@ -116,6 +117,7 @@ struct ctl {
 	bool boot_inflight;
 
 	/* admin operations: a queue, one in flight */
+	const struct ctl_op_hooks *op_hooks;
 	struct ctl_op *ops_head, *ops_tail;
 	struct ctl_op *op_inflight;
 	unsigned n_ops;
