@@ -116,7 +116,7 @@ struct rn_meta_image {
 };
 
 /*
- * Partition runtime entry; workers/partition.h gives it its shape (the
+ * Partition runtime entry; workers/partition/partition.h gives it its shape (the
  * log's shared state, high watermark, fetch waiters). Only the lock is
  * formatted here.
  */

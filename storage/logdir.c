@@ -134,20 +134,26 @@ rn_logdir_take_clean(const char *root)
 	return 1;
 }
 
+/* nftw() passes no argument: the first failure of one removal. */
+static int rm_first_err;
+
 static int
 rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
 {
 	(void)sb;
 	(void)flag;
 	(void)f;
-	(void)remove(path);
+	if (remove(path) != 0 && errno != ENOENT && rm_first_err == 0)
+		rm_first_err = -errno;
 	return 0;
 }
 
-void
+int
 rn_logdir_remove_tree(const char *path)
 {
+	rm_first_err = 0;
 	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return rm_first_err;
 }
 
 int
@@ -173,6 +179,6 @@ rn_logdir_discard(const char *root, const char *name)
 	snprintf(to, sizeof(to), "%s/%s.%s-delete", root, base, hex);
 	if (rename(from, to) != 0)
 		return -errno;
-	rn_logdir_remove_tree(to);
+	(void)rn_logdir_remove_tree(to);
 	return 0;
 }

@@ -39,7 +39,8 @@ int rn_logdir_take_clean(const char *root);
  * to fit 255 bytes), then remove that tree. 0, or -errno of the rename.
  */
 int rn_logdir_discard(const char *root, const char *name);
-/* Remove a directory tree; what cannot be removed is left. */
-void rn_logdir_remove_tree(const char *path);
+/* Remove a directory tree; what cannot be removed is left: 0, or the
+ * -errno of the first entry that could not be removed. */
+int rn_logdir_remove_tree(const char *path);
 
 #endif /* RN_STORAGE_LOGDIR_H */

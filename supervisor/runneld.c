@@ -158,9 +158,12 @@ setup_shared(void)
 	unsigned i;
 	int rc;
 
-	sv.env.n_network = (unsigned)sv.cfg.num_network_threads;
-	sv.env.n_fetchers = (unsigned)sv.cfg.num_replica_fetchers;
-	sv.env.n_workers = 1 + sv.env.n_network + sv.env.n_fetchers;
+	sv.env.n_network = sv_role_count(sv_role_of(RN_ROLE_W_NETWORK),
+	    &sv.cfg);
+	sv.env.n_fetchers = sv_role_count(sv_role_of(RN_ROLE_W_FETCHER),
+	    &sv.cfg);
+	sv.env.n_workers = sv_role_count(sv_role_of(RN_ROLE_W_CONTROLLER),
+	    &sv.cfg) + sv.env.n_network + sv.env.n_fetchers;
 	p.n_workers = sv.env.n_workers;
 	p.ring_bytes = (uint32_t)sv.cfg.shm_ring_bytes;
 	p.max_partitions = (uint32_t)sv.cfg.shm_max_partitions;

@@ -16,6 +16,23 @@
 #include "supervisor/sv_backoff.h"
 #include "workers/worker.h"
 
+/* What a role's failure means once its restarts gave up. */
+enum sv_on_failure {
+	SV_FAILED_STAYS_DOWN,   /* the node runs on without that worker */
+	SV_FAILED_STOPS_NODE,   /* the node stops (systemd restarts it) */
+};
+
+/* One row of the role table (sv_roles.c). */
+struct sv_role {
+	enum rn_worker_role role;
+	const char *name;
+	rn_worker_main_fn main;        /* handed to rn_worker_run() */
+	const char *count_key;         /* config key of how many; NULL: one */
+	size_t count_off;              /* that int in struct rn_config */
+	unsigned stop_stage;           /* shutdown order, lowest first */
+	enum sv_on_failure on_failure;
+};
+
 struct sv_child {
 	char name[32];                 /* "network-1" */
 	enum rn_worker_role role;
@@ -56,6 +73,11 @@ struct sv {
 	int64_t next_watchdog_ms;
 	char status_line[256];
 };
+
+/* sv_roles.c */
+const struct sv_role *sv_roles(size_t *n);
+const struct sv_role *sv_role_of(enum rn_worker_role role);
+unsigned sv_role_count(const struct sv_role *r, const struct rn_config *cfg);
 
 /* sv_child.c */
 void sv_children_init(struct sv *sv);

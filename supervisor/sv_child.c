@@ -34,19 +34,21 @@ void
 sv_children_init(struct sv *sv)
 {
 	const struct rn_worker_env *env = &sv->env;
-	unsigned i, n = 0;
+	const struct sv_role *roles;
+	size_t r, n_roles;
+	unsigned i, k, n = 0;
 
 	memset(sv->children, 0, sizeof(sv->children));
-	sv->children[n].role = RN_ROLE_W_CONTROLLER;
-	sv->children[n].index = 0;
-	n++;
-	for (i = 0; i < env->n_network; i++, n++) {
-		sv->children[n].role = RN_ROLE_W_NETWORK;
-		sv->children[n].index = i;
-	}
-	for (i = 0; i < env->n_fetchers; i++, n++) {
-		sv->children[n].role = RN_ROLE_W_FETCHER;
-		sv->children[n].index = i;
+	roles = sv_roles(&n_roles);
+	for (r = 0; r < n_roles; r++) {
+		k = sv_role_count(&roles[r], env->cfg);
+		log_debug("%u %s worker(s)%s%s", k, roles[r].name,
+		    roles[r].count_key != NULL ? ", from " : "",
+		    roles[r].count_key != NULL ? roles[r].count_key : "");
+		for (i = 0; i < k && n < RN_SHM_MAX_WORKERS; i++, n++) {
+			sv->children[n].role = roles[r].role;
+			sv->children[n].index = i;
+		}
 	}
 	for (i = 0; i < n; i++) {
 		struct sv_child *c = &sv->children[i];
@@ -124,7 +126,8 @@ sv_child_start(struct sv *sv, struct sv_child *c)
 	if (pid == 0) {
 		if (sv->ctl_fd >= 0)
 			close(sv->ctl_fd);
-		rn_worker_run(&sv->env, c->role, c->index, sv->service_uid,
+		rn_worker_run(&sv->env, c->role, c->index,
+		    sv_role_of(c->role)->main, sv->service_uid,
 		    sv->service_gid, sv->drop_privileges);
 	}
 	c->pid = pid;
@@ -211,10 +214,10 @@ child_exited(struct sv *sv, struct sv_child *c, int status, int64_t now)
 	child_publish(sv, c);
 	if (c->state == RN_WS_FAILED) {
 		sv_notify_status(sv, "worker %s failed", c->name);
-		if (c->role == RN_ROLE_W_CONTROLLER) {
-			/* without a controller the node is useless: let
-			 * systemd restart it whole */
-			log_errx("the controller failed: stopping the node");
+		if (sv_role_of(c->role)->on_failure == SV_FAILED_STOPS_NODE) {
+			/* without it the node is useless: let systemd
+			 * restart it whole */
+			log_errx("the %s failed: stopping the node", c->name);
 			sv->exit_code = 1;
 			sv_got_sigterm = 1;
 		}
@@ -299,24 +302,28 @@ sv_child_restart(struct sv *sv, struct sv_child *c)
 }
 
 /*
- * Stop in order: network workers first (no new client work), then the
- * replica fetchers, the controller last. Each stage gets a share of the
- * deadline; what is left at the deadline is killed.
+ * Stop in the role table's stages: network workers first (no new client
+ * work), then the replica fetchers, the controller last. Each stage gets
+ * a share of the deadline; what is left at the deadline is killed.
  */
 void
 sv_children_stop(struct sv *sv, int64_t now)
 {
-	static const enum rn_worker_role order[] = { RN_ROLE_W_NETWORK,
-	    RN_ROLE_W_FETCHER, RN_ROLE_W_CONTROLLER };
-	unsigned i, r;
+	const struct sv_role *roles;
+	size_t n_roles, k;
+	unsigned i, stage, last = 0;
 
-	for (r = 0; r < RN_ARRAY_SIZE(order); r++) {
+	roles = sv_roles(&n_roles);
+	for (k = 0; k < n_roles; k++)
+		if (roles[k].stop_stage > last)
+			last = roles[k].stop_stage;
+	for (stage = 0; stage <= last; stage++) {
 		bool alive = false;
 
 		for (i = 0; i < sv->n_children; i++) {
 			struct sv_child *c = &sv->children[i];
 
-			if (c->role != order[r])
+			if (sv_role_of(c->role)->stop_stage != stage)
 				continue;
 			if (c->state == RN_WS_BACKOFF) {
 				c->state = RN_WS_STOPPED;

@@ -5,7 +5,5 @@
 
 /* Consume the controller's messages to this worker; -EBADMSG on garbage. */
 int rn_peer_drain(struct rn_worker *w);
-/* Hello, then heartbeat and follow the controller until SIGTERM. */
-int rn_peer_loop(struct rn_worker *w);
 
 #endif /* RN_PEER_H */

@@ -124,7 +124,8 @@ worker_raise_nofile(void)
 
 void
 rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
-    unsigned index, uid_t uid, gid_t gid, bool drop)
+    unsigned index, rn_worker_main_fn main_fn, uid_t uid, gid_t gid,
+    bool drop)
 {
 	struct rn_worker w;
 	pid_t parent = getppid();
@@ -159,19 +160,7 @@ rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
 		exit(RN_WORKER_EXIT_RESTART);
 	}
 
-	switch (role) {
-	case RN_ROLE_W_CONTROLLER:
-		rc = rn_controller_main(&w);
-		break;
-	case RN_ROLE_W_NETWORK:
-		rc = rn_network_main(&w);
-		break;
-	case RN_ROLE_W_FETCHER:
-		rc = rn_fetcher_main(&w);
-		break;
-	default:
-		rc = RN_WORKER_EXIT_FATAL;
-	}
+	rc = main_fn != NULL ? main_fn(&w) : RN_WORKER_EXIT_FATAL;
 	log_debug("exiting with status %d", rc);
 	exit(rc);
 }
@@ -261,4 +250,79 @@ rn_worker_send_hello(struct rn_worker *w)
 	rc = rn_worker_send_ctl(w, RN_IPC_HELLO, sb.data, (uint32_t)sb.size);
 	msgpack_sbuffer_destroy(&sb);
 	return rc;
+}
+
+/*
+ * A piece of a message larger than a ring frame: bounded by d->max_len;
+ * the sender is woken to push the next. The whole message is handled once
+ * its last piece arrived; a piece that does not fit is dropped with what
+ * came before it.
+ */
+static int
+drain_fragment(const struct rn_drain *d, pid_t sender, const void *payload,
+    size_t len, msgpack_unpacked *up)
+{
+	struct rn_ringq_in *in = d->in;
+	uint64_t one = 1;
+	int rc = rn_ringq_take(in, sender, payload, len, d->max_len);
+
+	(void)!write(d->wake_fd, &one, sizeof(one));
+	if (rc == 0)
+		return 0;
+	if (rc < 0) {
+		log_warnx("%s: dropped a fragmented message: %s", d->from,
+		    strerror(-rc));
+		return 0;
+	}
+	if (msgpack_unpack_next(up, (const char *)in->buf, in->len, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS) {
+		log_warnx("%s: malformed IPC message type %u", d->from,
+		    in->type);
+		rc = -EBADMSG;
+	} else
+		rc = d->handle(d->arg, sender, in->type, &up->data);
+	rn_ringq_in_done(in);
+	return rc;
+}
+
+int
+rn_worker_drain(const struct rn_drain *d)
+{
+	pid_t expect = (pid_t)atomic_load(d->sender_pid);
+	msgpack_unpacked up;
+	const void *payload;
+	uint16_t type;
+	ssize_t len;
+	int rc = 0;
+
+	/* a sender that died half-way through a large message */
+	if (d->in != NULL && d->in->buf != NULL && d->in->sender != expect)
+		rn_ringq_in_done(d->in);
+	msgpack_unpacked_init(&up);
+	while ((len = rn_ring_peek(d->ring, &type, &payload)) >= 0) {
+		pid_t sender = rn_ring_peek_sender(d->ring);
+
+		if (sender != expect) {
+			log_debug("%s: dropping message from old pid %d",
+			    d->from, (int)sender);
+			rn_ring_release(d->ring);
+			continue;
+		}
+		if (type == RN_IPC_FRAGMENT && d->in != NULL)
+			rc = drain_fragment(d, sender, payload, (size_t)len,
+			    &up);
+		else if (msgpack_unpack_next(&up, payload, (size_t)len,
+		    NULL) != MSGPACK_UNPACK_SUCCESS) {
+			log_warnx("%s: malformed IPC message type %u",
+			    d->from, type);
+			rc = -EBADMSG;
+		} else
+			rc = d->handle(d->arg, sender, type, &up.data);
+		rn_ring_release(d->ring);
+		if (rc == -EBADMSG || rc == -EPROTO)
+			break;
+		rc = 0;
+	}
+	msgpack_unpacked_destroy(&up);
+	return len == -EBADMSG ? -EBADMSG : rc;
 }

@@ -1,7 +1,9 @@
 /*
  * What a worker process is given by the supervisor at fork time, and the
  * loop every worker shares: heartbeat into its slot, sleep on its eventfd,
- * stop on SIGTERM. Each role has one entry point.
+ * stop on SIGTERM. Each role has one entry point, which the supervisor
+ * hands to rn_worker_run() (from its role table); this runtime knows no
+ * role.
  *
  * Exit status is a contract with the supervisor (as in nginx and
  * PostgreSQL background workers): 0 stopped on request, 1 restart me
@@ -12,6 +14,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <msgpack.h>
 
 #include "common/config.h"
 #include "ipc/ringq.h"
@@ -65,9 +69,13 @@ unsigned rn_worker_slot_of(const struct rn_worker_env *env,
 void rn_worker_name(enum rn_worker_role role, unsigned index, char *buf,
     size_t len);
 
-/* Called in the child right after fork; never returns. */
+/* A role's entry point: runs the role, returns the exit status. */
+typedef int (*rn_worker_main_fn)(struct rn_worker *w);
+
+/* Called in the child right after fork: sets up, runs main; never returns. */
 void rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
-    unsigned index, uid_t uid, gid_t gid, bool drop) __attribute__((noreturn));
+    unsigned index, rn_worker_main_fn main_fn, uid_t uid, gid_t gid,
+    bool drop) __attribute__((noreturn));
 
 /* Shared loop helpers. */
 bool rn_worker_should_stop(void);
@@ -84,9 +92,27 @@ int rn_worker_send_ctl(struct rn_worker *w, uint16_t type, const void *buf,
 bool rn_worker_pump_ctl(struct rn_worker *w);
 int rn_worker_send_hello(struct rn_worker *w);
 
-/* Role entry points; each returns the exit status. */
-int rn_controller_main(struct rn_worker *w);
-int rn_network_main(struct rn_worker *w);
-int rn_fetcher_main(struct rn_worker *w);
+/*
+ * One ring drained by rn_worker_drain(). A message whose sender is not
+ * *sender_pid is left over from an earlier incarnation and dropped. With
+ * `in`, FRAGMENT pieces are reassembled (up to max_len, the sender woken
+ * through wake_fd to push the next) and the whole message is handled.
+ * The handler gets each message unpacked; it returns -EBADMSG or -EPROTO
+ * when the sender misbehaves, which ends the drain; other errors do not.
+ */
+struct rn_drain {
+	struct rn_ring *ring;
+	_Atomic int32_t *sender_pid;
+	struct rn_ringq_in *in;
+	int wake_fd;
+	size_t max_len;
+	const char *from;           /* for logs: "slot 3", "the controller" */
+	int (*handle)(void *arg, pid_t sender, uint16_t type,
+	    const msgpack_object *m);
+	void *arg;
+};
+
+/* 0, or the error that ended the drain: the sender needs a restart. */
+int rn_worker_drain(const struct rn_drain *d);
 
 #endif /* RN_WORKER_H */

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for the request decoder, driven the way the network
- * worker drives it (workers/net_dispatch.c): request header, then the
+ * worker drives it (workers/network/dispatch.c): request header, then the
  * body with the API's generated decoder into an arena capped at 4x the
  * frame + 4096. Every API of the codec table is decoded at every version
  * the codec knows, a superset of what a broker serves (the controller

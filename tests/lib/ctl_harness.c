@@ -27,6 +27,7 @@
 #include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
 #include "tests/lib/tap.h"
+#include "workers/controller/controller.h"
 
 /* A loopback listener on a free port. */
 static int
@@ -169,8 +170,8 @@ th_start(struct th_cluster *c, int i)
 		for (k = 0; k < c->n_nodes; k++)
 			if (k != i && c->node[k].env.n_listen > 0)
 				close(c->node[k].env.listen[0].fd);
-		rn_worker_run(&n->env, RN_ROLE_W_CONTROLLER, 0, getuid(),
-		    getgid(), false);
+		rn_worker_run(&n->env, RN_ROLE_W_CONTROLLER, 0,
+		    rn_controller_main, getuid(), getgid(), false);
 	}
 	atomic_store(&rn_shm_worker(&n->shm, 0)->pid, n->pid);
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "tests/lib/tap.h"
-#include "workers/ctl_assign.h"
+#include "workers/controller/assign.h"
 
 static const int32_t expected[10][3] = {
 	{ 1000, 1004, 1001 }, { 1001, 1000, 1002 }, { 1002, 1001, 1003 },

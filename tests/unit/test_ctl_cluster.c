@@ -34,7 +34,7 @@
 #include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
 #include "tests/lib/tap.h"
-#include "workers/ctl_assign.h"
+#include "workers/controller/assign.h"
 #include "workers/worker.h"
 
 extern char **environ;

@@ -1,5 +1,5 @@
 /*
- * Leader and ISR decisions (ctl_elect.c) against made-up broker states,
+ * Leader and ISR decisions (elect.c) against made-up broker states,
  * and the records that carry them (BrokerChange, PartitionChange,
  * UnregisterBroker) applied to a metadata state and through a snapshot.
  */
@@ -11,8 +11,8 @@
 #include "common/log.h"
 #include "protocol/kerrors.h"
 #include "tests/lib/tap.h"
-#include "workers/ctl_elect.h"
-#include "workers/ctl_records.h"
+#include "workers/controller/elect.h"
+#include "workers/controller/records.h"
 
 /* broker id -> state, for ids 1..5 */
 static enum ctl_bstate states[6];

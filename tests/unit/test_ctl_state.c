@@ -14,8 +14,8 @@
 #include "ipc/mdimage.h"
 #include "ipc/shm.h"
 #include "tests/lib/tap.h"
-#include "workers/ctl_records.h"
-#include "workers/ctl_state.h"
+#include "workers/controller/records.h"
+#include "workers/controller/state.h"
 
 static void
 apply_batch(struct ctl_state *st, struct ctl_batch *b, uint64_t index)

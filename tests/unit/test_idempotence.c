@@ -5,7 +5,7 @@
 
 #include "protocol/kerrors.h"
 #include "tests/lib/tap.h"
-#include "workers/idempotence.h"
+#include "workers/partition/idempotence.h"
 
 static struct rn_batch_header
 batch(int64_t pid, int16_t epoch, int32_t seq, int32_t count)

@@ -1,0 +1,130 @@
+/*
+ * The APIs the controller answers, as one table (like the network
+ * worker's served[]): each row names the function that runs a request,
+ * the encoder of its response and how its successes turn into errors
+ * when the records do not commit. controller.c hands the table to the
+ * operation engine (op.c).
+ */
+#include "autoconf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "ipc/msgtypes.h"
+#include "protocol/kerrors.h"
+#include "protocol/kmsg_gen.h"
+#include "storage/checkpoint.h"
+#include "storage/logdir.h"
+#include "workers/controller/assign.h"
+#include "workers/controller/elect.h"
+#include "workers/controller/op.h"
+#include "workers/controller/raft.h"
+#include "workers/partition/partition.h"
+
+
+/*
+ * After records failed to commit, every success in a response becomes
+ * the error e: per item for the admin APIs, the one error_code of the
+ * broker APIs.
+ */
+#define OP_FAIL_EACH(fn, arr, count)					\
+static void								\
+fn(struct ctl_op *op, int16_t e)					\
+{									\
+	int32_t i;							\
+									\
+	for (i = 0; i < op->resp.count; i++)				\
+		if (op->resp.arr[i].error_code == 0)			\
+			op->resp.arr[i].error_code = e;			\
+}
+OP_FAIL_EACH(fail_ct, ct.topics, ct.topics_count)
+OP_FAIL_EACH(fail_dt, dt.responses, dt.responses_count)
+OP_FAIL_EACH(fail_cp, cp.results, cp.results_count)
+OP_FAIL_EACH(fail_ac, ac.responses, ac.responses_count)
+OP_FAIL_EACH(fail_iac, iac.responses, iac.responses_count)
+
+static void
+fail_br(struct ctl_op *op, int16_t e)
+{
+	op->resp.br.error_code = e;
+}
+
+static void
+fail_bh(struct ctl_op *op, int16_t e)
+{
+	op->resp.bh.error_code = e;
+}
+
+static void
+fail_ap(struct ctl_op *op, int16_t e)
+{
+	op->resp.ap.error_code = e;
+}
+
+static void
+fail_el(struct ctl_op *op, int16_t e)
+{
+	int32_t i, k;
+
+	for (i = 0; i < op->resp.el.replica_election_results_count; i++) {
+		struct rn_ElectLeadersResponse_ReplicaElectionResult *t =
+		    &op->resp.el.replica_election_results[i];
+
+		for (k = 0; k < t->partition_result_count; k++)
+			if (t->partition_result[k].error_code == 0)
+				t->partition_result[k].error_code = e;
+	}
+}
+
+/* The response of each API, encoded from op->resp. */
+#define OP_ENCODE(fn, type, field)					\
+static int								\
+fn(struct ctl_op *op, struct rn_kwriter *w)				\
+{									\
+	return rn_##type##_encode(w, op->ver, &op->resp.field);		\
+}
+OP_ENCODE(enc_ct, CreateTopicsResponse, ct)
+OP_ENCODE(enc_dt, DeleteTopicsResponse, dt)
+OP_ENCODE(enc_cp, CreatePartitionsResponse, cp)
+OP_ENCODE(enc_ac, AlterConfigsResponse, ac)
+OP_ENCODE(enc_iac, IncrementalAlterConfigsResponse, iac)
+OP_ENCODE(enc_br, BrokerRegistrationResponse, br)
+OP_ENCODE(enc_bh, BrokerHeartbeatResponse, bh)
+OP_ENCODE(enc_ap, AlterPartitionResponse, ap)
+OP_ENCODE(enc_el, ElectLeadersResponse, el)
+OP_ENCODE(enc_dq, DescribeQuorumResponse, dq)
+
+/* What the controller answers, one row per API (op.h). */
+const struct ctl_op_api ctl_op_apis[] = {
+	{ RN_KAPI_CREATE_TOPICS, ctl_op_create_topics, enc_ct, fail_ct, false },
+	{ RN_KAPI_DELETE_TOPICS, ctl_op_delete_topics, enc_dt, fail_dt, false },
+	{ RN_KAPI_CREATE_PARTITIONS, ctl_op_create_partitions, enc_cp, fail_cp,
+	    false },
+	{ RN_KAPI_ALTER_CONFIGS, ctl_op_alter_configs, enc_ac, fail_ac, false },
+	{ RN_KAPI_INCREMENTAL_ALTER_CONFIGS, ctl_op_incremental_alter_configs,
+	    enc_iac, fail_iac, false },
+	{ RN_KAPI_ELECT_LEADERS, ctl_op_elect_leaders, enc_el, fail_el,
+	    false },
+	{ RN_KAPI_DESCRIBE_QUORUM, ctl_op_describe_quorum, enc_dq, NULL,
+	    false },
+	{ RN_KAPI_BROKER_REGISTRATION, ctl_op_broker_registration, enc_br,
+	    fail_br, true },
+	{ RN_KAPI_BROKER_HEARTBEAT, ctl_op_broker_heartbeat, enc_bh, fail_bh,
+	    true },
+	{ RN_KAPI_ALTER_PARTITION, ctl_op_alter_partition, enc_ap, fail_ap,
+	    true },
+};
+
+const size_t ctl_op_n_apis = RN_ARRAY_SIZE(ctl_op_apis);

@@ -1,0 +1,415 @@
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "protocol/kerrors.h"
+#include "workers/controller/assign.h"
+#include "workers/controller/elect.h"
+#include "workers/controller/op.h"
+#include "workers/controller/raft.h"
+
+#define op_msg ctl_op_msg
+
+/* Position of follower j, counted from the leader's position. */
+static int
+follower_pos(int first, int shift, int j, int n)
+{
+	return (first + 1 + (shift + j) % (n - 1)) % n;
+}
+
+int
+ctl_assign_rack_unaware(const int32_t *brokers, int n_brokers, int n_parts,
+    int rf, int start_index, int shift, int start_partition, int32_t *out)
+{
+	int i, j, p;
+
+	if (n_brokers <= 0 || rf < 1 || rf > n_brokers || n_parts < 0 ||
+	    start_index < 0 || shift < 0 || start_partition < 0)
+		return -EINVAL;
+	for (i = 0; i < n_parts; i++) {
+		int first;
+
+		p = start_partition + i;
+		if (p > 0 && p % n_brokers == 0)
+			shift++;
+		first = (p + start_index) % n_brokers;
+		out[i * rf] = brokers[first];
+		for (j = 0; j < rf - 1; j++)
+			out[i * rf + 1 + j] =
+			    brokers[follower_pos(first, shift, j, n_brokers)];
+	}
+	return 0;
+}
+
+int
+ctl_assign_rack_order(const int32_t *brokers, const char *const *racks,
+    int n_brokers, int32_t *out)
+{
+	const char **rl;
+	int *next, n_racks = 0, i, k, done = 0, ri = 0;
+
+	if (n_brokers <= 0)
+		return -EINVAL;
+	rl = calloc((size_t)n_brokers, sizeof(*rl));
+	next = calloc((size_t)n_brokers, sizeof(*next));
+	if (rl == NULL || next == NULL) {
+		free(rl);
+		free(next);
+		return -ENOMEM;
+	}
+	/* distinct racks, sorted by name (insertion sort: few racks) */
+	for (i = 0; i < n_brokers; i++) {
+		for (k = 0; k < n_racks; k++)
+			if (strcmp(rl[k], racks[i]) == 0)
+				break;
+		if (k < n_racks)
+			continue;
+		for (k = n_racks; k > 0 && strcmp(rl[k - 1], racks[i]) > 0; k--)
+			rl[k] = rl[k - 1];
+		rl[k] = racks[i];
+		n_racks++;
+	}
+	/* next[r]: index in brokers of the next unused broker of rack r */
+	while (done < n_brokers) {
+		for (i = next[ri]; i < n_brokers; i++)
+			if (strcmp(racks[i], rl[ri]) == 0)
+				break;
+		if (i < n_brokers) {
+			out[done++] = brokers[i];
+			next[ri] = i + 1;
+		} else
+			next[ri] = n_brokers;
+		ri = (ri + 1) % n_racks;
+	}
+	free(rl);
+	free(next);
+	return n_racks;
+}
+
+static const char *
+rack_of(const int32_t *brokers, const char *const *racks, int n, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (brokers[i] == id)
+			return racks[i];
+	return "";
+}
+
+int
+ctl_assign_rack_aware(const int32_t *brokers, const char *const *racks,
+    int n_brokers, int n_parts, int rf, int start_index, int shift,
+    int start_partition, int32_t *out)
+{
+	int32_t *arr;
+	const char **used_racks;
+	int n_racks, i, j, p;
+
+	if (n_brokers <= 0 || rf < 1 || rf > n_brokers || n_parts < 0 ||
+	    start_index < 0 || shift < 0 || start_partition < 0)
+		return -EINVAL;
+	if ((arr = calloc((size_t)n_brokers, sizeof(*arr))) == NULL ||
+	    (used_racks = calloc((size_t)rf, sizeof(*used_racks))) == NULL) {
+		free(arr);
+		return -ENOMEM;
+	}
+	if ((n_racks = ctl_assign_rack_order(brokers, racks, n_brokers,
+	    arr)) < 0) {
+		free(arr);
+		free(used_racks);
+		return n_racks;
+	}
+	for (i = 0; i < n_parts; i++) {
+		int first, n_used_racks = 0, n_used = 1, k = 0;
+		int32_t *rep = &out[i * rf];
+
+		p = start_partition + i;
+		if (p > 0 && p % n_brokers == 0)
+			shift++;
+		first = (p + start_index) % n_brokers;
+		rep[0] = arr[first];
+		used_racks[n_used_racks++] = rack_of(brokers, racks, n_brokers,
+		    rep[0]);
+		for (j = 0; j < rf - 1; j++) {
+			for (;;) {
+				int32_t b = arr[n_brokers == 1 ? 0 :
+				    follower_pos(first, shift * n_racks, k,
+				    n_brokers)];
+				const char *r = rack_of(brokers, racks,
+				    n_brokers, b);
+				bool rack_used = false, broker_used = false;
+				int m;
+
+				k++;
+				for (m = 0; m < n_used_racks; m++)
+					if (strcmp(used_racks[m], r) == 0)
+						rack_used = true;
+				for (m = 0; m < n_used; m++)
+					if (rep[m] == b)
+						broker_used = true;
+				if ((!rack_used || n_used_racks == n_racks) &&
+				    (!broker_used || n_used == n_brokers)) {
+					rep[n_used++] = b;
+					if (!rack_used)
+						used_racks[n_used_racks++] = r;
+					break;
+				}
+			}
+		}
+	}
+	free(arr);
+	free(used_racks);
+	return 0;
+}
+
+/* ---- placing the replicas of an operation's new partitions ---------- */
+
+/*
+ * Brokers that may take new replicas: registered, unfenced, staying; in
+ * the op's arena (however many the cluster has). NULL: no memory.
+ */
+int32_t *
+ctl_place_live_brokers(struct ctl_op *op, int *n)
+{
+	const struct ctl_state *st = &op->c->st;
+	int32_t *ids;
+	int i;
+
+	*n = 0;
+	if ((ids = rn_arena_alloc(&op->arena, sizeof(*ids) *
+	    (size_t)(st->n_brokers > 0 ? st->n_brokers : 1))) == NULL)
+		return NULL;
+	for (i = 0; i < st->n_brokers; i++)
+		if (!st->brokers[i].fenced &&
+		    !st->brokers[i].in_controlled_shutdown)
+			ids[(*n)++] = st->brokers[i].id;
+	return ids;
+}
+
+static int
+rand_below(int n)
+{
+	uint8_t raw[16];
+	uint32_t v;
+
+	if (n <= 1 || ctl_uuid_random(raw) != 0)
+		return 0;
+	memcpy(&v, raw, sizeof(v));
+	return (int)(v % (uint32_t)n);
+}
+
+/*
+ * Log dir per new replica: the broker's registered dir holding the fewest
+ * replicas, counting the ones this operation already placed.
+ */
+struct ctl_dirload {
+	int32_t broker;
+	int n;
+	int count[RN_CONFIG_MAX_LOGDIRS];
+};
+
+void
+ctl_place_dir(struct ctl_placer *pl, int32_t broker, uint8_t out[16])
+{
+	const struct ctl_broker *b = ctl_state_broker(pl->st, broker);
+	struct ctl_dirload *dl = NULL;
+	int i, best = 0;
+
+	memset(out, 0, 16);
+	if (b == NULL || b->n_log_dirs == 0)
+		return; /* unknown: the broker chooses (Uuid zero) */
+	for (i = 0; i < pl->n; i++)
+		if (pl->loads[i].broker == broker)
+			dl = &pl->loads[i];
+	if (dl == NULL && pl->n == pl->cap) {
+		int cap = pl->cap ? 2 * pl->cap : 16;
+		struct ctl_dirload *nl = rn_arena_alloc(pl->arena,
+		    sizeof(*nl) * (size_t)cap);
+
+		if (nl == NULL) {
+			memcpy(out, b->log_dirs[0], 16);
+			return;
+		}
+		if (pl->n > 0)
+			memcpy(nl, pl->loads, sizeof(*nl) * (size_t)pl->n);
+		pl->loads = nl;
+		pl->cap = cap;
+	}
+	if (dl == NULL) {
+		dl = &pl->loads[pl->n++];
+		dl->broker = broker;
+		dl->n = b->n_log_dirs < RN_CONFIG_MAX_LOGDIRS ? b->n_log_dirs :
+		    RN_CONFIG_MAX_LOGDIRS;
+		for (i = 0; i < dl->n; i++)
+			dl->count[i] = ctl_state_dir_load(pl->st, broker,
+			    b->log_dirs[i]);
+	}
+	for (i = 1; i < dl->n; i++)
+		if (dl->count[i] < dl->count[best])
+			best = i;
+	dl->count[best]++;
+	memcpy(out, b->log_dirs[best], 16);
+}
+
+/*
+ * One new partition's record: leader = first live replica, ISR = the
+ * live replicas (callers made sure there is one).
+ */
+void
+ctl_place_record(struct ctl_batch *b, struct ctl_placer *pl,
+    const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf)
+{
+	struct ctl_partition part;
+	uint8_t dirs[64][16];
+	int32_t i, isr[64], n_isr = 0;
+
+	for (i = 0; i < rf && i < 64; i++)
+		if (ctl_broker_state((void *)pl->st, replicas[i]) == CTL_B_UP)
+			isr[n_isr++] = replicas[i];
+	memset(&part, 0, sizeof(part));
+	part.n_replicas = rf;
+	part.replicas = (int32_t *)replicas;
+	part.n_isr = n_isr;
+	part.isr = isr;
+	part.leader = n_isr > 0 ? isr[0] : -1;
+	part.leader_epoch = 0;
+	part.partition_epoch = 0;
+	for (i = 0; i < rf && i < 64; i++)
+		ctl_place_dir(pl, replicas[i], dirs[i]);
+	part.dirs = dirs;
+	ctl_rec_partition(b, tid, p, &part, false);
+}
+
+/* Kafka's checks of a manual assignment; 0 or an error code with msg. */
+int16_t
+ctl_place_check_manual(struct ctl_op *op, const struct ctl_state *st,
+    const int32_t *ids, int32_t n, int32_t want_rf, struct rn_kstr *msg)
+{
+	int32_t i, j;
+
+	if (n == 0) {
+		*msg = op_msg(op, "The manual partition assignment includes an "
+		    "empty replica list.");
+		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	for (i = 0; i < n; i++) {
+		if (ctl_state_broker(st, ids[i]) == NULL) {
+			*msg = op_msg(op, "The manual partition assignment "
+			    "includes broker %d, but no such broker is "
+			    "registered.", ids[i]);
+			return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+		}
+		for (j = 0; j < i; j++)
+			if (ids[j] == ids[i]) {
+				*msg = op_msg(op, "The manual partition "
+				    "assignment includes the broker %d more "
+				    "than once.", ids[i]);
+				return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+			}
+	}
+	if (want_rf > 0 && n != want_rf) {
+		*msg = op_msg(op, "The manual partition assignment includes a "
+		    "partition with %d replica(s), but this is not consistent "
+		    "with previous partitions, which have %d replica(s).", n,
+		    want_rf);
+		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	for (i = 0; i < n; i++)
+		if (ctl_broker_state((void *)st, ids[i]) == CTL_B_UP)
+			return 0;
+	*msg = op_msg(op, "All brokers specified in the manual partition "
+	    "assignment are fenced or in controlled shutdown.");
+	return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+}
+
+/*
+ * This node holds its replicas in shared-memory slots (shm.max.partitions
+ * of them): refuse what would not fit rather than create partitions it
+ * cannot serve. Other brokers' limits are theirs to report.
+ */
+int16_t
+ctl_place_check_slots(struct ctl_op *op, const int32_t *replicas, int32_t n,
+    struct rn_kstr *msg)
+{
+	const struct ctl_state *st = &op->c->st;
+	int32_t node = op->c->cfg->node_id, i, p, r;
+	uint32_t max = op->c->shm->hdr->max_partitions;
+	int used = 0, add = 0, k;
+
+	for (i = 0; i < n; i++)
+		if (replicas[i] == node)
+			add++;
+	if (add == 0)
+		return 0;
+	/* counted once per operation: it may create thousands of topics */
+	if (op->local_used < 0) {
+		op->local_used = 0;
+		for (k = 0; k < st->n_topics; k++)
+			for (p = 0; p < st->topics[k]->n_parts; p++)
+				for (r = 0; r < st->topics[k]->parts[p].
+				    n_replicas; r++)
+					if (st->topics[k]->parts[p].
+					    replicas[r] == node)
+						op->local_used++;
+	}
+	used = op->local_used;
+	if ((uint32_t)(used + op->local_added + add) > max) {
+		*msg = op_msg(op, "Broker %d can hold %u partitions "
+		    "(shm.max.partitions) and has %d: no room for %d more.",
+		    node, max, used + op->local_added, add);
+		return RN_KERR_POLICY_VIOLATION;
+	}
+	op->local_added += add;
+	return 0;
+}
+
+int16_t
+ctl_place_rf_unreachable(struct ctl_op *op, int32_t rf, int live,
+    struct rn_kstr *msg)
+{
+	if (live == 0)
+		*msg = op_msg(op, "Unable to replicate the partition %d time(s): "
+		    "All brokers are currently fenced.", rf);
+	else
+		*msg = op_msg(op, "Unable to replicate the partition %d time(s): "
+		    "The target replication factor of %d cannot be reached "
+		    "because only %d broker(s) are registered.", rf, rf, live);
+	return RN_KERR_INVALID_REPLICATION_FACTOR;
+}
+
+/*
+ * Automatic placement over the live brokers: rack-aware when every one of
+ * them has a rack, else rack-unaware; random start and shift.
+ */
+int
+ctl_place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
+    int32_t np, int32_t rf, int32_t start_partition, int32_t *out)
+{
+	const char **racks;
+	int i, rc;
+
+	if ((racks = calloc((size_t)(live > 0 ? live : 1),
+	    sizeof(*racks))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < live; i++) {
+		const struct ctl_broker *b = ctl_state_broker(st, brokers[i]);
+
+		if (b == NULL || b->rack[0] == '\0')
+			break;
+		racks[i] = b->rack;
+	}
+	if (i == live && live > 0) {
+		rc = ctl_assign_rack_aware(brokers, racks, live, np, rf,
+		    rand_below(live), rand_below(live), start_partition, out);
+		free(racks);
+		return rc;
+	}
+	free(racks);
+	return ctl_assign_rack_unaware(brokers, live, np, rf,
+	    rand_below(live), rand_below(live), start_partition, out);
+}

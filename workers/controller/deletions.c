@@ -1,0 +1,249 @@
+/*
+ * Deleting the local partition dirs of removed topics: queued as the
+ * state applies the removal, renamed "-delete" and removed after the
+ * image no longer names them; a crash's leftovers are removed at start,
+ * and replicas of topic ids the metadata log lacks once caught up.
+ */
+#include "autoconf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "ipc/msgtypes.h"
+#include "protocol/kerrors.h"
+#include "protocol/kmsg_gen.h"
+#include "storage/checkpoint.h"
+#include "storage/logdir.h"
+#include "workers/controller/assign.h"
+#include "workers/controller/elect.h"
+#include "workers/controller/op.h"
+#include "workers/controller/raft.h"
+#include "workers/partition/partition.h"
+
+
+struct ctl_deletion {
+	struct ctl_deletion *next;
+	char path[1400];
+	char name[300];          /* <topic>-<p>, for the renamed dir */
+	char dir[1100];
+	char topic[CTL_TOPIC_NAME_MAX + 1];
+	int32_t partition;
+	int32_t slot;            /* its shared-memory slot here, or -1 */
+	uint8_t id[16];          /* the removed topic's id */
+};
+
+/* ---- deleting the dirs of removed topics ----------------------------- */
+
+void
+ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t)
+{
+	struct ctl_local loc;
+	int32_t p, slot, dir;
+
+	ctl_local(c, &loc);
+	for (p = 0; p < t->n_parts; p++) {
+		struct ctl_deletion *d;
+
+		ctl_state_local_placement(&c->st, &loc, t, p, &slot, &dir);
+		if (dir < 0 || dir >= c->cfg->n_log_dirs)
+			continue;
+		if ((d = calloc(1, sizeof(*d))) == NULL)
+			continue;
+		strlcpy(d->dir, c->cfg->log_dirs[dir], sizeof(d->dir));
+		strlcpy(d->topic, t->name, sizeof(d->topic));
+		d->partition = p;
+		d->slot = slot;
+		memcpy(d->id, t->id, 16);
+		snprintf(d->name, sizeof(d->name), "%s-%d", t->name, p);
+		snprintf(d->path, sizeof(d->path), "%s/%s", d->dir, d->name);
+		d->next = c->deletions;
+		c->deletions = d;
+	}
+}
+
+/* Remove a tree; what cannot be removed is left and said once. */
+static void
+rm_tree(const char *path)
+{
+	int rc;
+
+	if ((rc = rn_logdir_remove_tree(path)) != 0)
+		log_warnx("removing %s: %s", path, strerror(-rc));
+}
+
+void
+ctl_admin_cleanup_deleted(struct ctl *c)
+{
+	char path[1400];
+	struct dirent *de;
+	DIR *dp;
+	int i;
+
+	for (i = 0; i < c->cfg->n_log_dirs; i++) {
+		if ((dp = opendir(c->cfg->log_dirs[i])) == NULL)
+			continue;
+		while ((de = readdir(dp)) != NULL) {
+			size_t n = strlen(de->d_name);
+
+			/* <topic>-<p>.<32 hex>-delete, left by a crash */
+			if (n < 41 || strcmp(de->d_name + n - 7, "-delete") != 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s",
+			    c->cfg->log_dirs[i], de->d_name);
+			log_info("removing %s, left from a topic deletion",
+			    path);
+			rm_tree(path);
+		}
+		closedir(dp);
+	}
+}
+
+/*
+ * The directory still holds the removed topic id's replica. A replay of
+ * the metadata log at start removes topics whose name a newer topic took:
+ * that one's directory names its own id and stays. One without
+ * partition.metadata (written before ids were kept) goes only if no live
+ * topic has that name and partition here.
+ */
+static bool
+deletion_is_ours(struct ctl *c, const struct ctl_deletion *d)
+{
+	const struct ctl_topic *t;
+	struct ctl_local loc;
+	int32_t slot, dir;
+	uint8_t id[16];
+	int rc = rn_partition_metadata_read(d->path, id);
+
+	if (rc == 0)
+		return memcmp(id, d->id, 16) == 0;
+	if (rc != -ENOENT)
+		return false;
+	t = ctl_state_topic(&c->st, d->topic, strlen(d->topic));
+	if (t == NULL || memcmp(t->id, d->id, 16) == 0 ||
+	    d->partition >= t->n_parts)
+		return true;
+	ctl_local(c, &loc);
+	ctl_state_local_placement(&c->st, &loc, t, d->partition, &slot, &dir);
+	return dir < 0;
+}
+
+/* Is dir (of log dir root) a replica the metadata log does not know? */
+static bool
+stray_dir(struct ctl *c, const char *root, const char *name,
+    char *why, size_t whylen)
+{
+	char topic[RN_TOPIC_MAX + 1], path[1400], enc[23];
+	const struct ctl_topic *t;
+	int32_t p;
+	uint8_t id[16];
+
+	if (rn_partition_dir_parse(name, topic, &p) != 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	if (rn_partition_metadata_read(path, id) != 0)
+		return false; /* no id to go by */
+	rn_uuid_to_base64url(id, enc);
+	t = ctl_state_topic_by_id(&c->st, id);
+	if (t == NULL)
+		snprintf(why, whylen, "topic id %s is not in the metadata log",
+		    enc);
+	else if (strcmp(t->name, topic) != 0 || p >= t->n_parts)
+		snprintf(why, whylen, "topic id %s is %s with %d partitions",
+		    enc, t->name, t->n_parts);
+	else
+		return false;
+	return true;
+}
+
+/*
+ * Once this node has caught up with the metadata log (its broker is
+ * unfenced in this incarnation), replicas of topics deleted while it was
+ * down are known to be stray: remove them as Kafka does.
+ */
+void
+ctl_admin_sweep_strays(struct ctl *c)
+{
+	static bool swept;
+	const struct ctl_broker *b;
+	char why[400];
+	struct dirent *de;
+	DIR *dp;
+	int i;
+
+	b = ctl_state_broker(&c->st, c->cfg->node_id);
+	if (swept || b == NULL || b->fenced ||
+	    memcmp(b->incarnation, c->incarnation, 16) != 0)
+		return;
+	swept = true;
+	for (i = 0; i < c->cfg->n_log_dirs; i++) {
+		if ((dp = opendir(c->cfg->log_dirs[i])) == NULL)
+			continue;
+		while ((de = readdir(dp)) != NULL) {
+			if (de->d_name[0] == '.' ||
+			    !stray_dir(c, c->cfg->log_dirs[i], de->d_name, why,
+			    sizeof(why)))
+				continue;
+			log_warnx("%s/%s: removing stray partition directory: "
+			    "%s", c->cfg->log_dirs[i], de->d_name, why);
+			(void)rn_logdir_discard(c->cfg->log_dirs[i], de->d_name);
+		}
+		closedir(dp);
+	}
+}
+
+void
+ctl_admin_run_deletions(struct ctl *c)
+{
+	struct ctl_deletion *d;
+
+	while ((d = c->deletions) != NULL) {
+		char to[1600], hex[33], base[300];
+		uint8_t raw[16];
+		size_t keep;
+		int i;
+
+		c->deletions = d->next;
+		/* every worker lets go of the old id's fds and mappings */
+		rn_part_release(c->shm, d->slot, d->id, d->partition,
+		    (int64_t)c->st.last_index);
+		if (!deletion_is_ours(c, d)) {
+			free(d);
+			continue;
+		}
+		if (ctl_uuid_random(raw) != 0)
+			memset(raw, 0, sizeof(raw));
+		for (i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+		/* a file name has 255 bytes: shorten the topic part if needed */
+		strlcpy(base, d->name, sizeof(base));
+		keep = 255 - (1 + 32 + strlen("-delete"));
+		if (strlen(base) > keep)
+			base[keep] = '\0';
+		snprintf(to, sizeof(to), "%s/%s.%s-delete", d->dir, base, hex);
+		if (rename(d->path, to) == 0) {
+			const char *fields[] = { NULL, NULL, NULL };
+			char tf[320], pf[32];
+
+			snprintf(tf, sizeof(tf), "TOPIC=%s", d->topic);
+			snprintf(pf, sizeof(pf), "PARTITION=%d", d->partition);
+			fields[0] = tf;
+			fields[1] = pf;
+			rn_log_fields(LOG_INFO, fields, "deleting %s", to);
+			rm_tree(to);
+		} else if (errno != ENOENT)
+			log_warn("renaming %s for deletion", d->path);
+		free(d);
+	}
+}

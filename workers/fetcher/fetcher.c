@@ -1,0 +1,884 @@
+/*
+ * A replica-fetcher worker: one of num.replica.fetchers processes that
+ * keep this node's follower replicas in step with their leaders. A
+ * partition belongs to fetcher hash(topic id, partition) % n. Per leader
+ * broker there is one connection with one Fetch in flight (replica id set,
+ * long-polled on the leader); all leaders are polled at once so an idle
+ * leader never delays a busy one. On a new leader epoch the follower first
+ * asks OffsetForLeaderEpoch and truncates a divergent tail.
+ */
+#include "autoconf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "protocol/kerrors.h"
+#include "protocol/kmsg_gen.h"
+#include "storage/batch.h"
+#include "workers/fetcher/fetcher.h"
+#include "workers/partition/partition.h"
+#include "workers/peer.h"
+
+#define FETCH_VERSION 13         /* topic ids: never another topic's data */
+#define OFFSETS_VERSION 3
+#define FETCH_MAX_WAIT_MS 500
+#define FETCH_MAX_BYTES (16 * 1024 * 1024)
+#define PARTITION_MAX_BYTES (1024 * 1024)
+#define IO_TIMEOUT_MS 10000
+/* a response's bytes per partition besides its records and topic name:
+ * index, error, three offsets, aborted-transaction and records lengths,
+ * preferred replica (42 in v11), with room to spare */
+#define RESP_PART_BYTES 64
+
+/* Process-local state of one follower replica this fetcher serves. */
+struct fpart {
+	const struct rn_mdv_topic *t;
+	const struct rn_mdv_partition *mp;
+	struct rn_part *p;
+	int32_t synced_epoch;   /* leader epoch whose divergence was checked */
+	uint8_t id[16];         /* topic id the state above is for */
+	int32_t leader;         /* as of the last round (mp may be stale) */
+	uint64_t round;         /* t and mp are valid only in this round */
+};
+
+struct leader {
+	int32_t id;
+	int fd;
+	bool in_flight;
+	int16_t api_key;        /* of the request in flight */
+	int32_t corr;
+	int64_t sent_ms;
+	uint8_t *rbuf;
+	size_t rlen, rcap;
+	size_t resp_max;        /* largest answer the request in flight allows */
+	struct rn_arena arena;
+	struct fpart **parts;   /* in the request in flight (own allocation:
+	                         * the arena is reset for the response) */
+	int n_parts, cap_parts;
+};
+
+struct fetcher {
+	struct rn_worker *w;
+	const struct rn_config *cfg;
+	struct rn_mdview view;
+	struct rn_part_table parts;
+	uint64_t view_version;
+	struct fpart *fp;       /* indexed by slot */
+	struct leader **leaders; /* one per broker we follow; as many as the
+	                          * image has brokers */
+	int n_leaders, cap_leaders;
+	struct pollfd *pfd;     /* cap_leaders of each, for poll() */
+	struct leader **polled;
+	int32_t next_corr;
+	uint64_t round;         /* bumped every time the image is read */
+	bool id_moved;          /* a slot changed topic id in this round */
+};
+
+static uint32_t
+part_hash(const uint8_t id[16], int32_t p)
+{
+	uint32_t h = 2166136261u;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		h = (h ^ id[i]) * 16777619u;
+	return (h ^ (uint32_t)p) * 16777619u;
+}
+
+static bool
+is_replica(const struct rn_mdv_partition *mp, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < mp->n_replicas; i++)
+		if (mp->replicas[i] == id)
+			return true;
+	return false;
+}
+
+static void
+leader_close(struct leader *l, const char *why)
+{
+	if (l->fd >= 0) {
+		if (why != NULL)
+			log_info("connection to leader %d closed: %s", l->id, why);
+		close(l->fd);
+	}
+	l->fd = -1;
+	l->in_flight = false;
+	l->rlen = 0;
+}
+
+static struct leader *
+leader_get(struct fetcher *f, int32_t id)
+{
+	struct leader *l;
+	int i;
+
+	for (i = 0; i < f->n_leaders; i++)
+		if (f->leaders[i]->id == id)
+			return f->leaders[i];
+	if (f->n_leaders == f->cap_leaders) {
+		int cap = f->cap_leaders ? 2 * f->cap_leaders : 8;
+		struct leader **nl = realloc(f->leaders, sizeof(*nl) *
+		    (size_t)cap);
+		struct pollfd *np;
+		struct leader **npl;
+
+		if (nl == NULL)
+			return NULL;
+		f->leaders = nl;
+		if ((np = realloc(f->pfd, sizeof(*np) * (size_t)cap)) == NULL)
+			return NULL;
+		f->pfd = np;
+		if ((npl = realloc(f->polled, sizeof(*npl) * (size_t)cap)) ==
+		    NULL)
+			return NULL;
+		f->polled = npl;
+		f->cap_leaders = cap;
+	}
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return NULL;
+	l->id = id;
+	l->fd = -1;
+	rn_arena_init(&l->arena, 0);
+	f->leaders[f->n_leaders++] = l;
+	return l;
+}
+
+/* The address followers reach a broker at: its inter-broker listener. */
+static int
+leader_address(struct fetcher *f, int32_t id, char *host, size_t hostlen,
+    uint16_t *port)
+{
+	const struct rn_mdv_broker *b = rn_mdview_broker(&f->view, id);
+	int i;
+
+	if (b == NULL || b->fenced)
+		return -ENOENT;
+	for (i = 0; i < b->n_listeners; i++)
+		if (strcmp(b->listeners[i].name,
+		    f->cfg->inter_broker_listener_name) == 0) {
+			strlcpy(host, b->listeners[i].host, hostlen);
+			*port = b->listeners[i].port;
+			return 0;
+		}
+	strlcpy(host, b->host, hostlen);
+	*port = b->port;
+	return 0;
+}
+
+static int
+leader_connect(struct fetcher *f, struct leader *l)
+{
+	struct addrinfo hints, *res;
+	char host[256], port_s[8];
+	uint16_t port;
+	int fd, one = 1;
+	struct timeval tv = { 2, 0 };
+
+	if (leader_address(f, l->id, host, sizeof(host), &port) != 0)
+		return -ENOENT;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	if (getaddrinfo(host, port_s, &hints, &res) != 0)
+		return -EHOSTUNREACH;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		freeaddrinfo(res);
+		return -errno;
+	}
+	/* bounded blocking connect and I/O: a dead leader cannot hang us */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, res->ai_addr, res->ai_addrlen) == -1) {
+		int e = errno;
+		freeaddrinfo(res);
+		close(fd);
+		return -e;
+	}
+	freeaddrinfo(res);
+	l->fd = fd;
+	return 0;
+}
+
+static int
+send_request(struct fetcher *f, struct leader *l, int16_t key, int16_t ver,
+    const void *body)
+{
+	const struct rn_kapi *api = rn_kapi_find(key);
+	struct rn_krequest_header h = { key, ver, ++f->next_corr,
+	    rn_kstr_c("runnel-replica-fetcher"), 0 };
+	struct rn_kwriter w;
+	size_t mark;
+	ssize_t rc;
+
+	rn_kwriter_init(&w);
+	mark = rn_kw_frame_begin(&w);
+	rn_krequest_header_encode(&w, rn_kapi_request_header_version(key, ver),
+	    &h);
+	api->encode_request(&w, ver, body);
+	rn_kw_frame_end(&w, mark);
+	rc = w.err ? w.err : rn_write_all(l->fd, w.buf, w.len);
+	rn_kwriter_free(&w);
+	if (rc < 0)
+		return (int)rc;
+	l->in_flight = true;
+	l->api_key = key;
+	l->corr = h.correlation_id;
+	l->sent_ms = rn_now_ms();
+	l->rlen = 0;
+	return 0;
+}
+
+/* Read what is there; 1 when a whole response frame is in, 0 if not yet. */
+static int
+read_response(struct leader *l)
+{
+	for (;;) {
+		size_t need = 4;
+		ssize_t k;
+
+		if (l->rlen >= 4) {
+			int32_t size = rn_kframe_size(l->rbuf,
+			    l->resp_max < INT32_MAX ? (int32_t)l->resp_max :
+			    INT32_MAX);
+			if (size < 0)
+				return -EMSGSIZE;
+			need = 4 + (size_t)size;
+			if (l->rlen == need)
+				return 1;
+		}
+		if (l->rlen == l->rcap) {
+			/* grown as bytes arrive, not as the size prefix says */
+			size_t cap = l->rcap < 32768 ? 65536 : 2 * l->rcap;
+			uint8_t *nb;
+
+			if (cap > need && need > 4)
+				cap = need;
+			if ((nb = realloc(l->rbuf, cap)) == NULL)
+				return -ENOMEM;
+			l->rbuf = nb;
+			l->rcap = cap;
+		}
+		if (need > l->rcap)
+			need = l->rcap;
+		k = recv(l->fd, l->rbuf + l->rlen, need - l->rlen, MSG_DONTWAIT);
+		if (k == 0)
+			return -ENOTCONN; /* the leader closed it (EOF) */
+		if (k == -1)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		l->rlen += (size_t)k;
+	}
+}
+
+/*
+ * Before appending fetched batches: their leader epochs go to the epoch
+ * cache and their producers to the idempotence table, so this replica
+ * can dedupe retries the day it leads.
+ */
+static void
+note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (len - off >= RN_BATCH_HEADER_SIZE) {
+		struct rn_batch_header h;
+
+		rn_batch_parse_header(buf + off, &h);
+		if (h.batch_length <= 0 ||
+		    (size_t)h.batch_length + 12 > len - off)
+			break;
+		if (h.partition_leader_epoch >
+		    rn_epoch_latest(&p->rt->log.epochs))
+			rn_log_assign_epoch(p->log, h.partition_leader_epoch,
+			    h.base_offset);
+		if (h.base_offset >= rn_log_end_offset(p->log))
+			rn_idem_record(&p->rt->idem, &h, h.base_offset,
+			    rn_wallclock_ms());
+		off += (size_t)h.batch_length + 12;
+	}
+}
+
+static void
+apply_partition(struct fetcher *f, struct fpart *fp,
+    const struct rn_FetchResponse_PartitionData *pd)
+{
+	struct rn_part *p = fp->p;
+	struct rn_append_info info;
+	int64_t leo, hw;
+	int rc;
+
+	switch (pd->error_code) {
+	case RN_KERR_NONE:
+		break;
+	case RN_KERR_OFFSET_OUT_OF_RANGE:
+		if (rn_part_lock(p) != 0)
+			return;
+		if (rn_log_end_offset(p->log) < pd->log_start_offset) {
+			/* the leader deleted what we miss: start over there */
+			log_warnx("%s-%d: below the leader's log start %lld: "
+			    "restarting the replica there", fp->t->name,
+			    fp->mp->p, (long long)pd->log_start_offset);
+			rn_log_truncate_fully(p->log, pd->log_start_offset);
+		}
+		rn_part_unlock(p);
+		fp->synced_epoch = -1; /* ahead of the leader: check divergence */
+		return;
+	case RN_KERR_NOT_LEADER_OR_FOLLOWER:
+	case RN_KERR_FENCED_LEADER_EPOCH:
+	case RN_KERR_UNKNOWN_LEADER_EPOCH:
+	case RN_KERR_UNKNOWN_TOPIC_OR_PARTITION:
+	case RN_KERR_UNKNOWN_TOPIC_ID:
+		return; /* the next image tells who leads */
+	default:
+		log_warnx("%s-%d: fetch error %s", fp->t->name, fp->mp->p,
+		    rn_kerr_name(pd->error_code));
+		return;
+	}
+	if (pd->records.len > 0) {
+		if ((rc = rn_part_lock(p)) != 0)
+			return;
+		note_batches(p, pd->records.ptr, (size_t)pd->records.len);
+		rc = rn_log_append_replica(p->log, pd->records.ptr,
+		    (size_t)pd->records.len, rn_wallclock_ms(), &info);
+		rn_part_unlock(p);
+		if (rc != 0 && rc != -EILSEQ) {
+			log_warnx("%s-%d: cannot append fetched records: %s",
+			    fp->t->name, fp->mp->p, strerror(-rc));
+			return;
+		}
+	}
+	/* a follower's high watermark: the leader's, as far as we have it */
+	leo = rn_log_end_offset(p->log);
+	hw = pd->high_watermark < leo ? pd->high_watermark : leo;
+	if (hw > atomic_load(&p->rt->high_watermark))
+		atomic_store(&p->rt->high_watermark, hw);
+}
+
+/*
+ * The replica a response entry is about, or NULL (gone from this fetcher
+ * since the request). Leaders answer in request order, so the entry at
+ * the same position is tried first: no quadratic scan per response.
+ */
+static struct fpart *
+response_part(struct fetcher *f, struct leader *l, int *pos,
+    const uint8_t *topic_id, struct rn_kstr topic, int32_t partition)
+{
+	int k;
+
+	for (k = 0; k < l->n_parts; k++) {
+		int at = (*pos + k) % l->n_parts;
+		struct fpart *fp = l->parts[at];
+
+		/* by id where the API has one (Fetch), else by name */
+		if (fp->round == f->round && fp->mp->p == partition &&
+		    (topic_id != NULL ? memcmp(topic_id, fp->t->id, 16) == 0 :
+		    rn_kstr_eq(topic, fp->t->name))) {
+			*pos = at + 1;
+			return fp;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A response decodes into at most a few times its own size, plus the
+ * fixed-size structs of the entries we asked for (records stay in rbuf).
+ */
+static void
+response_arena(struct leader *l, size_t per_entry)
+{
+	rn_arena_reset(&l->arena);
+	rn_arena_set_limit(&l->arena, 4 * l->rlen + 4096 +
+	    (size_t)l->n_parts * per_entry);
+}
+
+static void
+handle_fetch_response(struct fetcher *f, struct leader *l,
+    struct rn_kreader *r)
+{
+	struct rn_FetchResponse resp;
+	int i, j, pos = 0;
+
+	response_arena(l, sizeof(struct rn_FetchResponse_PartitionData) +
+	    sizeof(struct rn_FetchResponse_FetchableTopicResponse));
+	if (rn_FetchResponse_decode(r, FETCH_VERSION, &l->arena, &resp) < 0) {
+		leader_close(l, "malformed fetch response");
+		return;
+	}
+	if (resp.error_code != RN_KERR_NONE)
+		log_warnx("fetch from leader %d: %s", l->id,
+		    rn_kerr_name(resp.error_code));
+	for (i = 0; i < resp.responses_count; i++) {
+		const struct rn_FetchResponse_FetchableTopicResponse *tr =
+		    &resp.responses[i];
+
+		for (j = 0; j < tr->partitions_count; j++) {
+			struct fpart *fp = response_part(f, l, &pos,
+			    tr->topic_id.b, tr->topic,
+			    tr->partitions[j].partition_index);
+
+			if (fp != NULL)
+				apply_partition(f, fp, &tr->partitions[j]);
+		}
+	}
+}
+
+/* Cut a divergent tail where our history and the leader's part. */
+static void
+epoch_apply(struct fpart *fp,
+    const struct rn_OffsetForLeaderEpochResponse_EpochEndOffset *e)
+{
+	int32_t our_epoch;
+	int64_t our_end, cut;
+
+	rn_log_end_offset_for_epoch(fp->p->log, e->leader_epoch, &our_epoch,
+	    &our_end);
+	cut = e->end_offset;
+	if (our_end >= 0 && our_end < cut)
+		cut = our_end;
+	if (e->end_offset >= 0 && cut < rn_log_end_offset(fp->p->log) &&
+	    rn_part_lock(fp->p) == 0) {
+		log_warnx("%s-%d: truncating from %lld to %lld after leader "
+		    "epoch %d", fp->t->name, fp->mp->p,
+		    (long long)rn_log_end_offset(fp->p->log), (long long)cut,
+		    fp->mp->leader_epoch);
+		rn_log_truncate_to(fp->p->log, cut);
+		/* its producers' newest batches may be gone */
+		rn_idem_reset(&fp->p->rt->idem);
+		if (atomic_load(&fp->p->rt->high_watermark) > cut)
+			atomic_store(&fp->p->rt->high_watermark, cut);
+		rn_part_unlock(fp->p);
+	}
+	fp->synced_epoch = fp->mp->leader_epoch;
+}
+
+static void
+handle_epoch_response(struct fetcher *f, struct leader *l,
+    struct rn_kreader *r)
+{
+	struct rn_OffsetForLeaderEpochResponse resp;
+	int i, j, pos = 0;
+
+	response_arena(l, sizeof(struct
+	    rn_OffsetForLeaderEpochResponse_EpochEndOffset) + sizeof(struct
+	    rn_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult));
+	if (rn_OffsetForLeaderEpochResponse_decode(r, OFFSETS_VERSION,
+	    &l->arena, &resp) < 0) {
+		leader_close(l, "malformed OffsetForLeaderEpoch response");
+		return;
+	}
+	for (i = 0; i < resp.topics_count; i++)
+		for (j = 0; j < resp.topics[i].partitions_count; j++) {
+			const struct rn_OffsetForLeaderEpochResponse_EpochEndOffset *e =
+			    &resp.topics[i].partitions[j];
+			struct fpart *fp = response_part(f, l, &pos, NULL,
+			    resp.topics[i].topic, e->partition);
+
+			if (fp != NULL && e->error_code == RN_KERR_NONE)
+				epoch_apply(fp, e);
+		}
+}
+
+/* Arena bytes a request takes per partition it names. */
+#define REQ_ENTRY_BYTES \
+	(sizeof(struct rn_FetchRequest_FetchTopic) + \
+	sizeof(struct rn_FetchRequest_FetchPartition) + \
+	sizeof(struct rn_OffsetForLeaderEpochRequest_OffsetForLeaderTopic) + \
+	sizeof(struct rn_OffsetForLeaderEpochRequest_OffsetForLeaderPartition))
+
+/*
+ * The largest answer a request for these partitions can bring: fixed
+ * bytes per topic and partition, plus, for a fetch, max_bytes and one
+ * batch over it (the first data always goes out whole, like Kafka).
+ */
+static size_t
+response_bound(struct fpart **in_req, int n, bool fetch)
+{
+	size_t bytes = 256 + (size_t)n * RESP_PART_BYTES;
+	int64_t batch = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (i == 0 || in_req[i]->t != in_req[i - 1]->t)
+			bytes += 16 + in_req[i]->t->name_len;
+		if (in_req[i]->p->lcfg.max_message_bytes > batch)
+			batch = in_req[i]->p->lcfg.max_message_bytes;
+	}
+	if (fetch)
+		bytes += FETCH_MAX_BYTES + (size_t)batch + RN_BATCH_HEADER_SIZE;
+	return bytes;
+}
+
+/* OffsetForLeaderEpoch for the partitions whose leader epoch is new to
+ * us; true if one went out (the fetch waits for its answer). */
+static bool
+kick_epochs(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
+{
+	struct rn_OffsetForLeaderEpochRequest req;
+	struct rn_OffsetForLeaderEpochRequest_OffsetForLeaderTopic *t = NULL;
+	struct rn_OffsetForLeaderEpochRequest_OffsetForLeaderPartition *pp;
+	struct rn_arena *a = &l->arena;
+	int i;
+
+	rn_OffsetForLeaderEpochRequest_init(&req);
+	req.replica_id = f->cfg->node_id;
+	req.topics = rn_arena_alloc(a, sizeof(*req.topics) * (size_t)n);
+	pp = rn_arena_alloc(a, sizeof(*pp) * (size_t)n);
+	if (req.topics == NULL || pp == NULL)
+		return true;
+	for (i = 0; i < n; i++) {
+		struct fpart *fp = mine[i];
+		int32_t latest;
+
+		if (fp->synced_epoch == fp->mp->leader_epoch)
+			continue;
+		latest = rn_epoch_latest(&fp->p->rt->log.epochs);
+		if (latest < 0) {
+			/* no history of our own: nothing can diverge */
+			fp->synced_epoch = fp->mp->leader_epoch;
+			continue;
+		}
+		/* mine is sorted by topic: one entry per topic */
+		if (t == NULL || l->parts[l->n_parts - 1]->t != fp->t) {
+			t = &req.topics[req.topics_count++];
+			rn_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_init(t);
+			t->topic = (struct rn_kstr){ fp->t->name,
+			    (int32_t)fp->t->name_len };
+			t->partitions = &pp[l->n_parts];
+		}
+		rn_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_init(
+		    &pp[l->n_parts]);
+		pp[l->n_parts].partition = fp->mp->p;
+		pp[l->n_parts].current_leader_epoch = fp->mp->leader_epoch;
+		pp[l->n_parts].leader_epoch = latest;
+		t->partitions_count++;
+		l->parts[l->n_parts++] = fp;
+	}
+	if (req.topics_count == 0)
+		return false;
+	l->resp_max = response_bound(l->parts, l->n_parts, false);
+	if (send_request(f, l, RN_KAPI_OFFSET_FOR_LEADER_EPOCH,
+	    OFFSETS_VERSION, &req) != 0)
+		leader_close(l, "send failed");
+	return true;
+}
+
+static void
+kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
+{
+	struct rn_FetchRequest req;
+	struct rn_FetchRequest_FetchTopic *t = NULL;
+	struct rn_FetchRequest_FetchPartition *pp;
+	struct rn_arena *a = &l->arena;
+	int i;
+
+	rn_FetchRequest_init(&req);
+	req.replica_id = f->cfg->node_id;
+	req.max_wait_ms = FETCH_MAX_WAIT_MS;
+	req.min_bytes = 1;
+	req.max_bytes = FETCH_MAX_BYTES;
+	req.session_id = 0;
+	req.session_epoch = -1;
+	req.topics = rn_arena_alloc(a, sizeof(*req.topics) * (size_t)n);
+	pp = rn_arena_alloc(a, sizeof(*pp) * (size_t)n);
+	if (req.topics == NULL || pp == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		struct fpart *fp = mine[i];
+
+		if (i == 0 || mine[i - 1]->t != fp->t) {
+			t = &req.topics[req.topics_count++];
+			rn_FetchRequest_FetchTopic_init(t);
+			t->topic = (struct rn_kstr){ fp->t->name,
+			    (int32_t)fp->t->name_len };
+			memcpy(t->topic_id.b, fp->t->id, 16);
+			t->partitions = &pp[i];
+		}
+		rn_FetchRequest_FetchPartition_init(&pp[i]);
+		pp[i].partition = fp->mp->p;
+		pp[i].current_leader_epoch = fp->mp->leader_epoch;
+		pp[i].fetch_offset = rn_log_end_offset(fp->p->log);
+		pp[i].log_start_offset = rn_log_start_offset(fp->p->log);
+		pp[i].partition_max_bytes = PARTITION_MAX_BYTES;
+		t->partitions_count++;
+		l->parts[l->n_parts++] = fp;
+	}
+	l->resp_max = response_bound(mine, n, true);
+	if (send_request(f, l, RN_KAPI_FETCH, FETCH_VERSION, &req) != 0)
+		leader_close(l, "send failed");
+}
+
+/*
+ * Build and send the next request to a leader: epochs first, then fetch.
+ * mine holds this leader's replicas, sorted by topic and partition.
+ */
+static void
+leader_kick(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
+{
+	if (l->in_flight || n == 0)
+		return;
+	if (l->fd < 0 && leader_connect(f, l) != 0)
+		return;
+	if (n > l->cap_parts) {
+		struct fpart **np = realloc(l->parts, sizeof(*np) * (size_t)n);
+		if (np == NULL)
+			return;
+		l->parts = np;
+		l->cap_parts = n;
+	}
+	l->n_parts = 0;
+	/* a request's structs grow with the partitions it names, no more */
+	rn_arena_reset(&l->arena);
+	rn_arena_set_limit(&l->arena, 4096 + (size_t)n * REQ_ENTRY_BYTES);
+	if (!kick_epochs(f, l, mine, n)) {
+		l->n_parts = 0;
+		kick_fetch(f, l, mine, n);
+	}
+}
+
+static void
+leader_readable(struct fetcher *f, struct leader *l)
+{
+	struct rn_kreader r;
+	int32_t corr;
+	int rc = read_response(l);
+
+	if (atomic_load(&f->w->env->shm->hdr->fault_stall_fetch)) {
+		leader_close(l, NULL); /* the stall fault began meanwhile */
+		return;
+	}
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		leader_close(l, rc == -ENOTCONN ? "closed by the leader" :
+		    rc == -EMSGSIZE ? "response larger than the request allows" :
+		    strerror(-rc));
+		return;
+	}
+	l->in_flight = false;
+	rn_kreader_init(&r, l->rbuf + 4, l->rlen - 4);
+	if (rn_kresponse_header_decode(&r, rn_kapi_response_header_version(
+	    l->api_key, l->api_key == RN_KAPI_FETCH ? FETCH_VERSION :
+	    OFFSETS_VERSION), &corr) < 0 || corr != l->corr) {
+		leader_close(l, "unexpected response");
+		return;
+	}
+	if (l->api_key == RN_KAPI_FETCH)
+		handle_fetch_response(f, l, &r);
+	else
+		handle_epoch_response(f, l, &r);
+	l->rlen = 0;
+}
+
+/* The follower replicas this fetcher owns, as the current image says. */
+static int
+collect(struct fetcher *f, struct fpart **out, int max)
+{
+	const struct rn_mdview *v = &f->view;
+	int32_t self = f->cfg->node_id;
+	int i, j, n = 0;
+
+	for (i = 0; i < v->n_topics; i++) {
+		const struct rn_mdv_topic *t = &v->topics[i];
+
+		for (j = 0; j < t->n_parts; j++) {
+			const struct rn_mdv_partition *mp = &t->parts[j];
+			struct fpart *fp;
+			int16_t kerr;
+
+			if (mp->slot < 0 || mp->leader < 0 || mp->leader == self ||
+			    !is_replica(mp, self) ||
+			    part_hash(t->id, mp->p) % f->w->env->n_fetchers !=
+			    f->w->index || n == max)
+				continue;
+			fp = &f->fp[mp->slot];
+			if (memcmp(fp->id, t->id, 16) != 0) {
+				/* another topic in this slot: nothing carries over */
+				static const uint8_t none[16];
+
+				if (memcmp(fp->id, none, 16) != 0)
+					f->id_moved = true;
+				memcpy(fp->id, t->id, 16);
+				fp->leader = -1;
+			}
+			/* fp->mp may point into an image freed since */
+			if (fp->leader != mp->leader)
+				fp->synced_epoch = -1;
+			fp->leader = mp->leader;
+			fp->t = t;
+			fp->mp = mp;
+			/* one that cannot be opened (yet) is not this round's: an
+			 * answer in flight for it is dropped, not applied */
+			if ((fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
+				continue;
+			fp->round = f->round;
+			out[n++] = fp;
+		}
+	}
+	return n;
+}
+
+/* By leader, then topic (image order), then partition. */
+static int
+mine_cmp(const void *x, const void *y)
+{
+	const struct fpart *a = *(struct fpart *const *)x;
+	const struct fpart *b = *(struct fpart *const *)y;
+
+	if (a->leader != b->leader)
+		return a->leader < b->leader ? -1 : 1;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return (a->mp->p > b->mp->p) - (a->mp->p < b->mp->p);
+}
+
+/* Wait for answers from the leaders with a request in flight. */
+static void
+poll_leaders(struct fetcher *f, struct rn_ring *in)
+{
+	struct rn_worker *w = f->w;
+	int i, np = 0;
+
+	for (i = 0; i < f->n_leaders; i++) {
+		struct leader *l = f->leaders[i];
+
+		if (l->in_flight && rn_now_ms() - l->sent_ms >
+		    FETCH_MAX_WAIT_MS + IO_TIMEOUT_MS)
+			leader_close(l, "no response in time");
+		if (l->fd >= 0 && l->in_flight) {
+			f->pfd[np].fd = l->fd;
+			f->pfd[np].events = POLLIN;
+			f->polled[np++] = l;
+		}
+	}
+	if (np == 0) {
+		rn_ring_consumer_sleeping(in, true);
+		rn_worker_wait(w, 200);
+		rn_ring_consumer_sleeping(in, false);
+		return;
+	}
+	if (poll(f->pfd, (nfds_t)np, RN_WORKER_HEARTBEAT_MS) > 0)
+		for (i = 0; i < np; i++) {
+			if (f->pfd[i].revents)
+				leader_readable(f, f->polled[i]);
+			/* thousands of partitions take a while to apply */
+			if (rn_now_ms() >= w->next_heartbeat_ms)
+				rn_worker_heartbeat(w);
+		}
+	if (rn_now_ms() >= w->next_heartbeat_ms)
+		rn_worker_heartbeat(w);
+}
+
+int
+rn_fetcher_main(struct rn_worker *w)
+{
+	struct fetcher f;
+	struct fpart **mine;
+	struct rn_ring *in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
+	uint32_t max = w->env->shm->hdr->max_partitions;
+	int64_t next_collect_ms = 0;
+	bool changed;
+	int i, n_mine = 0;
+
+	memset(&f, 0, sizeof(f));
+	f.w = w;
+	f.cfg = w->env->cfg;
+	rn_mdview_init(&f.view);
+	if (rn_part_table_init(&f.parts, w->env->shm, f.cfg) != 0 ||
+	    (f.fp = calloc(max, sizeof(*f.fp))) == NULL ||
+	    (mine = calloc(max, sizeof(*mine))) == NULL) {
+		log_errx("replica fetcher: out of memory");
+		return RN_WORKER_EXIT_RESTART;
+	}
+	f.parts.worker = w;
+	for (i = 0; i < (int)max; i++) {
+		f.fp[i].synced_epoch = -1;
+		f.fp[i].leader = -1;
+	}
+	if (rn_worker_send_hello(w) != 0)
+		log_warnx("cannot reach the controller yet");
+	rn_worker_heartbeat(w);
+	log_info("replica fetcher up");
+
+	while (!rn_worker_should_stop()) {
+		if (rn_peer_drain(w) != 0) {
+			log_errx("bad message from the controller: restarting");
+			return RN_WORKER_EXIT_RESTART;
+		}
+		/*
+		 * Which replicas, from whom: looked up again when the image
+		 * changes (and once a second), not for every response; with
+		 * thousands of partitions that lookup was most of the work.
+		 */
+		if ((changed = rn_mdview_refresh(&f.view, w->env->shm) == 1))
+			rn_part_table_sync(&f.parts, &f.view);
+		if (changed || rn_now_ms() >= next_collect_ms) {
+			f.round++;
+			f.id_moved = false;
+			n_mine = collect(&f, mine, (int)max);
+			qsort(mine, (size_t)n_mine, sizeof(*mine), mine_cmp);
+			next_collect_ms = rn_now_ms() + 1000;
+		}
+		if (f.id_moved) {
+			/* answers in flight may be for the slot's old topic (the
+			 * epoch API names topics, it has no ids): drop them */
+			for (i = 0; i < f.n_leaders; i++)
+				if (f.leaders[i]->in_flight)
+					leader_close(f.leaders[i], NULL);
+			f.id_moved = false;
+		}
+		if (rn_now_ms() >= w->next_heartbeat_ms)
+			rn_worker_heartbeat(w);
+		if (atomic_load(&w->env->shm->hdr->fault_stall_fetch)) {
+			/* test fault: a follower that stops fetching, at once:
+			 * fetches in flight are dropped too */
+			for (i = 0; i < f.n_leaders; i++)
+				leader_close(f.leaders[i], NULL);
+			rn_worker_wait(w, 100);
+			continue;
+		}
+		/* one request in flight per leader, for that leader's replicas */
+		for (i = 0; i < n_mine; ) {
+			struct leader *l = leader_get(&f, mine[i]->leader);
+			int j = i;
+
+			while (j < n_mine && mine[j]->leader == mine[i]->leader)
+				j++;
+			if (l != NULL)
+				leader_kick(&f, l, mine + i, j - i);
+			i = j;
+		}
+		poll_leaders(&f, in);
+	}
+	for (i = 0; i < f.n_leaders; i++) {
+		leader_close(f.leaders[i], NULL);
+		free(f.leaders[i]->parts);
+		free(f.leaders[i]->rbuf);
+		rn_arena_free(&f.leaders[i]->arena);
+		free(f.leaders[i]);
+	}
+	free(f.leaders);
+	free(f.pfd);
+	free(f.polled);
+	free(f.fp);
+	free(mine);
+	rn_part_table_close(&f.parts);
+	return RN_WORKER_EXIT_OK;
+}

@@ -1,0 +1,367 @@
+/*
+ * Client connections of a network worker: bounded framing on input, an
+ * ordered queue of responses on output sent with writev() and, for record
+ * data, sendfile() straight from the segment files.
+ */
+#include "autoconf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "workers/network/net_int.h"
+
+#define RBUF_MIN (64 * 1024)
+/* Stop taking requests from a client that does not read its responses. */
+#define OUT_MAX_PENDING 4
+
+static unsigned out_count(const struct conn *c);
+
+static void
+conn_epoll(struct net *n, struct conn *c)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLRDHUP;
+	/* read only while requests can be taken: a parked request points
+	 * into the buffer, which must not move */
+	if (c->wait == CONN_IDLE && !c->closing &&
+	    out_count(c) < OUT_MAX_PENDING)
+		ev.events |= EPOLLIN;
+	if (c->want_write)
+		ev.events |= EPOLLOUT;
+	ev.data.ptr = c;
+	epoll_ctl(n->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+struct conn *
+net_conn_new(struct net *n, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct epoll_event ev;
+	struct conn *c;
+	int one = 1;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->fd = fd;
+	c->id = ++n->next_conn_id;
+	rn_arena_init(&c->arena, 0);
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		char host[48] = "?";
+		int port = 0;
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+			port = ntohs(in->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+			port = ntohs(in6->sin6_port);
+		}
+		snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLRDHUP;
+	ev.data.ptr = c;
+	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		free(c);
+		return NULL;
+	}
+	c->next_all = n->conns;
+	if (n->conns)
+		n->conns->prev_all = c;
+	n->conns = c;
+	n->n_conns++;
+	return c;
+}
+
+void
+net_conn_close(struct net *n, struct conn *c, const char *why)
+{
+	struct net_out *o, *next;
+
+	if (why != NULL)
+		log_debug("closing connection %llu from %s: %s",
+		    (unsigned long long)c->id, c->peer, why);
+	if (c->fd < 0)
+		return;
+	epoll_ctl(n->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	c->wait = CONN_IDLE;
+	for (o = c->out_head; o; o = next) {
+		next = o->next;
+		net_out_free(n, o);
+	}
+	c->out_head = c->out_tail = NULL;
+	if (c->prev_all)
+		c->prev_all->next_all = c->next_all;
+	else
+		n->conns = c->next_all;
+	if (c->next_all)
+		c->next_all->prev_all = c->prev_all;
+	n->n_conns--;
+	/* later events of this round may still name it: free it after them */
+	c->next_all = n->dead;
+	n->dead = c;
+}
+
+void
+net_conn_reap(struct net *n)
+{
+	struct conn *c;
+
+	while ((c = n->dead) != NULL) {
+		n->dead = c->next_all;
+		rn_arena_free(&c->arena);
+		free(c->rbuf);
+		free(c);
+	}
+}
+
+static unsigned
+out_count(const struct conn *c)
+{
+	unsigned k = 0;
+
+	for (const struct net_out *o = c->out_head; o; o = o->next)
+		k++;
+	return k;
+}
+
+/* Send as much queued output as the socket takes. -1: connection broken. */
+static int
+conn_flush(struct net *n, struct conn *c)
+{
+	struct iovec iov[64];
+
+	while (c->out_head != NULL) {
+		struct net_out *o = c->out_head;
+
+		while (o->cur < o->n_chunks) {
+			struct rn_kchunk *ch = &o->chunks[o->cur];
+			ssize_t k;
+
+			if (ch->fd >= 0) {
+				off_t pos = (off_t)(ch->file_pos + (int64_t)o->cur_off);
+				k = sendfile(c->fd, ch->fd, &pos, ch->len - o->cur_off);
+				if (k == 0) {
+					/* the file got shorter (truncation or
+					 * retention): the frame cannot be
+					 * completed, so the client must reconnect */
+					return -1;
+				}
+			} else {
+				int niov = 0, i;
+
+				for (i = o->cur; i < o->n_chunks && niov < 64 &&
+				    o->chunks[i].fd < 0; i++) {
+					size_t skip = i == o->cur ? o->cur_off : 0;
+					iov[niov].iov_base = (char *)o->chunks[i].ptr + skip;
+					iov[niov].iov_len = o->chunks[i].len - skip;
+					niov++;
+				}
+				k = writev(c->fd, iov, niov);
+			}
+			if (k == -1) {
+				if (errno == EAGAIN || errno == EINTR) {
+					if (!c->want_write) {
+						c->want_write = true;
+						conn_epoll(n, c);
+					}
+					return 0;
+				}
+				return -1;
+			}
+			/* advance over what was written */
+			size_t left = (size_t)k;
+			while (left > 0 && o->cur < o->n_chunks) {
+				size_t rest = o->chunks[o->cur].len - o->cur_off;
+				if (left >= rest) {
+					left -= rest;
+					o->cur++;
+					o->cur_off = 0;
+				} else {
+					o->cur_off += left;
+					left = 0;
+				}
+			}
+			/* skip empty chunks */
+			while (o->cur < o->n_chunks && o->chunks[o->cur].len == 0)
+				o->cur++;
+		}
+		c->out_head = o->next;
+		if (c->out_head == NULL)
+			c->out_tail = NULL;
+		net_out_free(n, o);
+	}
+	if (c->want_write) {
+		c->want_write = false;
+		conn_epoll(n, c);
+	}
+	return 0;
+}
+
+void
+net_conn_queue(struct net *n, struct conn *c, struct net_out *o)
+{
+	o->next = NULL;
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	if (!c->want_write && conn_flush(n, c) == -1) {
+		/* the peer is gone: nothing queued can be delivered */
+		struct net_out *next;
+
+		for (o = c->out_head; o; o = next) {
+			next = o->next;
+			net_out_free(n, o);
+		}
+		c->out_head = c->out_tail = NULL;
+		c->closing = true;
+	}
+}
+
+void
+net_conn_writable(struct net *n, struct conn *c)
+{
+	if (conn_flush(n, c) == -1) {
+		net_conn_close(n, c, "write failed");
+		return;
+	}
+	if (c->closing && c->out_head == NULL) {
+		net_conn_close(n, c, NULL);
+		return;
+	}
+	/* output drained: requests held back by backpressure may go on */
+	if (c->wait == CONN_IDLE)
+		net_conn_process(n, c);
+}
+
+/* Drop handled frames from the front of the buffer. */
+static void
+conn_compact(struct conn *c)
+{
+	if (c->frame_off == 0)
+		return;
+	memmove(c->rbuf, c->rbuf + c->frame_off, c->rlen - c->frame_off);
+	c->rlen -= c->frame_off;
+	c->frame_off = 0;
+}
+
+void
+net_conn_process(struct net *n, struct conn *c)
+{
+	int32_t size;
+
+	if (c->fd < 0)
+		return;
+	while (c->wait == CONN_IDLE && !c->closing &&
+	    out_count(c) < OUT_MAX_PENDING) {
+		if (c->rlen - c->frame_off < 4)
+			break;
+		size = rn_kframe_size(c->rbuf + c->frame_off,
+		    (int32_t)n->cfg->socket_request_max_bytes);
+		if (size < 0) {
+			log_warnx("connection from %s: frame size %d outside "
+			    "[0, socket.request.max.bytes]: closing", c->peer,
+			    (int)ntohl(*(uint32_t *)(c->rbuf + c->frame_off)));
+			c->closing = true;
+			break;
+		}
+		if (c->rlen - c->frame_off - 4 < (size_t)size)
+			break;
+		c->frame_len = (size_t)size;
+		if (!net_dispatch(n, c)) {
+			c->closing = true;
+			break;
+		}
+		if (c->wait != CONN_IDLE) {
+			/* parked: resumes in net_conn_request_done; stop
+			 * polling for input meanwhile, or a client's next
+			 * pipelined request wakes epoll in a spin */
+			conn_epoll(n, c);
+			return;
+		}
+		c->frame_off += 4 + c->frame_len;
+		c->frame_len = 0;
+	}
+	if (c->wait == CONN_IDLE)
+		conn_compact(c);
+	if (c->closing && c->out_head == NULL) {
+		net_conn_close(n, c, "protocol error");
+		return;
+	}
+	conn_epoll(n, c);
+}
+
+void
+net_conn_request_done(struct net *n, struct conn *c)
+{
+	c->wait = CONN_IDLE;
+	c->frame_off += 4 + c->frame_len;
+	c->frame_len = 0;
+	net_conn_process(n, c);
+}
+
+void
+net_conn_readable(struct net *n, struct conn *c)
+{
+	for (;;) {
+		ssize_t k;
+
+		if (c->rlen == c->rcap) {
+			/* grow with what actually arrives, never to a
+			 * size a frame prefix merely claims */
+			size_t ncap = c->rcap ? c->rcap * 2 : RBUF_MIN;
+			size_t max = (size_t)n->cfg->socket_request_max_bytes + 4 +
+			    RBUF_MIN;
+			uint8_t *nb;
+
+			if (ncap > max)
+				ncap = max;
+			if (ncap <= c->rcap) {
+				/* full of frames we have not handled yet */
+				break;
+			}
+			if ((nb = realloc(c->rbuf, ncap)) == NULL) {
+				net_conn_close(n, c, "out of memory");
+				return;
+			}
+			c->rbuf = nb;
+			c->rcap = ncap;
+		}
+		k = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+		if (k == 0) {
+			net_conn_close(n, c, "peer closed");
+			return;
+		}
+		if (k == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			net_conn_close(n, c, strerror(errno));
+			return;
+		}
+		c->rlen += (size_t)k;
+		if (c->rlen < c->rcap)
+			break;
+	}
+	net_conn_process(n, c);
+}

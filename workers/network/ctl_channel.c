@@ -1,0 +1,205 @@
+/*
+ * Admin requests the controller answers: forwarded over this worker's ring
+ * as they came (header stripped), answered with the encoded response body,
+ * which is framed here with the client's correlation id. The connection
+ * waits meanwhile; a controller that does not answer within the request's
+ * own timeout costs the client its connection, never a wrong answer.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/msgtypes.h"
+#include "workers/network/net_int.h"
+
+#define ADMIN_TIMEOUT_MS 60000
+
+int
+net_admin_forward(struct net *n, struct conn *c)
+{
+	struct rn_kreader r;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	size_t body_off;
+	int rc;
+
+	/* find where the body starts: decode the header again */
+	rn_kreader_init(&r, c->rbuf + c->frame_off + 4, c->frame_len);
+	if (rn_krequest_header_decode(&r, &c->hdr) < 0)
+		return -EPROTO;
+	body_off = (size_t)(r.p - (c->rbuf + c->frame_off + 4));
+
+	c->admin_req = ++n->next_admin_id;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 6);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "req");
+	msgpack_pack_uint64(&pk, c->admin_req);
+	rn_mp_pack_str(&pk, "key");
+	msgpack_pack_int16(&pk, c->hdr.api_key);
+	rn_mp_pack_str(&pk, "ver");
+	msgpack_pack_int16(&pk, c->hdr.api_version);
+	rn_mp_pack_str(&pk, "client");
+	msgpack_pack_str(&pk, c->hdr.client_id.len > 0 ? (size_t)c->hdr.client_id.len : 0);
+	msgpack_pack_str_body(&pk, c->hdr.client_id.ptr,
+	    c->hdr.client_id.len > 0 ? (size_t)c->hdr.client_id.len : 0);
+	rn_mp_pack_str(&pk, "body");
+	msgpack_pack_bin(&pk, c->frame_len - body_off);
+	msgpack_pack_bin_body(&pk, c->rbuf + c->frame_off + 4 + body_off,
+	    c->frame_len - body_off);
+	rc = rn_worker_send_ctl(n->w, RN_IPC_ADMIN_REQUEST, sb.data,
+	    (uint32_t)sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	if (rc == -EMSGSIZE) {
+		log_warnx("%s: admin request of %zu bytes is too large to "
+		    "forward", c->peer, c->frame_len);
+		return -EMSGSIZE;
+	}
+	if (rc != 0)
+		return rc;
+	c->wait = CONN_WAIT_CONTROLLER;
+	c->deadline_ms = rn_now_ms() + ADMIN_TIMEOUT_MS;
+	return 0;
+}
+
+static struct conn *
+conn_by_admin_req(struct net *n, uint64_t req)
+{
+	struct conn *c;
+
+	for (c = n->conns; c != NULL; c = c->next_all)
+		if (c->wait == CONN_WAIT_CONTROLLER && c->admin_req == req)
+			return c;
+	return NULL;
+}
+
+static void
+admin_reply(struct net *n, const msgpack_object *m)
+{
+	const msgpack_object *body = rn_mp_get(m, "body");
+	uint64_t req = (uint64_t)rn_mp_get_int(m, "req", 0);
+	struct conn *c = conn_by_admin_req(n, req);
+	struct net_out *o;
+	size_t mark;
+
+	if (c == NULL)
+		return; /* the client went away */
+	if (body == NULL || body->type != MSGPACK_OBJECT_BIN ||
+	    rn_mp_get_int(m, "err", 0) != 0) {
+		log_warnx("%s: the controller could not answer %s (error %lld)",
+		    c->peer, rn_kapi_find(c->hdr.api_key)->name,
+		    (long long)rn_mp_get_int(m, "err", 0));
+		c->closing = true;
+		net_conn_request_done(n, c);
+		return;
+	}
+	if ((o = net_out_begin(c, &mark)) == NULL) {
+		c->closing = true;
+		net_conn_request_done(n, c);
+		return;
+	}
+	rn_kw_raw(&o->w, body->via.bin.ptr, body->via.bin.size);
+	net_out_finish(n, c, o, mark);
+	net_conn_request_done(n, c);
+}
+
+/* One message from the controller: a reply, or the answer to hello. */
+static int
+ctl_channel_handle(void *arg, pid_t sender, uint16_t type,
+    const msgpack_object *m)
+{
+	(void)sender;
+	if (type == RN_IPC_ADMIN_RESPONSE)
+		admin_reply(arg, m);
+	else if (type != RN_IPC_HELLO_ACK)
+		return -EBADMSG;
+	return 0;
+}
+
+/*
+ * Replies larger than a ring frame come in pieces; the controller is
+ * woken to push the next, and the whole reply is bounded like any
+ * response.
+ */
+int
+net_ctl_drain(struct net *n)
+{
+	struct rn_drain d = {
+		.ring = rn_shm_ring_from_ctl(n->w->env->shm, n->w->slot),
+		.sender_pid = &rn_shm_worker(n->w->env->shm, 0)->pid,
+		.in = &n->from_ctl,
+		.wake_fd = n->w->env->efd[0],
+		.max_len = (size_t)n->cfg->socket_request_max_bytes + 65536,
+		.from = "the controller",
+		.handle = ctl_channel_handle,
+		.arg = n,
+	};
+
+	return rn_worker_drain(&d);
+}
+
+void
+net_auto_create(struct net *n, const struct rn_kstr *names, int count)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int i;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "topics");
+	msgpack_pack_array(&pk, (size_t)count);
+	for (i = 0; i < count; i++) {
+		msgpack_pack_str(&pk, (size_t)names[i].len);
+		msgpack_pack_str_body(&pk, names[i].ptr, (size_t)names[i].len);
+	}
+	if (rn_worker_send_ctl(n->w, RN_IPC_AUTO_CREATE, sb.data,
+	    (uint32_t)sb.size) != 0)
+		log_warnx("cannot ask the controller to create %d topics",
+		    count);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+int
+net_alter_partition(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, const int32_t *isr, int n_isr)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int i, rc;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 6);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "topic_id");
+	msgpack_pack_bin(&pk, 16);
+	msgpack_pack_bin_body(&pk, t->id, 16);
+	rn_mp_pack_str(&pk, "p");
+	msgpack_pack_int32(&pk, mp->p);
+	rn_mp_pack_str(&pk, "leader_epoch");
+	msgpack_pack_int32(&pk, mp->leader_epoch);
+	rn_mp_pack_str(&pk, "partition_epoch");
+	msgpack_pack_int32(&pk, mp->partition_epoch);
+	rn_mp_pack_str(&pk, "isr");
+	msgpack_pack_array(&pk, (size_t)n_isr);
+	for (i = 0; i < n_isr; i++)
+		msgpack_pack_int32(&pk, isr[i]);
+	rc = rn_worker_send_ctl(n->w, RN_IPC_ALTER_PARTITION, sb.data,
+	    (uint32_t)sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}

@@ -1,0 +1,260 @@
+/*
+ * From a frame to a handler: decode the request header, check the API and
+ * version against what this broker serves, decode the body into the
+ * connection's capped arena, call the handler. Responses are framed here.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "protocol/kerrors.h"
+#include "storage/errors.h"
+#include "workers/network/net_int.h"
+
+/* The APIs a broker serves to clients, with the versions we answer. */
+static const struct {
+	int16_t key, min, max;
+	int (*fn)(struct net *, struct conn *);
+} served[] = {
+	{ RN_KAPI_PRODUCE, 3, 9, net_produce },
+	{ RN_KAPI_FETCH, 4, 13, net_fetch },
+	{ RN_KAPI_LIST_OFFSETS, 1, 7, net_list_offsets },
+	{ RN_KAPI_METADATA, 0, 12, net_metadata },
+	{ RN_KAPI_API_VERSIONS, 0, 3, net_api_versions },
+	{ RN_KAPI_CREATE_TOPICS, 0, 7, net_admin_forward },
+	{ RN_KAPI_DELETE_TOPICS, 0, 6, net_admin_forward },
+	{ RN_KAPI_DELETE_RECORDS, 0, 2, net_delete_records },
+	{ RN_KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 4, net_offset_for_leader_epoch },
+	{ RN_KAPI_DESCRIBE_CONFIGS, 0, 4, net_describe_configs },
+	{ RN_KAPI_ALTER_CONFIGS, 0, 2, net_admin_forward },
+	{ RN_KAPI_CREATE_PARTITIONS, 0, 3, net_admin_forward },
+	{ RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, net_admin_forward },
+	{ RN_KAPI_DESCRIBE_CLUSTER, 0, 1, net_describe_cluster },
+	{ RN_KAPI_INIT_PRODUCER_ID, 0, 4, net_init_producer_id },
+	{ RN_KAPI_ELECT_LEADERS, 0, 2, net_admin_forward },
+	{ RN_KAPI_DESCRIBE_QUORUM, 0, 2, net_admin_forward },
+};
+
+#define N_SERVED (sizeof(served) / sizeof(served[0]))
+
+int
+net_apis_init(struct net *n)
+{
+	size_t i;
+
+	n->apis = calloc(N_SERVED, sizeof(*n->apis));
+	if (n->apis == NULL)
+		return -ENOMEM;
+	for (i = 0; i < N_SERVED; i++) {
+		const struct rn_kapi *k = rn_kapi_find(served[i].key);
+
+		/* never advertise more than the codec decodes */
+		if (k == NULL)
+			fatalx("API %d is served but not in the codec",
+			    served[i].key);
+		n->apis[n->n_apis].api_key = served[i].key;
+		n->apis[n->n_apis].min_version = served[i].min > k->min_version ?
+		    served[i].min : k->min_version;
+		n->apis[n->n_apis].max_version = served[i].max < k->max_version ?
+		    served[i].max : k->max_version;
+		n->n_apis++;
+	}
+	return 0;
+}
+
+bool
+net_api_served(const struct net *n, int16_t key, int16_t version)
+{
+	int i;
+
+	for (i = 0; i < n->n_apis; i++)
+		if (n->apis[i].api_key == key)
+			return version >= n->apis[i].min_version &&
+			    version <= n->apis[i].max_version;
+	return false;
+}
+
+struct net_out *
+net_out_begin(struct conn *c, size_t *mark)
+{
+	struct net_out *o = calloc(1, sizeof(*o));
+
+	if (o == NULL)
+		return NULL;
+	rn_kwriter_init(&o->w);
+	if (rn_kresponse_begin(&o->w, c->hdr.api_key, c->hdr.api_version,
+	    c->hdr.correlation_id, mark) < 0) {
+		rn_kwriter_free(&o->w);
+		free(o);
+		return NULL;
+	}
+	return o;
+}
+
+void
+net_out_finish(struct net *n, struct conn *c, struct net_out *o, size_t mark)
+{
+	struct rn_kchunk one[8];
+	int k;
+
+	rn_kw_frame_end(&o->w, mark);
+	k = rn_kwriter_chunks(&o->w, one, 8);
+	if (k < 0) {
+		log_warnx("cannot encode a response to API %d v%d: %d",
+		    c->hdr.api_key, c->hdr.api_version, k);
+		net_out_free(n, o);
+		c->closing = true;
+		return;
+	}
+	o->chunks = malloc(sizeof(*o->chunks) * (size_t)(k ? k : 1));
+	if (o->chunks == NULL) {
+		log_warnx("connection from %s: no memory for a response to "
+		    "API %d: closing", c->peer, c->hdr.api_key);
+		net_out_free(n, o);
+		c->closing = true;
+		return;
+	}
+	if (k <= 8)
+		memcpy(o->chunks, one, sizeof(*one) * (size_t)k);
+	else
+		rn_kwriter_chunks(&o->w, o->chunks, k);
+	o->n_chunks = k;
+	net_conn_queue(n, c, o);
+}
+
+void
+net_out_free(struct net *n, struct net_out *o)
+{
+	int i;
+
+	(void)n;
+	for (i = 0; i < o->n_slices; i++)
+		/* the slice holds its segment even if the log was closed */
+		if (o->slice_parts[i] != NULL)
+			rn_log_slice_release(o->slice_parts[i]->log,
+			    &o->slices[i]);
+	free(o->slices);
+	free(o->slice_parts);
+	free(o->chunks);
+	rn_kwriter_free(&o->w);
+	free(o);
+}
+
+int
+net_respond(struct net *n, struct conn *c, const void *resp)
+{
+	const struct rn_kapi *api = rn_kapi_find(c->hdr.api_key);
+	struct net_out *o;
+	size_t mark;
+
+	if ((o = net_out_begin(c, &mark)) == NULL)
+		return -ENOMEM;
+	api->encode_response(&o->w, c->hdr.api_version, resp);
+	net_out_finish(n, c, o, mark);
+	return 0;
+}
+
+void *
+net_array(struct conn *c, int32_t count, size_t size)
+{
+	return rn_arena_alloc(&c->arena, size * (size_t)(count > 0 ? count : 1));
+}
+
+const struct rn_mdv_topic *
+net_topic(struct net *n, struct rn_kstr name)
+{
+	return rn_mdview_topic(&n->view, name.ptr,
+	    (size_t)(name.len > 0 ? name.len : 0));
+}
+
+/*
+ * ApiVersions answers even versions it does not serve: with
+ * UNSUPPORTED_VERSION and the v0 body, so the client can pick a version.
+ */
+int
+net_api_versions(struct net *n, struct conn *c)
+{
+	struct rn_ApiVersionsResponse r;
+
+	rn_ApiVersionsResponse_init(&r);
+	r.api_keys = n->apis;
+	r.api_keys_count = n->n_apis;
+	if (!net_api_served(n, RN_KAPI_API_VERSIONS, c->hdr.api_version)) {
+		r.error_code = RN_KERR_UNSUPPORTED_VERSION;
+		c->hdr.api_version = 0;
+	}
+	return net_respond(n, c, &r);
+}
+
+bool
+net_dispatch(struct net *n, struct conn *c)
+{
+	const struct rn_kapi *api;
+	struct rn_kreader r;
+	size_t i;
+	int rc;
+
+	rn_kreader_init(&r, c->rbuf + c->frame_off + 4, c->frame_len);
+	rc = rn_krequest_header_decode(&r, &c->hdr);
+	if (rc < 0 && !(rc == RN_KE_VERSION &&
+	    c->hdr.api_key == RN_KAPI_API_VERSIONS)) {
+		/* Kafka closes the connection on an API it does not know */
+		log_warnx("connection from %s: %s request header (API key %d "
+		    "v%d): closing", c->peer, rc == RN_KE_VERSION ? "unknown" :
+		    "malformed", c->hdr.api_key, c->hdr.api_version);
+		return false;
+	}
+	if (c->hdr.api_key == RN_KAPI_API_VERSIONS &&
+	    !net_api_served(n, c->hdr.api_key, c->hdr.api_version)) {
+		c->req = NULL;
+		return net_api_versions(n, c) == 0;
+	}
+	if (!net_api_served(n, c->hdr.api_key, c->hdr.api_version)) {
+		log_warnx("connection from %s (client %.*s): API %d version %d "
+		    "is not served (UNSUPPORTED_VERSION): closing", c->peer,
+		    c->hdr.client_id.len > 0 ? (int)c->hdr.client_id.len : 0,
+		    c->hdr.client_id.ptr ? c->hdr.client_id.ptr : "",
+		    c->hdr.api_key, c->hdr.api_version);
+		return false;
+	}
+	api = rn_kapi_find(c->hdr.api_key);
+	rn_arena_reset(&c->arena);
+	/* decoded arrays can never outgrow a small multiple of the frame */
+	rn_arena_set_limit(&c->arena, 4 * c->frame_len + 4096);
+	c->req = rn_arena_alloc(&c->arena, api->request_size);
+	if (c->req == NULL)
+		return false;
+	rc = api->decode_request(&r, c->hdr.api_version, &c->arena, c->req);
+	if (rc < 0) {
+		log_warnx("connection from %s: malformed %s v%d request (%d): "
+		    "closing", c->peer, api->name, c->hdr.api_version, rc);
+		return false;
+	}
+	/*
+	 * The response is built in the same arena, after the request. Its
+	 * size follows the data it describes (every topic of the image, the
+	 * configs of each resource), not the request's, so it gets its own
+	 * budget; a parked request rewinds to this mark before rebuilding.
+	 */
+	rn_arena_mark(&c->arena, &c->req_mark);
+	rn_arena_set_limit(&c->arena, rn_arena_used(&c->arena) +
+	    (size_t)n->cfg->socket_request_max_bytes);
+	for (i = 0; i < N_SERVED; i++)
+		if (served[i].key == c->hdr.api_key) {
+			rc = served[i].fn(n, c);
+			if (rc < 0)
+				log_warnx("%s v%d from %s failed: %s", api->name,
+				    c->hdr.api_version, c->peer, strerror(-rc));
+			return rc == 0;
+		}
+	return false;
+}
+
+int16_t
+net_storage_kerr(int rc)
+{
+	return (int16_t)rn_storage_kafka_error(rc);
+}

@@ -1,0 +1,500 @@
+/*
+ * Reading: Fetch (with max.wait.ms/min.bytes long polling and zero-copy
+ * responses: record data goes from the segment file to the socket with
+ * sendfile), ListOffsets, OffsetForLeaderEpoch and DeleteRecords.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "protocol/kerrors.h"
+#include "workers/network/net_int.h"
+
+/* Leader-epoch fencing of a request that names the epoch it expects. */
+static int16_t
+check_epoch(const struct rn_mdv_partition *mp, int32_t current)
+{
+	if (current < 0)
+		return RN_KERR_NONE;
+	if (current < mp->leader_epoch)
+		return RN_KERR_FENCED_LEADER_EPOCH;
+	if (current > mp->leader_epoch)
+		return RN_KERR_UNKNOWN_LEADER_EPOCH;
+	return RN_KERR_NONE;
+}
+
+static bool
+replica_of(const struct rn_mdv_partition *mp, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < mp->n_replicas; i++)
+		if (mp->replicas[i] == id)
+			return true;
+	return false;
+}
+
+/* The local leader replica, or an error code. */
+static struct rn_part *
+leader_part(struct net *n, const struct rn_mdv_topic *t, int32_t partition,
+    int32_t current_epoch, const struct rn_mdv_partition **mpp, int16_t *kerr)
+{
+	const struct rn_mdv_partition *mp;
+
+	if (t == NULL || (mp = rn_mdview_partition(t, partition)) == NULL) {
+		*kerr = RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		return NULL;
+	}
+	*mpp = mp;
+	if ((*kerr = check_epoch(mp, current_epoch)) != RN_KERR_NONE)
+		return NULL;
+	if (mp->leader != n->cfg->node_id) {
+		*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
+		return NULL;
+	}
+	return rn_part_get(&n->parts, &n->view, t, mp, kerr);
+}
+
+struct fetch_state {
+	struct rn_FetchResponse r;
+	struct rn_log_slice *slices;
+	struct rn_part **slice_parts;
+	int n_slices;
+	int64_t bytes;
+	bool error;
+	struct rn_part **touched;  /* partitions to watch if parked */
+	int n_touched;
+};
+
+static void
+fetch_release(struct fetch_state *fs)
+{
+	int i;
+
+	for (i = 0; i < fs->n_slices; i++)
+		rn_log_slice_release(fs->slice_parts[i]->log, &fs->slices[i]);
+	fs->n_slices = 0;
+}
+
+/*
+ * Build the answer from the logs as they are now. A follower's fetch
+ * positions are noted once per request (first), not on each re-check of
+ * a parked fetch: that was work per partition per append.
+ */
+static int
+fetch_build(struct net *n, struct conn *c, struct fetch_state *fs, bool first)
+{
+	const struct rn_FetchRequest *req = c->req;
+	int64_t budget = req->max_bytes > 0 ? req->max_bytes : INT32_MAX;
+	int64_t now = first && req->replica_id >= 0 ? rn_wallclock_ms() : 0;
+	int total = 0, i, j;
+
+	for (i = 0; i < req->topics_count; i++)
+		total += req->topics[i].partitions_count;
+	/* each wake-up of a parked fetch rebuilds in the same memory */
+	rn_arena_rewind(&c->arena, &c->req_mark);
+	memset(fs, 0, sizeof(*fs));
+	rn_FetchResponse_init(&fs->r);
+	fs->slices = calloc((size_t)(total ? total : 1), sizeof(*fs->slices));
+	fs->slice_parts = calloc((size_t)(total ? total : 1),
+	    sizeof(*fs->slice_parts));
+	fs->touched = rn_arena_alloc(&c->arena,
+	    sizeof(*fs->touched) * (size_t)(total ? total : 1));
+	fs->r.responses_count = req->topics_count;
+	fs->r.responses = net_array(c, req->topics_count, sizeof(*fs->r.responses));
+	if (!fs->slices || !fs->slice_parts || !fs->touched || !fs->r.responses)
+		return -ENOMEM;
+
+	for (i = 0; i < req->topics_count; i++) {
+		const struct rn_FetchRequest_FetchTopic *ft = &req->topics[i];
+		struct rn_FetchResponse_FetchableTopicResponse *tr =
+		    &fs->r.responses[i];
+		const struct rn_mdv_topic *t;
+		bool by_id = c->hdr.api_version >= 13;
+
+		rn_FetchResponse_FetchableTopicResponse_init(tr);
+		tr->topic = ft->topic;
+		tr->topic_id = ft->topic_id;
+		t = by_id ? rn_mdview_topic_by_id(&n->view, ft->topic_id.b) :
+		    net_topic(n, ft->topic);
+		tr->partitions_count = ft->partitions_count;
+		tr->partitions = net_array(c, ft->partitions_count, sizeof(*tr->partitions));
+		if (tr->partitions == NULL)
+			return -ENOMEM;
+		for (j = 0; j < ft->partitions_count; j++) {
+			const struct rn_FetchRequest_FetchPartition *fp =
+			    &ft->partitions[j];
+			struct rn_FetchResponse_PartitionData *pd =
+			    &tr->partitions[j];
+			const struct rn_mdv_partition *mp = NULL;
+			struct rn_log_slice sl;
+			struct rn_part *p;
+			int16_t kerr = RN_KERR_NONE;
+			int64_t hw, max, limit;
+			int rc;
+
+			rn_FetchResponse_PartitionData_init(pd);
+			pd->partition_index = fp->partition;
+			pd->records = (struct rn_records){ NULL, 0, -1, 0 };
+			p = leader_part(n, t, fp->partition,
+			    fp->current_leader_epoch, &mp, &kerr);
+			if (p == NULL) {
+				if (t == NULL && by_id)
+					kerr = RN_KERR_UNKNOWN_TOPIC_ID;
+				pd->error_code = kerr;
+				fs->error = true;
+				continue;
+			}
+			fs->touched[fs->n_touched++] = p;
+			if (req->replica_id >= 0) {
+				if (!replica_of(mp, req->replica_id)) {
+					pd->error_code =
+					    RN_KERR_NOT_LEADER_OR_FOLLOWER;
+					fs->error = true;
+					continue;
+				}
+				if (first)
+					net_replica_fetched(n, t, mp, p,
+					    req->replica_id, fp->fetch_offset,
+					    now);
+			}
+			hw = atomic_load(&p->rt->high_watermark);
+			pd->high_watermark = hw;
+			pd->last_stable_offset = hw;
+			pd->log_start_offset = rn_log_start_offset(p->log);
+			if (fp->fetch_offset < pd->log_start_offset ||
+			    fp->fetch_offset > rn_log_end_offset(p->log)) {
+				pd->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
+				fs->error = true;
+				continue;
+			}
+			/* consumers get committed records, followers all */
+			limit = req->replica_id >= 0 ? -1 : hw;
+			if (limit >= 0 && fp->fetch_offset >= limit)
+				continue;
+			if (limit < 0 && fp->fetch_offset >= rn_log_end_offset(p->log))
+				continue;
+			max = fp->partition_max_bytes;
+			if (max > budget)
+				max = budget;
+			/* the first data always goes out whole, like Kafka */
+			if (max <= 0 && fs->bytes > 0)
+				continue;
+			rc = rn_log_read(p->log, fp->fetch_offset, max, limit, &sl);
+			if (rc == -ERANGE) {
+				pd->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
+				fs->error = true;
+				continue;
+			}
+			if (rc != 0) {
+				pd->error_code = net_storage_kerr(rc);
+				fs->error = true;
+				continue;
+			}
+			/* at least one batch, but only for the first data: a
+			 * response stays within max_bytes plus one batch */
+			if (sl.len == 0 || (fs->bytes > 0 &&
+			    (int64_t)sl.len > max)) {
+				rn_log_slice_release(p->log, &sl);
+				continue;
+			}
+			pd->records = (struct rn_records){ NULL, (int32_t)sl.len,
+			    sl.fd, sl.file_pos };
+			fs->slices[fs->n_slices] = sl;
+			fs->slice_parts[fs->n_slices++] = p;
+			fs->bytes += sl.len;
+			budget -= sl.len;
+		}
+	}
+	return 0;
+}
+
+static int
+fetch_respond(struct net *n, struct conn *c, struct fetch_state *fs)
+{
+	struct net_out *o;
+	size_t mark;
+
+	if ((o = net_out_begin(c, &mark)) == NULL) {
+		fetch_release(fs);
+		free(fs->slices);
+		free(fs->slice_parts);
+		return -ENOMEM;
+	}
+	/* sessionless: session id 0 tells the client no session exists */
+	fs->r.session_id = 0;
+	rn_FetchResponse_encode(&o->w, c->hdr.api_version, &fs->r);
+	/* the output owns the slices until the bytes are on the wire */
+	o->slices = fs->slices;
+	o->slice_parts = fs->slice_parts;
+	o->n_slices = fs->n_slices;
+	net_out_finish(n, c, o, mark);
+	return 0;
+}
+
+static void
+fetch_watch(struct net *n, struct fetch_state *fs)
+{
+	uint64_t bit = 1ULL << n->w->index;
+	int i;
+
+	for (i = 0; i < fs->n_touched; i++)
+		atomic_fetch_or(&fs->touched[i]->rt->parked_workers, bit);
+}
+
+/* Build the answer; park the connection if it is too small to send yet. */
+static int
+fetch_run(struct net *n, struct conn *c, bool may_park, bool first,
+    bool *parked)
+{
+	const struct rn_FetchRequest *req = c->req;
+	struct fetch_state fs;
+	int rc;
+
+	*parked = false;
+	if ((rc = fetch_build(n, c, &fs, first)) != 0) {
+		fetch_release(&fs);
+		free(fs.slices);
+		free(fs.slice_parts);
+		return rc;
+	}
+	if (may_park && !fs.error && fs.bytes < req->min_bytes &&
+	    req->max_wait_ms > 0) {
+		fetch_release(&fs);
+		free(fs.slices);
+		free(fs.slice_parts);
+		/* announce first, then look again: an append in between
+		 * either sees our bit or is seen by the second look */
+		fetch_watch(n, &fs);
+		if ((rc = fetch_build(n, c, &fs, false)) != 0) {
+			fetch_release(&fs);
+			free(fs.slices);
+			free(fs.slice_parts);
+			return rc;
+		}
+		if (fs.bytes < req->min_bytes && !fs.error) {
+			fetch_release(&fs);
+			free(fs.slices);
+			free(fs.slice_parts);
+			*parked = true;
+			return 0;
+		}
+	}
+	return fetch_respond(n, c, &fs);
+}
+
+int
+net_fetch(struct net *n, struct conn *c)
+{
+	const struct rn_FetchRequest *req = c->req;
+	bool parked;
+	int rc;
+
+	if ((rc = fetch_run(n, c, true, true, &parked)) != 0)
+		return rc;
+	if (parked) {
+		c->wait = CONN_WAIT_FETCH;
+		c->deadline_ms = rn_now_ms() + req->max_wait_ms;
+	}
+	return 0;
+}
+
+void
+net_fetch_recheck(struct net *n, struct conn *c, bool timed_out)
+{
+	bool parked;
+	int rc;
+
+	if ((rc = fetch_run(n, c, !timed_out, false, &parked)) != 0) {
+		log_warnx("Fetch v%d from %s: cannot answer a parked fetch "
+		    "(%s): closing", c->hdr.api_version, c->peer,
+		    strerror(-rc));
+		c->closing = true;
+		net_conn_request_done(n, c);
+		return;
+	}
+	if (!parked)
+		net_conn_request_done(n, c);
+}
+
+int
+net_list_offsets(struct net *n, struct conn *c)
+{
+	const struct rn_ListOffsetsRequest *req = c->req;
+	struct rn_ListOffsetsResponse r;
+	int i, j;
+
+	rn_ListOffsetsResponse_init(&r);
+	r.topics_count = req->topics_count;
+	r.topics = net_array(c, req->topics_count, sizeof(*r.topics));
+	if (r.topics == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req->topics_count; i++) {
+		const struct rn_ListOffsetsRequest_ListOffsetsTopic *lt =
+		    &req->topics[i];
+		struct rn_ListOffsetsResponse_ListOffsetsTopicResponse *tr =
+		    &r.topics[i];
+		const struct rn_mdv_topic *t = net_topic(n, lt->name);
+
+		rn_ListOffsetsResponse_ListOffsetsTopicResponse_init(tr);
+		tr->name = lt->name;
+		tr->partitions_count = lt->partitions_count;
+		tr->partitions = net_array(c, lt->partitions_count, sizeof(*tr->partitions));
+		if (tr->partitions == NULL)
+			return -ENOMEM;
+		for (j = 0; j < lt->partitions_count; j++) {
+			const struct rn_ListOffsetsRequest_ListOffsetsPartition *lp =
+			    &lt->partitions[j];
+			struct rn_ListOffsetsResponse_ListOffsetsPartitionResponse *pr =
+			    &tr->partitions[j];
+			const struct rn_mdv_partition *mp = NULL;
+			struct rn_part *p;
+			int16_t kerr = RN_KERR_NONE;
+			int64_t hw, off, ts;
+
+			rn_ListOffsetsResponse_ListOffsetsPartitionResponse_init(pr);
+			pr->partition_index = lp->partition_index;
+			p = leader_part(n, t, lp->partition_index,
+			    lp->current_leader_epoch, &mp, &kerr);
+			if (p == NULL) {
+				pr->error_code = kerr;
+				continue;
+			}
+			pr->leader_epoch = mp->leader_epoch;
+			hw = atomic_load(&p->rt->high_watermark);
+			if (lp->timestamp == RN_LIST_LATEST) {
+				pr->offset = hw;
+			} else if (lp->timestamp == RN_LIST_EARLIEST) {
+				pr->offset = rn_log_start_offset(p->log);
+			} else if (lp->timestamp < 0 && lp->timestamp != -3) {
+				pr->error_code = RN_KERR_INVALID_REQUEST;
+			} else if (rn_log_offset_for_time(p->log, lp->timestamp,
+			    &off, &ts) == 0 && off < hw) {
+				pr->offset = off;
+				pr->timestamp = ts;
+			} else {
+				pr->offset = -1;
+				pr->timestamp = -1;
+			}
+		}
+	}
+	return net_respond(n, c, &r);
+}
+
+int
+net_offset_for_leader_epoch(struct net *n, struct conn *c)
+{
+	const struct rn_OffsetForLeaderEpochRequest *req = c->req;
+	struct rn_OffsetForLeaderEpochResponse r;
+	int i, j;
+
+	rn_OffsetForLeaderEpochResponse_init(&r);
+	r.topics_count = req->topics_count;
+	r.topics = net_array(c, req->topics_count, sizeof(*r.topics));
+	if (r.topics == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req->topics_count; i++) {
+		const struct rn_OffsetForLeaderEpochRequest_OffsetForLeaderTopic *lt =
+		    &req->topics[i];
+		struct rn_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult *tr =
+		    &r.topics[i];
+		const struct rn_mdv_topic *t = net_topic(n, lt->topic);
+
+		rn_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_init(tr);
+		tr->topic = lt->topic;
+		tr->partitions_count = lt->partitions_count;
+		tr->partitions = net_array(c, lt->partitions_count, sizeof(*tr->partitions));
+		if (tr->partitions == NULL)
+			return -ENOMEM;
+		for (j = 0; j < lt->partitions_count; j++) {
+			const struct rn_OffsetForLeaderEpochRequest_OffsetForLeaderPartition *lp =
+			    &lt->partitions[j];
+			struct rn_OffsetForLeaderEpochResponse_EpochEndOffset *pr =
+			    &tr->partitions[j];
+			const struct rn_mdv_partition *mp = NULL;
+			struct rn_part *p;
+			int16_t kerr = RN_KERR_NONE;
+
+			rn_OffsetForLeaderEpochResponse_EpochEndOffset_init(pr);
+			pr->partition = lp->partition;
+			p = leader_part(n, t, lp->partition,
+			    lp->current_leader_epoch, &mp, &kerr);
+			if (p == NULL) {
+				pr->error_code = kerr;
+				continue;
+			}
+			rn_log_end_offset_for_epoch(p->log, lp->leader_epoch,
+			    &pr->leader_epoch, &pr->end_offset);
+		}
+	}
+	return net_respond(n, c, &r);
+}
+
+int
+net_delete_records(struct net *n, struct conn *c)
+{
+	const struct rn_DeleteRecordsRequest *req = c->req;
+	struct rn_DeleteRecordsResponse r;
+	int i, j;
+
+	rn_DeleteRecordsResponse_init(&r);
+	r.topics_count = req->topics_count;
+	r.topics = net_array(c, req->topics_count, sizeof(*r.topics));
+	if (r.topics == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req->topics_count; i++) {
+		const struct rn_DeleteRecordsRequest_DeleteRecordsTopic *dt =
+		    &req->topics[i];
+		struct rn_DeleteRecordsResponse_DeleteRecordsTopicResult *tr =
+		    &r.topics[i];
+		const struct rn_mdv_topic *t = net_topic(n, dt->name);
+
+		rn_DeleteRecordsResponse_DeleteRecordsTopicResult_init(tr);
+		tr->name = dt->name;
+		tr->partitions_count = dt->partitions_count;
+		tr->partitions = net_array(c, dt->partitions_count, sizeof(*tr->partitions));
+		if (tr->partitions == NULL)
+			return -ENOMEM;
+		for (j = 0; j < dt->partitions_count; j++) {
+			const struct rn_DeleteRecordsRequest_DeleteRecordsPartition *dp =
+			    &dt->partitions[j];
+			struct rn_DeleteRecordsResponse_DeleteRecordsPartitionResult *pr =
+			    &tr->partitions[j];
+			const struct rn_mdv_partition *mp = NULL;
+			struct rn_part *p;
+			int16_t kerr = RN_KERR_NONE;
+			int64_t hw, target, low;
+
+			rn_DeleteRecordsResponse_DeleteRecordsPartitionResult_init(pr);
+			pr->partition_index = dp->partition_index;
+			pr->low_watermark = -1;
+			p = leader_part(n, t, dp->partition_index, -1, &mp, &kerr);
+			if (p == NULL) {
+				pr->error_code = kerr;
+				continue;
+			}
+			hw = atomic_load(&p->rt->high_watermark);
+			/* -1 means "up to the high watermark" */
+			target = dp->offset == -1 ? hw : dp->offset;
+			if (target < 0 || target > hw) {
+				pr->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
+				continue;
+			}
+			if (rn_part_lock(p) != 0) {
+				pr->error_code = RN_KERR_KAFKA_STORAGE_ERROR;
+				continue;
+			}
+			low = rn_log_delete_records_before(p->log, target);
+			rn_part_unlock(p);
+			if (low < 0)
+				pr->error_code = net_storage_kerr((int)low);
+			else
+				pr->low_watermark = low;
+		}
+	}
+	return net_respond(n, c, &r);
+}

@@ -1,0 +1,170 @@
+/*
+ * The network worker's internals: connections, the event loop, and one
+ * handler per Kafka API. Each connection has at most one request being
+ * handled at a time (as Kafka mutes a channel), so responses leave in
+ * request order; later requests wait in the read buffer.
+ */
+#ifndef RN_NET_H
+#define RN_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "protocol/kcodec.h"
+#include "protocol/kmsg_gen.h"
+#include "workers/partition/partition.h"
+#include "workers/worker.h"
+#include "ipc/mdimage.h"
+
+struct net;
+struct conn;
+
+/* A response on its way out: its encoded bytes and the records it references. */
+struct net_out {
+	struct net_out *next;
+	struct rn_kwriter w;
+	struct rn_kchunk *chunks;
+	int n_chunks;
+	int cur;                 /* chunk being sent */
+	size_t cur_off;          /* bytes of it already sent */
+	struct rn_log_slice *slices; /* released once sent */
+	struct rn_part **slice_parts;
+	int n_slices;
+};
+
+enum conn_wait {
+	CONN_IDLE = 0,
+	CONN_WAIT_FETCH,         /* a fetch parked until data or max.wait.ms */
+	CONN_WAIT_CONTROLLER,    /* an admin request forwarded to the controller */
+	CONN_WAIT_ACKS,          /* an acks=all produce waiting for the ISR */
+};
+
+/* An acks=all partition append waiting for the high watermark. */
+struct produce_wait {
+	struct rn_ProduceResponse_PartitionProduceResponse *out;
+	const struct rn_kstr *topic;
+	uint8_t topic_id[16];    /* the topic it was appended to */
+	int64_t need;            /* high watermark that commits it */
+	bool done;
+};
+
+struct conn {
+	int fd;
+	uint64_t id;
+	struct conn *next_all, *prev_all;
+	char peer[64];
+
+	/* input: frames accumulate here; grown only as bytes arrive */
+	uint8_t *rbuf;
+	size_t rlen, rcap;
+	size_t frame_off;        /* start of the frame being handled */
+	size_t frame_len;        /* its size (without the prefix); 0 if none */
+
+	/* the request being handled */
+	enum conn_wait wait;
+	int64_t deadline_ms;
+	struct rn_krequest_header hdr;
+	struct rn_arena arena;
+	void *req;               /* decoded request (in arena) */
+	struct rn_arena_mark req_mark; /* the arena after the request */
+	uint64_t admin_req;      /* id of the request forwarded to the controller */
+	void *resp;              /* a response being completed (acks=all) */
+	struct produce_wait *pw;
+	int n_pw;
+
+	struct net_out *out_head, *out_tail;
+	bool want_write;
+	bool closing;            /* close once the output drains */
+};
+
+struct net {
+	struct rn_worker *w;
+	const struct rn_config *cfg;
+	int epfd;
+	int efd;                 /* this worker's wake-up eventfd */
+	uint64_t next_conn_id;
+	uint64_t next_admin_id;
+	struct conn *conns;      /* all connections */
+	struct conn *dead;       /* closed this round, freed after the events */
+	unsigned n_conns;
+	struct rn_mdview view;
+	struct rn_part_table parts;
+	int net_efds[64];      /* eventfd of each network worker, by index */
+	int64_t now_ms;
+	int64_t next_retention_ms;
+	bool ret_active;         /* a retention pass is under way */
+	int ret_topic, ret_part; /* where it stands in the image */
+	int64_t next_isr_check_ms;
+	int64_t next_hw_checkpoint_ms;
+	int64_t accept_resume_ms;  /* out of descriptors: listen again then */
+	int64_t accept_warned_ms;
+	/* ApiVersions answer: the APIs this worker handles, from the codec table */
+	struct rn_ApiVersionsResponse_ApiVersion *apis;
+	int n_apis;
+	struct rn_ringq_in from_ctl;  /* a fragmented reply being reassembled */
+};
+
+/* conn.c */
+struct conn *net_conn_new(struct net *n, int fd);
+void net_conn_close(struct net *n, struct conn *c, const char *why);
+void net_conn_reap(struct net *n);
+void net_conn_readable(struct net *n, struct conn *c);
+void net_conn_writable(struct net *n, struct conn *c);
+void net_conn_queue(struct net *n, struct conn *c, struct net_out *o);
+/* Finish the request being handled and move to the next one, if any. */
+void net_conn_request_done(struct net *n, struct conn *c);
+void net_conn_process(struct net *n, struct conn *c);
+
+/* dispatch.c */
+/* Handle the frame at c->frame_off; returns false if the connection must close. */
+bool net_dispatch(struct net *n, struct conn *c);
+/* Start a response for the request being handled. */
+struct net_out *net_out_begin(struct conn *c, size_t *mark);
+void net_out_finish(struct net *n, struct conn *c, struct net_out *o,
+    size_t mark);
+void net_out_free(struct net *n, struct net_out *o);
+/* Encode resp (the request's own response struct) and queue it. */
+int net_respond(struct net *n, struct conn *c, const void *resp);
+/* count elements of size bytes from the request's arena (never 0 bytes). */
+void *net_array(struct conn *c, int32_t count, size_t size);
+/* A topic of the current image by a request's (possibly null) name. */
+const struct rn_mdv_topic *net_topic(struct net *n, struct rn_kstr name);
+int net_apis_init(struct net *n);
+bool net_api_served(const struct net *n, int16_t key, int16_t version);
+
+/* One per API; each queues its response or parks the connection. */
+int net_api_versions(struct net *n, struct conn *c);
+int net_metadata(struct net *n, struct conn *c);
+int net_describe_cluster(struct net *n, struct conn *c);
+int net_describe_configs(struct net *n, struct conn *c);
+int net_produce(struct net *n, struct conn *c);
+int net_init_producer_id(struct net *n, struct conn *c);
+int net_fetch(struct net *n, struct conn *c);
+int net_list_offsets(struct net *n, struct conn *c);
+int net_offset_for_leader_epoch(struct net *n, struct conn *c);
+int net_delete_records(struct net *n, struct conn *c);
+int net_admin_forward(struct net *n, struct conn *c);
+
+/* fetch.c: parked fetches */
+void net_fetch_recheck(struct net *n, struct conn *c, bool timed_out);
+
+/* produce.c: acks=all waits */
+void net_produce_recheck(struct net *n, struct conn *c, bool timed_out);
+
+/* replica.c: the leader's side of replication */
+void net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, struct rn_part *p, int32_t replica,
+    int64_t fetch_offset, int64_t now_wallclock_ms);
+void net_isr_housekeeping(struct net *n, int64_t now_ms);
+
+/* ctl_channel.c: replies from the controller */
+int net_ctl_drain(struct net *n);
+void net_auto_create(struct net *n, const struct rn_kstr *names, int count);
+int net_alter_partition(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, const int32_t *isr, int n_isr);
+
+/* Map a storage error to a Kafka error code. */
+int16_t net_storage_kerr(int rc);
+
+#endif /* RN_NET_H */

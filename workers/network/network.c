@@ -1,0 +1,361 @@
+/*
+ * A network worker: one of num.network.threads processes serving the
+ * Kafka protocol on the broker listeners, which it inherits from the
+ * supervisor already bound. All workers accept on the same sockets
+ * (EPOLLEXCLUSIVE wakes one of them per connection).
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "workers/network/net_int.h"
+#include "workers/network/network.h"
+
+#define MAX_EVENTS 128
+#define ACCEPT_PAUSE_MS 200
+#define RETENTION_STEP_MS 20
+
+/* epoll tags for what is not a connection */
+static char tag_listener[RN_CONFIG_MAX_LISTENERS];
+static char tag_wakeup;
+
+/* Watch (or stop watching) the client listeners. */
+static int
+net_listen(struct net *n, bool on)
+{
+	const struct rn_worker_env *env = n->w->env;
+	struct epoll_event ev;
+	int l;
+
+	for (l = 0; l < env->n_listen; l++) {
+		if (env->listen[l].controller)
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+		ev.data.ptr = &tag_listener[l];
+		if (epoll_ctl(n->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+		    env->listen[l].fd, &ev) == -1)
+			return -errno;
+	}
+	return 0;
+}
+
+static void
+net_accept(struct net *n, int lfd)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd == -1 && (errno == EMFILE || errno == ENFILE)) {
+			/*
+			 * Out of descriptors (each partition served holds a
+			 * few): the pending connection would keep the listener
+			 * readable and this loop spinning. Stop accepting for
+			 * a while instead; clients wait in the backlog.
+			 */
+			int64_t now = rn_now_ms();
+
+			if (now - n->accept_warned_ms >= 10000) {
+				log_warn("accept: pausing new connections");
+				n->accept_warned_ms = now;
+			}
+			if (net_listen(n, false) == 0)
+				n->accept_resume_ms = now + ACCEPT_PAUSE_MS;
+			return;
+		}
+		if (fd == -1) {
+			if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
+				log_warn("accept");
+			return;
+		}
+		if (net_conn_new(n, fd) == NULL) {
+			log_warnx("cannot take a connection: out of memory");
+			close(fd);
+		}
+	}
+}
+
+/* Parked requests whose time is up, and the nearest deadline left. */
+static int64_t
+net_deadlines(struct net *n, int64_t now)
+{
+	int64_t next = now + RN_WORKER_HEARTBEAT_MS;
+	struct conn *c, *nc;
+
+	for (c = n->conns; c != NULL; c = nc) {
+		nc = c->next_all;
+		if (c->wait == CONN_IDLE)
+			continue;
+		if (c->deadline_ms <= now) {
+			if (c->wait == CONN_WAIT_FETCH)
+				net_fetch_recheck(n, c, true);
+			else if (c->wait == CONN_WAIT_ACKS)
+				net_produce_recheck(n, c, true);
+			else {
+				log_warnx("%s: no answer from the controller "
+				    "in time: closing", c->peer);
+				net_conn_close(n, c, "controller timeout");
+			}
+		} else if (c->deadline_ms < next)
+			next = c->deadline_ms;
+	}
+	return next;
+}
+
+/* Something was appended somewhere: parked fetches look again. */
+static void
+net_wakeup(struct net *n)
+{
+	struct conn *c, *nc;
+	bool any = false;
+
+	for (c = n->conns; c != NULL; c = nc) {
+		nc = c->next_all;
+		if (c->wait == CONN_WAIT_FETCH) {
+			net_fetch_recheck(n, c, false);
+			any = any || c->wait == CONN_WAIT_FETCH;
+		} else if (c->wait == CONN_WAIT_ACKS) {
+			net_produce_recheck(n, c, false);
+			any = any || c->wait == CONN_WAIT_ACKS;
+		}
+	}
+	if (!any)
+		rn_part_clear_waiters(&n->parts, n->w->index);
+}
+
+static int
+net_setup(struct net *n, struct rn_worker *w)
+{
+	const struct rn_worker_env *env = w->env;
+	struct epoll_event ev;
+	unsigned i;
+	int l;
+
+	memset(n, 0, sizeof(*n));
+	n->w = w;
+	n->cfg = env->cfg;
+	n->efd = env->efd[w->slot];
+	for (i = 0; i < env->n_network && i < 64; i++)
+		n->net_efds[i] = env->efd[rn_worker_slot_of(env,
+		    RN_ROLE_W_NETWORK, i)];
+	if ((n->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		return -errno;
+	if ((l = net_listen(n, true)) != 0)
+		return l;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &tag_wakeup;
+	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->efd, &ev) == -1)
+		return -errno;
+	if (net_apis_init(n) != 0 ||
+	    rn_part_table_init(&n->parts, env->shm, env->cfg) != 0)
+		return -ENOMEM;
+	n->parts.worker = w;
+	rn_mdview_init(&n->view);
+	return 0;
+}
+
+/* Whether a local partition has anything on disk (or in use) here. */
+static bool
+net_part_exists(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp)
+{
+	char path[2048];
+	int dir = mp->dir >= 0 && mp->dir < n->cfg->n_log_dirs ? mp->dir : 0;
+
+	if ((uint32_t)mp->slot < n->parts.hi &&
+	    n->parts.parts[mp->slot].log != NULL)
+		return true;
+	snprintf(path, sizeof(path), "%s/%s-%d", n->cfg->log_dirs[dir],
+	    t->name, mp->p);
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * Part of a retention pass over every local partition, until deadline;
+ * true while the pass goes on. A node with thousands of partitions (each
+ * open costs fsyncs the first time) never stalls its clients for a whole
+ * pass, and a partition with nothing on disk is not created for it.
+ */
+static bool
+net_retention_step(struct net *n, int64_t deadline)
+{
+	const struct rn_mdview *v = &n->view;
+
+	while (n->ret_topic < v->n_topics) {
+		const struct rn_mdv_topic *t = &v->topics[n->ret_topic];
+		const struct rn_mdv_partition *mp;
+		struct rn_part *p;
+		int16_t kerr;
+		int deleted;
+
+		if (n->ret_part >= t->n_parts) {
+			n->ret_topic++;
+			n->ret_part = 0;
+			continue;
+		}
+		mp = &t->parts[n->ret_part++];
+		if (mp->slot < 0 || !net_part_exists(n, t, mp) ||
+		    (p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
+			continue;
+		if (rn_part_lock(p) == 0) {
+			deleted = rn_log_retention(p->log, rn_wallclock_ms());
+			rn_part_unlock(p);
+			if (deleted > 0)
+				log_info("%s-%d: retention deleted %d segments",
+				    t->name, mp->p, deleted);
+		}
+		if (rn_now_ms() >= deadline)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Retention and the high-watermark checkpoint for every local partition.
+ * One worker (index 0) does it, so two never race for the same
+ * deletions. True while a retention pass still has work for the next turn.
+ */
+static bool
+net_housekeeping(struct net *n, int64_t now)
+{
+	if (n->w->index != 0)
+		return false;
+	if (now >= n->next_isr_check_ms) {
+		n->next_isr_check_ms = now + 1000;
+		net_isr_housekeeping(n, now);
+	}
+	if (now >= n->next_hw_checkpoint_ms) {
+		/* Kafka's replica.high.watermark.checkpoint.interval.ms: 5 s */
+		n->next_hw_checkpoint_ms = now + 5000;
+		rn_part_checkpoint_hw(&n->parts, &n->view);
+	}
+	if (!n->ret_active && now >= n->next_retention_ms) {
+		n->next_retention_ms = now +
+		    n->cfg->log_retention_check_interval_ms;
+		n->ret_active = true;
+		n->ret_topic = n->ret_part = 0;
+	}
+	if (n->ret_active)
+		n->ret_active = net_retention_step(n, now + RETENTION_STEP_MS);
+	return n->ret_active;
+}
+
+int
+rn_network_main(struct rn_worker *w)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	struct rn_ring *in;
+	struct net n;
+	int i, k, rc;
+
+	if ((rc = net_setup(&n, w)) != 0) {
+		log_errx("network worker setup failed: %s", strerror(-rc));
+		return RN_WORKER_EXIT_RESTART;
+	}
+	in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
+	rn_mdview_refresh(&n.view, w->env->shm);
+	if (rn_worker_send_hello(w) != 0)
+		log_warnx("cannot reach the controller yet");
+	rn_worker_heartbeat(w);
+	log_info("network worker up");
+
+	while (!rn_worker_should_stop()) {
+		int64_t now = rn_now_ms(), next;
+		int timeout;
+
+		/* a new image may settle parked requests (ISR, leader moved) */
+		if (rn_mdview_refresh(&n.view, w->env->shm) == 1) {
+			rn_part_table_sync(&n.parts, &n.view);
+			net_wakeup(&n);
+		}
+		next = net_deadlines(&n, now);
+		if (net_housekeeping(&n, now))
+			next = now; /* more of the pass after this turn */
+		rn_ring_consumer_sleeping(in, true);
+		if (net_ctl_drain(&n) != 0) {
+			log_errx("bad message from the controller: restarting");
+			return RN_WORKER_EXIT_RESTART;
+		}
+		if (n.accept_resume_ms != 0 && now >= n.accept_resume_ms &&
+		    net_listen(&n, true) == 0)
+			n.accept_resume_ms = 0;
+		if (n.accept_resume_ms != 0 && n.accept_resume_ms < next)
+			next = n.accept_resume_ms;
+		timeout = (int)(next - now);
+		if (timeout < 0)
+			timeout = 0;
+		/* the controller wakes us as it drains; poll too, to be sure */
+		if (rn_worker_pump_ctl(w) && timeout > 10)
+			timeout = 10;
+		k = epoll_wait(n.epfd, evs, MAX_EVENTS, timeout);
+		rn_ring_consumer_sleeping(in, false);
+		/*
+		 * Requests are answered from the image published before they
+		 * arrived: a client that got an admin answer from another
+		 * worker reads its own write here (the version check is cheap).
+		 */
+		if (k > 0 && rn_mdview_refresh(&n.view, w->env->shm) == 1) {
+			rn_part_table_sync(&n.parts, &n.view);
+			net_wakeup(&n);
+		}
+		for (i = 0; i < k; i++) {
+			void *p = evs[i].data.ptr;
+
+			if (p == &tag_wakeup) {
+				uint64_t v;
+
+				(void)read(n.efd, &v, sizeof(v));
+				if (rn_mdview_refresh(&n.view, w->env->shm) == 1)
+					rn_part_table_sync(&n.parts, &n.view);
+				net_wakeup(&n);
+				continue;
+			}
+			if (p >= (void *)tag_listener &&
+			    p < (void *)(tag_listener + RN_CONFIG_MAX_LISTENERS)) {
+				int l = (int)((char *)p - tag_listener);
+				net_accept(&n, w->env->listen[l].fd);
+				continue;
+			}
+			struct conn *c = p;
+			if (c->fd < 0)
+				continue;
+			if (c->wait != CONN_IDLE) {
+				/* a parked request points into its buffer:
+				 * no reading until it is answered */
+				if (evs[i].events & (EPOLLRDHUP | EPOLLHUP |
+				    EPOLLERR))
+					net_conn_close(&n, c, "hang-up");
+				else if (evs[i].events & EPOLLOUT)
+					net_conn_writable(&n, c);
+				continue;
+			}
+			if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
+				net_conn_close(&n, c, "hang-up");
+				continue;
+			}
+			if (evs[i].events & EPOLLOUT)
+				net_conn_writable(&n, c);
+			if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLRDHUP)))
+				net_conn_readable(&n, c);
+		}
+		net_conn_reap(&n);
+		if (rn_now_ms() >= w->next_heartbeat_ms)
+			rn_worker_heartbeat(w);
+	}
+	log_info("network worker stopping: %u connections", n.n_conns);
+	while (n.conns != NULL)
+		net_conn_close(&n, n.conns, NULL);
+	net_conn_reap(&n);
+	rn_part_table_close(&n.parts);
+	return RN_WORKER_EXIT_OK;
+}

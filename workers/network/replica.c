@@ -1,0 +1,148 @@
+/*
+ * The leader's side of replication: followers' fetches move their log
+ * ends and the high watermark; a follower that catches up is proposed for
+ * the ISR, one that lags more than replica.lag.time.max.ms is proposed out.
+ * Only the controller changes an ISR (AlterPartition); the leader sees the
+ * outcome in the next metadata image.
+ */
+#include "autoconf.h"
+
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "workers/network/net_int.h"
+
+
+static bool
+in_isr(const struct rn_mdv_partition *mp, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < mp->n_isr; i++)
+		if (mp->isr[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * Like Kafka's leader, propose only a replica the controller would take:
+ * a registered, unfenced broker (a restarted node fetches before it is
+ * unfenced; asking then is refused and delays the real ask).
+ */
+static bool
+isr_eligible(struct net *n, int32_t replica)
+{
+	const struct rn_mdv_broker *b = rn_mdview_broker(&n->view, replica);
+
+	return b != NULL && !b->fenced;
+}
+
+static bool
+isr_change_allowed(struct rn_part *p, const struct rn_mdv_partition *mp,
+    int64_t now)
+{
+	int64_t sent = atomic_load(&p->rt->isr_change_sent_ms);
+
+	return sent == 0 || mp->partition_epoch !=
+	    atomic_load(&p->rt->isr_change_pepoch) ||
+	    now - sent > RN_ISR_CHANGE_RETRY_MS;
+}
+
+static void
+isr_change_send(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, struct rn_part *p, const int32_t *isr,
+    int n_isr, int64_t now)
+{
+	int64_t expect = atomic_load(&p->rt->isr_change_sent_ms);
+
+	/* several workers may notice at once: one of them sends */
+	if (!atomic_compare_exchange_strong(&p->rt->isr_change_sent_ms,
+	    &expect, now))
+		return;
+	atomic_store(&p->rt->isr_change_pepoch, mp->partition_epoch);
+	if (net_alter_partition(n, t, mp, isr, n_isr) != 0)
+		atomic_store(&p->rt->isr_change_sent_ms, 0);
+}
+
+void
+net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, struct rn_part *p, int32_t replica,
+    int64_t fetch_offset, int64_t now)
+{
+	int32_t isr[RN_PART_MAX_REPLICAS + 1];
+	int i;
+
+	if (rn_part_follower_fetched(p, mp, replica, fetch_offset, now))
+		rn_part_wake_parked(p, n->net_efds, n->w->index);
+	/*
+	 * Back in the ISR once it has everything committed; Kafka also wants
+	 * it past the start of our leader epoch, so it cannot carry a tail
+	 * from an older leader that we do not have.
+	 */
+	if (in_isr(mp, replica) || mp->n_isr >= RN_PART_MAX_REPLICAS ||
+	    fetch_offset < atomic_load(&p->rt->high_watermark) ||
+	    !isr_eligible(n, replica) || !isr_change_allowed(p, mp, now))
+		return;
+	for (i = 0; i < mp->n_isr; i++)
+		isr[i] = mp->isr[i];
+	isr[i++] = replica;
+	log_info("%s-%d: replica %d caught up: asking to add it to the ISR",
+	    t->name, mp->p, replica);
+	isr_change_send(n, t, mp, p, isr, i, now);
+}
+
+/* Propose laggards out of the ISR of every partition this node leads. */
+void
+net_isr_housekeeping(struct net *n, int64_t now_ms)
+{
+	const struct rn_mdview *v = &n->view;
+	int64_t now = rn_wallclock_ms();
+	int i, j, k;
+
+	(void)now_ms;
+	for (i = 0; i < v->n_topics; i++) {
+		const struct rn_mdv_topic *t = &v->topics[i];
+
+		for (j = 0; j < t->n_parts; j++) {
+			const struct rn_mdv_partition *mp = &t->parts[j];
+			int32_t isr[RN_PART_MAX_REPLICAS];
+			struct rn_part *p;
+			int16_t kerr;
+			int kept = 0;
+
+			/*
+			 * A lone replica has no ISR to shrink and its high
+			 * watermark moves at each append: never open (and
+			 * create) thousands of idle logs here.
+			 */
+			if (mp->leader != n->cfg->node_id || mp->slot < 0 ||
+			    mp->n_replicas <= 1)
+				continue;
+			if ((p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
+				continue;
+			for (k = 0; k < mp->n_isr && kept < RN_PART_MAX_REPLICAS; k++) {
+				struct rn_part_follower *f;
+
+				if (mp->isr[k] != n->cfg->node_id &&
+				    (f = rn_part_follower(p, mp->isr[k])) != NULL &&
+				    now - atomic_load(&f->last_caught_up_ms) >
+				    n->cfg->replica_lag_time_max_ms) {
+					log_info("%s-%d: replica %d has not caught "
+					    "up for %lld ms: asking to remove it "
+					    "from the ISR", t->name, mp->p,
+					    mp->isr[k], (long long)(now -
+					    atomic_load(&f->last_caught_up_ms)));
+					continue;
+				}
+				isr[kept++] = mp->isr[k];
+			}
+			if (kept < mp->n_isr && isr_change_allowed(p, mp, now))
+				isr_change_send(n, t, mp, p, isr, kept, now);
+			/* a smaller ISR may let the high watermark move */
+			if (rn_part_advance_hw(p, mp, n->cfg->node_id))
+				rn_part_wake_parked(p, n->net_efds,
+				    n->w->index);
+		}
+	}
+}

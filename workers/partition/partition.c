@@ -1,0 +1,682 @@
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/mdimage.h"
+#include "protocol/kerrors.h"
+#include "storage/checkpoint.h"
+#include "storage/errors.h"
+#include "storage/logdir.h"
+#include "workers/partition/partition.h"
+#include "workers/worker.h"
+
+int
+rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
+    const struct rn_config *cfg)
+{
+	t->shm = shm;
+	t->cfg = cfg;
+	t->n = shm->hdr->max_partitions;
+	t->hi = 0;
+	t->worker = NULL;
+	/* calloc'd pages stay unbacked until a slot below them is used */
+	t->parts = calloc(t->n, sizeof(*t->parts));
+	return t->parts == NULL ? -ENOMEM : 0;
+}
+
+void
+rn_part_table_close(struct rn_part_table *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->hi; i++)
+		if (t->parts[i].log != NULL)
+			rn_log_close(t->parts[i].log);
+	free(t->parts);
+	t->parts = NULL;
+}
+
+static void
+no_repair(void *arg)
+{
+	(void)arg;
+}
+
+/*
+ * Lock; if the last holder died holding it, repair the log first. A handle
+ * taken before the slot changed hands (its topic was deleted meanwhile)
+ * writes nothing: -ESTALE, and the caller's next rn_part_get reopens.
+ */
+int
+rn_part_lock(struct rn_part *p)
+{
+	struct rn_part_rt *rt = p->rt;
+	int rc = rn_rlock_lock(&rt->lock, no_repair, NULL);
+
+	if (rc < 0)
+		return rc;
+	if (p->incarnation != atomic_load(&rt->incarnation)) {
+		if (rc == 1) {
+			/* not ours to repair: the next open recovers it */
+			atomic_store(&rt->log.magic, 0);
+			atomic_fetch_add(&rt->incarnation, 1);
+		}
+		rn_rlock_unlock(&rt->lock);
+		return -ESTALE;
+	}
+	if (rc == 1) {
+		log_warnx("a partition lock holder died: repairing its log");
+		if (p->log != NULL && (rc = rn_log_repair(p->log)) != 0) {
+			log_warnx("log repair failed: %s", strerror(-rc));
+			rn_rlock_unlock(&rt->lock);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void
+rn_part_unlock(struct rn_part *p)
+{
+	rn_rlock_unlock(&p->rt->lock);
+}
+
+int64_t
+rn_part_config_int(const struct rn_mdview *v, const struct rn_mdv_topic *t,
+    const struct rn_config *cfg, const char *key, int64_t dflt)
+{
+	enum rn_config_source src;
+	const char *value;
+	char buf[64], *end;
+	long long n;
+
+	if (rn_mdview_topic_config(v, t, cfg, key, &value, &src, buf,
+	    sizeof(buf)) != 0 || value == NULL)
+		return dflt;
+	n = strtoll(value, &end, 10);
+	return *value != '\0' && *end == '\0' ? n : dflt;
+}
+
+void
+rn_part_config_str(const struct rn_mdview *v, const struct rn_mdv_topic *t,
+    const struct rn_config *cfg, const char *key, char *out, size_t outlen)
+{
+	enum rn_config_source src;
+	const char *value;
+	char buf[256];
+
+	if (rn_mdview_topic_config(v, t, cfg, key, &value, &src, buf,
+	    sizeof(buf)) != 0 || value == NULL)
+		value = "";
+	strlcpy(out, value, outlen);
+}
+
+static bool
+policy_has_delete(const char *policy)
+{
+	const char *p;
+
+	for (p = strstr(policy, "delete"); p != NULL; p = strstr(p + 1,
+	    "delete"))
+		if ((p == policy || p[-1] == ',' || p[-1] == ' ') &&
+		    (p[6] == '\0' || p[6] == ',' || p[6] == ' '))
+			return true;
+	return false;
+}
+
+void
+rn_part_log_config(const struct rn_mdview *v, const struct rn_mdv_topic *t,
+    const struct rn_config *cfg, struct rn_log_config *out)
+{
+	char ts[32] = "", policy[64] = "";
+
+	*out = rn_log_config_default();
+	out->segment_bytes = rn_part_config_int(v, t, cfg, "segment.bytes", cfg->log_segment_bytes);
+	out->segment_ms = rn_part_config_int(v, t, cfg, "segment.ms",
+	    cfg->log_roll_ms);
+	out->retention_ms = rn_part_config_int(v, t, cfg, "retention.ms", cfg->log_retention_ms);
+	out->retention_bytes = rn_part_config_int(v, t, cfg, "retention.bytes", cfg->log_retention_bytes);
+	out->max_message_bytes = rn_part_config_int(v, t, cfg, "max.message.bytes", cfg->message_max_bytes);
+	out->flush_messages = rn_part_config_int(v, t, cfg, "flush.messages", cfg->log_flush_interval_messages);
+	out->flush_ms = rn_part_config_int(v, t, cfg, "flush.ms",
+	    cfg->log_flush_interval_ms < 0 ? INT64_MAX :
+	    cfg->log_flush_interval_ms);
+	rn_part_config_str(v, t, cfg, "message.timestamp.type", ts, sizeof(ts));
+	out->timestamp_type_log_append = strcmp(ts, "LogAppendTime") == 0;
+	/* retention deletes only under the delete policy; a compact-only
+	 * topic keeps everything until compaction exists */
+	rn_part_config_str(v, t, cfg, "cleanup.policy", policy, sizeof(policy));
+	if (!policy_has_delete(policy)) {
+		out->retention_ms = -1;
+		out->retention_bytes = -1;
+	}
+}
+
+static bool
+log_config_same(const struct rn_log_config *a, const struct rn_log_config *b)
+{
+	return a->segment_bytes == b->segment_bytes &&
+	    a->segment_ms == b->segment_ms &&
+	    a->retention_ms == b->retention_ms &&
+	    a->retention_bytes == b->retention_bytes &&
+	    a->max_message_bytes == b->max_message_bytes &&
+	    a->flush_messages == b->flush_messages &&
+	    a->flush_ms == b->flush_ms &&
+	    a->index_interval_bytes == b->index_interval_bytes &&
+	    a->segment_index_bytes == b->segment_index_bytes &&
+	    a->timestamp_type_log_append == b->timestamp_type_log_append;
+}
+
+/*
+ * The high watermark a partition had when its log dir's
+ * replication-offset-checkpoint was last written, or -1.
+ */
+static int64_t
+part_checkpointed_hw(const char *dir, const char *topic, int32_t partition)
+{
+	struct rn_tp_offset *e = NULL;
+	char path[1100];
+	size_t n = 0, i;
+	int64_t hw = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, RN_REPLICATION_CHECKPOINT);
+	if (rn_offset_checkpoint_read(path, &e, &n) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (e[i].partition == partition && strcmp(e[i].topic, topic) == 0)
+			hw = e[i].offset;
+	free(e);
+	return hw;
+}
+
+/* How far back a restarted node looks for idempotent producers' batches. */
+#define IDEM_REBUILD_OFFSETS 10000
+
+/*
+ * After a restart the producer table is empty; rebuild it from the batch
+ * headers at the log's end, so a producer retrying across the restart is
+ * deduped rather than refused. Bounded: the last IDEM_REBUILD_OFFSETS
+ * offsets (Kafka snapshots this state instead; we read it back).
+ */
+static void
+part_idem_rebuild(struct rn_part *p)
+{
+	int64_t end = rn_log_end_offset(p->log), off = end - IDEM_REBUILD_OFFSETS;
+	int64_t now = rn_wallclock_ms(), next;
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+
+	if (off < rn_log_start_offset(p->log))
+		off = rn_log_start_offset(p->log);
+	while (off < end) {
+		struct rn_log_slice sl;
+		size_t pos = 0, len;
+
+		if (rn_log_read(p->log, off, 1 << 20, -1, &sl) != 0)
+			break;
+		len = (size_t)sl.len;
+		if (len > cap) {
+			uint8_t *nb = realloc(buf, len);
+
+			if (nb == NULL)
+				len = 0;
+			else {
+				buf = nb;
+				cap = len;
+			}
+		}
+		if (len == 0 || pread(sl.fd, buf, len, (off_t)sl.file_pos) !=
+		    (ssize_t)len) {
+			rn_log_slice_release(p->log, &sl);
+			break;
+		}
+		rn_log_slice_release(p->log, &sl);
+		next = off;
+		while (len - pos >= RN_BATCH_HEADER_SIZE) {
+			struct rn_batch_header h;
+
+			rn_batch_parse_header(buf + pos, &h);
+			if (h.batch_length <= 0 ||
+			    (size_t)h.batch_length + 12 > len - pos)
+				break;
+			rn_idem_record(&p->rt->idem, &h, h.base_offset, now);
+			next = rn_batch_last_offset(&h) + 1;
+			pos += (size_t)h.batch_length + 12;
+		}
+		if (next <= off)
+			break;
+		off = next;
+	}
+	free(buf);
+}
+
+/*
+ * After a restart: the checkpointed high watermark (Kafka's
+ * replication-offset-checkpoint), never past the log end. A leader alone
+ * in its ISR moves it to the log end at once.
+ */
+static void
+part_restore_hw(struct rn_part *p, const char *root, const char *topic,
+    int32_t partition)
+{
+	int64_t hw = part_checkpointed_hw(root, topic, partition);
+	int64_t leo = rn_log_end_offset(p->log);
+
+	atomic_store(&p->rt->high_watermark, hw < 0 || hw > leo ? leo : hw);
+}
+
+/* The view is the newest image published: only such a view takes a slot. */
+static bool
+view_current(const struct rn_shm *shm, const struct rn_mdview *v)
+{
+	return v->version == atomic_load(&rn_shm_meta(shm)->version) &&
+	    v->generation == atomic_load(&shm->hdr->generation);
+}
+
+/*
+ * A slot taken for a partition: its directory must be this topic id's. A
+ * partition.metadata naming another id is a stray replica of a deleted
+ * topic (the node was down when it went, or a crash came between): it is
+ * removed as Kafka removes stray logs. 1 if partition.metadata is still
+ * to be written, 0 if it names this id, or -errno.
+ */
+static int
+part_check_dir(const char *root, const struct rn_mdv_topic *topic, int32_t p)
+{
+	char name[300], path[1400], have[23], want[23];
+	uint8_t id[16];
+	int rc;
+
+	snprintf(name, sizeof(name), "%s-%d", topic->name, p);
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	rc = rn_partition_metadata_read(path, id);
+	if (rc == -ENOENT)
+		return 1; /* new, or written before topic ids were kept */
+	if (rc < 0) {
+		log_warnx("%s/%s: %s", path, RN_PARTITION_METADATA,
+		    strerror(-rc));
+		return rc;
+	}
+	if (memcmp(id, topic->id, 16) == 0)
+		return 0;
+	rn_uuid_to_base64url(id, have);
+	rn_uuid_to_base64url(topic->id, want);
+	log_warnx("%s: stray partition directory of topic id %s (the "
+	    "metadata log has %s for %s): removing it", path, have, want,
+	    topic->name);
+	if ((rc = rn_logdir_discard(root, name)) != 0 && rc != -ENOENT) {
+		log_warnx("%s: cannot remove it: %s", path, strerror(-rc));
+		return rc;
+	}
+	return 1;
+}
+
+/* The slot changes hands: its old state means nothing here (lock held). */
+static void
+part_claim(struct rn_part_rt *rt, const struct rn_mdv_topic *topic,
+    int32_t partition, int64_t offset)
+{
+	memset(&rt->log, 0, sizeof(rt->log));
+	rn_idem_reset(&rt->idem);
+	memcpy(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b));
+	rt->partition = partition;
+	atomic_store(&rt->high_watermark, -1);
+	atomic_store(&rt->leader_epoch, -1);
+	atomic_store(&rt->parked_workers, 0);
+	atomic_store(&rt->claim_offset, offset);
+	atomic_fetch_add(&rt->incarnation, 1);
+}
+
+static int
+part_open(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
+    struct rn_part *p, struct rn_part_rt *rt)
+{
+	struct rn_log_config lcfg;
+	char path[2048];
+	int dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
+	int rc, died, write_md = 0;
+	bool fresh = false;
+
+	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
+	    topic->name, mp->p);
+	rn_part_log_config(v, topic, t->cfg, &lcfg);
+	if (p->log != NULL) {
+		rn_log_close(p->log);
+		p->log = NULL;
+	}
+	p->rt = rt; /* the rebuild below writes through it */
+	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
+	died = rn_rlock_lock(&rt->lock, no_repair, NULL);
+	if (died < 0)
+		return died;
+	if (memcmp(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b)) != 0 ||
+	    rt->partition != mp->p ||
+	    atomic_load(&rt->incarnation) == 0) {
+		/* a worker behind the newest image might take back the slot
+		 * of a topic deleted since: it waits for the image */
+		if (v->offset < atomic_load(&rt->claim_offset) ||
+		    !view_current(t->shm, v)) {
+			rn_rlock_unlock(&rt->lock);
+			return -EAGAIN;
+		}
+		part_claim(rt, topic, mp->p, v->offset);
+		fresh = true;
+	}
+	rc = 0;
+	if (fresh)
+		rc = write_md = part_check_dir(t->cfg->log_dirs[dir], topic,
+		    mp->p);
+	/* recovers from disk when the shared state is new */
+	if (rc >= 0)
+		rc = rn_log_open(path, &lcfg, &rt->log, NULL, &p->log);
+	if (rc == 0 && write_md == 1 &&
+	    (rc = rn_partition_metadata_write(path, topic->id)) != 0)
+		log_warnx("%s: cannot write %s: %s", path,
+		    RN_PARTITION_METADATA, strerror(-rc));
+	if (rc == 0 && died == 1)
+		rc = rn_log_repair(p->log);
+	if (rc == 0 && fresh)
+		part_idem_rebuild(p);
+	if (rc == 0 && atomic_load(&rt->high_watermark) < 0)
+		part_restore_hw(p, t->cfg->log_dirs[dir], topic->name, mp->p);
+	if (rc != 0 && fresh) {
+		/* nobody holds it: the next open starts over */
+		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
+		atomic_fetch_add(&rt->incarnation, 1);
+	}
+	rn_rlock_unlock(&rt->lock);
+	if (rc != 0) {
+		log_warnx("cannot open log %s: %s", path, strerror(-rc));
+		if (p->log != NULL) {
+			rn_log_close(p->log);
+			p->log = NULL;
+		}
+		return rc;
+	}
+	p->rt = rt;
+	p->slot = mp->slot;
+	memcpy(p->topic_id, topic->id, sizeof(p->topic_id));
+	p->partition = mp->p;
+	if ((uint32_t)mp->slot >= t->hi)
+		t->hi = (uint32_t)mp->slot + 1;
+	if (t->worker != NULL && rn_now_ms() >= t->worker->next_heartbeat_ms)
+		rn_worker_heartbeat(t->worker);
+	p->incarnation = atomic_load(&rt->incarnation);
+	p->config_version = v->version;
+	p->lcfg = lcfg;
+	return 0;
+}
+
+/*
+ * Becoming leader in a new epoch: the epoch starts at the current log end,
+ * and every follower gets a fresh caught-up clock (as Kafka resets them),
+ * so nobody is shrunk out of the ISR for the time before we led.
+ */
+static void
+part_epoch(struct rn_part *p, const struct rn_mdv_partition *mp)
+{
+	int64_t now;
+	int i;
+
+	/* every lookup of a led partition passes here: no clock read */
+	if (mp->leader_epoch <= atomic_load(&p->rt->leader_epoch))
+		return;
+	now = rn_wallclock_ms();
+	if (rn_part_lock(p) != 0)
+		return;
+	if (mp->leader_epoch > atomic_load(&p->rt->leader_epoch)) {
+		rn_log_assign_epoch(p->log, mp->leader_epoch,
+		    rn_log_end_offset(p->log));
+		for (i = 0; i < RN_PART_MAX_REPLICAS; i++) {
+			struct rn_part_follower *f = &p->rt->followers[i];
+
+			if (i < mp->n_replicas) {
+				atomic_store(&f->id, mp->replicas[i]);
+				atomic_store(&f->leo, -1);
+				atomic_store(&f->last_fetch_ms, 0);
+				atomic_store(&f->last_fetch_leader_leo, -1);
+				atomic_store(&f->last_caught_up_ms, now);
+			} else
+				atomic_store(&f->id, -1);
+		}
+		atomic_store(&p->rt->isr_change_sent_ms, 0);
+		atomic_store(&p->rt->leader_epoch, mp->leader_epoch);
+	}
+	rn_part_unlock(p);
+	/* a leader alone in its ISR commits its whole log at once (Kafka
+	 * moves the high watermark as soon as it becomes leader) */
+	rn_part_advance_hw(p, mp, mp->leader);
+}
+
+struct rn_part_follower *
+rn_part_follower(struct rn_part *p, int32_t id)
+{
+	int i;
+
+	for (i = 0; i < RN_PART_MAX_REPLICAS; i++)
+		if (atomic_load(&p->rt->followers[i].id) == id)
+			return &p->rt->followers[i];
+	return NULL;
+}
+
+bool
+rn_part_advance_hw(struct rn_part *p, const struct rn_mdv_partition *mp,
+    int32_t self)
+{
+	int64_t hw = rn_log_end_offset(p->log), old;
+	int i;
+
+	/* the smallest log end among the in-sync replicas */
+	for (i = 0; i < mp->n_isr; i++) {
+		struct rn_part_follower *f;
+
+		if (mp->isr[i] == self)
+			continue;
+		f = rn_part_follower(p, mp->isr[i]);
+		if (f == NULL || atomic_load(&f->leo) < 0)
+			return false; /* not heard from since we lead: wait */
+		if (atomic_load(&f->leo) < hw)
+			hw = atomic_load(&f->leo);
+	}
+	old = atomic_load(&p->rt->high_watermark);
+	while (hw > old) {
+		if (atomic_compare_exchange_weak(&p->rt->high_watermark, &old,
+		    hw))
+			return true;
+	}
+	return false;
+}
+
+bool
+rn_part_follower_fetched(struct rn_part *p, const struct rn_mdv_partition *mp,
+    int32_t replica, int64_t fetch_offset, int64_t now_ms)
+{
+	struct rn_part_follower *f = rn_part_follower(p, replica);
+	int64_t leo = rn_log_end_offset(p->log);
+	int64_t prev_leader_leo;
+
+	if (f == NULL)
+		return false;
+	prev_leader_leo = atomic_load(&f->last_fetch_leader_leo);
+	/*
+	 * Kafka's rule: caught up now if it asked for our log end; caught up
+	 * at its previous fetch if it now has what we had back then.
+	 */
+	if (fetch_offset >= leo)
+		atomic_store(&f->last_caught_up_ms, now_ms);
+	else if (prev_leader_leo >= 0 && fetch_offset >= prev_leader_leo)
+		atomic_store(&f->last_caught_up_ms,
+		    atomic_load(&f->last_fetch_ms));
+	atomic_store(&f->leo, fetch_offset);
+	atomic_store(&f->last_fetch_leader_leo, leo);
+	atomic_store(&f->last_fetch_ms, now_ms);
+	return rn_part_advance_hw(p, mp, mp->leader);
+}
+
+struct rn_part *
+rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
+    int16_t *kerr)
+{
+	struct rn_part_rt *rt;
+	struct rn_part *p;
+
+	if (mp->slot < 0 || (uint32_t)mp->slot >= t->n) {
+		*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
+		return NULL;
+	}
+	p = &t->parts[mp->slot];
+	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
+	if (p->log != NULL && p->incarnation == atomic_load(&rt->incarnation) &&
+	    p->config_version != v->version) {
+		/* a new image: reopen only if this topic's log rules changed */
+		struct rn_log_config lcfg;
+
+		rn_part_log_config(v, topic, t->cfg, &lcfg);
+		if (log_config_same(&lcfg, &p->lcfg))
+			p->config_version = v->version;
+	}
+	if (p->log == NULL || p->incarnation != atomic_load(&rt->incarnation) ||
+	    p->config_version != v->version || p->partition != mp->p ||
+	    memcmp(p->topic_id, topic->id, sizeof(p->topic_id)) != 0) {
+		int rc = part_open(t, v, topic, mp, p, rt);
+
+		if (rc != 0) {
+			*kerr = rc == -EAGAIN ? RN_KERR_NOT_LEADER_OR_FOLLOWER :
+			    RN_KERR_KAFKA_STORAGE_ERROR;
+			return NULL;
+		}
+	}
+	if (mp->leader == t->cfg->node_id)
+		part_epoch(p, mp);
+	return p;
+}
+
+void
+rn_part_table_sync(struct rn_part_table *t, const struct rn_mdview *v)
+{
+	const struct rn_mdv_partition *mp;
+	const struct rn_mdv_topic *topic;
+	uint32_t i;
+
+	for (i = 0; i < t->n; i++) {
+		struct rn_part *p = &t->parts[i];
+
+		if (p->log == NULL)
+			continue;
+		topic = rn_mdview_topic_by_id(v, p->topic_id);
+		mp = topic != NULL ? rn_mdview_partition(topic, p->partition) :
+		    NULL;
+		if (mp != NULL && mp->slot == (int32_t)i)
+			continue;
+		rn_log_close(p->log);
+		p->log = NULL;
+		p->incarnation = 0;
+	}
+}
+
+void
+rn_part_release(const struct rn_shm *shm, int32_t slot, const uint8_t id[16],
+    int32_t partition, int64_t offset)
+{
+	struct rn_part_rt *rt;
+
+	if (slot < 0 || (uint32_t)slot >= shm->hdr->max_partitions)
+		return;
+	rt = (struct rn_part_rt *)rn_shm_partition(shm, (unsigned)slot);
+	if (rn_rlock_lock(&rt->lock, no_repair, NULL) < 0)
+		return;
+	if (memcmp(rt->topic_id.b, id, sizeof(rt->topic_id.b)) == 0 &&
+	    rt->partition == partition) {
+		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
+		rt->partition = -1;
+		if (offset > atomic_load(&rt->claim_offset))
+			atomic_store(&rt->claim_offset, offset);
+		atomic_fetch_add(&rt->incarnation, 1);
+	}
+	rn_rlock_unlock(&rt->lock);
+}
+
+void
+rn_part_wake_parked(struct rn_part *p, const int *efd_by_worker,
+    unsigned self)
+{
+	uint64_t bits = atomic_load(&p->rt->parked_workers), one = 1;
+	unsigned i;
+
+	(void)self;
+	for (i = 0; bits != 0 && i < 64; i++, bits >>= 1)
+		if (bits & 1)
+			(void)write(efd_by_worker[i], &one, sizeof(one));
+}
+
+void
+rn_part_clear_waiters(struct rn_part_table *t, unsigned self)
+{
+	uint64_t mask = ~(1ULL << self);
+	uint32_t i;
+
+	for (i = 0; i < t->hi; i++)
+		if (t->parts[i].log != NULL)
+			atomic_fetch_and(&t->parts[i].rt->parked_workers, mask);
+}
+
+int
+rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
+{
+	struct rn_tp_offset *e;
+	size_t max = 0;
+	int d, i, j, rc = 0;
+
+	for (i = 0; i < v->n_topics; i++)
+		max += (size_t)v->topics[i].n_parts;
+	if (max > t->n)
+		max = t->n;
+	if ((e = calloc(max ? max : 1, sizeof(*e))) == NULL)
+		return -ENOMEM;
+	for (d = 0; d < t->cfg->n_log_dirs; d++) {
+		char path[1100];
+		size_t n = 0;
+
+		for (i = 0; i < v->n_topics; i++) {
+			const struct rn_mdv_topic *tp = &v->topics[i];
+
+			for (j = 0; j < tp->n_parts; j++) {
+				const struct rn_mdv_partition *mp = &tp->parts[j];
+				struct rn_part_rt *rt;
+				int64_t hw;
+
+				if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
+				    (mp->dir >= 0 ? mp->dir : 0) != d ||
+				    n == max || !rn_shm_slot_used(t->shm,
+				    (unsigned)mp->slot))
+					continue;
+				/* followers' slots too: the state is shared */
+				rt = (struct rn_part_rt *)rn_shm_partition(t->shm,
+				    (unsigned)mp->slot);
+				if (atomic_load(&rt->incarnation) == 0 ||
+				    rt->partition != mp->p ||
+				    memcmp(rt->topic_id.b, tp->id, 16) != 0 ||
+				    (hw = atomic_load(&rt->high_watermark)) < 0)
+					continue;
+				strlcpy(e[n].topic, tp->name, sizeof(e[n].topic));
+				e[n].partition = mp->p;
+				e[n].offset = hw;
+				n++;
+			}
+		}
+		snprintf(path, sizeof(path), "%s/%s", t->cfg->log_dirs[d],
+		    RN_REPLICATION_CHECKPOINT);
+		if (n > 0 && (rc = rn_offset_checkpoint_write(path, e, n)) != 0)
+			log_warnx("cannot write %s: %s", path, strerror(-rc));
+	}
+	free(e);
+	return rc;
+}
