@@ -49,34 +49,46 @@ no_repair(void *arg)
 }
 
 /*
+ * Called under the lock, before the mutex is marked consistent, when its
+ * last holder died holding it: a locker that dies here leaves the lock
+ * still marked, so the next one repairs again. A slot that changed hands,
+ * or a repair that fails, is left to the next open's recovery.
+ */
+static void
+part_repair(void *arg)
+{
+	struct rn_part *p = arg;
+	struct rn_part_rt *rt = p->rt;
+	int rc;
+
+	if (p->incarnation == atomic_load(&rt->incarnation) && p->log != NULL) {
+		log_warnx("a partition lock holder died: repairing its log");
+		if ((rc = rn_log_repair(p->log)) == 0)
+			return;
+		log_warnx("log repair failed (%s): the next open recovers it",
+		    strerror(-rc));
+	}
+	atomic_store(&rt->log.magic, 0);
+	atomic_fetch_add(&rt->incarnation, 1);
+}
+
+/*
  * Lock; if the last holder died holding it, repair the log first. A handle
- * taken before the slot changed hands (its topic was deleted meanwhile)
- * writes nothing: -ESTALE, and the caller's next rn_part_get reopens.
+ * taken before the slot changed hands (its topic was deleted meanwhile, or
+ * its log was left to recovery) writes nothing: -ESTALE, and the caller's
+ * next rn_part_get reopens.
  */
 int
 rn_part_lock(struct rn_part *p)
 {
 	struct rn_part_rt *rt = p->rt;
-	int rc = rn_rlock_lock(&rt->lock, no_repair, NULL);
+	int rc = rn_rlock_lock(&rt->lock, part_repair, p);
 
 	if (rc < 0)
 		return rc;
 	if (p->incarnation != atomic_load(&rt->incarnation)) {
-		if (rc == 1) {
-			/* not ours to repair: the next open recovers it */
-			atomic_store(&rt->log.magic, 0);
-			atomic_fetch_add(&rt->incarnation, 1);
-		}
 		rn_rlock_unlock(&rt->lock);
 		return -ESTALE;
-	}
-	if (rc == 1) {
-		log_warnx("a partition lock holder died: repairing its log");
-		if (p->log != NULL && (rc = rn_log_repair(p->log)) != 0) {
-			log_warnx("log repair failed: %s", strerror(-rc));
-			rn_rlock_unlock(&rt->lock);
-			return rc;
-		}
 	}
 	return 0;
 }
