@@ -37,6 +37,12 @@ enum rn_worker_role {
 	RN_ROLE_W_FETCHER = 2,
 };
 
+/*
+ * Node-wide jobs one worker does besides its role's, named so that
+ * `runnelctl status` shows who does them.
+ */
+#define RN_DUTY_STORAGE 0x1 /* retention, time flush, ISR lag check, hw checkpoint */
+
 enum rn_worker_state {
 	RN_WS_EMPTY = 0,
 	RN_WS_STARTING,  /* forked, not yet in its loop */
@@ -95,7 +101,8 @@ struct rn_worker_slot {
 	_Atomic int64_t heartbeat_ms; /* CLOCK_MONOTONIC, written by the worker */
 	_Atomic uint64_t heartbeats;
 	_Atomic uint64_t hellos;      /* controller: hello messages received from this slot */
-	char pad2[64 - 56];
+	uint32_t duties;              /* RN_DUTY_*, set by the supervisor before fork */
+	uint32_t pad3;
 };
 _Static_assert(sizeof(struct rn_worker_slot) == 64, "worker slot is one cache line");
 

@@ -31,6 +31,7 @@ struct sv_role {
 	size_t count_off;              /* that int in struct rn_config */
 	unsigned stop_stage;           /* shutdown order, lowest first */
 	enum sv_on_failure on_failure;
+	uint32_t first_duties;         /* RN_DUTY_* of the role's worker 0 */
 };
 
 struct sv_child {

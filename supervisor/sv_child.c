@@ -60,6 +60,8 @@ sv_children_init(struct sv *sv)
 		ws = rn_shm_worker(&sv->shm, c->slot);
 		ws->role = c->role;
 		ws->index = c->index;
+		ws->duties = c->index == 0 ? sv_role_of(c->role)->first_duties :
+		    0;
 	}
 	sv->n_children = n;
 }

@@ -25,14 +25,17 @@ static const struct sv_role roles[] = {
 	 * node stops and systemd restarts it whole.
 	 */
 	{ RN_ROLE_W_CONTROLLER, "controller", rn_controller_main,
-	    NULL, SV_ONE, 2, SV_FAILED_STOPS_NODE },
-	/* Stopped first: no new client work. */
+	    NULL, SV_ONE, 2, SV_FAILED_STOPS_NODE, 0 },
+	/*
+	 * Stopped first: no new client work. Worker 0 also runs the
+	 * storage duty: it has every local partition's log at hand.
+	 */
 	{ RN_ROLE_W_NETWORK, "network", rn_network_main,
 	    "num.network.threads", offsetof(struct rn_config,
-	    num_network_threads), 0, SV_FAILED_STAYS_DOWN },
+	    num_network_threads), 0, SV_FAILED_STAYS_DOWN, RN_DUTY_STORAGE },
 	{ RN_ROLE_W_FETCHER, "replica-fetcher", rn_fetcher_main,
 	    "num.replica.fetchers", offsetof(struct rn_config,
-	    num_replica_fetchers), 1, SV_FAILED_STAYS_DOWN },
+	    num_replica_fetchers), 1, SV_FAILED_STAYS_DOWN, 0 },
 };
 
 const struct sv_role *

@@ -81,7 +81,7 @@ sv_control_pack_status(struct sv *sv, msgpack_packer *pk)
 		struct rn_worker_slot *ws = rn_shm_worker(&sv->shm, c->slot);
 		int64_t hb = atomic_load(&ws->heartbeat_ms);
 
-		msgpack_pack_map(pk, 9);
+		msgpack_pack_map(pk, 10);
 		rn_mp_pack_str(pk, "name");
 		rn_mp_pack_str(pk, c->name);
 		rn_mp_pack_str(pk, "role");
@@ -100,5 +100,9 @@ sv_control_pack_status(struct sv *sv, msgpack_packer *pk)
 		msgpack_pack_int64(pk, c->pid && hb ? now - hb : -1);
 		rn_mp_pack_str(pk, "hellos");
 		msgpack_pack_uint64(pk, atomic_load(&ws->hellos));
+		rn_mp_pack_str(pk, "duties");
+		msgpack_pack_array(pk, ws->duties & RN_DUTY_STORAGE ? 1 : 0);
+		if (ws->duties & RN_DUTY_STORAGE)
+			rn_mp_pack_str(pk, "storage");
 	}
 }

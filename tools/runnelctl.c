@@ -126,6 +126,26 @@ json_obj(const msgpack_object *o)
 	}
 }
 
+/* A worker's duties, comma-separated; "-" for none. */
+static const char *
+duties(const msgpack_object *w, char *buf, size_t len)
+{
+	const msgpack_object *d = rn_mp_get(w, "duties");
+	uint32_t i;
+
+	buf[0] = '\0';
+	for (i = 0; d != NULL && d->type == MSGPACK_OBJECT_ARRAY &&
+	    i < d->via.array.size; i++) {
+		const msgpack_object *s = &d->via.array.ptr[i];
+
+		if (s->type != MSGPACK_OBJECT_STR)
+			continue;
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%.*s",
+		    buf[0] ? "," : "", (int)s->via.str.size, s->via.str.ptr);
+	}
+	return buf[0] ? buf : "-";
+}
+
 static void
 fmt_duration(int64_t ms, char *buf, size_t len)
 {
@@ -180,12 +200,13 @@ print_status(const msgpack_object *r)
 	printf("\ncluster id: %s\n", cluster[0] ? cluster : "(not known yet)");
 	printf("metadata image version: %lld\n\n",
 	    (long long)rn_mp_get_int(node, "metadata_image_version", 0));
-	printf("%-20s %-16s %-8s %-9s %8s %10s\n", "NAME", "ROLE", "PID",
-	    "STATE", "RESTARTS", "UPTIME");
+	printf("%-20s %-16s %-8s %-9s %8s %10s  %s\n", "NAME", "ROLE", "PID",
+	    "STATE", "RESTARTS", "UPTIME", "DUTIES");
 	for (i = 0; ws != NULL && ws->type == MSGPACK_OBJECT_ARRAY &&
 	    i < ws->via.array.size; i++) {
 		const msgpack_object *w = &ws->via.array.ptr[i];
 		char name[64] = "", role[32] = "", st[32] = "", pid[16];
+		char dbuf[64];
 		int64_t p = rn_mp_get_int(w, "pid", 0);
 
 		rn_mp_get_str(w, "name", name, sizeof(name));
@@ -194,9 +215,10 @@ print_status(const msgpack_object *r)
 		snprintf(pid, sizeof(pid), "%lld", (long long)p);
 		fmt_duration(p ? rn_mp_get_int(w, "uptime_ms", -1) : -1, up,
 		    sizeof(up));
-		printf("%-20s %-16s %-8s %-9s %8lld %10s\n", name, role,
+		printf("%-20s %-16s %-8s %-9s %8lld %10s  %s\n", name, role,
 		    p ? pid : "-", st,
-		    (long long)rn_mp_get_int(w, "restarts", 0), up);
+		    (long long)rn_mp_get_int(w, "restarts", 0), up,
+		    duties(w, dbuf, sizeof(dbuf)));
 	}
 }
 

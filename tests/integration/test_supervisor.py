@@ -19,6 +19,14 @@ with TempDir() as tmp:
              "one controller, num.network.threads network, num.replica.fetchers fetchers")
         t.eq({w["role"] for w in st["workers"]},
              {"controller", "network", "replica-fetcher"}, "roles are named")
+        t.eq({name: w["duties"] for name, w in ws.items() if w["duties"]},
+             {"network-0": ["storage"]},
+             "status names the one worker with the storage duty (retention, "
+             "flush, ISR lag check, high-watermark checkpoint)")
+        ctl_text = n.ctl("status").stdout
+        t.ok(any(l.startswith("network-0") and l.rstrip().endswith("storage")
+                 for l in ctl_text.splitlines()),
+             "runnelctl status shows it in its DUTIES column")
         t.eq(st["node"]["node_id"], 1, "status shows the node id")
         t.eq(st["node"]["roles"], "broker,controller", "status shows the roles")
         t.ok(any(str(n.port) in l for l in st["node"]["listeners"]),

@@ -221,14 +221,16 @@ net_retention_step(struct net *n, int64_t deadline)
 }
 
 /*
- * Retention and the high-watermark checkpoint for every local partition.
- * One worker (index 0) does it, so two never race for the same
- * deletions. True while a retention pass still has work for the next turn.
+ * The storage duty (RN_DUTY_STORAGE): retention, time-based flush, the
+ * ISR lag check and the high-watermark checkpoint for every local
+ * partition. The supervisor gives it to one worker, so two never race
+ * for the same deletions. True while a retention pass still has work for
+ * the next turn.
  */
 static bool
 net_housekeeping(struct net *n, int64_t now)
 {
-	if (n->w->index != 0)
+	if (!(n->w->ws->duties & RN_DUTY_STORAGE))
 		return false;
 	if (now >= n->next_isr_check_ms) {
 		n->next_isr_check_ms = now + 1000;
