@@ -317,8 +317,7 @@ rn_network_main(struct rn_worker *w)
 				uint64_t v;
 
 				(void)read(n.efd, &v, sizeof(v));
-				if (rn_mdview_refresh(&n.view, w->env->shm) == 1)
-					rn_part_table_sync(&n.parts, &n.view);
+				/* the image was refreshed right after the wait */
 				net_wakeup(&n);
 				continue;
 			}
