@@ -56,7 +56,8 @@ if [ "${1:-}" != "--no-sanitizers" ]; then
 	mkdir -p "$reports"
 	ASAN_OPTIONS="detect_leaks=0:quarantine_size_mb=4:malloc_context_size=8:log_path=$reports/asan"
 	UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
-	export ASAN_OPTIONS UBSAN_OPTIONS
+	RUNNEL_SANITIZERS=1
+	export ASAN_OPTIONS UBSAN_OPTIONS RUNNEL_SANITIZERS
 	run_pass sanitizers "$top/build-san" --enable-sanitizers
 	n=$(find "$reports" -type f | wc -l)
 	if [ "$n" -gt 0 ]; then
