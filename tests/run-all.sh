@@ -1,30 +1,74 @@
 #!/bin/sh
 # Build runnel from this checkout and run the whole test suite (unit tests
 # and integration tests against real runneld processes and real Kafka
-# clients). Installs missing Debian packages when run as root. The last
-# line is "N passed, N failed", counted from the TAP results.
+# clients) twice: once as shipped, once built with AddressSanitizer and
+# UndefinedBehaviorSanitizer, where any sanitizer report is a failure.
+# Installs missing Debian packages when run as root. The last line is
+# "N passed, N failed", counted from the TAP results of both passes.
+#
+#   tests/run-all.sh                   both passes
+#   tests/run-all.sh --no-sanitizers   the plain pass only
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/contrib/deps.sh"
 rn_ensure_packages "$top/contrib/debian-packages" || exit 1
-
-build="$top/build-check"
-rm -rf "$build"
-mkdir -p "$build"
 cd "$top" && autoreconf -fi || exit 1
-cd "$build" && "$top/configure" --enable-werror >/dev/null || exit 1
-make -j"$(nproc)" >/dev/null || { make; exit 1; }
-make -j"$(nproc)" check
-rc=$?
 
-# one line per TAP result in the .log files the driver wrote
-passed=$(cat $(find . -name '*.trs') 2>/dev/null | grep -c '^:test-result: \(PASS\|XFAIL\)')
-skipped=$(cat $(find . -name '*.trs') 2>/dev/null | grep -c '^:test-result: SKIP')
-failed=$(cat $(find . -name '*.trs') 2>/dev/null | grep -c '^:test-result: \(FAIL\|XPASS\|ERROR\)')
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-	failed=1 # the harness itself failed
+total_passed=0
+total_failed=0
+
+# run_pass NAME BUILDDIR CONFIGURE-FLAGS...: builds and runs make check,
+# adds its counts to the totals.
+run_pass() {
+	name=$1 build=$2
+	shift 2
+	rm -rf "$build"
+	mkdir -p "$build"
+	cd "$build" && "$top/configure" --enable-werror "$@" >/dev/null ||
+		{ total_failed=$((total_failed + 1)); return; }
+	make -j"$(nproc)" >/dev/null || { make; total_failed=$((total_failed + 1)); return; }
+	make -j"$(nproc)" check
+	rc=$?
+
+	trs=$(find . -name '*.trs')
+	passed=$(cat $trs 2>/dev/null | grep -c '^:test-result: \(PASS\|XFAIL\)')
+	skipped=$(cat $trs 2>/dev/null | grep -c '^:test-result: SKIP')
+	failed=$(cat $trs 2>/dev/null | grep -c '^:test-result: \(FAIL\|XPASS\|ERROR\)')
+	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+		failed=1 # the harness itself failed
+	fi
+	grep -H '^not ok' $(find tests -name '*.log') 2>/dev/null | head -100
+	[ "$skipped" -eq 0 ] || echo "($name: $skipped skipped)"
+	echo "$name: $passed passed, $failed failed"
+	total_passed=$((total_passed + passed))
+	total_failed=$((total_failed + failed))
+}
+
+run_pass plain "$top/build-check"
+
+if [ "${1:-}" != "--no-sanitizers" ]; then
+	# Reports go to files, so one in a worker that the supervisor
+	# restarts is not lost in a node's log. A small quarantine keeps
+	# the memory-bound tests meaningful; leak checks are off because
+	# the configuration and the image live as long as the process.
+	reports="$top/build-san-reports"
+	rm -rf "$reports"
+	mkdir -p "$reports"
+	ASAN_OPTIONS="detect_leaks=0:quarantine_size_mb=4:malloc_context_size=8:log_path=$reports/asan"
+	UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
+	RUNNEL_SANITIZERS=1
+	export ASAN_OPTIONS UBSAN_OPTIONS RUNNEL_SANITIZERS
+	run_pass sanitizers "$top/build-san" --enable-sanitizers
+	n=$(find "$reports" -type f | wc -l)
+	if [ "$n" -gt 0 ]; then
+		echo "sanitizers: $n report(s):"
+		for f in "$reports"/*; do
+			echo "--- $f"
+			head -40 "$f"
+		done
+		total_failed=$((total_failed + n))
+	fi
 fi
-grep -H '^not ok' $(find tests -name '*.log') 2>/dev/null | head -100
-[ "$skipped" -eq 0 ] || echo "($skipped skipped)"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]

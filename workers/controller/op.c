@@ -80,7 +80,8 @@ ctl_kstr_copy(struct rn_kstr s, char *buf, size_t len)
 {
 	if (s.len < 0 || (size_t)s.len >= len)
 		return false;
-	memcpy(buf, s.ptr, (size_t)s.len);
+	if (s.len > 0) /* an empty string may have no pointer */
+		memcpy(buf, s.ptr, (size_t)s.len);
 	buf[s.len] = '\0';
 	return true;
 }
