@@ -99,6 +99,8 @@ class Node:
         self.logfile = os.path.join(self.dir, "runneld.log")
         self.config = os.path.join(self.dir, "server.properties")
         self.proc = None
+        self.host = "127.0.0.1"
+        self.exec_prefix = []  # e.g. ["ip", "netns", "exec", NS]
         p = {
             "node.id": str(node_id),
             "process.roles": roles,
@@ -124,7 +126,7 @@ class Node:
 
     @property
     def bootstrap(self):
-        return "127.0.0.1:%d" % self.port
+        return "%s:%d" % (self.host, self.port)
 
     def start(self, env=None, args=(), journal=False):
         e = dict(os.environ)
@@ -132,7 +134,8 @@ class Node:
             e["RUNNEL_LOG_STDERR"] = "1"
         e.update(env or {})
         self.log = open(self.logfile, "ab")
-        self.proc = subprocess.Popen([RUNNELD, "--config", self.config] + list(args),
+        self.proc = subprocess.Popen(self.exec_prefix +
+                                     [RUNNELD, "--config", self.config] + list(args),
                                      stdout=self.log, stderr=subprocess.STDOUT, env=e)
         return self.proc
 

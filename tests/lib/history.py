@@ -1,0 +1,250 @@
+"""A history of what real clients did against a cluster under faults, and
+the checker that judges it.
+
+Writers are confluent-kafka (librdkafka) producers, each in its own
+thread, sending unique values "w<writer>-<seq>" and recording each send's
+outcome from the delivery report: acknowledged (with partition and
+offset), failed, or unknown (no report by the end). A tailing reader
+records every (partition, offset, value) it sees while the faults run;
+after healing, a final read from the beginning records the log again.
+
+check() reports per partition:
+  lost          acknowledged, never read in the final read
+  duplicated    one value at two offsets (a failure with idempotence on)
+  inconsistent  two reads of one offset that returned different values
+  reordered     a writer's acknowledged values out of send order
+  unexpected    read but never sent
+"""
+import threading
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+
+class Writer(threading.Thread):
+    def __init__(self, wid, bootstrap, topic, idempotent=True, acks="all",
+                 rate=200):
+        super().__init__(daemon=True)
+        self.wid, self.topic, self.rate = wid, topic, rate
+        self.sent = []            # values in send order
+        self.acked = {}           # value -> (partition, offset)
+        self.failed = {}          # value -> error name
+        self.stop_flag = threading.Event()
+        self.p = Producer({
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": idempotent,
+            "acks": acks,
+            "linger.ms": 5,
+            "message.timeout.ms": 120000,
+            "retries": 1000000 if idempotent else 5,
+        })
+
+    def _report(self, err, msg):
+        v = msg.value().decode()
+        if err is None:
+            self.acked[v] = (msg.partition(), msg.offset())
+        else:
+            self.failed[v] = err.name()
+
+    def run(self):
+        seq = 0
+        gap = 1.0 / self.rate
+        while not self.stop_flag.is_set():
+            v = "w%d-%d" % (self.wid, seq)
+            try:
+                self.p.produce(self.topic, value=v.encode(), key=v.encode(),
+                               on_delivery=self._report)
+                self.sent.append(v)
+                seq += 1
+            except BufferError:
+                pass
+            self.p.poll(0)
+            time.sleep(gap)
+
+    def finish(self, timeout=120):
+        self.stop_flag.set()
+        self.join()
+        self.p.flush(timeout)
+
+
+class Tail(threading.Thread):
+    """Reads every partition from the start while the faults run."""
+
+    def __init__(self, bootstrap, topic, partitions):
+        super().__init__(daemon=True)
+        self.seen = {}  # (partition, offset) -> value
+        self.clashes = []
+        self.stop_flag = threading.Event()
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "tail",
+                           "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest"})
+        self.c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+
+    def run(self):
+        while not self.stop_flag.is_set():
+            m = self.c.poll(0.2)
+            if m is None or m.error():
+                continue
+            key, v = (m.partition(), m.offset()), m.value().decode()
+            old = self.seen.setdefault(key, v)
+            if old != v:
+                self.clashes.append((key, old, v))
+
+    def finish(self):
+        self.stop_flag.set()
+        self.join()
+        self.c.close()
+
+
+def final_read(bootstrap, topic, partitions, timeout=60):
+    """{(partition, offset): value} of the whole log, read after healing."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "final",
+                  "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    ends = {}
+    deadline = time.monotonic() + timeout
+    for p in range(partitions):
+        while True:
+            try:
+                ends[p] = c.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=5)[1]
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got, done = {}, {p for p, e in ends.items() if e == 0}
+    while len(done) < partitions and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        got[(m.partition(), m.offset())] = m.value().decode()
+        if m.offset() + 1 >= ends[m.partition()]:
+            done.add(m.partition())
+    c.close()
+    return got, ends
+
+
+def check(writers, tail, final, idempotent=True):
+    """Counts and examples of each anomaly; 'ok' when none that counts."""
+    sent = {v: w for w in writers for v in w.sent}
+    acked = {v: po for w in writers for v, po in w.acked.items()}
+    where = {}
+    for (p, o), v in final.items():
+        where.setdefault(v, []).append((p, o))
+    lost = sorted(v for v in acked if v not in where)
+    duplicated = sorted(v for v, places in where.items() if len(places) > 1)
+    unexpected = sorted(v for v in where if v not in sent)
+    inconsistent = [(k, v, final[k]) for k, v in tail.seen.items()
+                    if k in final and final[k] != v] + tail.clashes
+    # offsets the producer was told must hold its value
+    misplaced = sorted(v for v, po in acked.items()
+                       if v in where and po not in where[v])
+    reordered = []
+    for w in writers:
+        last = {}
+        for v in w.sent:
+            if v not in acked or v not in where:
+                continue
+            p, o = where[v][0]
+            if o < last.get(p, -1):
+                reordered.append(v)
+            last[p] = max(o, last.get(p, -1))
+    res = {
+        "attempted": len(sent),
+        "acknowledged": len(acked),
+        "failed": sum(len(w.failed) for w in writers),
+        "unknown": sum(len(w.sent) - len(w.acked) - len(w.failed)
+                       for w in writers),
+        "read": len(final),
+        "lost": lost,
+        "duplicated": duplicated,
+        "inconsistent": inconsistent,
+        "misplaced": misplaced,
+        "reordered": reordered,
+        "unexpected": unexpected,
+    }
+    bad = lost or inconsistent or misplaced or reordered or unexpected or \
+        (duplicated and idempotent)
+    res["ok"] = not bad
+    return res
+
+
+def summary(res):
+    return ("attempted %d, acknowledged %d, failed %d, unknown %d, read %d; "
+            "lost %d, duplicated %d, inconsistent %d, misplaced %d, "
+            "reordered %d, unexpected %d" % (
+                res["attempted"], res["acknowledged"], res["failed"],
+                res["unknown"], res["read"], len(res["lost"]),
+                len(res["duplicated"]), len(res["inconsistent"]),
+                len(res["misplaced"]), len(res["reordered"]),
+                len(res["unexpected"])))
+
+
+def leader_of(bootstrap, topic, partition, timeout=20):
+    """The partition's leader, asked until one is known; -1 if none."""
+    from confluent_kafka.admin import AdminClient
+    from rntest import wait_for
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def ask():
+        try:
+            md = admin.list_topics(topic, timeout=3)
+            leader = md.topics[topic].partitions[partition].leader
+            return leader if leader >= 0 else None
+        except Exception:
+            return None
+    return wait_for(ask, timeout, 0.2) or -1
+
+
+def fully_replicated(bootstrap, topic, partitions, rf):
+    """Every partition has a leader and all rf replicas in its ISR."""
+    from confluent_kafka.admin import AdminClient
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(
+            topic, timeout=3)
+        ps = md.topics[topic].partitions
+        return len(ps) == partitions and all(
+            p.leader >= 0 and len(p.isrs) == rf for p in ps.values())
+    except Exception:
+        return False
+
+
+def run(t, cl, topic, partitions, inject, heal, hold=15.0, writers=3,
+        idempotent=True, rf=3, acks="all"):
+    """Writers and a tail run; inject() the fault, hold it, heal() it, then
+    wait for full replication, read everything back and check. Returns the
+    check result (also printed as a diagnostic)."""
+    ws = [Writer(i, cl.bootstrap, topic, idempotent=idempotent, acks=acks)
+          for i in range(writers)]
+    tail = Tail(cl.bootstrap, topic, partitions)
+    for w in ws:
+        w.start()
+    tail.start()
+    time.sleep(3)
+    before = sum(len(w.acked) for w in ws)
+    inject()
+    time.sleep(hold)
+    during = sum(len(w.acked) for w in ws) - before
+    heal()
+    healed = time.monotonic()
+    from rntest import wait_for
+    wait_for(lambda: fully_replicated(cl.bootstrap, topic, partitions, rf),
+             90, 0.5)
+    service = time.monotonic() - healed
+    time.sleep(3)
+    for w in ws:
+        w.finish()
+    tail.finish()
+    final, _ = final_read(cl.bootstrap, topic, partitions)
+    res = check(ws, tail, final, idempotent)
+    res["acked_during_fault"] = during
+    res["heal_to_full_replication_s"] = service
+    t.diag("%s; acknowledged during the fault %d; full replication %.1f s "
+           "after healing" % (summary(res), during, service))
+    for k in ("lost", "duplicated", "inconsistent", "misplaced",
+              "reordered", "unexpected"):
+        if res[k]:
+            t.diag("%s (first 5): %r" % (k, res[k][:5]))
+    return res

@@ -1,0 +1,158 @@
+"""A cluster whose nodes each live in their own network namespace, so the
+tests can cut the network between them.
+
+Every node gets a namespace with one veth link to a bridge in the test's
+own namespace: node i has address 10.X.0.i, the bridge (and so the test
+and its clients) 10.X.0.254. A cut between two nodes is a pair of
+`prohibit` routes, one in each namespace; the clients on the bridge keep
+reaching every node unless a test cuts them too. Needs root and
+iproute2.
+"""
+import os
+import signal
+import subprocess
+
+from rntest import Node, wait_for
+
+
+def _ip(*args, ns=None, check=True):
+    cmd = (["ip", "netns", "exec", ns] if ns else []) + ["ip"] + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+
+class NetCluster:
+    """count nodes, every one broker and controller, in namespaces."""
+
+    PORT = 9092
+    CTL_PORT = 9093
+
+    def __init__(self, tmp, count=3, props=None):
+        self.cuts = set()
+        self._claim_bridge()
+        self.ns = ["%s-n%d" % (self.bridge, i) for i in range(1, count + 1)]
+        self._make_network()
+        voters = ",".join("%d@%s:%d" % (i, self.addr(i), self.CTL_PORT)
+                          for i in range(1, count + 1))
+        self.nodes = []
+        for i in range(1, count + 1):
+            n = Node(tmp, node_id=i, voters=voters, props=dict(props or {}))
+            a = self.addr(i)
+            n.port, n.ctl_port = self.PORT, self.CTL_PORT
+            n.host = a
+            n.props["listeners"] = ("PLAINTEXT://%s:%d,CONTROLLER://%s:%d"
+                                    % (a, self.PORT, a, self.CTL_PORT))
+            n.props["advertised.listeners"] = "PLAINTEXT://%s:%d" % (a, self.PORT)
+            n.write_config()
+            n.exec_prefix = ["ip", "netns", "exec", self.ns[i - 1]]
+            self.nodes.append(n)
+
+    def addr(self, i):
+        return "%s.%d" % (self.subnet, i)
+
+    def _claim_bridge(self):
+        """The first free bridge name; creating it is the claim, so tests
+        running side by side get distinct subnets."""
+        for idx in range(250):
+            name = "rnfault%d" % idx
+            if _ip("link", "add", name, "type", "bridge",
+                   check=False).returncode == 0:
+                self.bridge, self.subnet = name, "10.201.%d" % idx
+                return
+        raise RuntimeError("no free rnfault bridge (stale ones: ip link)")
+
+    def _make_network(self):
+        _ip("addr", "add", "%s.254/24" % self.subnet, "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+        for i, ns in enumerate(self.ns, 1):
+            veth = "%sv%d" % (self.bridge, i)  # at most 12 characters
+            _ip("netns", "add", ns)
+            _ip("link", "add", veth, "type", "veth", "peer", "name", "eth0",
+                "netns", ns)
+            _ip("link", "set", veth, "master", self.bridge, "up")
+            _ip("addr", "add", "%s/24" % self.addr(i), "dev", "eth0", ns=ns)
+            _ip("link", "set", "eth0", "up", ns=ns)
+            _ip("link", "set", "lo", "up", ns=ns)
+
+    def destroy(self):
+        for n in self.nodes:
+            try:
+                n.kill()
+            except Exception:
+                pass
+        for ns in self.ns:
+            _ip("netns", "del", ns, check=False)
+        _ip("link", "del", self.bridge, check=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+    def node(self, i):
+        return self.nodes[i - 1]
+
+    @property
+    def bootstrap(self):
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    def start(self, node=None):
+        # ip netns exec execs runneld in place: the pid is the node's
+        for n in ([node] if node else self.nodes):
+            n.start()
+
+    def crashes(self):
+        return [l for n in self.nodes for l in n.crashes()]
+
+    # ---- cuts -------------------------------------------------------
+
+    def _route(self, verb, src, dst):
+        _ip("route", verb, "prohibit", "%s/32" % self.addr(dst),
+            ns=self.ns[src - 1], check=(verb == "add"))
+
+    def cut(self, a, b):
+        """No packet between nodes a and b, either way."""
+        if (a, b) in self.cuts:
+            return
+        self._route("add", a, b)
+        self._route("add", b, a)
+        self.cuts.add((a, b))
+        self.cuts.add((b, a))
+
+    def isolate(self, a):
+        """Node a reaches no other node (clients on the bridge still reach it)."""
+        for n in self.nodes:
+            if n.node_id != a:
+                self.cut(a, n.node_id)
+
+    def heal(self):
+        for a, b in list(self.cuts):
+            self._route("del", a, b)
+        self.cuts.clear()
+
+    # ---- pauses -----------------------------------------------------
+
+    def pause(self, i):
+        """SIGSTOP every process of node i, as a long GC or VM pause would."""
+        for pid in self.node(i).pids():
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self, i):
+        for pid in self.node(i).pids():
+            os.kill(pid, signal.SIGCONT)
+
+    def wait_running(self, timeout=40):
+        """Workers up on every node and every broker registered."""
+        if not all(n.wait_running(timeout) for n in self.nodes):
+            return False
+        from confluent_kafka.admin import AdminClient
+        want = {n.node_id for n in self.nodes}
+
+        def registered():
+            try:
+                md = AdminClient({"bootstrap.servers": self.bootstrap}
+                                 ).list_topics(timeout=2)
+                return set(md.brokers) == want and md.controller_id > 0
+            except Exception:
+                return False
+        return wait_for(registered, timeout, 0.2)
