@@ -15,17 +15,23 @@ check() reports per partition:
   reordered     a writer's acknowledged values out of send order
   unexpected    read but never sent
 """
+import re
 import threading
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 
+# what any run's writers send; anything else in the log is unexpected
+_VALUE = re.compile(r"^(r\d+/)?w\d+-\d+$")
+
+
 class Writer(threading.Thread):
     def __init__(self, wid, bootstrap, topic, idempotent=True, acks="all",
-                 rate=200):
+                 rate=200, prefix=""):
         super().__init__(daemon=True)
         self.wid, self.topic, self.rate = wid, topic, rate
+        self.prefix = prefix
         self.sent = []            # values in send order
         self.acked = {}           # value -> (partition, offset)
         self.failed = {}          # value -> error name
@@ -50,7 +56,7 @@ class Writer(threading.Thread):
         seq = 0
         gap = 1.0 / self.rate
         while not self.stop_flag.is_set():
-            v = "w%d-%d" % (self.wid, seq)
+            v = "%sw%d-%d" % (self.prefix, self.wid, seq)
             try:
                 self.p.produce(self.topic, value=v.encode(), key=v.encode(),
                                on_delivery=self._report)
@@ -126,16 +132,20 @@ def final_read(bootstrap, topic, partitions, timeout=60):
     return got, ends
 
 
-def check(writers, tail, final, idempotent=True):
-    """Counts and examples of each anomaly; 'ok' when none that counts."""
+def check(writers, tail, final, idempotent=True, prefix=""):
+    """Counts and examples of each anomaly; 'ok' when none that counts.
+    Values of earlier runs on the same topic (another prefix) are only
+    compared offset by offset."""
     sent = {v: w for w in writers for v in w.sent}
     acked = {v: po for w in writers for v, po in w.acked.items()}
     where = {}
     for (p, o), v in final.items():
-        where.setdefault(v, []).append((p, o))
+        if v.startswith(prefix):
+            where.setdefault(v, []).append((p, o))
     lost = sorted(v for v in acked if v not in where)
     duplicated = sorted(v for v, places in where.items() if len(places) > 1)
-    unexpected = sorted(v for v in where if v not in sent)
+    unexpected = sorted(v for v in where if v not in sent) + sorted(
+        v for v in final.values() if not _VALUE.match(v))
     inconsistent = [(k, v, final[k]) for k, v in tail.seen.items()
                     if k in final and final[k] != v] + tail.clashes
     # offsets the producer was told must hold its value
@@ -157,7 +167,7 @@ def check(writers, tail, final, idempotent=True):
         "failed": sum(len(w.failed) for w in writers),
         "unknown": sum(len(w.sent) - len(w.acked) - len(w.failed)
                        for w in writers),
-        "read": len(final),
+        "read": sum(len(x) for x in where.values()),
         "lost": lost,
         "duplicated": duplicated,
         "inconsistent": inconsistent,
@@ -211,13 +221,19 @@ def fully_replicated(bootstrap, topic, partitions, rf):
         return False
 
 
+_runs = 0
+
+
 def run(t, cl, topic, partitions, inject, heal, hold=15.0, writers=3,
         idempotent=True, rf=3, acks="all"):
     """Writers and a tail run; inject() the fault, hold it, heal() it, then
     wait for full replication, read everything back and check. Returns the
     check result (also printed as a diagnostic)."""
-    ws = [Writer(i, cl.bootstrap, topic, idempotent=idempotent, acks=acks)
-          for i in range(writers)]
+    global _runs
+    _runs += 1
+    prefix = "r%d/" % _runs
+    ws = [Writer(i, cl.bootstrap, topic, idempotent=idempotent, acks=acks,
+                 prefix=prefix) for i in range(writers)]
     tail = Tail(cl.bootstrap, topic, partitions)
     for w in ws:
         w.start()
@@ -238,7 +254,7 @@ def run(t, cl, topic, partitions, inject, heal, hold=15.0, writers=3,
         w.finish()
     tail.finish()
     final, _ = final_read(cl.bootstrap, topic, partitions)
-    res = check(ws, tail, final, idempotent)
+    res = check(ws, tail, final, idempotent, prefix)
     res["acked_during_fault"] = during
     res["heal_to_full_replication_s"] = service
     t.diag("%s; acknowledged during the fault %d; full replication %.1f s "
