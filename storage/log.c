@@ -786,6 +786,36 @@ recover_log(struct rn_log *log, const struct rn_log_recovery *rec)
 	return 0;
 }
 
+/*
+ * The partition's directory, made durable when new: until its parent is
+ * synced, a power cut can take the entry away with every synced segment
+ * inside it.
+ */
+static int
+make_log_dir(const char *dir)
+{
+	char parent[PATH_MAX];
+	char *slash;
+	int pfd, rc = 0;
+
+	if (mkdir(dir, 0755) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	if (strlcpy(parent, dir, sizeof(parent)) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	if ((slash = strrchr(parent, '/')) == NULL)
+		strlcpy(parent, ".", sizeof(parent));
+	else if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (fsync(pfd) < 0)
+		rc = -errno;
+	close(pfd);
+	return rc;
+}
+
 int
 rn_log_open(const char *dir, const struct rn_log_config *cfg,
     struct rn_log_shared *shared, const struct rn_log_recovery *rec,
@@ -795,8 +825,8 @@ rn_log_open(const char *dir, const struct rn_log_config *cfg,
 	size_t dlen = strlen(dir);
 	int rc;
 
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
+	if ((rc = make_log_dir(dir)) < 0)
+		return rc;
 	log = calloc(1, sizeof(*log));
 	if (log == NULL)
 		return -ENOMEM;

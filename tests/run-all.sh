@@ -49,12 +49,14 @@ run_pass plain "$top/build-check"
 if [ "${1:-}" != "--no-sanitizers" ]; then
 	# Reports go to files, so one in a worker that the supervisor
 	# restarts is not lost in a node's log. A small quarantine keeps
-	# the memory-bound tests meaningful; leak checks are off because
+	# the memory-bound tests meaningful; the fault tests preload their
+	# own shims (libfaketime, the power cut) ahead of the ASan runtime;
+	# leak checks are off because
 	# the configuration and the image live as long as the process.
 	reports="$top/build-san-reports"
 	rm -rf "$reports"
 	mkdir -p "$reports"
-	ASAN_OPTIONS="detect_leaks=0:quarantine_size_mb=4:malloc_context_size=8:log_path=$reports/asan"
+	ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0:quarantine_size_mb=4:malloc_context_size=8:log_path=$reports/asan"
 	UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
 	RUNNEL_SANITIZERS=1
 	export ASAN_OPTIONS UBSAN_OPTIONS RUNNEL_SANITIZERS

@@ -1,0 +1,98 @@
+"""Power cuts for tests, with the LD_PRELOAD shim tests/faults/powercut.c.
+
+baseline() records the tree under a root as durable before a node starts;
+env() is what the node runs with so the shim records each sync; cut(),
+after every process of the node was SIGKILLed, puts the tree back to what
+was durable: file contents as of their last fsync/fdatasync, directory
+entries as of their directory's last fsync. The metadata quorum's
+directory is left as it is (libraft's own writes are not modelled).
+"""
+import os
+import shutil
+
+from rntest import BUILDDIR
+
+SHIM = os.path.join(BUILDDIR, "tests", "faults", "libpowercut.so")
+SKIP = ("__cluster_metadata-0",)
+
+
+def env(root, shadow):
+    return {"LD_PRELOAD": SHIM, "POWERCUT_ROOT": os.path.realpath(root),
+            "POWERCUT_SHADOW": os.path.realpath(shadow)}
+
+
+def baseline(root, shadow):
+    """Everything under root as it is now is durable."""
+    shutil.rmtree(shadow, ignore_errors=True)
+    os.makedirs(shadow)
+    os.chmod(shadow, 0o1777)  # the workers write here after dropping root
+    for d, dirs, files in os.walk(root):
+        with open(os.path.join(shadow, "dir.%d" % os.stat(d).st_ino), "w") as f:
+            for name in dirs + files:
+                f.write("%d %s\n" % (os.lstat(os.path.join(d, name)).st_ino,
+                                     name))
+        for name in files:
+            p = os.path.join(d, name)
+            shutil.copyfile(p, os.path.join(shadow,
+                                            "ino.%d" % os.stat(p).st_ino))
+
+
+def _listing(shadow, ino):
+    try:
+        with open(os.path.join(shadow, "dir.%d" % ino)) as f:
+            return [tuple(l.rstrip("\n").split(" ", 1)) for l in f if l.strip()]
+    except FileNotFoundError:
+        return None
+
+
+def _image(shadow, ino):
+    try:
+        with open(os.path.join(shadow, "ino.%s" % ino), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""  # created, never synced: nothing of it is durable
+
+
+def _remove(p):
+    if os.path.isdir(p) and not os.path.islink(p):
+        shutil.rmtree(p)
+    else:
+        os.unlink(p)
+
+
+def _restore_dir(path, shadow, stats):
+    if os.path.basename(path) in SKIP:
+        return
+    listing = _listing(shadow, os.stat(path).st_ino)
+    if listing is None:
+        # a directory whose entries were never synced keeps none of them
+        for name in os.listdir(path):
+            _remove(os.path.join(path, name))
+            stats["entries dropped"].append(os.path.join(path, name))
+        return
+    keep = {name: ino for ino, name in listing}
+    for name in os.listdir(path):
+        if name not in keep:
+            _remove(os.path.join(path, name))
+            stats["entries dropped"].append(os.path.join(path, name))
+    for name, ino in keep.items():
+        p = os.path.join(path, name)
+        if os.path.isdir(p):
+            _restore_dir(p, shadow, stats)
+            continue
+        data = _image(shadow, ino)
+        cur = b""
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                cur = f.read()
+        if cur != data:
+            stats["bytes reverted"] += abs(len(cur) - len(data)) or len(cur)
+            with open(p, "wb") as f:
+                f.write(data)
+
+
+def cut(root, shadow):
+    """The tree as a power failure would leave it; returns what changed."""
+    stats = {"entries dropped": [], "bytes reverted": 0}
+    _restore_dir(root, shadow, stats)
+    return stats
