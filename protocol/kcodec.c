@@ -2,7 +2,6 @@
  * Kafka wire codec runtime: see kcodec.h.
  */
 #include "protocol/kcodec.h"
-#include "protocol/kmsg_gen.h"
 
 #include <stdlib.h>
 
@@ -334,27 +333,6 @@ rn_krequest_header_decode_v(struct rn_kreader *r, int hver,
 }
 
 int
-rn_krequest_header_decode(struct rn_kreader *r, struct rn_krequest_header *h)
-{
-	const uint8_t *start = r->p;
-	int16_t key, ver;
-	int hver;
-
-	key = rn_kr_int16(r);
-	ver = rn_kr_int16(r);
-	if (r->err)
-		return r->err;
-	r->p = start;
-	hver = rn_kapi_request_header_version(key, ver);
-	if (hver < 0) {
-		/* Unknown key: give the caller what is fixed for every key. */
-		(void)rn_krequest_header_decode_v(r, 0, h);
-		return r->err ? r->err : RN_KE_VERSION;
-	}
-	return rn_krequest_header_decode_v(r, hver, h);
-}
-
-int
 rn_krequest_header_encode(struct rn_kwriter *w, int hver,
     const struct rn_krequest_header *h)
 {
@@ -386,16 +364,4 @@ rn_kresponse_header_encode(struct rn_kwriter *w, int hver,
 	if (hver >= 1)
 		rn_kw_uvarint(w, 0);
 	return w->err;
-}
-
-int
-rn_kresponse_begin(struct rn_kwriter *w, int16_t api_key,
-    int16_t api_version, int32_t correlation_id, size_t *mark)
-{
-	int hver = rn_kapi_response_header_version(api_key, api_version);
-
-	if (hver < 0)
-		return RN_KE_VERSION;
-	*mark = rn_kw_frame_begin(w);
-	return rn_kresponse_header_encode(w, hver, correlation_id);
 }

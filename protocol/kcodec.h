@@ -572,14 +572,9 @@ struct rn_krequest_header {
 };
 
 /*
- * Decode a request header. The header version follows from the API key and
- * version (see rn_kapi_request_header_version); an unknown API key still
- * yields key, version and correlation id, and returns RN_KE_VERSION so the
- * caller can decide (Kafka brokers close the connection).
+ * Decode a request header of version 0..2 (protocol/kframe.h has the one
+ * that finds the version from the API table).
  */
-int rn_krequest_header_decode(struct rn_kreader *r,
-    struct rn_krequest_header *h);
-/* Explicit header version 0..2, for tests and clients. */
 int rn_krequest_header_decode_v(struct rn_kreader *r, int hver,
     struct rn_krequest_header *h);
 int rn_krequest_header_encode(struct rn_kwriter *w, int hver,
@@ -589,12 +584,5 @@ int rn_kresponse_header_decode(struct rn_kreader *r, int hver,
     int32_t *correlation_id);
 int rn_kresponse_header_encode(struct rn_kwriter *w, int hver,
     int32_t correlation_id);
-
-/*
- * Start a response frame: size prefix and the response header whose
- * version the API table gives. Finish with rn_kw_frame_end(w, mark).
- */
-int rn_kresponse_begin(struct rn_kwriter *w, int16_t api_key,
-    int16_t api_version, int32_t correlation_id, size_t *mark);
 
 #endif /* RN_KCODEC_H */
