@@ -197,13 +197,21 @@ parse_int64(const char *v, int64_t min, int64_t max, int64_t *out,
 	return 0;
 }
 
-/* Split a comma list in place; empty items are an error. */
+/*
+ * Copy a comma list into buf and split it there; an empty item or a value
+ * longer than buf is an error.
+ */
 static int
-split_list(char *s, char **items, int max, char *why, size_t whylen)
+split_list(const char *v, char *buf, size_t bufsize, char **items, int max,
+    char *why, size_t whylen)
 {
 	int n = 0;
-	char *p;
+	char *p, *s = buf;
 
+	if (strlcpy(buf, v, bufsize) >= bufsize) {
+		snprintf(why, whylen, "value too long");
+		return -1;
+	}
 	if (*rn_trim(s) == '\0')
 		return 0;
 	while ((p = strsep(&s, ",")) != NULL) {
@@ -262,12 +270,8 @@ parse_listener_list(const char *value, struct rn_listener *out, int *n,
 	char buf[4096], *items[RN_CONFIG_MAX_LISTENERS];
 	int i, j, count;
 
-	if (strlcpy(buf, value, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, whylen, "value too long");
-		return -1;
-	}
-	if ((count = split_list(buf, items, RN_CONFIG_MAX_LISTENERS, why,
-	    whylen)) < 0)
+	if ((count = split_list(value, buf, sizeof(buf), items,
+	    RN_CONFIG_MAX_LISTENERS, why, whylen)) < 0)
 		return -1;
 	for (i = 0; i < count; i++) {
 		char *sep = strstr(items[i], "://");
@@ -319,11 +323,8 @@ parse_roles(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[256], *items[4];
 	int i, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, 4, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, 4,
+	    why, wl)) < 0)
 		return -1;
 	cfg->roles = 0;
 	for (i = 0; i < n; i++) {
@@ -350,11 +351,8 @@ parse_ctl_names(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[1024], *items[RN_CONFIG_MAX_LISTENERS];
 	int i, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, RN_CONFIG_MAX_LISTENERS, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, RN_CONFIG_MAX_LISTENERS,
+	    why, wl)) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		char *d = cfg->controller_listener_names[i];
@@ -376,11 +374,8 @@ parse_voters(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[4096], *items[RN_CONFIG_MAX_VOTERS];
 	int i, j, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, RN_CONFIG_MAX_VOTERS, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, RN_CONFIG_MAX_VOTERS,
+	    why, wl)) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		char *at = strchr(items[i], '@');
@@ -418,11 +413,8 @@ parse_log_dirs(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[8192], *items[RN_CONFIG_MAX_LOGDIRS];
 	int i, j, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, RN_CONFIG_MAX_LOGDIRS, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, RN_CONFIG_MAX_LOGDIRS,
+	    why, wl)) < 0)
 		return -1;
 	if (n == 0) {
 		snprintf(why, wl, "no directory given");
@@ -475,11 +467,8 @@ parse_sec_map(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[2048], *items[32];
 	int i, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, 32, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, 32,
+	    why, wl)) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		char *c = strchr(items[i], ':');

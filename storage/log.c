@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "storage/checkpoint.h"
 #include "storage/segment.h"
 
@@ -58,15 +59,6 @@ struct snap {
 #define ACQ memory_order_acquire
 #define REL memory_order_release
 #define RLX memory_order_relaxed
-
-static int64_t
-now_ms_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct rn_log_config
 rn_log_config_default(void)
@@ -779,7 +771,7 @@ recover_log(struct rn_log *log, const struct rn_log_recovery *rec)
 	store_cursor(log, &c);
 	atomic_store_explicit(&sh->log_end_offset, leo, RLX);
 	atomic_store_explicit(&sh->recovery_point, clean ? leo : (rp < leo ? rp : leo), RLX);
-	atomic_store_explicit(&sh->last_flush_ms, now_ms_realtime(), RLX);
+	atomic_store_explicit(&sh->last_flush_ms, rn_wallclock_ms(), RLX);
 	atomic_store_explicit(&sh->unflushed_messages, 0, RLX);
 	log->gen = gen;
 	atomic_store_explicit(&sh->magic, RN_LOG_SHARED_MAGIC, REL);
@@ -1709,7 +1701,7 @@ rn_log_shutdown(struct rn_log *log)
 	rc = writer_enter(log, &seg);
 	if (rc < 0)
 		return rc;
-	rc = rn_log_flush(log, now_ms_realtime());
+	rc = rn_log_flush(log, rn_wallclock_ms());
 	if (rc < 0)
 		return rc;
 	/* Trim the active indexes to their entries, as Kafka does on close. */

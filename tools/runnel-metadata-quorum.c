@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
 #include "tools/tool_kclient.h"
@@ -29,15 +30,6 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: %s --bootstrap-server HOST:PORT describe "
 	    "--status|--replication\n", prog);
-}
-
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void
@@ -105,7 +97,7 @@ static void
 replication(const struct rn_DescribeQuorumResponse_PartitionData *q)
 {
 	const struct rn_DescribeQuorumResponse_ReplicaState *leader = NULL;
-	int64_t now = wall_ms();
+	int64_t now = rn_wallclock_ms();
 	int32_t i, pass;
 
 	for (i = 0; i < q->current_voters_count; i++)
