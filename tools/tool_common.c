@@ -4,6 +4,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +397,48 @@ tool_parse_long(const char *s, long min, long max, long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+int
+tool_client_opt(int ch, const char *arg, struct tool_props *client,
+    int *timeout_ms, int *bad)
+{
+	long v;
+
+	switch (ch) {
+	case TOOL_O_CMD_CONFIG:
+		*bad = tool_props_load_file(client, arg);
+		return 1;
+	case 'X':
+		*bad = tool_props_add(client, arg);
+		return 1;
+	case TOOL_O_TIMEOUT:
+		if (timeout_ms == NULL)
+			return 0;
+		if ((*bad = tool_parse_long(arg, 1, 3600000, &v)) == 0)
+			*timeout_ms = (int)v;
+		else
+			tool_errx("--timeout-ms: bad value '%s'", arg);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int
+tool_no_more_args(int argc, char **argv)
+{
+	if (optind == argc)
+		return 0;
+	tool_errx("unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
+int
+tool_usage_hint(void)
+{
+	fprintf(stderr, "(%s --help for usage)\n", progname);
+	return TOOL_EXIT_USAGE;
 }
 
 /* ---- metadata ---- */

@@ -72,6 +72,31 @@ rd_kafka_AdminOptions_t *tool_admin_options(rd_kafka_t *rk,
 /* Strict integer parse within [min, max]; 0 or -1. */
 int tool_parse_long(const char *s, long min, long max, long *out);
 
+/*
+ * Options every Kafka tool reads the same way, with codes above the
+ * tools' own: -X key=value and --command-config FILE into the client
+ * properties, --timeout-ms (where the tool takes it).
+ */
+#define TOOL_O_CMD_CONFIG 1000
+#define TOOL_O_TIMEOUT 1001
+#define TOOL_LOPT_CLIENT \
+	{ "command-config", required_argument, NULL, TOOL_O_CMD_CONFIG }, \
+	{ "help", no_argument, NULL, 'h' }
+#define TOOL_LOPT_TIMEOUT \
+	{ "timeout-ms", required_argument, NULL, TOOL_O_TIMEOUT }
+/*
+ * 1 when ch is one of those options (*bad then says whether its value
+ * was bad, after saying why), 0 when it is not. timeout_ms NULL: the tool
+ * reads --timeout-ms itself.
+ */
+int tool_client_opt(int ch, const char *arg, struct tool_props *client,
+    int *timeout_ms, int *bad);
+/* After getopt_long: 0 when no argument is left over, else -1 after
+ * saying which. */
+int tool_no_more_args(int argc, char **argv);
+/* "(prog --help for usage)" on stderr; returns TOOL_EXIT_USAGE. */
+int tool_usage_hint(void);
+
 /* Cluster metadata, whichever way it was fetched. */
 struct tool_part {
 	int32_t id;
