@@ -856,81 +856,87 @@ rn_config_roles_str(unsigned roles)
 	}
 }
 
-int
-rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
+/* The keys without a default; 0, or -1 naming the first one missing. */
+static int
+check_required(const struct rn_config *cfg, char *err, size_t errlen)
 {
-	int i, found;
+	const char *missing = NULL;
 
-	if (cfg->node_id < 0) {
-		snprintf(err, errlen, "required key node.id is missing");
-		return -1;
-	}
-	if (cfg->roles == 0) {
-		snprintf(err, errlen, "required key process.roles is missing");
-		return -1;
-	}
-	if (cfg->n_listeners == 0) {
-		snprintf(err, errlen, "required key listeners is missing");
-		return -1;
-	}
-	if (cfg->n_controller_listener_names == 0) {
+	if (cfg->node_id < 0)
+		missing = "node.id";
+	else if (cfg->roles == 0)
+		missing = "process.roles";
+	else if (cfg->n_listeners == 0)
+		missing = "listeners";
+	else if (cfg->n_controller_listener_names == 0)
+		missing = "controller.listener.names";
+	else if (cfg->n_voters == 0)
+		missing = "controller.quorum.voters";
+	else if (cfg->n_log_dirs == 0)
+		missing = "log.dirs";
+	if (missing == NULL)
+		return 0;
+	snprintf(err, errlen, "required key %s is missing", missing);
+	return -1;
+}
+
+/* A controller is a voter and has its listener. */
+static int
+check_controller(const struct rn_config *cfg, char *err, size_t errlen)
+{
+	int i;
+
+	for (i = 0; i < cfg->n_voters; i++)
+		if (cfg->voters[i].id == cfg->node_id)
+			break;
+	if (i == cfg->n_voters) {
 		snprintf(err, errlen,
-		    "required key controller.listener.names is missing");
+		    "invalid value for controller.quorum.voters: "
+		    "node.id %d has the controller role but is not a "
+		    "voter", cfg->node_id);
 		return -1;
 	}
-	if (cfg->n_voters == 0) {
+	if (rn_config_listener(cfg, cfg->controller_listener_names[0]) ==
+	    NULL) {
 		snprintf(err, errlen,
-		    "required key controller.quorum.voters is missing");
+		    "invalid value '%s' for controller.listener.names: "
+		    "no such entry in listeners",
+		    cfg->controller_listener_names[0]);
 		return -1;
 	}
-	if (cfg->n_log_dirs == 0) {
-		snprintf(err, errlen, "required key log.dirs is missing");
+	return 0;
+}
+
+/*
+ * A broker needs a listener that is not a controller listener; a node
+ * without the broker role has none but controller listeners. Then the
+ * advertised listeners (by default the broker ones) must be listeners.
+ */
+static int
+check_listeners(struct rn_config *cfg, char *err, size_t errlen)
+{
+	bool broker = (cfg->roles & RN_ROLE_BROKER) != 0, found = false;
+	int i;
+
+	for (i = 0; i < cfg->n_listeners; i++) {
+		if (rn_config_is_controller_listener(cfg,
+		    cfg->listeners[i].name))
+			continue;
+		found = true;
+		if (!broker) {
+			snprintf(err, errlen,
+			    "invalid value for listeners: %s is not a "
+			    "controller listener and process.roles has "
+			    "no broker", cfg->listeners[i].name);
+			return -1;
+		}
+	}
+	if (broker && !found) {
+		snprintf(err, errlen,
+		    "invalid value for listeners: the broker role "
+		    "needs a listener that is not a controller "
+		    "listener");
 		return -1;
-	}
-	if (cfg->roles & RN_ROLE_CONTROLLER) {
-		found = 0;
-		for (i = 0; i < cfg->n_voters; i++)
-			if (cfg->voters[i].id == cfg->node_id)
-				found = 1;
-		if (!found) {
-			snprintf(err, errlen,
-			    "invalid value for controller.quorum.voters: "
-			    "node.id %d has the controller role but is not a "
-			    "voter", cfg->node_id);
-			return -1;
-		}
-		if (rn_config_listener(cfg,
-		    cfg->controller_listener_names[0]) == NULL) {
-			snprintf(err, errlen,
-			    "invalid value '%s' for controller.listener.names: "
-			    "no such entry in listeners",
-			    cfg->controller_listener_names[0]);
-			return -1;
-		}
-	}
-	if (cfg->roles & RN_ROLE_BROKER) {
-		found = 0;
-		for (i = 0; i < cfg->n_listeners; i++)
-			if (!rn_config_is_controller_listener(cfg,
-			    cfg->listeners[i].name))
-				found = 1;
-		if (!found) {
-			snprintf(err, errlen,
-			    "invalid value for listeners: the broker role "
-			    "needs a listener that is not a controller "
-			    "listener");
-			return -1;
-		}
-	} else if (cfg->n_listeners > 0) {
-		for (i = 0; i < cfg->n_listeners; i++)
-			if (!rn_config_is_controller_listener(cfg,
-			    cfg->listeners[i].name)) {
-				snprintf(err, errlen,
-				    "invalid value for listeners: %s is not a "
-				    "controller listener and process.roles has "
-				    "no broker", cfg->listeners[i].name);
-				return -1;
-			}
 	}
 	/* advertised.listeners defaults to the non-controller listeners */
 	if (cfg->n_advertised == 0) {
@@ -948,6 +954,13 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Values that default to other keys' values. */
+static void
+derive_defaults(struct rn_config *cfg)
+{
 	if (cfg->inter_broker_listener_name[0] == '\0' &&
 	    cfg->n_advertised > 0)
 		strlcpy(cfg->inter_broker_listener_name,
@@ -964,6 +977,17 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 		    cfg->retention_hours * 3600000);
 	if (cfg->log_roll_ms == -2)
 		cfg->log_roll_ms = cfg->roll_hours * 3600000;
+}
+
+int
+rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
+{
+	if (check_required(cfg, err, errlen) != 0 ||
+	    ((cfg->roles & RN_ROLE_CONTROLLER) &&
+	    check_controller(cfg, err, errlen) != 0) ||
+	    check_listeners(cfg, err, errlen) != 0)
+		return -1;
+	derive_defaults(cfg);
 	if (cfg->restart_backoff_max_ms < cfg->restart_backoff_initial_ms) {
 		snprintf(err, errlen,
 		    "invalid value %lld for worker.restart.backoff.max.ms: "
