@@ -536,68 +536,60 @@ check_opts(struct opts *o)
 	return 0;
 }
 
-/* Fill o from the command line; -1 to go on, else the exit code. */
-static int
-parse_args(int argc, char **argv, struct opts *o)
-{
-	enum {
-		O_BOOTSTRAP = 256, O_DESCRIBE, O_ALTER, O_ALL, O_TYPE, O_NAME,
-		O_DEFAULT, O_ADD, O_DEL, O_TOPIC, O_BROKER,
-	};
-	static const struct option lopts[] = {
-		{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
-		{ "describe", no_argument, NULL, O_DESCRIBE },
-		{ "alter", no_argument, NULL, O_ALTER },
-		{ "all", no_argument, NULL, O_ALL },
-		{ "entity-type", required_argument, NULL, O_TYPE },
-		{ "entity-name", required_argument, NULL, O_NAME },
-		{ "entity-default", no_argument, NULL, O_DEFAULT },
-		{ "add-config", required_argument, NULL, O_ADD },
-		{ "delete-config", required_argument, NULL, O_DEL },
-		{ "topic", required_argument, NULL, O_TOPIC },
-		{ "broker", required_argument, NULL, O_BROKER },
-		TOOL_LOPT_TIMEOUT,
-		TOOL_LOPT_CLIENT,
-		{ NULL, 0, NULL, 0 },
-	};
-	int ch, bad;
+enum {
+	O_BOOTSTRAP = 256, O_DESCRIBE, O_ALTER, O_ALL, O_TYPE, O_NAME,
+	O_DEFAULT, O_ADD, O_DEL, O_TOPIC, O_BROKER,
+};
 
-	while ((ch = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
-		bad = 0;
-		if (tool_client_opt(ch, optarg, &o->client, &o->timeout_ms,
-		    &bad)) {
-			if (bad)
-				return TOOL_EXIT_USAGE;
-			continue;
-		}
-		switch (ch) {
-		case O_BOOTSTRAP: o->bootstrap = optarg; break;
-		case O_DESCRIBE: o->describe = true; break;
-		case O_ALTER: o->alter = true; break;
-		case O_ALL: o->all = true; break;
-		case O_TYPE: o->type = optarg; break;
-		case O_NAME: o->name = optarg; break;
-		case O_DEFAULT: o->entity_default = true; break;
-		case O_ADD: bad = parse_add(&o->add, optarg); break;
-		case O_DEL: bad = parse_del(&o->del, optarg); break;
-		case O_TOPIC: o->type = "topics"; o->name = optarg; break;
-		case O_BROKER: o->type = "brokers"; o->name = optarg; break;
-		case 'h': usage(stdout); return TOOL_EXIT_OK;
-		default: usage(stderr); return TOOL_EXIT_USAGE;
-		}
-		if (bad)
-			return TOOL_EXIT_USAGE;
+static const struct option lopts[] = {
+	{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
+	{ "describe", no_argument, NULL, O_DESCRIBE },
+	{ "alter", no_argument, NULL, O_ALTER },
+	{ "all", no_argument, NULL, O_ALL },
+	{ "entity-type", required_argument, NULL, O_TYPE },
+	{ "entity-name", required_argument, NULL, O_NAME },
+	{ "entity-default", no_argument, NULL, O_DEFAULT },
+	{ "add-config", required_argument, NULL, O_ADD },
+	{ "delete-config", required_argument, NULL, O_DEL },
+	{ "topic", required_argument, NULL, O_TOPIC },
+	{ "broker", required_argument, NULL, O_BROKER },
+	TOOL_LOPT_TIMEOUT,
+	TOOL_LOPT_CLIENT,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option into o; 0, or -1 after saying why. */
+static int
+one_opt(int ch, const char *arg, void *arg_o)
+{
+	struct opts *o = arg_o;
+
+	switch (ch) {
+	case O_BOOTSTRAP: o->bootstrap = arg; break;
+	case O_DESCRIBE: o->describe = true; break;
+	case O_ALTER: o->alter = true; break;
+	case O_ALL: o->all = true; break;
+	case O_TYPE: o->type = arg; break;
+	case O_NAME: o->name = arg; break;
+	case O_DEFAULT: o->entity_default = true; break;
+	case O_ADD: return parse_add(&o->add, arg);
+	case O_DEL: return parse_del(&o->del, arg);
+	case O_TOPIC: o->type = "topics"; o->name = arg; break;
+	case O_BROKER: o->type = "brokers"; o->name = arg; break;
 	}
-	if (tool_no_more_args(argc, argv) != 0)
-		return TOOL_EXIT_USAGE;
-	if (check_opts(o) != 0)
-		return tool_usage_hint();
-	return -1;
+	return 0;
+}
+
+static int
+check(void *o)
+{
+	return check_opts(o);
 }
 
 int
 main(int argc, char **argv)
 {
+	struct tool_cli cli = { lopts, one_opt, check, usage, NULL, NULL };
 	struct opts o;
 	rd_kafka_t *rk;
 	int rc;
@@ -605,7 +597,9 @@ main(int argc, char **argv)
 	tool_init(argv[0]);
 	memset(&o, 0, sizeof(o));
 	o.timeout_ms = TOOL_DEFAULT_TIMEOUT_MS;
-	if ((rc = parse_args(argc, argv, &o)) >= 0)
+	cli.client = &o.client;
+	cli.timeout_ms = &o.timeout_ms;
+	if ((rc = tool_parse_args(argc, argv, &cli, &o)) >= 0)
 		return rc;
 	if ((rk = tool_client_new(RD_KAFKA_PRODUCER, o.bootstrap, &o.client,
 	    NULL)) == NULL)

@@ -673,8 +673,9 @@ enum {
 
 /* One option of producer or consumer into o; 0, or -1 after saying why. */
 static int
-perf_opt(int ch, const char *arg, struct opts *o)
+perf_opt(int ch, const char *arg, void *arg_o)
 {
+	struct opts *o = arg_o;
 	long v;
 	int bad = 0;
 
@@ -721,29 +722,38 @@ perf_opt(int ch, const char *arg, struct opts *o)
 	return bad;
 }
 
-/* Fill o from the command line; -1 to go on, else the exit code. */
+static const struct option lopts[] = {
+	{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
+	{ "topic", required_argument, NULL, O_TOPIC },
+	{ "num-records", required_argument, NULL, O_NUM },
+	{ "record-size", required_argument, NULL, O_SIZE },
+	{ "acks", required_argument, NULL, O_ACKS },
+	{ "linger-ms", required_argument, NULL, O_LINGER },
+	{ "batch-size", required_argument, NULL, O_BATCH },
+	{ "compression", required_argument, NULL, O_COMPRESSION },
+	{ "throughput", required_argument, NULL, O_THROUGHPUT },
+	{ "sync", no_argument, NULL, O_SYNC },
+	{ "print-json", no_argument, NULL, O_JSON },
+	{ "group", required_argument, NULL, O_GROUP },
+	{ "timeout-ms", required_argument, NULL, O_TIMEOUT },
+	{ "reporting-interval", required_argument, NULL, O_INTERVAL },
+	TOOL_LOPT_CLIENT,
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+check(void *o)
+{
+	return check_opts(o);
+}
+
+/* Fill o from the command line (the verb first); -1 to go on, else the
+ * exit code. */
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	static const struct option lopts[] = {
-		{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
-		{ "topic", required_argument, NULL, O_TOPIC },
-		{ "num-records", required_argument, NULL, O_NUM },
-		{ "record-size", required_argument, NULL, O_SIZE },
-		{ "acks", required_argument, NULL, O_ACKS },
-		{ "linger-ms", required_argument, NULL, O_LINGER },
-		{ "batch-size", required_argument, NULL, O_BATCH },
-		{ "compression", required_argument, NULL, O_COMPRESSION },
-		{ "throughput", required_argument, NULL, O_THROUGHPUT },
-		{ "sync", no_argument, NULL, O_SYNC },
-		{ "print-json", no_argument, NULL, O_JSON },
-		{ "group", required_argument, NULL, O_GROUP },
-		{ "timeout-ms", required_argument, NULL, O_TIMEOUT },
-		{ "reporting-interval", required_argument, NULL, O_INTERVAL },
-		TOOL_LOPT_CLIENT,
-		{ NULL, 0, NULL, 0 },
-	};
-	int ch, bad;
+	struct tool_cli cli = { lopts, perf_opt, check, usage, &o->client,
+	    NULL };
 
 	if (argc < 2 || (strcmp(argv[1], "producer") != 0 &&
 	    strcmp(argv[1], "consumer") != 0)) {
@@ -757,26 +767,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	}
 	o->producer = strcmp(argv[1], "producer") == 0;
 	optind = 2;
-	while ((ch = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
-		bad = 0;
-		if (ch == 'h') {
-			usage(stdout);
-			return TOOL_EXIT_OK;
-		}
-		if (ch == '?') {
-			usage(stderr);
-			return TOOL_EXIT_USAGE;
-		}
-		if (!tool_client_opt(ch, optarg, &o->client, NULL, &bad))
-			bad = perf_opt(ch, optarg, o);
-		if (bad)
-			return TOOL_EXIT_USAGE;
-	}
-	if (tool_no_more_args(argc, argv) != 0)
-		return TOOL_EXIT_USAGE;
-	if (check_opts(o) != 0)
-		return tool_usage_hint();
-	return -1;
+	return tool_parse_args(argc, argv, &cli, o);
 }
 
 int

@@ -750,81 +750,72 @@ check_opts(const struct opts *o)
 	return 0;
 }
 
-/* Fill o from the command line; -1 to go on, else the exit code. */
-static int
-parse_args(int argc, char **argv, struct opts *o)
-{
-	enum {
-		O_BOOTSTRAP = 256, O_CREATE, O_LIST, O_DESCRIBE, O_ALTER,
-		O_DELETE, O_TOPIC, O_PARTITIONS, O_RF, O_ASSIGN, O_CONFIG,
-		O_IF_EXISTS, O_IF_NOT_EXISTS, O_EXCL_INTERNAL,
-	};
-	static const struct option lopts[] = {
-		{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
-		{ "create", no_argument, NULL, O_CREATE },
-		{ "list", no_argument, NULL, O_LIST },
-		{ "describe", no_argument, NULL, O_DESCRIBE },
-		{ "alter", no_argument, NULL, O_ALTER },
-		{ "delete", no_argument, NULL, O_DELETE },
-		{ "topic", required_argument, NULL, O_TOPIC },
-		{ "partitions", required_argument, NULL, O_PARTITIONS },
-		{ "replication-factor", required_argument, NULL, O_RF },
-		{ "replica-assignment", required_argument, NULL, O_ASSIGN },
-		{ "config", required_argument, NULL, O_CONFIG },
-		{ "if-exists", no_argument, NULL, O_IF_EXISTS },
-		{ "if-not-exists", no_argument, NULL, O_IF_NOT_EXISTS },
-		{ "exclude-internal", no_argument, NULL, O_EXCL_INTERNAL },
-		TOOL_LOPT_TIMEOUT,
-		TOOL_LOPT_CLIENT,
-		{ NULL, 0, NULL, 0 },
-	};
-	int ch, bad;
+enum {
+	O_BOOTSTRAP = 256, O_CREATE, O_LIST, O_DESCRIBE, O_ALTER, O_DELETE,
+	O_TOPIC, O_PARTITIONS, O_RF, O_ASSIGN, O_CONFIG, O_IF_EXISTS,
+	O_IF_NOT_EXISTS, O_EXCL_INTERNAL,
+};
 
-	while ((ch = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
-		bad = 0;
-		if (tool_client_opt(ch, optarg, &o->client, &o->timeout_ms,
-		    &bad)) {
-			if (bad)
-				return TOOL_EXIT_USAGE;
-			continue;
-		}
-		switch (ch) {
-		case O_BOOTSTRAP: o->bootstrap = optarg; break;
-		case O_CREATE: bad = set_action(o, A_CREATE); break;
-		case O_LIST: bad = set_action(o, A_LIST); break;
-		case O_DESCRIBE: bad = set_action(o, A_DESCRIBE); break;
-		case O_ALTER: bad = set_action(o, A_ALTER); break;
-		case O_DELETE: bad = set_action(o, A_DELETE); break;
-		case O_TOPIC: o->topic = optarg; break;
-		case O_PARTITIONS:
-			if ((bad = tool_parse_long(optarg, 1, INT32_MAX,
-			    &o->partitions)) != 0)
-				tool_errx("--partitions must be a whole "
-				    "number of at least 1, not '%s'", optarg);
-			break;
-		case O_RF:
-			if ((bad = tool_parse_long(optarg, 1, INT16_MAX,
-			    &o->replication)) != 0)
-				tool_errx("--replication-factor must be "
-				    "between 1 and %d, not '%s'", INT16_MAX,
-				    optarg);
-			break;
-		case O_ASSIGN: o->assignment = optarg; break;
-		case O_CONFIG: bad = tool_props_add(&o->configs, optarg); break;
-		case O_IF_EXISTS: o->if_exists = true; break;
-		case O_IF_NOT_EXISTS: o->if_not_exists = true; break;
-		case O_EXCL_INTERNAL: o->exclude_internal = true; break;
-		case 'h': usage(stdout); return TOOL_EXIT_OK;
-		default: usage(stderr); return TOOL_EXIT_USAGE;
-		}
-		if (bad)
-			return TOOL_EXIT_USAGE;
+static const struct option lopts[] = {
+	{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
+	{ "create", no_argument, NULL, O_CREATE },
+	{ "list", no_argument, NULL, O_LIST },
+	{ "describe", no_argument, NULL, O_DESCRIBE },
+	{ "alter", no_argument, NULL, O_ALTER },
+	{ "delete", no_argument, NULL, O_DELETE },
+	{ "topic", required_argument, NULL, O_TOPIC },
+	{ "partitions", required_argument, NULL, O_PARTITIONS },
+	{ "replication-factor", required_argument, NULL, O_RF },
+	{ "replica-assignment", required_argument, NULL, O_ASSIGN },
+	{ "config", required_argument, NULL, O_CONFIG },
+	{ "if-exists", no_argument, NULL, O_IF_EXISTS },
+	{ "if-not-exists", no_argument, NULL, O_IF_NOT_EXISTS },
+	{ "exclude-internal", no_argument, NULL, O_EXCL_INTERNAL },
+	TOOL_LOPT_TIMEOUT,
+	TOOL_LOPT_CLIENT,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option into o; 0, or -1 after saying why. */
+static int
+one_opt(int ch, const char *arg, void *arg_o)
+{
+	struct opts *o = arg_o;
+	int bad = 0;
+
+	switch (ch) {
+	case O_BOOTSTRAP: o->bootstrap = arg; break;
+	case O_CREATE: bad = set_action(o, A_CREATE); break;
+	case O_LIST: bad = set_action(o, A_LIST); break;
+	case O_DESCRIBE: bad = set_action(o, A_DESCRIBE); break;
+	case O_ALTER: bad = set_action(o, A_ALTER); break;
+	case O_DELETE: bad = set_action(o, A_DELETE); break;
+	case O_TOPIC: o->topic = arg; break;
+	case O_PARTITIONS:
+		if ((bad = tool_parse_long(arg, 1, INT32_MAX,
+		    &o->partitions)) != 0)
+			tool_errx("--partitions must be a whole number of at "
+			    "least 1, not '%s'", arg);
+		break;
+	case O_RF:
+		if ((bad = tool_parse_long(arg, 1, INT16_MAX,
+		    &o->replication)) != 0)
+			tool_errx("--replication-factor must be between 1 "
+			    "and %d, not '%s'", INT16_MAX, arg);
+		break;
+	case O_ASSIGN: o->assignment = arg; break;
+	case O_CONFIG: bad = tool_props_add(&o->configs, arg); break;
+	case O_IF_EXISTS: o->if_exists = true; break;
+	case O_IF_NOT_EXISTS: o->if_not_exists = true; break;
+	case O_EXCL_INTERNAL: o->exclude_internal = true; break;
 	}
-	if (tool_no_more_args(argc, argv) != 0)
-		return TOOL_EXIT_USAGE;
-	if (check_opts(o) != 0)
-		return tool_usage_hint();
-	return -1;
+	return bad;
+}
+
+static int
+check(void *o)
+{
+	return check_opts(o);
 }
 
 /* --create, or the action on the topics --topic selects. */
@@ -856,6 +847,7 @@ run(rd_kafka_t *rk, const struct opts *o)
 int
 main(int argc, char **argv)
 {
+	struct tool_cli cli = { lopts, one_opt, check, usage, NULL, NULL };
 	struct opts o;
 	rd_kafka_t *rk;
 	int rc;
@@ -864,7 +856,9 @@ main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.partitions = o.replication = -1;
 	o.timeout_ms = TOOL_DEFAULT_TIMEOUT_MS;
-	if ((rc = parse_args(argc, argv, &o)) >= 0)
+	cli.client = &o.client;
+	cli.timeout_ms = &o.timeout_ms;
+	if ((rc = tool_parse_args(argc, argv, &cli, &o)) >= 0)
 		return rc;
 	if ((rk = tool_client_new(RD_KAFKA_PRODUCER, o.bootstrap, &o.client,
 	    NULL)) == NULL)

@@ -399,8 +399,10 @@ tool_parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
-int
-tool_client_opt(int ch, const char *arg, struct tool_props *client,
+/* -X, --command-config, --timeout-ms: 1 when ch is one (*bad set), 0 if
+ * not. */
+static int
+client_opt(int ch, const char *arg, struct tool_props *client,
     int *timeout_ms, int *bad)
 {
 	long v;
@@ -426,19 +428,34 @@ tool_client_opt(int ch, const char *arg, struct tool_props *client,
 }
 
 int
-tool_no_more_args(int argc, char **argv)
+tool_parse_args(int argc, char **argv, const struct tool_cli *cli, void *o)
 {
-	if (optind == argc)
-		return 0;
-	tool_errx("unexpected argument '%s'", argv[optind]);
-	return -1;
-}
+	int ch, bad;
 
-int
-tool_usage_hint(void)
-{
-	fprintf(stderr, "(%s --help for usage)\n", progname);
-	return TOOL_EXIT_USAGE;
+	while ((ch = getopt_long(argc, argv, "hX:", cli->lopts, NULL)) != -1) {
+		if (ch == 'h') {
+			cli->usage(stdout);
+			return TOOL_EXIT_OK;
+		}
+		if (ch == '?' || ch == ':') {
+			cli->usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+		bad = 0;
+		if (!client_opt(ch, optarg, cli->client, cli->timeout_ms, &bad))
+			bad = cli->opt(ch, optarg, o);
+		if (bad)
+			return TOOL_EXIT_USAGE;
+	}
+	if (optind != argc) {
+		tool_errx("unexpected argument '%s'", argv[optind]);
+		return TOOL_EXIT_USAGE;
+	}
+	if (cli->check(o) != 0) {
+		fprintf(stderr, "(%s --help for usage)\n", progname);
+		return TOOL_EXIT_USAGE;
+	}
+	return -1;
 }
 
 /* ---- metadata ---- */

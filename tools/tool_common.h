@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -84,18 +85,27 @@ int tool_parse_long(const char *s, long min, long max, long *out);
 	{ "help", no_argument, NULL, 'h' }
 #define TOOL_LOPT_TIMEOUT \
 	{ "timeout-ms", required_argument, NULL, TOOL_O_TIMEOUT }
+
+/* A tool's command line. */
+struct tool_cli {
+	const struct option *lopts;     /* ends with TOOL_LOPT_CLIENT */
+	/* one of the tool's own options into o: 0, or -1 after saying why
+	 * its value is bad */
+	int (*opt)(int ch, const char *arg, void *o);
+	/* the options together, after the last: 0, or -1 after saying why */
+	int (*check)(void *o);
+	void (*usage)(FILE *f);
+	struct tool_props *client;
+	int *timeout_ms;                /* NULL: the tool reads it itself */
+};
+
 /*
- * 1 when ch is one of those options (*bad then says whether its value
- * was bad, after saying why), 0 when it is not. timeout_ms NULL: the tool
- * reads --timeout-ms itself.
+ * getopt_long from optind over cli: -h prints the usage, the client
+ * options go to cli->client, the others to cli->opt; then no argument may
+ * be left over and cli->check must pass. -1 to go on, else the exit code.
  */
-int tool_client_opt(int ch, const char *arg, struct tool_props *client,
-    int *timeout_ms, int *bad);
-/* After getopt_long: 0 when no argument is left over, else -1 after
- * saying which. */
-int tool_no_more_args(int argc, char **argv);
-/* "(prog --help for usage)" on stderr; returns TOOL_EXIT_USAGE. */
-int tool_usage_hint(void);
+int tool_parse_args(int argc, char **argv, const struct tool_cli *cli,
+    void *o);
 
 /* Cluster metadata, whichever way it was fetched. */
 struct tool_part {
