@@ -131,22 +131,32 @@ sv_control_pollfds(struct pollfd *pfd, int max)
 	return n;
 }
 
+/* {"ok": true} or {"ok": false, "error": msg}. */
 static void
-reply_error(struct sv_conn *c, const char *msg)
+reply(struct sv_conn *c, const char *msg)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 2);
+	msgpack_pack_map(&pk, msg != NULL ? 2 : 1);
 	rn_mp_pack_str(&pk, "ok");
-	msgpack_pack_false(&pk);
-	rn_mp_pack_str(&pk, "error");
-	rn_mp_pack_str(&pk, msg);
+	if (msg != NULL) {
+		msgpack_pack_false(&pk);
+		rn_mp_pack_str(&pk, "error");
+		rn_mp_pack_str(&pk, msg);
+	} else
+		msgpack_pack_true(&pk);
 	/* replies are small; a peer that cannot take one loses it */
 	(void)rn_ctl_send(c->fd, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+reply_error(struct sv_conn *c, const char *msg)
+{
+	reply(c, msg);
 }
 
 static void
@@ -164,16 +174,7 @@ conn_privileged(const struct sv *sv, const struct sv_conn *c)
 static void
 reply_ok(struct sv_conn *c)
 {
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 1);
-	rn_mp_pack_str(&pk, "ok");
-	msgpack_pack_true(&pk);
-	reply_sbuf(c, &sb);
-	msgpack_sbuffer_destroy(&sb);
+	reply(c, NULL);
 }
 
 static void

@@ -121,8 +121,6 @@ elect(int fd, struct el_opts *o, struct rn_arena *arena,
 {
 	struct rn_ElectLeadersRequest req;
 	struct rn_ElectLeadersRequest_TopicPartitions tp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
 	char err[512];
 	int rc = -1;
 
@@ -140,21 +138,14 @@ elect(int fd, struct el_opts *o, struct rn_arena *arena,
 		req.topic_partitions = &tp;
 		req.topic_partitions_count = 1;
 	}
-	rn_kwriter_init(&w);
-	rn_ElectLeadersRequest_encode(&w, EL_VERSION, &req);
-	if (tkc_call(fd, RN_KAPI_ELECT_LEADERS, EL_VERSION, &w, arena, &r,
-	    TIMEOUT_MS + 5000, err, sizeof(err)) != 0)
+	if (tkc_call_api(fd, RN_KAPI_ELECT_LEADERS, EL_VERSION, &req, arena,
+	    resp, TIMEOUT_MS + 5000, err, sizeof(err)) != 0)
 		fprintf(stderr, "%s: ElectLeaders: %s\n", prog, err);
-	else if (rn_ElectLeadersResponse_decode(&r, EL_VERSION, arena, resp) !=
-	    0)
-		fprintf(stderr, "%s: ElectLeaders: the response does not "
-		    "decode\n", prog);
 	else if (resp->error_code != 0)
 		fprintf(stderr, "%s: ElectLeaders failed: %s\n", prog,
 		    rn_kerr_name(resp->error_code));
 	else
 		rc = 0;
-	rn_kwriter_free(&w);
 	return rc;
 }
 

@@ -198,8 +198,6 @@ describe_quorum(int fd, struct rn_arena *arena,
 	struct rn_DescribeQuorumRequest_TopicData td;
 	struct rn_DescribeQuorumRequest_PartitionData pd;
 	const struct rn_DescribeQuorumResponse_PartitionData *q = NULL;
-	struct rn_kwriter w;
-	struct rn_kreader r;
 	char err[512];
 
 	rn_DescribeQuorumRequest_init(&req);
@@ -211,21 +209,14 @@ describe_quorum(int fd, struct rn_arena *arena,
 	td.partitions_count = 1;
 	req.topics = &td;
 	req.topics_count = 1;
-	rn_kwriter_init(&w);
-	rn_DescribeQuorumRequest_encode(&w, DQ_VERSION, &req);
-	if (tkc_call(fd, RN_KAPI_DESCRIBE_QUORUM, DQ_VERSION, &w, arena, &r,
-	    TIMEOUT_MS, err, sizeof(err)) != 0)
+	if (tkc_call_api(fd, RN_KAPI_DESCRIBE_QUORUM, DQ_VERSION, &req, arena,
+	    resp, TIMEOUT_MS, err, sizeof(err)) != 0)
 		fprintf(stderr, "%s: DescribeQuorum: %s\n", prog, err);
-	else if (rn_DescribeQuorumResponse_decode(&r, DQ_VERSION, arena,
-	    resp) != 0)
-		fprintf(stderr, "%s: DescribeQuorum: the response does not "
-		    "decode\n", prog);
 	else if (quorum_error(resp) != 0)
 		fprintf(stderr, "%s: DescribeQuorum failed: %s\n", prog,
 		    rn_kerr_name(quorum_error(resp)));
 	else
 		q = &resp->topics[0].partitions[0];
-	rn_kwriter_free(&w);
 	return q;
 }
 

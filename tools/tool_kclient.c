@@ -213,14 +213,36 @@ tkc_call(int fd, int16_t key, int16_t ver, const struct rn_kwriter *body,
 	return 0;
 }
 
+int
+tkc_call_api(int fd, int16_t key, int16_t ver, const void *req,
+    struct rn_arena *arena, void *resp, int timeout_ms, char *err,
+    size_t errlen)
+{
+	const struct rn_kapi *api = rn_kapi_find(key);
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	int rc = -1;
+
+	rn_kwriter_init(&w);
+	if (api == NULL || api->encode_request(&w, ver, req) != 0)
+		snprintf(err, errlen, "cannot encode API %d v%d", key, ver);
+	else if (tkc_call(fd, key, ver, &w, arena, &r, timeout_ms, err,
+	    errlen) == 0) {
+		if (api->decode_response(&r, ver, arena, resp) == 0)
+			rc = 0;
+		else
+			snprintf(err, errlen, "the response does not decode");
+	}
+	rn_kwriter_free(&w);
+	return rc;
+}
+
 void
 tkc_cluster_id(int fd, int timeout_ms, struct rn_arena *arena, char *out,
     size_t outlen)
 {
 	struct rn_MetadataRequest req;
 	struct rn_MetadataResponse resp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
 	char err[256];
 	const int16_t ver = 9;
 
@@ -228,14 +250,10 @@ tkc_cluster_id(int fd, int timeout_ms, struct rn_arena *arena, char *out,
 	rn_MetadataRequest_init(&req);
 	req.topics_count = 0; /* no topics, just the cluster */
 	req.allow_auto_topic_creation = false;
-	rn_kwriter_init(&w);
-	if (rn_MetadataRequest_encode(&w, ver, &req) == 0 && tkc_call(fd,
-	    RN_KAPI_METADATA, ver, &w, arena, &r, timeout_ms, err,
-	    sizeof(err)) == 0 && rn_MetadataResponse_decode(&r, ver, arena,
-	    &resp) == 0 && resp.cluster_id.len > 0 &&
+	if (tkc_call_api(fd, RN_KAPI_METADATA, ver, &req, arena, &resp,
+	    timeout_ms, err, sizeof(err)) == 0 && resp.cluster_id.len > 0 &&
 	    (size_t)resp.cluster_id.len < outlen) {
 		memcpy(out, resp.cluster_id.ptr, (size_t)resp.cluster_id.len);
 		out[resp.cluster_id.len] = '\0';
 	}
-	rn_kwriter_free(&w);
 }

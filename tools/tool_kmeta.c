@@ -27,34 +27,6 @@
 static int api_max[MAX_API_KEY];
 static bool api_known;
 
-/*
- * Send body as (key, ver) and decode the answer into resp with the
- * generated codec; 0, or -1 with err filled.
- */
-static int
-call(int fd, int timeout_ms, int16_t key, int16_t ver, const void *req,
-    struct rn_arena *arena, void *resp, char *err, size_t errlen)
-{
-	const struct rn_kapi *api = rn_kapi_find(key);
-	struct rn_kwriter w;
-	struct rn_kreader r;
-	int rc = -1;
-
-	rn_kwriter_init(&w);
-	if (api->encode_request(&w, ver, req) != 0)
-		snprintf(err, errlen, "cannot encode API %d v%d", key, ver);
-	else if (tkc_call(fd, key, ver, &w, arena, &r, timeout_ms, err,
-	    errlen) == 0) {
-		if (api->decode_response(&r, ver, arena, resp) == 0)
-			rc = 0;
-		else
-			snprintf(err, errlen, "malformed response to API %d "
-			    "v%d", key, ver);
-	}
-	rn_kwriter_free(&w);
-	return rc;
-}
-
 /* Highest Metadata version the broker takes, from ApiVersions v0. */
 static int
 metadata_max_version(int fd, int timeout_ms, char *err, size_t errlen)
@@ -68,8 +40,8 @@ metadata_max_version(int fd, int timeout_ms, char *err, size_t errlen)
 	rn_arena_init(&arena, 0);
 	rn_ApiVersionsRequest_init(&req);
 	resp.error_code = 0;
-	if (call(fd, timeout_ms, RN_KAPI_API_VERSIONS, 0, &req, &arena, &resp,
-	    err, errlen) != 0 || resp.error_code != 0) {
+	if (tkc_call_api(fd, RN_KAPI_API_VERSIONS, 0, &req, &arena, &resp,
+	    timeout_ms, err, errlen) != 0 || resp.error_code != 0) {
 		if (resp.error_code != 0)
 			snprintf(err, errlen, "ApiVersions failed (error %d)",
 			    resp.error_code);
@@ -217,8 +189,8 @@ tool_kmeta_fetch(const char *bootstrap, int timeout_ms, struct tool_md *md,
 	rn_MetadataRequest_init(&req);
 	req.topics_count = -1; /* null: all of them */
 	req.allow_auto_topic_creation = false;
-	if (call(fd, timeout_ms, RN_KAPI_METADATA, (int16_t)ver, &req, &arena,
-	    &resp, err, errlen) != 0)
+	if (tkc_call_api(fd, RN_KAPI_METADATA, (int16_t)ver, &req, &arena,
+	    &resp, timeout_ms, err, errlen) != 0)
 		goto out;
 	if (md_from(&resp, md) != 0) {
 		snprintf(err, errlen, "malformed Metadata v%d response", ver);
