@@ -197,13 +197,21 @@ parse_int64(const char *v, int64_t min, int64_t max, int64_t *out,
 	return 0;
 }
 
-/* Split a comma list in place; empty items are an error. */
+/*
+ * Copy a comma list into buf and split it there; an empty item or a value
+ * longer than buf is an error.
+ */
 static int
-split_list(char *s, char **items, int max, char *why, size_t whylen)
+split_list(const char *v, char *buf, size_t bufsize, char **items, int max,
+    char *why, size_t whylen)
 {
 	int n = 0;
-	char *p;
+	char *p, *s = buf;
 
+	if (strlcpy(buf, v, bufsize) >= bufsize) {
+		snprintf(why, whylen, "value too long");
+		return -1;
+	}
 	if (*rn_trim(s) == '\0')
 		return 0;
 	while ((p = strsep(&s, ",")) != NULL) {
@@ -262,12 +270,8 @@ parse_listener_list(const char *value, struct rn_listener *out, int *n,
 	char buf[4096], *items[RN_CONFIG_MAX_LISTENERS];
 	int i, j, count;
 
-	if (strlcpy(buf, value, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, whylen, "value too long");
-		return -1;
-	}
-	if ((count = split_list(buf, items, RN_CONFIG_MAX_LISTENERS, why,
-	    whylen)) < 0)
+	if ((count = split_list(value, buf, sizeof(buf), items,
+	    RN_CONFIG_MAX_LISTENERS, why, whylen)) < 0)
 		return -1;
 	for (i = 0; i < count; i++) {
 		char *sep = strstr(items[i], "://");
@@ -319,11 +323,8 @@ parse_roles(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[256], *items[4];
 	int i, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, 4, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, 4,
+	    why, wl)) < 0)
 		return -1;
 	cfg->roles = 0;
 	for (i = 0; i < n; i++) {
@@ -350,11 +351,8 @@ parse_ctl_names(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[1024], *items[RN_CONFIG_MAX_LISTENERS];
 	int i, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, RN_CONFIG_MAX_LISTENERS, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, RN_CONFIG_MAX_LISTENERS,
+	    why, wl)) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		char *d = cfg->controller_listener_names[i];
@@ -376,11 +374,8 @@ parse_voters(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[4096], *items[RN_CONFIG_MAX_VOTERS];
 	int i, j, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, RN_CONFIG_MAX_VOTERS, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, RN_CONFIG_MAX_VOTERS,
+	    why, wl)) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		char *at = strchr(items[i], '@');
@@ -418,11 +413,8 @@ parse_log_dirs(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[8192], *items[RN_CONFIG_MAX_LOGDIRS];
 	int i, j, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, RN_CONFIG_MAX_LOGDIRS, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, RN_CONFIG_MAX_LOGDIRS,
+	    why, wl)) < 0)
 		return -1;
 	if (n == 0) {
 		snprintf(why, wl, "no directory given");
@@ -475,11 +467,8 @@ parse_sec_map(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	char buf[2048], *items[32];
 	int i, n;
 
-	if (strlcpy(buf, v, sizeof(buf)) >= sizeof(buf)) {
-		snprintf(why, wl, "value too long");
-		return -1;
-	}
-	if ((n = split_list(buf, items, 32, why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items, 32,
+	    why, wl)) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		char *c = strchr(items[i], ':');
@@ -867,81 +856,87 @@ rn_config_roles_str(unsigned roles)
 	}
 }
 
-int
-rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
+/* The keys without a default; 0, or -1 naming the first one missing. */
+static int
+check_required(const struct rn_config *cfg, char *err, size_t errlen)
 {
-	int i, found;
+	const char *missing = NULL;
 
-	if (cfg->node_id < 0) {
-		snprintf(err, errlen, "required key node.id is missing");
-		return -1;
-	}
-	if (cfg->roles == 0) {
-		snprintf(err, errlen, "required key process.roles is missing");
-		return -1;
-	}
-	if (cfg->n_listeners == 0) {
-		snprintf(err, errlen, "required key listeners is missing");
-		return -1;
-	}
-	if (cfg->n_controller_listener_names == 0) {
+	if (cfg->node_id < 0)
+		missing = "node.id";
+	else if (cfg->roles == 0)
+		missing = "process.roles";
+	else if (cfg->n_listeners == 0)
+		missing = "listeners";
+	else if (cfg->n_controller_listener_names == 0)
+		missing = "controller.listener.names";
+	else if (cfg->n_voters == 0)
+		missing = "controller.quorum.voters";
+	else if (cfg->n_log_dirs == 0)
+		missing = "log.dirs";
+	if (missing == NULL)
+		return 0;
+	snprintf(err, errlen, "required key %s is missing", missing);
+	return -1;
+}
+
+/* A controller is a voter and has its listener. */
+static int
+check_controller(const struct rn_config *cfg, char *err, size_t errlen)
+{
+	int i;
+
+	for (i = 0; i < cfg->n_voters; i++)
+		if (cfg->voters[i].id == cfg->node_id)
+			break;
+	if (i == cfg->n_voters) {
 		snprintf(err, errlen,
-		    "required key controller.listener.names is missing");
+		    "invalid value for controller.quorum.voters: "
+		    "node.id %d has the controller role but is not a "
+		    "voter", cfg->node_id);
 		return -1;
 	}
-	if (cfg->n_voters == 0) {
+	if (rn_config_listener(cfg, cfg->controller_listener_names[0]) ==
+	    NULL) {
 		snprintf(err, errlen,
-		    "required key controller.quorum.voters is missing");
+		    "invalid value '%s' for controller.listener.names: "
+		    "no such entry in listeners",
+		    cfg->controller_listener_names[0]);
 		return -1;
 	}
-	if (cfg->n_log_dirs == 0) {
-		snprintf(err, errlen, "required key log.dirs is missing");
+	return 0;
+}
+
+/*
+ * A broker needs a listener that is not a controller listener; a node
+ * without the broker role has none but controller listeners. Then the
+ * advertised listeners (by default the broker ones) must be listeners.
+ */
+static int
+check_listeners(struct rn_config *cfg, char *err, size_t errlen)
+{
+	bool broker = (cfg->roles & RN_ROLE_BROKER) != 0, found = false;
+	int i;
+
+	for (i = 0; i < cfg->n_listeners; i++) {
+		if (rn_config_is_controller_listener(cfg,
+		    cfg->listeners[i].name))
+			continue;
+		found = true;
+		if (!broker) {
+			snprintf(err, errlen,
+			    "invalid value for listeners: %s is not a "
+			    "controller listener and process.roles has "
+			    "no broker", cfg->listeners[i].name);
+			return -1;
+		}
+	}
+	if (broker && !found) {
+		snprintf(err, errlen,
+		    "invalid value for listeners: the broker role "
+		    "needs a listener that is not a controller "
+		    "listener");
 		return -1;
-	}
-	if (cfg->roles & RN_ROLE_CONTROLLER) {
-		found = 0;
-		for (i = 0; i < cfg->n_voters; i++)
-			if (cfg->voters[i].id == cfg->node_id)
-				found = 1;
-		if (!found) {
-			snprintf(err, errlen,
-			    "invalid value for controller.quorum.voters: "
-			    "node.id %d has the controller role but is not a "
-			    "voter", cfg->node_id);
-			return -1;
-		}
-		if (rn_config_listener(cfg,
-		    cfg->controller_listener_names[0]) == NULL) {
-			snprintf(err, errlen,
-			    "invalid value '%s' for controller.listener.names: "
-			    "no such entry in listeners",
-			    cfg->controller_listener_names[0]);
-			return -1;
-		}
-	}
-	if (cfg->roles & RN_ROLE_BROKER) {
-		found = 0;
-		for (i = 0; i < cfg->n_listeners; i++)
-			if (!rn_config_is_controller_listener(cfg,
-			    cfg->listeners[i].name))
-				found = 1;
-		if (!found) {
-			snprintf(err, errlen,
-			    "invalid value for listeners: the broker role "
-			    "needs a listener that is not a controller "
-			    "listener");
-			return -1;
-		}
-	} else if (cfg->n_listeners > 0) {
-		for (i = 0; i < cfg->n_listeners; i++)
-			if (!rn_config_is_controller_listener(cfg,
-			    cfg->listeners[i].name)) {
-				snprintf(err, errlen,
-				    "invalid value for listeners: %s is not a "
-				    "controller listener and process.roles has "
-				    "no broker", cfg->listeners[i].name);
-				return -1;
-			}
 	}
 	/* advertised.listeners defaults to the non-controller listeners */
 	if (cfg->n_advertised == 0) {
@@ -959,6 +954,13 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Values that default to other keys' values. */
+static void
+derive_defaults(struct rn_config *cfg)
+{
 	if (cfg->inter_broker_listener_name[0] == '\0' &&
 	    cfg->n_advertised > 0)
 		strlcpy(cfg->inter_broker_listener_name,
@@ -975,6 +977,17 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 		    cfg->retention_hours * 3600000);
 	if (cfg->log_roll_ms == -2)
 		cfg->log_roll_ms = cfg->roll_hours * 3600000;
+}
+
+int
+rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
+{
+	if (check_required(cfg, err, errlen) != 0 ||
+	    ((cfg->roles & RN_ROLE_CONTROLLER) &&
+	    check_controller(cfg, err, errlen) != 0) ||
+	    check_listeners(cfg, err, errlen) != 0)
+		return -1;
+	derive_defaults(cfg);
 	if (cfg->restart_backoff_max_ms < cfg->restart_backoff_initial_ms) {
 		snprintf(err, errlen,
 		    "invalid value %lld for worker.restart.backoff.max.ms: "

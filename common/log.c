@@ -117,31 +117,36 @@ rn_log_fields(int prio, const char *const *fields, const char *fmt, ...)
 	errno = saved;
 }
 
+/* The message with strerror(errno) after it, at prio with prefix. */
+static void
+log_errno(int prio, const char *prefix, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	int saved = errno;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rn_log(prio, "%s%s: %s", prefix, msg, strerror(saved));
+	errno = saved;
+}
+
 void
 log_warn(const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
-	int saved = errno;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	log_errno(LOG_WARNING, "", fmt, ap);
 	va_end(ap);
-	rn_log(LOG_WARNING, "%s: %s", msg, strerror(saved));
-	errno = saved;
 }
 
 void
 fatal(const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
-	int saved = errno;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	log_errno(LOG_CRIT, "fatal: ", fmt, ap);
 	va_end(ap);
-	rn_log(LOG_CRIT, "fatal: %s: %s", msg, strerror(saved));
 	exit(1);
 }
 

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +63,17 @@ rn_set_cloexec(int fd, int on)
 	return 0;
 }
 
-ssize_t
-rn_write_all(int fd, const void *buf, size_t len)
+/* write() or read() until len bytes moved, EOF (read) or an error. */
+static ssize_t
+io_full(int fd, char *p, size_t len, bool out)
 {
-	const char *p = buf;
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = write(fd, p + done, len - done);
+		ssize_t n = out ? write(fd, p + done, len - done) :
+		    read(fd, p + done, len - done);
+		if (n == 0 && !out)
+			break;
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -80,23 +85,15 @@ rn_write_all(int fd, const void *buf, size_t len)
 }
 
 ssize_t
+rn_write_all(int fd, const void *buf, size_t len)
+{
+	return io_full(fd, (char *)(uintptr_t)buf, len, true);
+}
+
+ssize_t
 rn_read_full(int fd, void *buf, size_t len)
 {
-	char *p = buf;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = read(fd, p + done, len - done);
-		if (n == 0)
-			break;
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
+	return io_full(fd, buf, len, false);
 }
 
 char *

@@ -18,6 +18,7 @@
 
 #include <msgpack.h>
 
+#include "common/arena.h"
 #include "common/ctlproto.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
@@ -53,14 +54,8 @@ rn_mdimage_publish(struct rn_shm *shm, int32_t node_id,
 
 /* ---- reader: arena -------------------------------------------------- */
 
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, cap;
-	max_align_t data[];
-};
-
 struct mdv_priv {
-	struct arena_chunk *chunks;
+	struct rn_arena arena;   /* uncapped: the image was bounded when written */
 	int32_t *topic_by_name;  /* open addressing, -1 empty */
 	int32_t *topic_by_id;
 	uint32_t hmask;
@@ -68,55 +63,36 @@ struct mdv_priv {
 	size_t copy_cap;
 };
 
+static struct mdv_priv *
+priv_new(void)
+{
+	struct mdv_priv *p = calloc(1, sizeof(*p));
+
+	if (p != NULL)
+		rn_arena_init(&p->arena, SIZE_MAX);
+	return p;
+}
+
 static void *
 arena_alloc(struct mdv_priv *p, size_t n)
 {
-	struct arena_chunk *c = p->chunks;
-	void *r;
-
-	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
-	if (n == 0)
-		n = sizeof(max_align_t);
-	if (c == NULL || c->cap - c->used < n) {
-		size_t cap = n > 65536 ? n : 65536;
-
-		if ((c = malloc(sizeof(*c) + cap)) == NULL)
-			return NULL;
-		c->used = 0;
-		c->cap = cap;
-		c->next = p->chunks;
-		p->chunks = c;
-	}
-	r = (char *)c->data + c->used;
-	c->used += n;
-	return r;
+	return rn_arena_alloc(&p->arena, n);
 }
 
 static char *
 arena_str(struct mdv_priv *p, const msgpack_object *o)
 {
-	char *s;
-
 	if (o == NULL || o->type != MSGPACK_OBJECT_STR)
 		return NULL;
-	if ((s = arena_alloc(p, o->via.str.size + 1)) != NULL) {
-		memcpy(s, o->via.str.ptr, o->via.str.size);
-		s[o->via.str.size] = '\0';
-	}
-	return s;
+	return rn_arena_strndup(&p->arena, o->via.str.ptr, o->via.str.size);
 }
 
 static void
 priv_free(struct mdv_priv *p)
 {
-	struct arena_chunk *c, *n;
-
 	if (p == NULL)
 		return;
-	for (c = p->chunks; c != NULL; c = n) {
-		n = c->next;
-		free(c);
-	}
+	rn_arena_free(&p->arena);
 	free(p->topic_by_name);
 	free(p->topic_by_id);
 	free(p->copy);
@@ -449,7 +425,7 @@ out:
 int
 rn_mdview_load(struct rn_mdview *v, const void *body, size_t len)
 {
-	struct mdv_priv *p = calloc(1, sizeof(*p));
+	struct mdv_priv *p = priv_new();
 	int rc;
 
 	if (p == NULL)
@@ -474,7 +450,7 @@ rn_mdview_refresh(struct rn_mdview *v, const struct rn_shm *shm)
 	    memory_order_acquire);
 	if (ver == v->version && gen == v->generation && v->priv != NULL)
 		return 0;
-	if ((p = calloc(1, sizeof(*p))) == NULL)
+	if ((p = priv_new()) == NULL)
 		return -ENOMEM;
 	for (tries = 0;; tries++) {
 		if (tries == READ_TRIES || rn_seq_read_begin_timeout(&mi->lock,

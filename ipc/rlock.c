@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -76,14 +77,14 @@ recover(struct rn_rlock *l, rn_rlock_repair_fn repair, void *arg)
 	return 1;
 }
 
-int
-rn_rlock_lock(struct rn_rlock *l, rn_rlock_repair_fn repair, void *arg)
+static int
+lock(struct rn_rlock *l, rn_rlock_repair_fn repair, void *arg, bool try)
 {
 	int rc;
 
 	if ((rc = rn_rlock_init_once(l)) != 0)
 		return rc;
-	rc = pthread_mutex_lock(&l->m);
+	rc = try ? pthread_mutex_trylock(&l->m) : pthread_mutex_lock(&l->m);
 	if (rc == EOWNERDEAD)
 		return recover(l, repair, arg);
 	if (rc != 0)
@@ -93,19 +94,15 @@ rn_rlock_lock(struct rn_rlock *l, rn_rlock_repair_fn repair, void *arg)
 }
 
 int
+rn_rlock_lock(struct rn_rlock *l, rn_rlock_repair_fn repair, void *arg)
+{
+	return lock(l, repair, arg, false);
+}
+
+int
 rn_rlock_trylock(struct rn_rlock *l, rn_rlock_repair_fn repair, void *arg)
 {
-	int rc;
-
-	if ((rc = rn_rlock_init_once(l)) != 0)
-		return rc;
-	rc = pthread_mutex_trylock(&l->m);
-	if (rc == EOWNERDEAD)
-		return recover(l, repair, arg);
-	if (rc != 0)
-		return -rc;
-	atomic_store_explicit(&l->owner, getpid(), memory_order_relaxed);
-	return 0;
+	return lock(l, repair, arg, true);
 }
 
 int

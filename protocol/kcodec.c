@@ -2,130 +2,8 @@
  * Kafka wire codec runtime: see kcodec.h.
  */
 #include "protocol/kcodec.h"
-#include "protocol/kmsg_gen.h"
 
-#include <stdalign.h>
 #include <stdlib.h>
-
-/* ---- arena ---------------------------------------------------------- */
-
-struct rn_arena_block {
-	struct rn_arena_block *next;
-	size_t size;
-	size_t used;
-	alignas(max_align_t) unsigned char data[];
-};
-
-#define RN_ARENA_MIN_BLOCK 4096
-#define RN_ARENA_ALIGN     (alignof(max_align_t))
-
-void
-rn_arena_init(struct rn_arena *a, size_t limit)
-{
-	a->head = NULL;
-	a->used_total = 0;
-	a->limit = limit;
-}
-
-void
-rn_arena_set_limit(struct rn_arena *a, size_t limit)
-{
-	a->limit = limit;
-}
-
-void *
-rn_arena_alloc(struct rn_arena *a, size_t n)
-{
-	struct rn_arena_block *b = a->head;
-	size_t sz;
-	void *p;
-
-	n = (n + RN_ARENA_ALIGN - 1) & ~(RN_ARENA_ALIGN - 1);
-	/* The cap counts requested bytes, not block slack, so the bound a
-	 * caller sets is the bound on what a frame can make us hold. */
-	if (n > a->limit || a->used_total > a->limit - n)
-		return NULL;
-	if (b == NULL || b->size - b->used < n) {
-		sz = RN_ARENA_MIN_BLOCK;
-		if (b != NULL && b->size * 2 > sz)
-			sz = b->size * 2;
-		while (sz < n)
-			sz *= 2;
-		b = malloc(sizeof(*b) + sz);
-		if (b == NULL)
-			return NULL;
-		b->size = sz;
-		b->used = 0;
-		b->next = a->head;
-		a->head = b;
-	}
-	p = b->data + b->used;
-	b->used += n;
-	a->used_total += n;
-	return p;
-}
-
-void
-rn_arena_reset(struct rn_arena *a)
-{
-	struct rn_arena_block *b = a->head, *next;
-
-	/* Keep the newest (largest) block for the next request. */
-	if (b != NULL) {
-		for (next = b->next; next != NULL; ) {
-			struct rn_arena_block *n2 = next->next;
-			free(next);
-			next = n2;
-		}
-		b->next = NULL;
-		b->used = 0;
-	}
-	a->used_total = 0;
-}
-
-void
-rn_arena_mark(const struct rn_arena *a, struct rn_arena_mark *m)
-{
-	m->block = a->head;
-	m->used = a->head != NULL ? a->head->used : 0;
-	m->used_total = a->used_total;
-}
-
-void
-rn_arena_rewind(struct rn_arena *a, const struct rn_arena_mark *m)
-{
-	struct rn_arena_block *b = a->head, *next;
-
-	/* blocks are pushed on the head: those above the mark's are newer */
-	while (b != NULL && b != m->block) {
-		next = b->next;
-		free(b);
-		b = next;
-	}
-	a->head = b;
-	if (b != NULL)
-		b->used = m->used;
-	a->used_total = m->used_total;
-}
-
-size_t
-rn_arena_used(const struct rn_arena *a)
-{
-	return a->used_total;
-}
-
-void
-rn_arena_free(struct rn_arena *a)
-{
-	struct rn_arena_block *b = a->head, *next;
-
-	for (; b != NULL; b = next) {
-		next = b->next;
-		free(b);
-	}
-	a->head = NULL;
-	a->used_total = 0;
-}
 
 /* ---- reader ---------------------------------------------------------- */
 
@@ -455,27 +333,6 @@ rn_krequest_header_decode_v(struct rn_kreader *r, int hver,
 }
 
 int
-rn_krequest_header_decode(struct rn_kreader *r, struct rn_krequest_header *h)
-{
-	const uint8_t *start = r->p;
-	int16_t key, ver;
-	int hver;
-
-	key = rn_kr_int16(r);
-	ver = rn_kr_int16(r);
-	if (r->err)
-		return r->err;
-	r->p = start;
-	hver = rn_kapi_request_header_version(key, ver);
-	if (hver < 0) {
-		/* Unknown key: give the caller what is fixed for every key. */
-		(void)rn_krequest_header_decode_v(r, 0, h);
-		return r->err ? r->err : RN_KE_VERSION;
-	}
-	return rn_krequest_header_decode_v(r, hver, h);
-}
-
-int
 rn_krequest_header_encode(struct rn_kwriter *w, int hver,
     const struct rn_krequest_header *h)
 {
@@ -507,16 +364,4 @@ rn_kresponse_header_encode(struct rn_kwriter *w, int hver,
 	if (hver >= 1)
 		rn_kw_uvarint(w, 0);
 	return w->err;
-}
-
-int
-rn_kresponse_begin(struct rn_kwriter *w, int16_t api_key,
-    int16_t api_version, int32_t correlation_id, size_t *mark)
-{
-	int hver = rn_kapi_response_header_version(api_key, api_version);
-
-	if (hver < 0)
-		return RN_KE_VERSION;
-	*mark = rn_kw_frame_begin(w);
-	return rn_kresponse_header_encode(w, hver, correlation_id);
 }

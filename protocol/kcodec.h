@@ -1,7 +1,7 @@
 /*
  * Kafka wire codec runtime: a bounded reader over one request frame, a
- * growable writer that can reference record data instead of copying it,
- * and a capped arena for decoded arrays.
+ * growable writer that can reference record data instead of copying it;
+ * decoded arrays come from a capped arena (common/arena.h).
  *
  * The generated message codecs (protocol/kmsg_gen.h) are built on these.
  * Errors are sticky on both reader and writer: the first failure is kept
@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/arena.h"	/* decoded arrays */
 #include "common/util.h"	/* struct rn_uuid */
 
 /* Codec errors are negative errno values. */
@@ -72,42 +73,6 @@ rn_kstr_eq(struct rn_kstr a, const char *s)
 	return (size_t)a.len == n && (n == 0 || memcmp(a.ptr, s, n) == 0);
 }
 
-
-/* ---- arena ---------------------------------------------------------- */
-
-struct rn_arena_block;
-
-/*
- * Bump allocator for decoded arrays. 'limit' caps the total bytes handed
- * out since the last reset, so a hostile frame claiming millions of
- * elements fails with RN_KE_ARENA instead of allocating. Reset keeps one
- * block so steady-state decoding does not call malloc.
- */
-struct rn_arena {
-	struct rn_arena_block *head;
-	size_t used_total;
-	size_t limit;
-};
-
-void rn_arena_init(struct rn_arena *a, size_t limit);
-void rn_arena_set_limit(struct rn_arena *a, size_t limit);
-void *rn_arena_alloc(struct rn_arena *a, size_t n);
-void rn_arena_reset(struct rn_arena *a);
-/*
- * A point to come back to: rewinding frees what was allocated after the
- * mark and keeps what came before, so work that is redone (a parked fetch
- * woken again) reuses its memory instead of piling it up.
- */
-struct rn_arena_mark {
-	struct rn_arena_block *block;
-	size_t used;
-	size_t used_total;
-};
-void rn_arena_mark(const struct rn_arena *a, struct rn_arena_mark *m);
-void rn_arena_rewind(struct rn_arena *a, const struct rn_arena_mark *m);
-/* Bytes handed out since the last reset. */
-size_t rn_arena_used(const struct rn_arena *a);
-void rn_arena_free(struct rn_arena *a);
 
 /* ---- reader ---------------------------------------------------------- */
 
@@ -607,14 +572,9 @@ struct rn_krequest_header {
 };
 
 /*
- * Decode a request header. The header version follows from the API key and
- * version (see rn_kapi_request_header_version); an unknown API key still
- * yields key, version and correlation id, and returns RN_KE_VERSION so the
- * caller can decide (Kafka brokers close the connection).
+ * Decode a request header of version 0..2 (protocol/kframe.h has the one
+ * that finds the version from the API table).
  */
-int rn_krequest_header_decode(struct rn_kreader *r,
-    struct rn_krequest_header *h);
-/* Explicit header version 0..2, for tests and clients. */
 int rn_krequest_header_decode_v(struct rn_kreader *r, int hver,
     struct rn_krequest_header *h);
 int rn_krequest_header_encode(struct rn_kwriter *w, int hver,
@@ -624,12 +584,5 @@ int rn_kresponse_header_decode(struct rn_kreader *r, int hver,
     int32_t *correlation_id);
 int rn_kresponse_header_encode(struct rn_kwriter *w, int hver,
     int32_t correlation_id);
-
-/*
- * Start a response frame: size prefix and the response header whose
- * version the API table gives. Finish with rn_kw_frame_end(w, mark).
- */
-int rn_kresponse_begin(struct rn_kwriter *w, int16_t api_key,
-    int16_t api_version, int32_t correlation_id, size_t *mark);
 
 #endif /* RN_KCODEC_H */

@@ -213,6 +213,92 @@ check_records(const uint8_t *b, size_t size, const struct rn_batch_header *h,
 	return 0;
 }
 
+/*
+ * The batch at b: its magic, length (within avail and max_bytes) and CRC;
+ * 0 with *size and *h set, or the Kafka error.
+ */
+static int
+frame_batch(const uint8_t *b, size_t avail, int64_t max_bytes, size_t *size,
+    struct rn_batch_header *h)
+{
+	int32_t blen;
+	int8_t magic;
+
+	/* Magic sits at the same place in every message format. */
+	if (avail < RN_BATCH_OFF_MAGIC + 1)
+		return RN_ERR_CORRUPT_MESSAGE;
+	magic = (int8_t)b[RN_BATCH_OFF_MAGIC];
+	if (magic == 0 || magic == 1)
+		return RN_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
+	if (magic != RN_BATCH_MAGIC_V2)
+		return RN_ERR_CORRUPT_MESSAGE;
+	blen = (int32_t)rn_get_be32(b + RN_BATCH_OFF_LENGTH);
+	if (blen < RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD)
+		return RN_ERR_CORRUPT_MESSAGE;
+	*size = (size_t)blen + RN_BATCH_LOG_OVERHEAD;
+	if (max_bytes > 0 && (int64_t)*size > max_bytes)
+		return RN_ERR_MESSAGE_TOO_LARGE;
+	if (*size > avail)
+		return RN_ERR_CORRUPT_MESSAGE;
+	rn_batch_parse_header(b, h);
+	if (rn_batch_compute_crc(b, *size) != h->crc)
+		return RN_ERR_CORRUPT_MESSAGE;
+	return 0;
+}
+
+/*
+ * The header's counts and flags: a producer's batch is checked as Kafka
+ * checks a client's, a replicated one for offsets that keep increasing
+ * after those of s.
+ */
+static int
+check_header(const struct rn_batch_header *h, unsigned flags, int produce,
+    const struct rn_batch_summary *s)
+{
+	if (rn_batch_compression(h) > RN_COMPRESSION_ZSTD)
+		return RN_ERR_CORRUPT_MESSAGE;
+	if (h->record_count < 0 || h->last_offset_delta < 0)
+		return RN_ERR_INVALID_RECORD;
+	if (produce) {
+		if (h->record_count == 0 ||
+		    (int64_t)h->last_offset_delta + 1 != h->record_count)
+			return RN_ERR_INVALID_RECORD;
+		if ((h->attributes & RN_BATCH_ATTR_CONTROL) &&
+		    !(flags & RN_BATCH_V_ALLOW_CONTROL))
+			return RN_ERR_INVALID_RECORD;
+		if (h->producer_id >= 0 && h->base_sequence < 0)
+			return RN_ERR_INVALID_RECORD;
+		return 0;
+	}
+	if ((int64_t)h->record_count > (int64_t)h->last_offset_delta + 1)
+		return RN_ERR_INVALID_RECORD;
+	/* Replicated offsets must increase across batches. */
+	if (s->nbatches > 0 && h->base_offset <= s->last_offset)
+		return RN_ERR_CORRUPT_MESSAGE;
+	if (h->base_offset < 0)
+		return RN_ERR_CORRUPT_MESSAGE;
+	/* and end where an int64 offset can still be */
+	if (h->base_offset > INT64_MAX - h->last_offset_delta)
+		return RN_ERR_CORRUPT_MESSAGE;
+	return 0;
+}
+
+/* Add one batch to the summary. */
+static void
+summarize(struct rn_batch_summary *s, const struct rn_batch_header *h)
+{
+	if (s->nbatches == 0)
+		s->first_offset = h->base_offset;
+	/* a client's base offset is overwritten by rn_batch_assign and
+	 * may be anything: wrap like Kafka rather than overflow */
+	s->last_offset = add_wrap(h->base_offset, h->last_offset_delta);
+	s->nbatches++;
+	s->offset_count += (int64_t)h->last_offset_delta + 1;
+	s->record_count += h->record_count;
+	if (h->max_timestamp > s->max_timestamp)
+		s->max_timestamp = h->max_timestamp;
+}
+
 int
 rn_batch_validate(const void *buf, size_t len,
     const struct rn_batch_limits *lim, struct rn_batch_summary *out)
@@ -229,63 +315,17 @@ rn_batch_validate(const void *buf, size_t len,
 
 	while (off < len) {
 		const uint8_t *b = base + off;
-		size_t avail = len - off, size;
 		struct rn_batch_header h;
-		int32_t blen;
-		int8_t magic;
-		int codec;
+		size_t size;
+		int rc;
 
-		/* Magic sits at the same place in every message format. */
-		if (avail < RN_BATCH_OFF_MAGIC + 1)
-			return RN_ERR_CORRUPT_MESSAGE;
-		magic = (int8_t)b[RN_BATCH_OFF_MAGIC];
-		if (magic == 0 || magic == 1)
-			return RN_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
-		if (magic != RN_BATCH_MAGIC_V2)
-			return RN_ERR_CORRUPT_MESSAGE;
-		blen = (int32_t)rn_get_be32(b + RN_BATCH_OFF_LENGTH);
-		if (blen < RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD)
-			return RN_ERR_CORRUPT_MESSAGE;
-		size = (size_t)blen + RN_BATCH_LOG_OVERHEAD;
-		if (max_bytes > 0 && (int64_t)size > max_bytes)
-			return RN_ERR_MESSAGE_TOO_LARGE;
-		if (size > avail)
-			return RN_ERR_CORRUPT_MESSAGE;
-		rn_batch_parse_header(b, &h);
-		if (rn_batch_compute_crc(b, size) != h.crc)
-			return RN_ERR_CORRUPT_MESSAGE;
-
-		codec = rn_batch_compression(&h);
-		if (codec > RN_COMPRESSION_ZSTD)
-			return RN_ERR_CORRUPT_MESSAGE;
-		if (h.record_count < 0 || h.last_offset_delta < 0)
-			return RN_ERR_INVALID_RECORD;
-		if (produce) {
-			if (h.record_count == 0 ||
-			    (int64_t)h.last_offset_delta + 1 != h.record_count)
-				return RN_ERR_INVALID_RECORD;
-			if ((h.attributes & RN_BATCH_ATTR_CONTROL) &&
-			    !(flags & RN_BATCH_V_ALLOW_CONTROL))
-				return RN_ERR_INVALID_RECORD;
-			if (h.producer_id >= 0 && h.base_sequence < 0)
-				return RN_ERR_INVALID_RECORD;
-		} else {
-			if ((int64_t)h.record_count > (int64_t)h.last_offset_delta + 1)
-				return RN_ERR_INVALID_RECORD;
-			/* Replicated offsets must increase across batches. */
-			if (s.nbatches > 0 && h.base_offset <= s.last_offset)
-				return RN_ERR_CORRUPT_MESSAGE;
-			if (h.base_offset < 0)
-				return RN_ERR_CORRUPT_MESSAGE;
-			/* and end where an int64 offset can still be */
-			if (h.base_offset > INT64_MAX - h.last_offset_delta)
-				return RN_ERR_CORRUPT_MESSAGE;
-		}
-		if (codec == RN_COMPRESSION_NONE) {
+		if ((rc = frame_batch(b, len - off, max_bytes, &size, &h)) != 0 ||
+		    (rc = check_header(&h, flags, produce, &s)) != 0)
+			return rc;
+		if (rn_batch_compression(&h) == RN_COMPRESSION_NONE) {
 			int64_t mts;
-			int rc = check_records(b, size, &h, produce, &mts);
 
-			if (rc < 0)
+			if ((rc = check_records(b, size, &h, produce, &mts)) < 0)
 				return rc;
 			if (!(h.attributes & RN_BATCH_ATTR_LOG_APPEND_TIME) &&
 			    h.record_count > 0 && mts != h.max_timestamp)
@@ -293,17 +333,7 @@ rn_batch_validate(const void *buf, size_t len,
 		} else if (size == RN_BATCH_HEADER_SIZE && h.record_count > 0) {
 			return RN_ERR_INVALID_RECORD;	/* no room for a compressed body */
 		}
-
-		if (s.nbatches == 0)
-			s.first_offset = h.base_offset;
-		/* a client's base offset is overwritten by rn_batch_assign and
-		 * may be anything: wrap like Kafka rather than overflow */
-		s.last_offset = add_wrap(h.base_offset, h.last_offset_delta);
-		s.nbatches++;
-		s.offset_count += (int64_t)h.last_offset_delta + 1;
-		s.record_count += h.record_count;
-		if (h.max_timestamp > s.max_timestamp)
-			s.max_timestamp = h.max_timestamp;
+		summarize(&s, &h);
 		off += size;
 	}
 	if (s.nbatches == 0)

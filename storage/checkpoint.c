@@ -155,23 +155,36 @@ parse_preamble(char **pp)
 	return n;
 }
 
+/*
+ * Read a checkpoint file and its preamble: the entry count, with *buf the
+ * file (the caller frees it) and *p its first entry line; or -errno with
+ * nothing to free.
+ */
+static int64_t
+load(const char *path, char **buf, char **p)
+{
+	int64_t count;
+	int rc = slurp(path, buf);
+
+	if (rc < 0)
+		return rc;
+	*p = *buf;
+	if ((count = parse_preamble(p)) < 0)
+		free(*buf);
+	return count;
+}
+
 int
 rn_offset_checkpoint_read(const char *path, struct rn_tp_offset **out, size_t *n)
 {
 	char *buf, *p, *line;
-	int64_t count;
+	int64_t count = load(path, &buf, &p);
 	struct rn_tp_offset *e = NULL;
 	size_t got = 0;
-	int rc = slurp(path, &buf);
+	int rc = 0;
 
-	if (rc < 0)
-		return rc;
-	p = buf;
-	count = parse_preamble(&p);
-	if (count < 0) {
-		rc = (int)count;
-		goto out;
-	}
+	if (count < 0)
+		return (int)count;
 	e = calloc(count ? (size_t)count : 1, sizeof(*e));
 	if (e == NULL) {
 		rc = -ENOMEM;
@@ -214,18 +227,12 @@ rn_epoch_checkpoint_read(const char *path, struct rn_epoch_entry *e, size_t cap,
     size_t *n)
 {
 	char *buf, *p, *line;
-	int64_t count;
+	int64_t count = load(path, &buf, &p);
 	size_t got = 0;
-	int rc = slurp(path, &buf);
+	int rc = 0;
 
-	if (rc < 0)
-		return rc;
-	p = buf;
-	count = parse_preamble(&p);
-	if (count < 0) {
-		rc = (int)count;
-		goto out;
-	}
+	if (count < 0)
+		return (int)count;
 	if ((size_t)count > cap) {
 		rc = -EOVERFLOW;
 		goto out;

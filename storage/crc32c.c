@@ -163,6 +163,34 @@ load64(const unsigned char *p)
 	return v;
 }
 
+/* Whole runs of three lanes of block bytes each, merged by shifting. */
+__attribute__((target("sse4.2"))) static inline uint64_t
+hw_lanes(uint64_t c0, const unsigned char **pp, size_t *lenp, size_t block,
+    const uint32_t shift[4][256])
+{
+	const unsigned char *p = *pp;
+	size_t len = *lenp;
+
+	while (len >= 3 * block) {
+		uint64_t c1 = 0, c2 = 0;
+		const unsigned char *end = p + block;
+
+		do {
+			c0 = _mm_crc32_u64(c0, load64(p));
+			c1 = _mm_crc32_u64(c1, load64(p + block));
+			c2 = _mm_crc32_u64(c2, load64(p + 2 * block));
+			p += 8;
+		} while (p < end);
+		c0 = shift_apply(shift, c0) ^ c1;
+		c0 = shift_apply(shift, c0) ^ c2;
+		p += 2 * block;
+		len -= 3 * block;
+	}
+	*pp = p;
+	*lenp = len;
+	return c0;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t
 hw_update(uint32_t crc, const unsigned char *p, size_t len)
 {
@@ -173,36 +201,8 @@ hw_update(uint32_t crc, const unsigned char *p, size_t len)
 		len--;
 	}
 	/* Three lanes of LONG_BLOCK, then of SHORT_BLOCK, merged by shifting. */
-	while (len >= 3 * LONG_BLOCK) {
-		uint64_t c1 = 0, c2 = 0;
-		const unsigned char *end = p + LONG_BLOCK;
-
-		do {
-			c0 = _mm_crc32_u64(c0, load64(p));
-			c1 = _mm_crc32_u64(c1, load64(p + LONG_BLOCK));
-			c2 = _mm_crc32_u64(c2, load64(p + 2 * LONG_BLOCK));
-			p += 8;
-		} while (p < end);
-		c0 = shift_apply(long_shift, c0) ^ c1;
-		c0 = shift_apply(long_shift, c0) ^ c2;
-		p += 2 * LONG_BLOCK;
-		len -= 3 * LONG_BLOCK;
-	}
-	while (len >= 3 * SHORT_BLOCK) {
-		uint64_t c1 = 0, c2 = 0;
-		const unsigned char *end = p + SHORT_BLOCK;
-
-		do {
-			c0 = _mm_crc32_u64(c0, load64(p));
-			c1 = _mm_crc32_u64(c1, load64(p + SHORT_BLOCK));
-			c2 = _mm_crc32_u64(c2, load64(p + 2 * SHORT_BLOCK));
-			p += 8;
-		} while (p < end);
-		c0 = shift_apply(short_shift, c0) ^ c1;
-		c0 = shift_apply(short_shift, c0) ^ c2;
-		p += 2 * SHORT_BLOCK;
-		len -= 3 * SHORT_BLOCK;
-	}
+	c0 = hw_lanes(c0, &p, &len, LONG_BLOCK, long_shift);
+	c0 = hw_lanes(c0, &p, &len, SHORT_BLOCK, short_shift);
 	while (len >= 8) {
 		c0 = _mm_crc32_u64(c0, load64(p));
 		p += 8;

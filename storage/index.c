@@ -2,6 +2,7 @@
 #include "storage/index.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -157,71 +158,80 @@ clamp_n(const struct rn_index *ix, uint32_t n)
 	return n < cap ? n : cap;
 }
 
-int64_t
-rn_oidx_lookup(const struct rn_index *ix, uint32_t n, int64_t target,
-    int64_t max_pos, int64_t *offset, int64_t *pos)
+typedef void entry_fn(const struct rn_index *, uint32_t, int64_t *,
+    int64_t *);
+typedef bool below_fn(int64_t a, int64_t b, int64_t x, int64_t y);
+
+/*
+ * The last of the first n entries for which below() holds (the entries
+ * are sorted, so it holds for a prefix): its index with *a and *b set
+ * to its two columns, or -1.
+ */
+static int64_t
+bisect(const struct rn_index *ix, uint32_t n, entry_fn *get, below_fn *below,
+    int64_t x, int64_t y, int64_t *a, int64_t *b)
 {
 	int64_t lo = 0, hi = (int64_t)clamp_n(ix, n) - 1, found = -1;
 
-	/* Both columns are monotonic, so one predicate bisects. */
 	while (lo <= hi) {
-		int64_t mid = lo + (hi - lo) / 2, o, p;
+		int64_t mid = lo + (hi - lo) / 2, ea, eb;
 
-		rn_oidx_get(ix, (uint32_t)mid, &o, &p);
-		if (o <= target && p < max_pos) {
+		get(ix, (uint32_t)mid, &ea, &eb);
+		if (below(ea, eb, x, y)) {
 			found = mid;
-			*offset = o;
-			*pos = p;
+			*a = ea;
+			*b = eb;
 			lo = mid + 1;
 		} else {
 			hi = mid - 1;
 		}
 	}
 	return found;
+}
+
+static bool
+offset_below(int64_t o, int64_t p, int64_t target, int64_t max_pos)
+{
+	return o <= target && p < max_pos;
+}
+
+static bool
+position_below(int64_t o, int64_t p, int64_t max_off, int64_t max_pos)
+{
+	return p <= max_pos && o < max_off;
+}
+
+static bool
+time_below(int64_t t, int64_t o, int64_t ts, int64_t unused)
+{
+	(void)o;
+	(void)unused;
+	return t <= ts;
+}
+
+int64_t
+rn_oidx_lookup(const struct rn_index *ix, uint32_t n, int64_t target,
+    int64_t max_pos, int64_t *offset, int64_t *pos)
+{
+	/* Both columns are monotonic, so one predicate bisects. */
+	return bisect(ix, n, rn_oidx_get, offset_below, target, max_pos,
+	    offset, pos);
 }
 
 int64_t
 rn_oidx_lookup_pos(const struct rn_index *ix, uint32_t n, int64_t max_pos,
     int64_t max_off, int64_t *offset, int64_t *pos)
 {
-	int64_t lo = 0, hi = (int64_t)clamp_n(ix, n) - 1, found = -1;
-
-	while (lo <= hi) {
-		int64_t mid = lo + (hi - lo) / 2, o, p;
-
-		rn_oidx_get(ix, (uint32_t)mid, &o, &p);
-		if (p <= max_pos && o < max_off) {
-			found = mid;
-			*offset = o;
-			*pos = p;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return found;
+	return bisect(ix, n, rn_oidx_get, position_below, max_off, max_pos,
+	    offset, pos);
 }
 
 int64_t
 rn_tidx_lookup(const struct rn_index *ix, uint32_t n, int64_t ts,
     int64_t *found_ts, int64_t *offset)
 {
-	int64_t lo = 0, hi = (int64_t)clamp_n(ix, n) - 1, found = -1;
-
-	while (lo <= hi) {
-		int64_t mid = lo + (hi - lo) / 2, t, o;
-
-		rn_tidx_get(ix, (uint32_t)mid, &t, &o);
-		if (t <= ts) {
-			found = mid;
-			*found_ts = t;
-			*offset = o;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return found;
+	return bisect(ix, n, rn_tidx_get, time_below, ts, 0, found_ts,
+	    offset);
 }
 
 int

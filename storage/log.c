@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "storage/checkpoint.h"
 #include "storage/segment.h"
 
@@ -58,15 +59,6 @@ struct snap {
 #define ACQ memory_order_acquire
 #define REL memory_order_release
 #define RLX memory_order_relaxed
-
-static int64_t
-now_ms_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct rn_log_config
 rn_log_config_default(void)
@@ -639,23 +631,29 @@ delete_after(struct rn_log *log, int i)
 	list_truncate(log, i + 1);
 }
 
-/* Initialize the shared state from what is on disk. */
+/* A new empty segment at base, appended to the list. */
 static int
-recover_log(struct rn_log *log, const struct rn_log_recovery *rec)
+append_new_segment(struct rn_log *log, int64_t base)
 {
-	struct rn_log_shared *sh = log->sh;
-	int64_t rp = rec ? rec->recovery_point : 0;
-	int64_t lso_hint = rec ? rec->log_start_offset : -1;
-	int clean = rec ? rec->clean_shutdown : 0;
-	struct rn_epoch_entry ep[RN_EPOCH_CACHE_SLOTS];
-	struct recover_epochs re = { log, INT64_MAX };
-	struct rn_segment_cursor c;
-	int64_t *bases, leo, lso;
-	size_t nep = 0;
-	int n, rc, scanned_any = 0;
-	uint32_t gen;
+	struct rn_segment *seg;
+	int rc = create_segment(log, base, &seg);
 
-	rc = list_dir(log, &bases, &n, 1);
+	if (rc < 0)
+		return rc;
+	if (list_append(log, seg) < 0) {
+		rn_segment_free(seg);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The segment list as the directory has it (nothing opened yet). */
+static int
+list_segments(struct rn_log *log)
+{
+	int64_t *bases;
+	int n, rc = list_dir(log, &bases, &n, 1);
+
 	if (rc < 0)
 		return rc;
 	list_truncate(log, 0);
@@ -669,120 +667,165 @@ recover_log(struct rn_log *log, const struct rn_log_recovery *rec)
 		}
 	}
 	free(bases);
+	return 0;
+}
 
-	memset(&sh->epochs, 0, sizeof(sh->epochs));
-	rc = rn_epoch_checkpoint_read(log->epoch_path, ep, RN_EPOCH_CACHE_SLOTS, &nep);
+/* The epoch cache from its checkpoint (a bad one is ignored); *nep
+ * entries were loaded. */
+static int
+load_epochs(struct rn_log *log, size_t *nep)
+{
+	struct rn_epoch_entry ep[RN_EPOCH_CACHE_SLOTS];
+	int rc;
+
+	memset(&log->sh->epochs, 0, sizeof(log->sh->epochs));
+	rc = rn_epoch_checkpoint_read(log->epoch_path, ep, RN_EPOCH_CACHE_SLOTS,
+	    nep);
 	if (rc == 0)
-		rn_epoch_load(&sh->epochs, ep, (uint32_t)nep);
+		rn_epoch_load(&log->sh->epochs, ep, (uint32_t)*nep);
 	else if (rc != -ENOENT && rc != -EBADMSG && rc != -EOVERFLOW)
 		return rc;
+	return 0;
+}
 
-	if (log->nsegs == 0) {
-		struct rn_segment *seg;
+/*
+ * Open segment i; a flushed one whose indexes look sane is trusted, any
+ * other is scanned batch by batch (*scanned set). The last segment's
+ * state ends up in c.
+ */
+static int
+recover_segment(struct rn_log *log, int i, int64_t rp, int clean,
+    struct recover_epochs *re, struct rn_segment_cursor *c, int *scanned)
+{
+	struct rn_segment *seg = log->segs[i];
+	int last = i == log->nsegs - 1;
+	int64_t next_base = last ? INT64_MAX : log->segs[i + 1]->base_offset;
+	int need_scan = !clean && next_base > rp;
+	int truncated = 0, rc;
+	struct stat st;
 
-		rc = create_segment(log, lso_hint > 0 ? lso_hint : 0, &seg);
-		if (rc < 0)
-			return rc;
-		if (list_append(log, seg) < 0) {
-			rn_segment_free(seg);
-			return -ENOMEM;
-		}
-	}
-
-	for (int i = 0; i < log->nsegs; i++) {
-		struct rn_segment *seg = log->segs[i];
-		int last = i == log->nsegs - 1;
-		int64_t next_base = last ? INT64_MAX : log->segs[i + 1]->base_offset;
-		int need_scan = !clean && next_base > rp;
-		int truncated = 0;
-		struct stat st;
-
-		rc = rn_segment_open_log(log->dirfd, seg, 0);
-		if (rc < 0)
-			return rc;
-		if (fstat(seg->fd, &st) < 0)
-			return -errno;
-		seg->size = st.st_size;
-		if (!need_scan) {
-			/* Flushed segment: trust it if its indexes look sane. */
-			if (rn_segment_open_indexes(log->dirfd, seg, 0, 0) < 0 ||
-			    rn_oidx_sanity(&seg->oidx, seg->o_entries, seg->size) < 0 ||
-			    rn_tidx_sanity(&seg->tidx, seg->t_entries) < 0) {
+	rc = rn_segment_open_log(log->dirfd, seg, 0);
+	if (rc < 0)
+		return rc;
+	if (fstat(seg->fd, &st) < 0)
+		return -errno;
+	seg->size = st.st_size;
+	if (!need_scan) {
+		/* Flushed segment: trust it if its indexes look sane. */
+		if (rn_segment_open_indexes(log->dirfd, seg, 0, 0) < 0 ||
+		    rn_oidx_sanity(&seg->oidx, seg->o_entries, seg->size) < 0 ||
+		    rn_tidx_sanity(&seg->tidx, seg->t_entries) < 0) {
+			need_scan = 1;
+		} else if (last) {
+			if (rn_segment_load_tail(seg, seg->o_entries,
+			    seg->t_entries, seg->size, c) < 0)
 				need_scan = 1;
-			} else if (last) {
-				if (rn_segment_load_tail(seg, seg->o_entries,
-				    seg->t_entries, seg->size, &c) < 0)
-					need_scan = 1;
-				else
-					rc = rn_segment_open_indexes(log->dirfd, seg,
-					    index_prealloc(log), 1);
-				if (rc < 0)
-					return rc;
-			}
-		}
-		if (!need_scan)
-			continue;
-		scanned_any = 1;
-		rc = rn_segment_recover(log->dirfd, seg, log->cfg.index_interval_bytes,
-		    index_prealloc(log), 1, recover_batch_cb, &re, &c, &truncated);
-		if (rc < 0)
-			return rc;
-		if (truncated && !last) {
-			/* Nothing after a corrupt point can be trusted. */
-			delete_after(log, i);
-			last = 1;
-		}
-		if (!last) {
-			rc = rn_index_resize(&seg->oidx, c.o_entries);
-			if (rc == 0)
-				rc = rn_index_resize(&seg->tidx, c.t_entries);
+			else
+				rc = rn_segment_open_indexes(log->dirfd, seg,
+				    index_prealloc(log), 1);
 			if (rc < 0)
 				return rc;
-			seg->idx_active = 0;
-			seg->o_entries = c.o_entries;
-			seg->t_entries = c.t_entries;
 		}
 	}
+	if (!need_scan)
+		return 0;
+	*scanned = 1;
+	rc = rn_segment_recover(log->dirfd, seg, log->cfg.index_interval_bytes,
+	    index_prealloc(log), 1, recover_batch_cb, re, c, &truncated);
+	if (rc < 0)
+		return rc;
+	if (truncated && !last) {
+		/* Nothing after a corrupt point can be trusted. */
+		delete_after(log, i);
+		last = 1;
+	}
+	if (!last) {
+		rc = rn_index_resize(&seg->oidx, c->o_entries);
+		if (rc == 0)
+			rc = rn_index_resize(&seg->tidx, c->t_entries);
+		if (rc < 0)
+			return rc;
+		seg->idx_active = 0;
+		seg->o_entries = c->o_entries;
+		seg->t_entries = c->t_entries;
+	}
+	return 0;
+}
 
+/* The start checkpoint is ahead of the data (lost tail): restart there. */
+static int
+restart_at(struct rn_log *log, int64_t lso, struct rn_segment_cursor *c)
+{
+	int rc;
+
+	for (int i = 0; i < log->nsegs; i++)
+		rn_segment_unlink(log->dirfd, log->segs[i]->base_offset);
+	list_truncate(log, 0);
+	if ((rc = append_new_segment(log, lso)) < 0)
+		return rc;
+	rn_segment_cursor_init(c, lso);
+	rn_epoch_clear(&log->sh->epochs);
+	return 0;
+}
+
+/* What recovery found becomes the shared state, magic last. */
+static void
+publish_recovered(struct rn_log *log, const struct rn_segment_cursor *c,
+    int64_t lso, int64_t leo, int64_t rp, int clean)
+{
+	struct rn_log_shared *sh = log->sh;
+	uint32_t gen = (atomic_load_explicit(&sh->generation, RLX) | 1) + 1;
+
+	atomic_store_explicit(&sh->generation, gen, RLX);
+	atomic_store_explicit(&sh->commit_seq, 0, RLX);
+	atomic_store_explicit(&sh->log_start_offset, lso, RLX);
+	atomic_store_explicit(&sh->active_base_offset, active_seg(log)->base_offset, RLX);
+	store_cursor(log, c);
+	atomic_store_explicit(&sh->log_end_offset, leo, RLX);
+	atomic_store_explicit(&sh->recovery_point, clean ? leo : (rp < leo ? rp : leo), RLX);
+	atomic_store_explicit(&sh->last_flush_ms, rn_wallclock_ms(), RLX);
+	atomic_store_explicit(&sh->unflushed_messages, 0, RLX);
+	log->gen = gen;
+	atomic_store_explicit(&sh->magic, RN_LOG_SHARED_MAGIC, REL);
+}
+
+/* Initialize the shared state from what is on disk. */
+static int
+recover_log(struct rn_log *log, const struct rn_log_recovery *rec)
+{
+	struct rn_log_shared *sh = log->sh;
+	int64_t rp = rec ? rec->recovery_point : 0;
+	int64_t lso_hint = rec ? rec->log_start_offset : -1;
+	int clean = rec ? rec->clean_shutdown : 0;
+	struct recover_epochs re = { log, INT64_MAX };
+	struct rn_segment_cursor c;
+	int64_t leo, lso;
+	size_t nep = 0;
+	int rc, scanned_any = 0;
+
+	if ((rc = list_segments(log)) < 0 || (rc = load_epochs(log, &nep)) < 0)
+		return rc;
+	if (log->nsegs == 0 &&
+	    (rc = append_new_segment(log, lso_hint > 0 ? lso_hint : 0)) < 0)
+		return rc;
+	for (int i = 0; i < log->nsegs; i++)
+		if ((rc = recover_segment(log, i, rp, clean, &re, &c,
+		    &scanned_any)) < 0)
+			return rc;
 	leo = c.next_offset;
 	lso = log->segs[0]->base_offset;
 	if (lso_hint > lso)
 		lso = lso_hint;
 	if (lso > leo) {
-		/* The start checkpoint is ahead of the data (lost tail): restart there. */
-		struct rn_segment *seg;
-
-		for (int i = 0; i < log->nsegs; i++)
-			rn_segment_unlink(log->dirfd, log->segs[i]->base_offset);
-		list_truncate(log, 0);
-		rc = create_segment(log, lso, &seg);
-		if (rc < 0)
+		if ((rc = restart_at(log, lso, &c)) < 0)
 			return rc;
-		if (list_append(log, seg) < 0) {
-			rn_segment_free(seg);
-			return -ENOMEM;
-		}
-		rn_segment_cursor_init(&c, lso);
 		leo = lso;
-		rn_epoch_clear(&sh->epochs);
 	}
 	rn_epoch_truncate_from_end(&sh->epochs, leo);
 	rn_epoch_truncate_from_start(&sh->epochs, lso);
 	if (scanned_any || nep > 0)
 		write_epoch_checkpoint(log);
-
-	gen = (atomic_load_explicit(&sh->generation, RLX) | 1) + 1;
-	atomic_store_explicit(&sh->generation, gen, RLX);
-	atomic_store_explicit(&sh->commit_seq, 0, RLX);
-	atomic_store_explicit(&sh->log_start_offset, lso, RLX);
-	atomic_store_explicit(&sh->active_base_offset, active_seg(log)->base_offset, RLX);
-	store_cursor(log, &c);
-	atomic_store_explicit(&sh->log_end_offset, leo, RLX);
-	atomic_store_explicit(&sh->recovery_point, clean ? leo : (rp < leo ? rp : leo), RLX);
-	atomic_store_explicit(&sh->last_flush_ms, now_ms_realtime(), RLX);
-	atomic_store_explicit(&sh->unflushed_messages, 0, RLX);
-	log->gen = gen;
-	atomic_store_explicit(&sh->magic, RN_LOG_SHARED_MAGIC, REL);
+	publish_recovered(log, &c, lso, leo, rp, clean);
 	return 0;
 }
 
@@ -1369,6 +1412,54 @@ offset_of_max_timestamp(struct rn_log *log, int64_t *offset, int64_t *found_ts)
 	return -EAGAIN;
 }
 
+/*
+ * The first record at or after ts in segment seg of snapshot s: 1 with
+ * *offset and *found_ts set, 0 when the segment has none, or -errno
+ * (-EAGAIN: it could not be opened, the log changed).
+ */
+static int
+time_in_segment(struct rn_log *log, const struct snap *s,
+    struct rn_segment *seg, int64_t ts, int64_t *offset, int64_t *found_ts)
+{
+	struct hdr_reader *r = &log->hr;
+	int active = seg->base_offset == s->abase;
+	int64_t end = active ? s->asize : seg->size, pos = 0, start, tts, toff;
+	uint32_t n_o, n_t;
+	struct rn_batch_header h;
+	int hr;
+
+	if ((active ? atomic_load_explicit(&log->sh->active_max_ts, RLX) :
+	    rn_segment_largest_ts(log->dirfd, seg)) < ts)
+		return 0;
+	if (rn_segment_open_log(log->dirfd, seg, 0) < 0)
+		return -EAGAIN;
+	if (ensure_index_read(log, seg, active) < 0) {
+		n_o = n_t = 0;
+	} else {
+		n_o = active ? s->oc : seg->o_entries;
+		n_t = active ? s->tc : seg->t_entries;
+	}
+	/* Strictly earlier entry: everything before it is < ts. */
+	start = s->lso;
+	if (n_t > 0 && rn_tidx_lookup(&seg->tidx, n_t, ts - 1, &tts, &toff) >= 0 &&
+	    toff > start)
+		start = toff;
+	hdr_init(r, seg->fd);
+	hr = locate(log, seg, active, n_o, end, start, r, &pos, &h);
+	while (hr == 1) {
+		if (h.max_timestamp >= ts && rn_batch_last_offset(&h) >= s->lso &&
+		    rn_batch_last_offset(&h) < s->leo) {
+			hr = find_time_in_batch(seg->fd, pos, &h, ts, s->lso,
+			    offset, found_ts);
+			if (hr != 0)
+				return hr;
+		}
+		pos += (int64_t)rn_batch_total_size(&h);
+		hr = hdr_at(r, pos, end, &h);
+	}
+	return hr;
+}
+
 int
 rn_log_offset_for_time(struct rn_log *log, int64_t ts, int64_t *offset,
     int64_t *found_ts)
@@ -1389,64 +1480,24 @@ rn_log_offset_for_time(struct rn_log *log, int64_t ts, int64_t *offset,
 	if (ts < 0)
 		return -EINVAL;
 	for (int attempt = 0; attempt < 1000; attempt++) {
-		struct hdr_reader *r;
 		struct snap s;
 		int rc = snapshot(log, &s), i;
 
 		if (rc < 0)
 			return rc;
-		r = &log->hr;
 		i = seg_find(log, s.lso);
 		rc = -ENOENT;
 		for (i = i < 0 ? 0 : i; i < log->nsegs; i++) {
 			struct rn_segment *seg = log->segs[i];
-			int active = seg->base_offset == s.abase;
-			int64_t end = active ? s.asize : seg->size, pos = 0, start, tts, toff;
-			uint32_t n_o, n_t;
-			struct rn_batch_header h;
 			int hr;
 
 			if (seg->base_offset > s.abase)
 				break;
-			if ((active ? atomic_load_explicit(&sh->active_max_ts, RLX) :
-			    rn_segment_largest_ts(log->dirfd, seg)) < ts)
+			hr = time_in_segment(log, &s, seg, ts, offset, found_ts);
+			if (hr == 0)
 				continue;
-			if (rn_segment_open_log(log->dirfd, seg, 0) < 0) {
-				rc = -EAGAIN;
-				break;
-			}
-			if (ensure_index_read(log, seg, active) < 0) {
-				n_o = n_t = 0;
-			} else {
-				n_o = active ? s.oc : seg->o_entries;
-				n_t = active ? s.tc : seg->t_entries;
-			}
-			/* Strictly earlier entry: everything before it is < ts. */
-			start = s.lso;
-			if (n_t > 0 && rn_tidx_lookup(&seg->tidx, n_t, ts - 1, &tts, &toff) >= 0 &&
-			    toff > start)
-				start = toff;
-			hdr_init(r, seg->fd);
-			hr = locate(log, seg, active, n_o, end, start, r, &pos, &h);
-			while (hr == 1) {
-				if (h.max_timestamp >= ts && rn_batch_last_offset(&h) >= s.lso &&
-				    rn_batch_last_offset(&h) < s.leo) {
-					hr = find_time_in_batch(seg->fd, pos, &h, ts, s.lso,
-					    offset, found_ts);
-					if (hr != 0)
-						break;
-				}
-				pos += (int64_t)rn_batch_total_size(&h);
-				hr = hdr_at(r, pos, end, &h);
-			}
-			if (hr == 1) {
-				rc = 0;
-				break;
-			}
-			if (hr < 0) {
-				rc = hr;
-				break;
-			}
+			rc = hr == 1 ? 0 : hr;
+			break;
 		}
 		if (snapshot_still_valid(log, &s) && rc != -EAGAIN)
 			return rc == -EBADMSG ? -EIO : rc;
@@ -1739,7 +1790,7 @@ rn_log_shutdown(struct rn_log *log)
 	rc = writer_enter(log, &seg);
 	if (rc < 0)
 		return rc;
-	rc = rn_log_flush(log, now_ms_realtime());
+	rc = rn_log_flush(log, rn_wallclock_ms());
 	if (rc < 0)
 		return rc;
 	/* Trim the active indexes to their entries, as Kafka does on close. */
@@ -1774,6 +1825,70 @@ rn_log_repair(struct rn_log *log)
 	return repair_locked(log, gen, cs);
 }
 
+/*
+ * Died outside any publication: only unpublished bytes past the active
+ * segment's published size to drop. 1 when done, 0 when the active
+ * segment is not the one published (a full rebuild is needed), or -errno.
+ */
+static int
+drop_unpublished(struct rn_log *log, int64_t abase, int64_t asize)
+{
+	struct rn_segment *seg = active_seg(log);
+	struct stat st;
+	int rc;
+
+	if (seg == NULL || seg->base_offset != abase)
+		return 0;
+	rc = rn_segment_open_log(log->dirfd, seg, 0);
+	if (rc < 0)
+		return rc;
+	if (fstat(seg->fd, &st) < 0)
+		return -errno;
+	if (st.st_size > asize && ftruncate(seg->fd, asize) < 0)
+		return -errno;
+	seg->size = asize;
+	return 1;
+}
+
+/*
+ * Died inside a segment change or a publication: rebuild the active
+ * segment from its data, capped at the published log end (*leo), which
+ * is the value readers went by, and publish it.
+ */
+static int
+rebuild_active(struct rn_log *log, int64_t abase, int64_t *leo)
+{
+	struct rn_log_shared *sh = log->sh;
+	struct recover_epochs re = { log, *leo };
+	struct rn_segment_cursor c;
+	struct rn_segment *seg;
+	int rc, i, truncated;
+
+	i = seg_find(log, abase);
+	/* Segments wholly above the log end are leftovers of a truncation. */
+	if (i >= 0 && (log->segs[i]->base_offset != abase || abase > *leo))
+		i = -1;
+	if (i < 0 && (i = seg_find(log, *leo)) < 0) {
+		if ((rc = append_new_segment(log, *leo)) < 0)
+			return rc;
+		i = log->nsegs - 1;
+	}
+	delete_after(log, i);
+	seg = log->segs[i];
+	rc = rn_segment_recover(log->dirfd, seg, log->cfg.index_interval_bytes,
+	    index_prealloc(log), 1, recover_batch_cb, &re, &c, &truncated);
+	if (rc < 0)
+		return rc;
+	if (c.next_offset > *leo)
+		*leo = c.next_offset;
+	commit_begin(log);
+	atomic_store_explicit(&sh->active_base_offset, seg->base_offset, REL);
+	store_cursor(log, &c);
+	atomic_store_explicit(&sh->log_end_offset, *leo, REL);
+	commit_end(log);
+	return 0;
+}
+
 static int
 repair_locked(struct rn_log *log, uint32_t gen, uint32_t cs)
 {
@@ -1781,74 +1896,19 @@ repair_locked(struct rn_log *log, uint32_t gen, uint32_t cs)
 	int64_t leo = atomic_load_explicit(&sh->log_end_offset, ACQ);
 	int64_t abase = atomic_load_explicit(&sh->active_base_offset, ACQ);
 	int64_t asize = atomic_load_explicit(&sh->active_size, ACQ);
-	struct rn_segment *seg;
-	struct rn_segment_cursor c;
-	struct stat st;
-	int rc, i;
+	int rc;
 
 	rn_epoch_repair(&sh->epochs);
 	rc = rescan(log);
 	if (rc < 0)
 		return rc;
-
-	if (!(gen & 1) && !(cs & 1)) {
-		/* Died outside any publication: only unpublished bytes to drop. */
-		seg = active_seg(log);
-		if (seg == NULL || seg->base_offset != abase)
-			goto full;
-		rc = rn_segment_open_log(log->dirfd, seg, 0);
-		if (rc < 0)
-			return rc;
-		if (fstat(seg->fd, &st) < 0)
-			return -errno;
-		if (st.st_size > asize && ftruncate(seg->fd, asize) < 0)
-			return -errno;
-		seg->size = asize;
-		goto finish;
-	}
-full:
-	/*
-	 * Died inside a segment change or a publication: rebuild the active
-	 * segment from its data, capped at the published log end, which is
-	 * the value readers went by.
-	 */
-	i = seg_find(log, abase);
-	/* Segments wholly above the log end are leftovers of a truncation. */
-	if (i >= 0 && (log->segs[i]->base_offset != abase || abase > leo))
-		i = -1;
-	if (i < 0) {
-		i = seg_find(log, leo);
-		if (i < 0) {
-			rc = create_segment(log, leo, &seg);
-			if (rc < 0)
-				return rc;
-			rc = list_append(log, seg);
-			if (rc < 0) {
-				rn_segment_free(seg);
-				return rc;
-			}
-			i = log->nsegs - 1;
-		}
-	}
-	delete_after(log, i);
-	seg = log->segs[i];
-	{
-		struct recover_epochs re = { log, leo };
-		int truncated;
-
-		rc = rn_segment_recover(log->dirfd, seg, log->cfg.index_interval_bytes,
-		    index_prealloc(log), 1, recover_batch_cb, &re, &c, &truncated);
-		if (rc < 0)
-			return rc;
-	}
-	if (c.next_offset > leo)
-		leo = c.next_offset;
-	commit_begin(log);
-	atomic_store_explicit(&sh->active_base_offset, seg->base_offset, REL);
-	store_cursor(log, &c);
-	atomic_store_explicit(&sh->log_end_offset, leo, REL);
-	commit_end(log);
-finish:
+	rc = 0;
+	if (!(gen & 1) && !(cs & 1))
+		rc = drop_unpublished(log, abase, asize);
+	if (rc == 0)
+		rc = rebuild_active(log, abase, &leo);
+	if (rc < 0)
+		return rc;
 	if (atomic_load_explicit(&sh->commit_seq, RLX) & 1)
 		atomic_fetch_add_explicit(&sh->commit_seq, 1, REL);
 	if (rn_epoch_truncate_from_end(&sh->epochs, leo))

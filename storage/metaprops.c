@@ -52,15 +52,90 @@ parse_int(const char *v, long min, long max, long *out)
 	return 0;
 }
 
+/* What reading meta.properties has found so far. */
+struct mp_read {
+	struct rn_metaprops *mp;
+	const char *path;
+	long node, broker;
+	bool have_version;
+};
+
+/* One key = value line; 0, or -EINVAL with err filled. */
+static int
+read_key(struct mp_read *st, const char *k, const char *v, char *err,
+    size_t errlen)
+{
+	struct rn_metaprops *mp = st->mp;
+	struct rn_uuid u;
+	long n = 0;
+
+	if (strcmp(k, "version") == 0) {
+		if (parse_int(v, 0, 2, &n) != 0) {
+			snprintf(err, errlen, "%s: unsupported version '%s' "
+			    "(0, 1 and 2 are known)", st->path, v);
+			return -EINVAL;
+		}
+		mp->version = (int)n;
+		st->have_version = true;
+	} else if (strcmp(k, "node.id") == 0 || strcmp(k, "broker.id") == 0) {
+		if (parse_int(v, 0, INT32_MAX, &n) != 0) {
+			snprintf(err, errlen, "%s: invalid %s '%s'", st->path,
+			    k, v);
+			return -EINVAL;
+		}
+		*(k[0] == 'n' ? &st->node : &st->broker) = n;
+	} else if (strcmp(k, "cluster.id") == 0) {
+		if (strlcpy(mp->cluster_id, v, sizeof(mp->cluster_id)) >=
+		    sizeof(mp->cluster_id)) {
+			mp->cluster_id[0] = '\0';
+			snprintf(err, errlen, "%s: cluster.id '%s' is too long",
+			    st->path, v);
+			return -EINVAL;
+		}
+	} else if (strcmp(k, "directory.id") == 0) {
+		if (rn_uuid_parse(v, &u) != 0) {
+			snprintf(err, errlen, "%s: directory.id '%s' is not a "
+			    "Uuid", st->path, v);
+			return -EINVAL;
+		}
+		memcpy(mp->dir_id, u.b, 16);
+		mp->has_dir_id = true;
+	}
+	/* other keys: kept by Kafka, ignored here */
+	return 0;
+}
+
+/* Each line of f through read_key; 0, or -EINVAL with err filled. */
+static int
+read_lines(FILE *f, struct mp_read *st, char *err, size_t errlen)
+{
+	char line[1024];
+	int rc = 0;
+
+	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+		char *k = rn_trim(line), *sep;
+
+		if (*k == '\0' || *k == '#' || *k == '!')
+			continue;
+		if ((sep = strpbrk(k, "=:")) == NULL) {
+			snprintf(err, errlen, "%s: line without '=': %s",
+			    st->path, k);
+			return -EINVAL;
+		}
+		*sep = '\0';
+		rc = read_key(st, rn_trim(k), rn_trim(sep + 1), err, errlen);
+	}
+	return rc;
+}
+
 int
 rn_metaprops_read(const char *dir, struct rn_metaprops *mp, char *err,
     size_t errlen)
 {
-	char path[1100], line[1024];
-	long n, node = -1, broker = -1;
-	bool have_version = false;
+	char path[1100];
+	struct mp_read st = { mp, path, -1, -1, false };
 	FILE *f;
-	int rc = 0;
+	int rc;
 
 	memset(mp, 0, sizeof(*mp));
 	mp->node_id = -1;
@@ -72,68 +147,14 @@ rn_metaprops_read(const char *dir, struct rn_metaprops *mp, char *err,
 			    strerror(errno));
 		return rc;
 	}
-	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-		char *k = rn_trim(line), *v, *sep;
-
-		if (*k == '\0' || *k == '#' || *k == '!')
-			continue;
-		if ((sep = strpbrk(k, "=:")) == NULL) {
-			snprintf(err, errlen, "%s: line without '=': %s", path,
-			    k);
-			rc = -EINVAL;
-			break;
-		}
-		*sep = '\0';
-		k = rn_trim(k);
-		v = rn_trim(sep + 1);
-		if (strcmp(k, "version") == 0) {
-			if (parse_int(v, 0, 2, &n) != 0) {
-				snprintf(err, errlen, "%s: unsupported version "
-				    "'%s' (0, 1 and 2 are known)", path, v);
-				rc = -EINVAL;
-			}
-			mp->version = (int)n;
-			have_version = true;
-		} else if (strcmp(k, "node.id") == 0 ||
-		    strcmp(k, "broker.id") == 0) {
-			if (parse_int(v, 0, INT32_MAX, &n) != 0) {
-				snprintf(err, errlen, "%s: invalid %s '%s'",
-				    path, k, v);
-				rc = -EINVAL;
-			}
-			if (k[0] == 'n')
-				node = n;
-			else
-				broker = n;
-		} else if (strcmp(k, "cluster.id") == 0) {
-			if (strlen(v) >= sizeof(mp->cluster_id)) {
-				snprintf(err, errlen, "%s: cluster.id '%s' is "
-				    "too long", path, v);
-				rc = -EINVAL;
-			} else
-				strlcpy(mp->cluster_id, v,
-				    sizeof(mp->cluster_id));
-		} else if (strcmp(k, "directory.id") == 0) {
-			struct rn_uuid u;
-
-			if (rn_uuid_parse(v, &u) != 0) {
-				snprintf(err, errlen, "%s: directory.id '%s' "
-				    "is not a Uuid", path, v);
-				rc = -EINVAL;
-			} else {
-				memcpy(mp->dir_id, u.b, 16);
-				mp->has_dir_id = true;
-			}
-		}
-		/* other keys: kept by Kafka, ignored here */
-	}
+	rc = read_lines(f, &st, err, errlen);
 	fclose(f);
 	if (rc != 0)
 		return rc;
-	if (!have_version)
+	if (!st.have_version)
 		mp->version = 0; /* Kafka's default when the key is missing */
-	mp->node_id = (int32_t)(mp->version == 0 ? broker : node);
-	if (mp->version > 0 && node < 0) {
+	mp->node_id = (int32_t)(mp->version == 0 ? st.broker : st.node);
+	if (mp->version > 0 && st.node < 0) {
 		snprintf(err, errlen, "%s: version %d without node.id", path,
 		    mp->version);
 		return -EINVAL;

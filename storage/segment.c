@@ -2,6 +2,7 @@
 #include "storage/segment.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -245,6 +246,54 @@ rn_pwrite_full(int fd, const void *buf, size_t len, int64_t pos)
 	return 0;
 }
 
+/* The scan's window on the file: buf holds [bpos, bpos + blen). */
+struct scanbuf {
+	uint8_t *buf;
+	size_t cap;
+	int64_t bpos, blen;
+};
+
+/*
+ * Have [pos, pos + need) in the window, reading from pos (up to end) and
+ * growing the buffer when need exceeds it. 1 when it is there, 0 when the
+ * file is shorter, or -errno.
+ */
+static int
+scan_fill(const struct rn_segment *seg, struct scanbuf *sb, int64_t pos,
+    int64_t end, int64_t need)
+{
+	ssize_t n;
+
+	if (pos >= sb->bpos && pos + need <= sb->bpos + sb->blen)
+		return 1;
+	if ((size_t)need > sb->cap) {
+		uint8_t *nb = realloc(sb->buf, (size_t)need);
+
+		if (nb == NULL)
+			return -ENOMEM;
+		sb->buf = nb;
+		sb->cap = (size_t)need;
+	}
+	n = rn_pread_full(seg->fd, sb->buf, (size_t)(end - pos <
+	    (int64_t)sb->cap ? end - pos : (int64_t)sb->cap), pos);
+	if (n < 0)
+		return (int)n;
+	sb->bpos = pos;
+	sb->blen = n;
+	return sb->blen >= need;
+}
+
+/* A header that can start a batch of this segment after next_min. */
+static bool
+header_plausible(const struct rn_segment *seg,
+    const struct rn_batch_header *h, int64_t next_min)
+{
+	return h->magic == RN_BATCH_MAGIC_V2 &&
+	    h->batch_length >= RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD &&
+	    h->base_offset >= next_min && h->last_offset_delta >= 0 &&
+	    rn_batch_last_offset(h) - seg->base_offset <= INT32_MAX;
+}
+
 int
 rn_segment_scan(const struct rn_segment *seg, int64_t start, int64_t end,
     int64_t min_offset, int validate, rn_segment_batch_fn fn, void *arg,
@@ -253,90 +302,43 @@ rn_segment_scan(const struct rn_segment *seg, int64_t start, int64_t end,
 	static const struct rn_batch_limits lim = {
 		.flags = RN_BATCH_V_REPLICA | RN_BATCH_V_ALLOW_CONTROL,
 	};
-	size_t cap = SCAN_BUF;
-	uint8_t *buf = malloc(cap);
-	int64_t bpos = 0, blen = 0, pos = start, next_min = min_offset;
+	struct scanbuf sb = { malloc(SCAN_BUF), SCAN_BUF, 0, 0 };
+	int64_t pos = start, next_min = min_offset;
 	int rc = 0;
 
-	if (buf == NULL)
+	if (sb.buf == NULL)
 		return -ENOMEM;
 	while (pos < end) {
 		struct rn_batch_header h;
-		int64_t size, need;
+		int64_t size;
 		const uint8_t *b;
 
 		if (end - pos < RN_BATCH_HEADER_SIZE)
 			break;	/* torn header */
-		if (pos < bpos || pos + RN_BATCH_HEADER_SIZE > bpos + blen) {
-			ssize_t n = rn_pread_full(seg->fd, buf,
-			    (size_t)(end - pos < (int64_t)cap ? end - pos : (int64_t)cap), pos);
-
-			if (n < 0) {
-				rc = (int)n;
-				goto out;
-			}
-			bpos = pos;
-			blen = n;
-			if (blen < RN_BATCH_HEADER_SIZE)
-				break;
-		}
-		b = buf + (pos - bpos);
-		rn_batch_parse_header(b, &h);
-		if (h.magic != RN_BATCH_MAGIC_V2 ||
-		    h.batch_length < RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD)
+		if ((rc = scan_fill(seg, &sb, pos, end, RN_BATCH_HEADER_SIZE)) <= 0)
 			break;
+		rn_batch_parse_header(sb.buf + (pos - sb.bpos), &h);
 		size = (int64_t)rn_batch_total_size(&h);
-		if (size > end - pos)
-			break;	/* torn batch */
-		if (h.base_offset < next_min || h.last_offset_delta < 0 ||
-		    rn_batch_last_offset(&h) - seg->base_offset > INT32_MAX)
+		/* a torn batch, or not one of ours */
+		if (!header_plausible(seg, &h, next_min) || size > end - pos)
 			break;
 		if (validate) {
-			need = size;
-			if (pos + need > bpos + blen) {
-				ssize_t n;
-
-				if ((size_t)need > cap) {
-					uint8_t *nb = realloc(buf, (size_t)need);
-
-					if (nb == NULL) {
-						rc = -ENOMEM;
-						goto out;
-					}
-					buf = nb;
-					cap = (size_t)need;
-				}
-				n = rn_pread_full(seg->fd, buf, (size_t)
-				    (end - pos < (int64_t)cap ? end - pos : (int64_t)cap), pos);
-				if (n < 0) {
-					rc = (int)n;
-					goto out;
-				}
-				bpos = pos;
-				blen = n;
-				if (blen < need)
-					break;
-			}
-			b = buf + (pos - bpos);
-			if (rn_batch_validate(b, (size_t)size, &lim, NULL) != 0)
+			if ((rc = scan_fill(seg, &sb, pos, end, size)) <= 0)
+				break;
+			if (rn_batch_validate(sb.buf + (pos - sb.bpos),
+			    (size_t)size, &lim, NULL) != 0)
 				break;
 		}
-		if (fn != NULL) {
-			rc = fn(arg, pos, &h, validate ? b : NULL);
-			if (rc < 0)
-				goto out;
-			if (rc > 0)
-				break;	/* caller wants the data to end here */
-		}
+		b = validate ? sb.buf + (pos - sb.bpos) : NULL;
+		if (fn != NULL && (rc = fn(arg, pos, &h, b)) != 0)
+			break;	/* > 0: the caller wants the data to end here */
 		next_min = rn_batch_last_offset(&h) + 1;
 		pos += size;
 	}
-	rc = 0;
-out:
 	if (valid_end != NULL)
 		*valid_end = pos;
-	free(buf);
-	return rc;
+	free(sb.buf);
+	return rc < 0 ? rc : 0;
 }
 
 struct recover_ctx {

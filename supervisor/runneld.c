@@ -317,7 +317,8 @@ main_loop(const sigset_t *waitmask)
 			update_status(now);
 		}
 		sv_children_tick(&sv, now);
-		sv_notify_tick(&sv, now);
+		sv_notify_tick(&sv, now,
+		    sv_children_count_state(&sv, RN_WS_FAILED) == 0);
 
 		pfd[0].fd = sv.ctl_fd;
 		pfd[0].events = POLLIN;

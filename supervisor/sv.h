@@ -103,7 +103,7 @@ void sv_notify_status(struct sv *sv, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sv_notify_ready(struct sv *sv);
 void sv_notify_stopping(struct sv *sv);
-void sv_notify_tick(struct sv *sv, int64_t now);
+void sv_notify_tick(struct sv *sv, int64_t now, bool healthy);
 
 /* sv_logdir.c */
 int sv_logdirs_lock(struct sv *sv);

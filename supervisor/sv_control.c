@@ -131,22 +131,32 @@ sv_control_pollfds(struct pollfd *pfd, int max)
 	return n;
 }
 
+/* {"ok": true} or {"ok": false, "error": msg}. */
 static void
-reply_error(struct sv_conn *c, const char *msg)
+reply(struct sv_conn *c, const char *msg)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 2);
+	msgpack_pack_map(&pk, msg != NULL ? 2 : 1);
 	rn_mp_pack_str(&pk, "ok");
-	msgpack_pack_false(&pk);
-	rn_mp_pack_str(&pk, "error");
-	rn_mp_pack_str(&pk, msg);
+	if (msg != NULL) {
+		msgpack_pack_false(&pk);
+		rn_mp_pack_str(&pk, "error");
+		rn_mp_pack_str(&pk, msg);
+	} else
+		msgpack_pack_true(&pk);
 	/* replies are small; a peer that cannot take one loses it */
 	(void)rn_ctl_send(c->fd, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+reply_error(struct sv_conn *c, const char *msg)
+{
+	reply(c, msg);
 }
 
 static void
@@ -161,16 +171,120 @@ conn_privileged(const struct sv *sv, const struct sv_conn *c)
 	return c->uid == 0 || c->uid == sv->service_uid;
 }
 
-/* Returns false when the connection must be closed after the reply. */
+static void
+reply_ok(struct sv_conn *c)
+{
+	reply(c, NULL);
+}
+
+static void
+verb_status(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	(void)req;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	sv_control_pack_status(sv, &pk);
+	reply_sbuf(c, &sb);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+/* Test faults: named as faults, off unless an operator asks. */
+static void
+verb_fault(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+{
+	char name[32], state[8];
+
+	if (rn_mp_get_str(req, "fault", name, sizeof(name)) != 0 ||
+	    rn_mp_get_str(req, "state", state, sizeof(state)) != 0 ||
+	    strcmp(name, "stall-fetch") != 0 ||
+	    (strcmp(state, "on") != 0 && strcmp(state, "off") != 0)) {
+		reply_error(c, "usage: fault stall-fetch on|off");
+		return;
+	}
+	atomic_store(&sv->shm.hdr->fault_stall_fetch, strcmp(state, "on") == 0);
+	log_warnx("control: test fault %s turned %s by uid %u", name, state,
+	    (unsigned)c->uid);
+	reply_ok(c);
+}
+
+static void
+verb_stop(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+{
+	(void)sv;
+	(void)req;
+	log_notice("control: stop requested by uid %u pid %d",
+	    (unsigned)c->uid, (int)c->pid);
+	sv_got_sigterm = 1;
+	reply_ok(c);
+}
+
+static void
+verb_restart(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+{
+	struct sv_child *child = NULL;
+	char worker[64];
+
+	if (rn_mp_get_str(req, "worker", worker, sizeof(worker)) != 0 ||
+	    (child = sv_child_find(sv, worker)) == NULL) {
+		reply_error(c, "no such worker");
+	} else if (sv->stopping) {
+		reply_error(c, "the node is stopping");
+	} else {
+		log_notice("control: restart of %s requested by uid %u",
+		    worker, (unsigned)c->uid);
+		if (sv_child_restart(sv, child) != 0)
+			reply_error(c, strerror(errno));
+		else
+			reply_ok(c);
+	}
+}
+
+/* The verbs runnelctl sends; those that change the node need privilege. */
+static const struct verb {
+	const char *name;
+	void (*fn)(struct sv *, struct sv_conn *, const msgpack_object *);
+	bool privileged;
+	bool log_refusal;
+} verbs[] = {
+	{ "status", verb_status, false, false },
+	{ "fault", verb_fault, true, false },
+	{ "restart", verb_restart, true, true },
+	{ "stop", verb_stop, true, true },
+};
+
+static void
+run_verb(struct sv *sv, struct sv_conn *c, const char *verb,
+    const msgpack_object *req)
+{
+	const struct verb *v;
+
+	for (v = verbs; v < verbs + sizeof(verbs) / sizeof(verbs[0]); v++) {
+		if (strcmp(verb, v->name) != 0)
+			continue;
+		if (v->privileged && !conn_privileged(sv, c)) {
+			if (v->log_refusal)
+				log_warnx("control: %s refused to uid %u",
+				    verb, (unsigned)c->uid);
+			reply_error(c, "permission denied: only root and the "
+			    "service user may change the node");
+			return;
+		}
+		v->fn(sv, c, req);
+		return;
+	}
+	reply_error(c, "unknown verb");
+}
+
+/* Answer one request; false when the connection should close. */
 static bool
 handle_request(struct sv *sv, struct sv_conn *c, const char *buf, size_t len)
 {
 	msgpack_unpacked up;
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	char verb[32], worker[64];
-	bool keep = true;
-	int64_t v;
+	char verb[32];
+	bool keep = false;
 
 	msgpack_unpacked_init(&up);
 	if (msgpack_unpack_next(&up, buf, len, NULL) !=
@@ -178,89 +292,14 @@ handle_request(struct sv *sv, struct sv_conn *c, const char *buf, size_t len)
 		log_warnx("control: malformed request from pid %d uid %u",
 		    (int)c->pid, (unsigned)c->uid);
 		reply_error(c, "malformed request: expected a msgpack map");
-		keep = false;
-		goto out;
-	}
-	v = rn_mp_get_int(&up.data, "v", -1);
-	if (v != RN_CTL_VERSION) {
+	} else if (rn_mp_get_int(&up.data, "v", -1) != RN_CTL_VERSION) {
 		reply_error(c, "unsupported control protocol version");
-		keep = false;
-		goto out;
-	}
-	if (rn_mp_get_str(&up.data, "verb", verb, sizeof(verb)) != 0) {
+	} else if (rn_mp_get_str(&up.data, "verb", verb, sizeof(verb)) != 0) {
 		reply_error(c, "malformed request: no verb");
-		keep = false;
-		goto out;
-	}
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	if (strcmp(verb, "status") == 0) {
-		sv_control_pack_status(sv, &pk);
-		reply_sbuf(c, &sb);
-	} else if (strcmp(verb, "fault") == 0) {
-		/* test faults: named as faults, off unless an operator asks */
-		char name[32], state[8];
-
-		if (!conn_privileged(sv, c)) {
-			reply_error(c, "permission denied: only root and the "
-			    "service user may change the node");
-		} else if (rn_mp_get_str(&up.data, "fault", name,
-		    sizeof(name)) != 0 || rn_mp_get_str(&up.data, "state",
-		    state, sizeof(state)) != 0 ||
-		    strcmp(name, "stall-fetch") != 0 ||
-		    (strcmp(state, "on") != 0 && strcmp(state, "off") != 0)) {
-			reply_error(c, "usage: fault stall-fetch on|off");
-		} else {
-			atomic_store(&sv->shm.hdr->fault_stall_fetch,
-			    strcmp(state, "on") == 0);
-			log_warnx("control: test fault %s turned %s by uid %u",
-			    name, state, (unsigned)c->uid);
-			msgpack_pack_map(&pk, 1);
-			rn_mp_pack_str(&pk, "ok");
-			msgpack_pack_true(&pk);
-			reply_sbuf(c, &sb);
-		}
-	} else if (strcmp(verb, "restart") == 0 || strcmp(verb, "stop") == 0) {
-		if (!conn_privileged(sv, c)) {
-			log_warnx("control: %s refused to uid %u", verb,
-			    (unsigned)c->uid);
-			reply_error(c, "permission denied: only root and the "
-			    "service user may change the node");
-		} else if (strcmp(verb, "stop") == 0) {
-			log_notice("control: stop requested by uid %u pid %d",
-			    (unsigned)c->uid, (int)c->pid);
-			sv_got_sigterm = 1;
-			msgpack_pack_map(&pk, 1);
-			rn_mp_pack_str(&pk, "ok");
-			msgpack_pack_true(&pk);
-			reply_sbuf(c, &sb);
-		} else {
-			struct sv_child *child = NULL;
-
-			if (rn_mp_get_str(&up.data, "worker", worker,
-			    sizeof(worker)) != 0 ||
-			    (child = sv_child_find(sv, worker)) == NULL) {
-				reply_error(c, "no such worker");
-			} else if (sv->stopping) {
-				reply_error(c, "the node is stopping");
-			} else {
-				log_notice("control: restart of %s requested "
-				    "by uid %u", worker, (unsigned)c->uid);
-				if (sv_child_restart(sv, child) != 0)
-					reply_error(c, strerror(errno));
-				else {
-					msgpack_pack_map(&pk, 1);
-					rn_mp_pack_str(&pk, "ok");
-					msgpack_pack_true(&pk);
-					reply_sbuf(c, &sb);
-				}
-			}
-		}
 	} else {
-		reply_error(c, "unknown verb");
+		run_verb(sv, c, verb, &up.data);
+		keep = true;
 	}
-	msgpack_sbuffer_destroy(&sb);
-out:
 	msgpack_unpacked_destroy(&up);
 	return keep;
 }

@@ -61,16 +61,17 @@ sv_notify_stopping(struct sv *sv)
 }
 
 /*
- * Healthy means no worker has been given up on. A hung worker is killed
- * and restarted by the child table, so the watchdog only stops when the
- * supervisor itself stalls or a worker is beyond restarting.
+ * Healthy means no worker has been given up on (the caller asks the
+ * child table). A hung worker is killed and restarted by the child
+ * table, so the watchdog only stops when the supervisor itself stalls or
+ * a worker is beyond restarting.
  */
 void
-sv_notify_tick(struct sv *sv, int64_t now)
+sv_notify_tick(struct sv *sv, int64_t now, bool healthy)
 {
 	if (sv->watchdog_usec == 0 || now < sv->next_watchdog_ms)
 		return;
-	if (sv_children_count_state(sv, RN_WS_FAILED) == 0 && !sv->stopping)
+	if (healthy && !sv->stopping)
 		sd_notify(0, "WATCHDOG=1");
 	sv->next_watchdog_ms = now + (int64_t)(sv->watchdog_usec / 2000);
 }

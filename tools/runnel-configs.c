@@ -330,32 +330,16 @@ find_key(const struct tool_props *p, const char *key)
 	return -1;
 }
 
+/* The current overrides that stay (not deleted, not given again). */
 static int
-do_alter(rd_kafka_t *rk, const struct opts *o)
+keep_current(const struct opts *o, const rd_kafka_ConfigEntry_t **ents,
+    size_t n, rd_kafka_ConfigSource_t dyn, const char *what,
+    struct tool_props *merged)
 {
-	const char *name = o->name ? o->name : "";
-	const rd_kafka_ConfigResource_t *cur, **rs;
-	const rd_kafka_ConfigEntry_t **ents;
-	rd_kafka_ConfigSource_t dyn = dynamic_source(o, name);
-	rd_kafka_ConfigResource_t *r = NULL;
-	rd_kafka_AdminOptions_t *ao = NULL;
-	rd_kafka_queue_t *q = NULL;
-	rd_kafka_event_t *ev;
-	struct tool_props merged = { 0 };
-	char what[512], label[300], *kv;
-	int rc2;
-	size_t n, i;
-	int j, rc = TOOL_EXIT_FAIL;
+	char *kv;
+	size_t i;
+	int rc;
 
-	snprintf(what, sizeof(what), "cannot change the configs of %s",
-	    entity_label(o, name, label, sizeof(label)));
-	if (tool_require_api(o->bootstrap, &o->client,
-	    TOOL_API_ALTER_CONFIGS, "AlterConfigs", what, o->timeout_ms) != 0)
-		return TOOL_EXIT_FAIL;
-	if ((ev = describe_one(rk, o, name, &cur)) == NULL)
-		return TOOL_EXIT_FAIL;
-	/* the current overrides, minus deletions, plus additions */
-	ents = rd_kafka_ConfigResource_configs(cur, &n);
 	for (i = 0; i < n; i++) {
 		const rd_kafka_ConfigEntry_t *e = ents[i];
 		const char *k = rd_kafka_ConfigEntry_name(e);
@@ -367,17 +351,28 @@ do_alter(rd_kafka_t *rk, const struct opts *o)
 			tool_errx("%s: %s is sensitive and the broker does not "
 			    "show its value; give it again with --add-config "
 			    "(INVALID_CONFIG)", what, k);
-			goto out;
+			return -1;
 		}
 		/* as long as the value is: never cut a config short */
 		if (asprintf(&kv, "%s=%s", k,
 		    rd_kafka_ConfigEntry_value(e)) < 0)
-			goto out;
-		rc2 = tool_props_add(&merged, kv);
+			return -1;
+		rc = tool_props_add(merged, kv);
 		free(kv);
-		if (rc2 != 0)
-			goto out;
+		if (rc != 0)
+			return -1;
 	}
+	return 0;
+}
+
+/* Every --delete-config names a current override; 0 or -1. */
+static int
+check_deletions(const struct opts *o, const rd_kafka_ConfigEntry_t **ents,
+    size_t n, rd_kafka_ConfigSource_t dyn, const char *what)
+{
+	size_t i;
+	int j;
+
 	for (j = 0; j < o->del.n; j++) {
 		char key[512];
 		bool found = false;
@@ -392,25 +387,34 @@ do_alter(rd_kafka_t *rk, const struct opts *o)
 		if (!found) {
 			tool_errx("%s: %s is not overridden, nothing to delete "
 			    "(INVALID_CONFIG)", what, key);
-			goto out;
+			return -1;
 		}
 	}
-	for (j = 0; j < o->add.n; j++)
-		if (tool_props_add(&merged, o->add.kv[j]) != 0)
-			goto out;
-	rd_kafka_event_destroy(ev);
-	ev = NULL;
+	return 0;
+}
+
+/* AlterConfigs with the whole set of overrides; an exit code. */
+static int
+send_alter(rd_kafka_t *rk, const struct opts *o, const char *name,
+    const struct tool_props *merged, const char *what)
+{
+	const rd_kafka_ConfigResource_t **rs;
+	rd_kafka_ConfigResource_t *r;
+	rd_kafka_AdminOptions_t *ao;
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+	rd_kafka_event_t *ev;
+	size_t n;
+	int j, rc = TOOL_EXIT_FAIL;
 
 	r = rd_kafka_ConfigResource_new(is_topics(o) ? RD_KAFKA_RESOURCE_TOPIC :
 	    RD_KAFKA_RESOURCE_BROKER, name);
-	for (j = 0; j < merged.n; j++) {
-		char *eq = strchr(merged.kv[j], '=');
+	for (j = 0; j < merged->n; j++) {
+		char *eq = strchr(merged->kv[j], '=');
 
 		*eq = '\0';
-		rd_kafka_ConfigResource_set_config(r, merged.kv[j], eq + 1);
+		rd_kafka_ConfigResource_set_config(r, merged->kv[j], eq + 1);
 		*eq = '=';
 	}
-	q = rd_kafka_queue_new(rk);
 	ao = tool_admin_options(rk, RD_KAFKA_ADMIN_OP_ALTERCONFIGS,
 	    o->timeout_ms);
 	rd_kafka_AlterConfigs(rk, &r, 1, ao, q);
@@ -420,26 +424,61 @@ do_alter(rd_kafka_t *rk, const struct opts *o)
 	if (rd_kafka_event_error(ev)) {
 		tool_report_err(what, rd_kafka_event_error(ev),
 		    rd_kafka_event_error_string(ev));
-		goto out;
+		goto out_ev;
 	}
 	rs = rd_kafka_AlterConfigs_result_resources(
 	    rd_kafka_event_AlterConfigs_result(ev), &n);
-	if (n == 1 && rd_kafka_ConfigResource_error(rs[0])) {
+	if (n == 1 && rd_kafka_ConfigResource_error(rs[0]))
 		tool_report_err(what, rd_kafka_ConfigResource_error(rs[0]),
 		    rd_kafka_ConfigResource_error_string(rs[0]));
+	else
+		rc = TOOL_EXIT_OK;
+out_ev:
+	rd_kafka_event_destroy(ev);
+out:
+	rd_kafka_ConfigResource_destroy(r);
+	rd_kafka_AdminOptions_destroy(ao);
+	rd_kafka_queue_destroy(q);
+	return rc;
+}
+
+static int
+do_alter(rd_kafka_t *rk, const struct opts *o)
+{
+	const char *name = o->name ? o->name : "";
+	const rd_kafka_ConfigResource_t *cur;
+	const rd_kafka_ConfigEntry_t **ents;
+	rd_kafka_ConfigSource_t dyn = dynamic_source(o, name);
+	rd_kafka_event_t *ev;
+	struct tool_props merged = { 0 };
+	char what[512], label[300];
+	size_t n;
+	int j, rc = TOOL_EXIT_FAIL;
+
+	snprintf(what, sizeof(what), "cannot change the configs of %s",
+	    entity_label(o, name, label, sizeof(label)));
+	if (tool_require_api(o->bootstrap, &o->client,
+	    TOOL_API_ALTER_CONFIGS, "AlterConfigs", what, o->timeout_ms) != 0)
+		return TOOL_EXIT_FAIL;
+	if ((ev = describe_one(rk, o, name, &cur)) == NULL)
+		return TOOL_EXIT_FAIL;
+	/* the current overrides, minus deletions, plus additions */
+	ents = rd_kafka_ConfigResource_configs(cur, &n);
+	if (keep_current(o, ents, n, dyn, what, &merged) != 0 ||
+	    check_deletions(o, ents, n, dyn, what) != 0) {
+		rd_kafka_event_destroy(ev);
 		goto out;
 	}
-	printf("Updated the configs of %s.\n", label);
-	rc = TOOL_EXIT_OK;
+	for (j = 0; j < o->add.n; j++)
+		if (tool_props_add(&merged, o->add.kv[j]) != 0)
+			break;
+	rd_kafka_event_destroy(ev);
+	if (j == o->add.n && send_alter(rk, o, name, &merged, what) ==
+	    TOOL_EXIT_OK) {
+		printf("Updated the configs of %s.\n", label);
+		rc = TOOL_EXIT_OK;
+	}
 out:
-	if (ev)
-		rd_kafka_event_destroy(ev);
-	if (r)
-		rd_kafka_ConfigResource_destroy(r);
-	if (ao)
-		rd_kafka_AdminOptions_destroy(ao);
-	if (q)
-		rd_kafka_queue_destroy(q);
 	tool_props_free(&merged);
 	return rc;
 }
@@ -497,80 +536,71 @@ check_opts(struct opts *o)
 	return 0;
 }
 
+enum {
+	O_BOOTSTRAP = 256, O_DESCRIBE, O_ALTER, O_ALL, O_TYPE, O_NAME,
+	O_DEFAULT, O_ADD, O_DEL, O_TOPIC, O_BROKER,
+};
+
+static const struct option lopts[] = {
+	{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
+	{ "describe", no_argument, NULL, O_DESCRIBE },
+	{ "alter", no_argument, NULL, O_ALTER },
+	{ "all", no_argument, NULL, O_ALL },
+	{ "entity-type", required_argument, NULL, O_TYPE },
+	{ "entity-name", required_argument, NULL, O_NAME },
+	{ "entity-default", no_argument, NULL, O_DEFAULT },
+	{ "add-config", required_argument, NULL, O_ADD },
+	{ "delete-config", required_argument, NULL, O_DEL },
+	{ "topic", required_argument, NULL, O_TOPIC },
+	{ "broker", required_argument, NULL, O_BROKER },
+	TOOL_LOPT_TIMEOUT,
+	TOOL_LOPT_CLIENT,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option into o; 0, or -1 after saying why. */
+static int
+one_opt(int ch, const char *arg, void *arg_o)
+{
+	struct opts *o = arg_o;
+
+	switch (ch) {
+	case O_BOOTSTRAP: o->bootstrap = arg; break;
+	case O_DESCRIBE: o->describe = true; break;
+	case O_ALTER: o->alter = true; break;
+	case O_ALL: o->all = true; break;
+	case O_TYPE: o->type = arg; break;
+	case O_NAME: o->name = arg; break;
+	case O_DEFAULT: o->entity_default = true; break;
+	case O_ADD: return parse_add(&o->add, arg);
+	case O_DEL: return parse_del(&o->del, arg);
+	case O_TOPIC: o->type = "topics"; o->name = arg; break;
+	case O_BROKER: o->type = "brokers"; o->name = arg; break;
+	}
+	return 0;
+}
+
+static int
+check(void *o)
+{
+	return check_opts(o);
+}
+
 int
 main(int argc, char **argv)
 {
-	enum {
-		O_BOOTSTRAP = 256, O_DESCRIBE, O_ALTER, O_ALL, O_TYPE, O_NAME,
-		O_DEFAULT, O_ADD, O_DEL, O_TOPIC, O_BROKER, O_CMD_CONFIG,
-		O_TIMEOUT,
-	};
-	static const struct option lopts[] = {
-		{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
-		{ "describe", no_argument, NULL, O_DESCRIBE },
-		{ "alter", no_argument, NULL, O_ALTER },
-		{ "all", no_argument, NULL, O_ALL },
-		{ "entity-type", required_argument, NULL, O_TYPE },
-		{ "entity-name", required_argument, NULL, O_NAME },
-		{ "entity-default", no_argument, NULL, O_DEFAULT },
-		{ "add-config", required_argument, NULL, O_ADD },
-		{ "delete-config", required_argument, NULL, O_DEL },
-		{ "topic", required_argument, NULL, O_TOPIC },
-		{ "broker", required_argument, NULL, O_BROKER },
-		{ "command-config", required_argument, NULL, O_CMD_CONFIG },
-		{ "timeout-ms", required_argument, NULL, O_TIMEOUT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct tool_cli cli = { lopts, one_opt, check, usage, NULL, NULL };
 	struct opts o;
 	rd_kafka_t *rk;
-	long v;
-	int ch, rc;
+	int rc;
 
 	tool_init(argv[0]);
 	memset(&o, 0, sizeof(o));
 	o.timeout_ms = TOOL_DEFAULT_TIMEOUT_MS;
-	while ((ch = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
-		int bad = 0;
-
-		switch (ch) {
-		case O_BOOTSTRAP: o.bootstrap = optarg; break;
-		case O_DESCRIBE: o.describe = true; break;
-		case O_ALTER: o.alter = true; break;
-		case O_ALL: o.all = true; break;
-		case O_TYPE: o.type = optarg; break;
-		case O_NAME: o.name = optarg; break;
-		case O_DEFAULT: o.entity_default = true; break;
-		case O_ADD: bad = parse_add(&o.add, optarg); break;
-		case O_DEL: bad = parse_del(&o.del, optarg); break;
-		case O_TOPIC: o.type = "topics"; o.name = optarg; break;
-		case O_BROKER: o.type = "brokers"; o.name = optarg; break;
-		case O_CMD_CONFIG:
-			bad = tool_props_load_file(&o.client, optarg);
-			break;
-		case 'X': bad = tool_props_add(&o.client, optarg); break;
-		case O_TIMEOUT:
-			if ((bad = tool_parse_long(optarg, 1, 3600000, &v)) ==
-			    0)
-				o.timeout_ms = (int)v;
-			else
-				tool_errx("--timeout-ms: bad value '%s'",
-				    optarg);
-			break;
-		case 'h': usage(stdout); return TOOL_EXIT_OK;
-		default: usage(stderr); return TOOL_EXIT_USAGE;
-		}
-		if (bad)
-			return TOOL_EXIT_USAGE;
-	}
-	if (optind != argc) {
-		tool_errx("unexpected argument '%s'", argv[optind]);
-		return TOOL_EXIT_USAGE;
-	}
-	if (check_opts(&o) != 0) {
-		fprintf(stderr, "(runnel-configs --help for usage)\n");
-		return TOOL_EXIT_USAGE;
-	}
+	cli.client = &o.client;
+	cli.timeout_ms = &o.timeout_ms;
+	if ((rc = tool_parse_args(argc, argv, &cli, &o)) >= 0)
+		return rc;
 	if ((rk = tool_client_new(RD_KAFKA_PRODUCER, o.bootstrap, &o.client,
 	    NULL)) == NULL)
 		return TOOL_EXIT_FAIL;

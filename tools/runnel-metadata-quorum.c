@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
 #include "tools/tool_kclient.h"
@@ -29,15 +30,6 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: %s --bootstrap-server HOST:PORT describe "
 	    "--status|--replication\n", prog);
-}
-
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void
@@ -105,7 +97,7 @@ static void
 replication(const struct rn_DescribeQuorumResponse_PartitionData *q)
 {
 	const struct rn_DescribeQuorumResponse_ReplicaState *leader = NULL;
-	int64_t now = wall_ms();
+	int64_t now = rn_wallclock_ms();
 	int32_t i, pass;
 
 	for (i = 0; i < q->current_voters_count; i++)
@@ -138,8 +130,10 @@ replication(const struct rn_DescribeQuorumResponse_PartitionData *q)
 	}
 }
 
-int
-main(int argc, char **argv)
+/* The mode ('s' or 'r') from the command line; -1 to go on, else the
+ * exit code. */
+static int
+parse_args(int argc, char **argv, const char **bootstrap, int *mode)
 {
 	static const struct option opts[] = {
 		{ "bootstrap-server", required_argument, NULL, 'b' },
@@ -148,28 +142,18 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rn_DescribeQuorumRequest req;
-	struct rn_DescribeQuorumRequest_TopicData td;
-	struct rn_DescribeQuorumRequest_PartitionData pd;
-	struct rn_DescribeQuorumResponse resp;
-	const struct rn_DescribeQuorumResponse_PartitionData *q;
-	const char *bootstrap = NULL;
-	struct rn_kwriter w;
-	struct rn_kreader r;
-	struct rn_arena arena;
-	char err[512], cid[64];
-	int ch, mode = 0, fd, rc = 1;
+	int ch;
 
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'b': bootstrap = optarg; break;
-		case 's': mode = 's'; break;
-		case 'r': mode = 'r'; break;
+		case 'b': *bootstrap = optarg; break;
+		case 's': *mode = 's'; break;
+		case 'r': *mode = 'r'; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (bootstrap == NULL || optind >= argc ||
+	if (*bootstrap == NULL || optind >= argc ||
 	    strcmp(argv[optind], "describe") != 0) {
 		usage(stderr);
 		return 2;
@@ -177,25 +161,45 @@ main(int argc, char **argv)
 	/* options may also follow the verb */
 	for (optind++; optind < argc; optind++) {
 		if (strcmp(argv[optind], "--status") == 0)
-			mode = 's';
+			*mode = 's';
 		else if (strcmp(argv[optind], "--replication") == 0)
-			mode = 'r';
+			*mode = 'r';
 		else {
 			fprintf(stderr, "%s: unknown argument %s\n", prog,
 			    argv[optind]);
 			return 2;
 		}
 	}
-	if (mode == 0) {
+	if (*mode == 0) {
 		fprintf(stderr, "%s: describe needs --status or "
 		    "--replication\n", prog);
 		return 2;
 	}
-	if ((fd = tkc_connect(bootstrap, 10000, err, sizeof(err))) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
-		return 1;
-	}
-	rn_arena_init(&arena, 16u << 20);
+	return -1;
+}
+
+/* The error a DescribeQuorum answer carries, 0 if none. */
+static int16_t
+quorum_error(const struct rn_DescribeQuorumResponse *resp)
+{
+	if (resp->error_code != 0)
+		return resp->error_code;
+	if (resp->topics_count != 1 || resp->topics[0].partitions_count != 1)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	return resp->topics[0].partitions[0].error_code;
+}
+
+/* The metadata partition's quorum; NULL after saying why. */
+static const struct rn_DescribeQuorumResponse_PartitionData *
+describe_quorum(int fd, struct rn_arena *arena,
+    struct rn_DescribeQuorumResponse *resp)
+{
+	struct rn_DescribeQuorumRequest req;
+	struct rn_DescribeQuorumRequest_TopicData td;
+	struct rn_DescribeQuorumRequest_PartitionData pd;
+	const struct rn_DescribeQuorumResponse_PartitionData *q = NULL;
+	char err[512];
+
 	rn_DescribeQuorumRequest_init(&req);
 	rn_DescribeQuorumRequest_TopicData_init(&td);
 	rn_DescribeQuorumRequest_PartitionData_init(&pd);
@@ -205,39 +209,44 @@ main(int argc, char **argv)
 	td.partitions_count = 1;
 	req.topics = &td;
 	req.topics_count = 1;
-	rn_kwriter_init(&w);
-	rn_DescribeQuorumRequest_encode(&w, DQ_VERSION, &req);
-	if (tkc_call(fd, RN_KAPI_DESCRIBE_QUORUM, DQ_VERSION, &w, &arena, &r,
-	    TIMEOUT_MS, err, sizeof(err)) != 0) {
+	if (tkc_call_api(fd, RN_KAPI_DESCRIBE_QUORUM, DQ_VERSION, &req, arena,
+	    resp, TIMEOUT_MS, err, sizeof(err)) != 0)
 		fprintf(stderr, "%s: DescribeQuorum: %s\n", prog, err);
-		goto out;
-	}
-	if (rn_DescribeQuorumResponse_decode(&r, DQ_VERSION, &arena, &resp) !=
-	    0) {
-		fprintf(stderr, "%s: DescribeQuorum: the response does not "
-		    "decode\n", prog);
-		goto out;
-	}
-	if (resp.error_code != 0 || resp.topics_count != 1 ||
-	    resp.topics[0].partitions_count != 1 ||
-	    resp.topics[0].partitions[0].error_code != 0) {
+	else if (quorum_error(resp) != 0)
 		fprintf(stderr, "%s: DescribeQuorum failed: %s\n", prog,
-		    rn_kerr_name(resp.error_code != 0 ? resp.error_code :
-		    resp.topics_count == 1 &&
-		    resp.topics[0].partitions_count == 1 ?
-		    resp.topics[0].partitions[0].error_code :
-		    RN_KERR_UNKNOWN_SERVER_ERROR));
-		goto out;
+		    rn_kerr_name(quorum_error(resp)));
+	else
+		q = &resp->topics[0].partitions[0];
+	return q;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct rn_DescribeQuorumResponse resp;
+	const struct rn_DescribeQuorumResponse_PartitionData *q;
+	const char *bootstrap = NULL;
+	struct rn_arena arena;
+	char err[512], cid[64];
+	int mode = 0, fd, rc;
+
+	if ((rc = parse_args(argc, argv, &bootstrap, &mode)) >= 0)
+		return rc;
+	if ((fd = tkc_connect(bootstrap, 10000, err, sizeof(err))) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 1;
 	}
-	q = &resp.topics[0].partitions[0];
-	if (mode == 's') {
-		tkc_cluster_id(fd, TIMEOUT_MS, &arena, cid, sizeof(cid));
-		status(cid, q);
-	} else
-		replication(q);
-	rc = 0;
-out:
-	rn_kwriter_free(&w);
+	rn_arena_init(&arena, 16u << 20);
+	rc = 1;
+	if ((q = describe_quorum(fd, &arena, &resp)) != NULL) {
+		if (mode == 's') {
+			tkc_cluster_id(fd, TIMEOUT_MS, &arena, cid,
+			    sizeof(cid));
+			status(cid, q);
+		} else
+			replication(q);
+		rc = 0;
+	}
 	rn_arena_free(&arena);
 	close(fd);
 	return rc;

@@ -282,34 +282,13 @@ print_final_producer(const struct opts *o, struct prod *p, long sent,
 	fflush(stdout);
 }
 
-static int
-run_producer(const struct opts *o)
+/* The producer's settings: a large in-flight window, then the options. */
+static rd_kafka_conf_t *
+producer_conf(const struct opts *o, struct prod *p)
 {
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_topic_t *rkt;
-	rd_kafka_t *rk;
-	struct prod p;
-	char *payload;
-	long i, sent = 0;
-	double secs;
-	int rc = TOOL_EXIT_FAIL;
 
-	memset(&p, 0, sizeof(p));
-	p.o = o;
-	p.t_us = malloc((size_t)o->num_records * sizeof(*p.t_us));
-	payload = malloc((size_t)o->record_size + 1);
-	if (p.t_us == NULL || payload == NULL) {
-		tool_errx("cannot allocate %ld records' timestamps",
-		    o->num_records);
-		free(p.t_us);
-		free(payload);
-		rd_kafka_conf_destroy(conf);
-		return TOOL_EXIT_FAIL;
-	}
-	/* random capitals, like Kafka's tool, so compression has work */
-	for (i = 0; i < o->record_size; i++)
-		payload[i] = (char)('A' + random() % 26);
-	rd_kafka_conf_set_opaque(conf, &p);
+	rd_kafka_conf_set_opaque(conf, p);
 	rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
 	/* room for a large in-flight window; -X can still override */
 	if (set_conf(conf, "queue.buffering.max.messages", "1000000") ||
@@ -321,66 +300,99 @@ run_producer(const struct opts *o)
 	    set_conf(conf, "batch.size", o->batch_size) ||
 	    set_conf(conf, "compression.type", o->compression)) {
 		rd_kafka_conf_destroy(conf);
-		goto out_free;
+		return NULL;
 	}
-	if ((rk = tool_client_new(RD_KAFKA_PRODUCER, o->bootstrap, &o->client,
-	    conf)) == NULL)
-		goto out_free;
-	rkt = rd_kafka_topic_new(rk, o->topic, NULL);
+	return conf;
+}
 
-	p.start_ns = rn_now_ns();
-	window_reset(&p.win, p.start_ns);
-	for (i = 0; i < o->num_records && !interrupted; i++) {
-		int64_t now = rn_now_ns();
+/* Throttle: stay at or below the asked rate; the time record i goes. */
+static int64_t
+wait_turn(rd_kafka_t *rk, const struct prod *p, long i)
+{
+	int64_t now = rn_now_ns(), due;
 
-		/* throttle: stay at or below the asked rate */
-		if (o->throughput > 0) {
-			int64_t due = p.start_ns + (int64_t)((double)i * 1e9 /
-			    (double)o->throughput);
-			while (now < due && !interrupted) {
-				int ms = (int)((due - now) / 1000000);
-				rd_kafka_poll(rk, ms > 0 ? ms : 0);
-				now = rn_now_ns();
-			}
+	if (p->o->throughput <= 0)
+		return now;
+	due = p->start_ns + (int64_t)((double)i * 1e9 /
+	    (double)p->o->throughput);
+	while (now < due && !interrupted) {
+		int ms = (int)((due - now) / 1000000);
+
+		rd_kafka_poll(rk, ms > 0 ? ms : 0);
+		now = rn_now_ns();
+	}
+	return now;
+}
+
+/* Hand record i to librdkafka, waiting while its queue is full. */
+static bool
+produce_one(rd_kafka_t *rk, rd_kafka_topic_t *rkt, struct prod *p,
+    char *payload, long i)
+{
+	while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, 0, payload,
+	    (size_t)p->o->record_size, NULL, 0, (void *)(intptr_t)i) == -1) {
+		rd_kafka_resp_err_t err = rd_kafka_last_error();
+
+		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+			tool_report_err("cannot produce", err, NULL);
+			interrupted = 1;
+			return false;
 		}
-		p.t_us[i] = (uint32_t)((now - p.start_ns) / 1000);
-		while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, 0, payload,
-		    (size_t)o->record_size, NULL, 0, (void *)(intptr_t)i) ==
-		    -1) {
-			rd_kafka_resp_err_t err = rd_kafka_last_error();
+		rd_kafka_poll(rk, 1);
+		maybe_report(p);
+	}
+	return true;
+}
 
-			if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-				tool_report_err("cannot produce", err, NULL);
-				interrupted = 1;
-				break;
-			}
-			rd_kafka_poll(rk, 1);
-			maybe_report(&p);
+/* --sync: one in flight, wait for this record's report. */
+static void
+wait_sync(rd_kafka_t *rk, struct prod *p, long sent)
+{
+	while (p->delivered + p->failed < sent && !interrupted) {
+		rd_kafka_poll(rk, 100);
+		if (tool_all_brokers_down()) {
+			tool_errx("no broker is reachable: %s",
+			    tool_last_client_error());
+			interrupted = 1;
 		}
-		if (interrupted)
+	}
+}
+
+/* Send the records; how many librdkafka took. */
+static long
+send_records(rd_kafka_t *rk, rd_kafka_topic_t *rkt, struct prod *p,
+    char *payload)
+{
+	long i, sent = 0;
+
+	p->start_ns = rn_now_ns();
+	window_reset(&p->win, p->start_ns);
+	for (i = 0; i < p->o->num_records && !interrupted; i++) {
+		int64_t now = wait_turn(rk, p, i);
+
+		p->t_us[i] = (uint32_t)((now - p->start_ns) / 1000);
+		if (!produce_one(rk, rkt, p, payload, i) || interrupted)
 			break;
 		sent++;
-		if (o->sync) {
-			/* one in flight: wait for this record's report */
-			while (p.delivered + p.failed < sent && !interrupted) {
-				rd_kafka_poll(rk, 100);
-				if (tool_all_brokers_down()) {
-					tool_errx("no broker is reachable: %s",
-					    tool_last_client_error());
-					interrupted = 1;
-				}
-			}
-		} else if ((i & 1023) == 0) {
+		if (p->o->sync)
+			wait_sync(rk, p, sent);
+		else if ((i & 1023) == 0)
 			rd_kafka_poll(rk, 0);
-		}
-		maybe_report(&p);
+		maybe_report(p);
 	}
-	/* drain: wait for every report, still printing progress */
-	while (p.delivered + p.failed < sent && !interrupted) {
+	return sent;
+}
+
+/* Wait for every report, still printing progress. */
+static void
+drain(rd_kafka_t *rk, struct prod *p, long sent)
+{
+	while (p->delivered + p->failed < sent && !interrupted) {
 		rd_kafka_poll(rk, 100);
-		maybe_report(&p);
-		if (tool_all_brokers_down() && p.delivered == 0 &&
-		    rn_now_ns() - p.start_ns > (int64_t)o->timeout_ms * 1000000) {
+		maybe_report(p);
+		if (tool_all_brokers_down() && p->delivered == 0 &&
+		    rn_now_ns() - p->start_ns >
+		    (int64_t)p->o->timeout_ms * 1000000) {
 			tool_errx("no broker is reachable: %s",
 			    tool_last_client_error());
 			break;
@@ -390,6 +402,39 @@ run_producer(const struct opts *o)
 		rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE |
 		    RD_KAFKA_PURGE_F_INFLIGHT);
 	rd_kafka_flush(rk, 1000);
+}
+
+static int
+run_producer(const struct opts *o)
+{
+	rd_kafka_conf_t *conf;
+	rd_kafka_topic_t *rkt;
+	rd_kafka_t *rk;
+	struct prod p;
+	char *payload;
+	long i, sent;
+	double secs;
+	int rc = TOOL_EXIT_FAIL;
+
+	memset(&p, 0, sizeof(p));
+	p.o = o;
+	p.t_us = malloc((size_t)o->num_records * sizeof(*p.t_us));
+	payload = malloc((size_t)o->record_size + 1);
+	if (p.t_us == NULL || payload == NULL) {
+		tool_errx("cannot allocate %ld records' timestamps",
+		    o->num_records);
+		goto out_free;
+	}
+	/* random capitals, like Kafka's tool, so compression has work */
+	for (i = 0; i < o->record_size; i++)
+		payload[i] = (char)('A' + random() % 26);
+	if ((conf = producer_conf(o, &p)) == NULL ||
+	    (rk = tool_client_new(RD_KAFKA_PRODUCER, o->bootstrap, &o->client,
+	    conf)) == NULL)
+		goto out_free;
+	rkt = rd_kafka_topic_new(rk, o->topic, NULL);
+	sent = send_records(rk, rkt, &p, payload);
+	drain(rk, &p, sent);
 	window_print(&p.win, rn_now_ns(), true);
 	secs = (double)((p.last_dr_ns ? p.last_dr_ns : rn_now_ns()) -
 	    p.start_ns) / 1e9;
@@ -459,17 +504,12 @@ assign_all(rd_kafka_t *rk, const struct opts *o)
 	return 0;
 }
 
-static int
-run_consumer(const struct opts *o)
+/* A consumer of --group, or of a group of our own; NULL after saying why. */
+static rd_kafka_t *
+consumer_new(const struct opts *o)
 {
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_t *rk;
-	struct window win;
 	char group[64];
-	long n = 0;
-	double bytes = 0;
-	int64_t first_ns = 0, last_ns = 0, idle_since;
-	int rc = TOOL_EXIT_FAIL;
 
 	snprintf(group, sizeof(group), "runnel-perf-%d", (int)getpid());
 	if (set_conf(conf, "group.id", o->group ? o->group : group) ||
@@ -477,66 +517,96 @@ run_consumer(const struct opts *o)
 	    set_conf(conf, "enable.auto.commit", "false") ||
 	    set_conf(conf, "enable.partition.eof", "false")) {
 		rd_kafka_conf_destroy(conf);
-		return TOOL_EXIT_FAIL;
+		return NULL;
 	}
-	if ((rk = tool_client_new(RD_KAFKA_CONSUMER, o->bootstrap, &o->client,
-	    conf)) == NULL)
-		return TOOL_EXIT_FAIL;
-	rd_kafka_poll_set_consumer(rk);
-	if (o->group != NULL) {
-		rd_kafka_topic_partition_list_t *l =
-		    rd_kafka_topic_partition_list_new(1);
-		rd_kafka_resp_err_t err;
+	return tool_client_new(RD_KAFKA_CONSUMER, o->bootstrap, &o->client,
+	    conf);
+}
 
-		rd_kafka_topic_partition_list_add(l, o->topic,
-		    RD_KAFKA_PARTITION_UA);
-		err = rd_kafka_subscribe(rk, l);
-		rd_kafka_topic_partition_list_destroy(l);
-		if (err) {
-			tool_report_err("cannot subscribe", err, NULL);
-			goto out;
-		}
-	} else if (assign_all(rk, o) != 0) {
-		goto out;
+/* With --group, join it for the topic; else read every partition. */
+static int
+consumer_start(rd_kafka_t *rk, const struct opts *o)
+{
+	rd_kafka_topic_partition_list_t *l;
+	rd_kafka_resp_err_t err;
+
+	rd_kafka_poll_set_consumer(rk);
+	if (o->group == NULL)
+		return assign_all(rk, o);
+	l = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(l, o->topic, RD_KAFKA_PARTITION_UA);
+	err = rd_kafka_subscribe(rk, l);
+	rd_kafka_topic_partition_list_destroy(l);
+	if (err) {
+		tool_report_err("cannot subscribe", err, NULL);
+		return -1;
 	}
-	window_reset(&win, rn_now_ns());
-	idle_since = rn_now_ns();
-	while (n < o->num_records && !interrupted) {
+	return 0;
+}
+
+/* What the consumer counted. */
+struct cons {
+	struct window win;
+	long n;
+	double bytes;
+	int64_t first_ns, last_ns, idle_since;
+};
+
+static void
+consumed(struct cons *k, const rd_kafka_message_t *m, int64_t now)
+{
+	if (m->err) {
+		if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+			tool_warnx("%s", rd_kafka_message_errstr(m));
+		return;
+	}
+	if (k->n == 0) {
+		k->first_ns = now;
+		window_reset(&k->win, now);
+	}
+	k->n++;
+	k->bytes += (double)m->len;
+	k->win.count++;
+	k->win.bytes += (double)m->len;
+	k->last_ns = now;
+	k->idle_since = now;
+}
+
+static int
+run_consumer(const struct opts *o)
+{
+	struct cons k;
+	rd_kafka_t *rk;
+	int rc = TOOL_EXIT_FAIL;
+
+	if ((rk = consumer_new(o)) == NULL)
+		return TOOL_EXIT_FAIL;
+	if (consumer_start(rk, o) != 0)
+		goto out;
+	memset(&k, 0, sizeof(k));
+	window_reset(&k.win, rn_now_ns());
+	k.idle_since = rn_now_ns();
+	while (k.n < o->num_records && !interrupted) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
 		int64_t now = rn_now_ns();
 
 		if (m != NULL) {
-			if (m->err) {
-				if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-					tool_warnx("%s",
-					    rd_kafka_message_errstr(m));
-			} else {
-				if (n == 0) {
-					first_ns = now;
-					window_reset(&win, now);
-				}
-				n++;
-				bytes += (double)m->len;
-				win.count++;
-				win.bytes += (double)m->len;
-				last_ns = now;
-				idle_since = now;
-			}
+			consumed(&k, m, now);
 			rd_kafka_message_destroy(m);
 		}
-		if (now - win.start_ns >= o->interval_ms * 1000000L) {
-			window_print(&win, now, false);
-			window_reset(&win, now);
+		if (now - k.win.start_ns >= o->interval_ms * 1000000L) {
+			window_print(&k.win, now, false);
+			window_reset(&k.win, now);
 		}
-		if (now - idle_since > o->timeout_ms * 1000000L) {
+		if (now - k.idle_since > o->timeout_ms * 1000000L) {
 			tool_errx("no record for %ld ms; got %ld of %ld",
-			    o->timeout_ms, n, o->num_records);
+			    o->timeout_ms, k.n, o->num_records);
 			break;
 		}
 	}
-	print_final_consumer(o, n, bytes,
-	    n > 1 ? (double)(last_ns - first_ns) / 1e9 : 0);
-	rc = n >= o->num_records ? TOOL_EXIT_OK : TOOL_EXIT_FAIL;
+	print_final_consumer(o, k.n, k.bytes,
+	    k.n > 1 ? (double)(k.last_ns - k.first_ns) / 1e9 : 0);
+	rc = k.n >= o->num_records ? TOOL_EXIT_OK : TOOL_EXIT_FAIL;
 out:
 	rd_kafka_consumer_close(rk);
 	rd_kafka_destroy(rk);
@@ -594,44 +664,97 @@ num(const char *flag, const char *s, long min, long max, long *out)
 	return -1;
 }
 
-int
-main(int argc, char **argv)
-{
-	enum {
-		O_BOOTSTRAP = 256, O_TOPIC, O_NUM, O_SIZE, O_ACKS, O_LINGER,
-		O_BATCH, O_COMPRESSION, O_THROUGHPUT, O_SYNC, O_JSON, O_GROUP,
-		O_TIMEOUT, O_INTERVAL, O_CMD_CONFIG,
-	};
-	static const struct option lopts[] = {
-		{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
-		{ "topic", required_argument, NULL, O_TOPIC },
-		{ "num-records", required_argument, NULL, O_NUM },
-		{ "record-size", required_argument, NULL, O_SIZE },
-		{ "acks", required_argument, NULL, O_ACKS },
-		{ "linger-ms", required_argument, NULL, O_LINGER },
-		{ "batch-size", required_argument, NULL, O_BATCH },
-		{ "compression", required_argument, NULL, O_COMPRESSION },
-		{ "throughput", required_argument, NULL, O_THROUGHPUT },
-		{ "sync", no_argument, NULL, O_SYNC },
-		{ "print-json", no_argument, NULL, O_JSON },
-		{ "group", required_argument, NULL, O_GROUP },
-		{ "timeout-ms", required_argument, NULL, O_TIMEOUT },
-		{ "reporting-interval", required_argument, NULL, O_INTERVAL },
-		{ "command-config", required_argument, NULL, O_CMD_CONFIG },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct opts o;
-	struct sigaction sa;
-	long v;
-	int ch, bad, rc;
+/* Option codes of producer and consumer. */
+enum {
+	O_BOOTSTRAP = 256, O_TOPIC, O_NUM, O_SIZE, O_ACKS, O_LINGER,
+	O_BATCH, O_COMPRESSION, O_THROUGHPUT, O_SYNC, O_JSON, O_GROUP,
+	O_TIMEOUT, O_INTERVAL,
+};
 
-	tool_init(argv[0]);
-	memset(&o, 0, sizeof(o));
-	o.record_size = 100;
-	o.throughput = -1;
-	o.interval_ms = 1000;
-	o.timeout_ms = 10000;
+/* One option of producer or consumer into o; 0, or -1 after saying why. */
+static int
+perf_opt(int ch, const char *arg, void *arg_o)
+{
+	struct opts *o = arg_o;
+	long v;
+	int bad = 0;
+
+	switch (ch) {
+	case O_BOOTSTRAP: o->bootstrap = arg; break;
+	case O_TOPIC: o->topic = arg; break;
+	case O_NUM:
+		bad = num("--num-records", arg, 1, MAX_RECORDS,
+		    &o->num_records);
+		break;
+	case O_SIZE:
+		bad = num("--record-size", arg, 0, 100 * 1024 * 1024,
+		    &o->record_size);
+		break;
+	case O_ACKS: o->acks = arg; break;
+	case O_LINGER:
+		bad = num("--linger-ms", arg, 0, 900000, &v);
+		o->linger_ms = arg;
+		break;
+	case O_BATCH:
+		bad = num("--batch-size", arg, 1, INT32_MAX, &v);
+		o->batch_size = arg;
+		break;
+	case O_COMPRESSION: o->compression = arg; break;
+	case O_THROUGHPUT:
+		bad = num("--throughput", arg, -1, INT32_MAX, &o->throughput);
+		if (!bad && o->throughput == 0) {
+			tool_errx("--throughput 0 would send nothing; -1 "
+			    "means no limit");
+			bad = 1;
+		}
+		break;
+	case O_SYNC: o->sync = true; break;
+	case O_JSON: o->print_json = true; break;
+	case O_GROUP: o->group = arg; break;
+	case O_TIMEOUT:
+		bad = num("--timeout-ms", arg, 1, 3600000, &o->timeout_ms);
+		break;
+	case O_INTERVAL:
+		bad = num("--reporting-interval", arg, 10, 3600000,
+		    &o->interval_ms);
+		break;
+	}
+	return bad;
+}
+
+static const struct option lopts[] = {
+	{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
+	{ "topic", required_argument, NULL, O_TOPIC },
+	{ "num-records", required_argument, NULL, O_NUM },
+	{ "record-size", required_argument, NULL, O_SIZE },
+	{ "acks", required_argument, NULL, O_ACKS },
+	{ "linger-ms", required_argument, NULL, O_LINGER },
+	{ "batch-size", required_argument, NULL, O_BATCH },
+	{ "compression", required_argument, NULL, O_COMPRESSION },
+	{ "throughput", required_argument, NULL, O_THROUGHPUT },
+	{ "sync", no_argument, NULL, O_SYNC },
+	{ "print-json", no_argument, NULL, O_JSON },
+	{ "group", required_argument, NULL, O_GROUP },
+	{ "timeout-ms", required_argument, NULL, O_TIMEOUT },
+	{ "reporting-interval", required_argument, NULL, O_INTERVAL },
+	TOOL_LOPT_CLIENT,
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+check(void *o)
+{
+	return check_opts(o);
+}
+
+/* Fill o from the command line (the verb first); -1 to go on, else the
+ * exit code. */
+static int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	struct tool_cli cli = { lopts, perf_opt, check, usage, &o->client,
+	    NULL };
+
 	if (argc < 2 || (strcmp(argv[1], "producer") != 0 &&
 	    strcmp(argv[1], "consumer") != 0)) {
 		if (argc >= 2 && (strcmp(argv[1], "-h") == 0 ||
@@ -642,69 +765,26 @@ main(int argc, char **argv)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
-	o.producer = strcmp(argv[1], "producer") == 0;
+	o->producer = strcmp(argv[1], "producer") == 0;
 	optind = 2;
-	while ((ch = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
-		bad = 0;
-		switch (ch) {
-		case O_BOOTSTRAP: o.bootstrap = optarg; break;
-		case O_TOPIC: o.topic = optarg; break;
-		case O_NUM:
-			bad = num("--num-records", optarg, 1, MAX_RECORDS,
-			    &o.num_records);
-			break;
-		case O_SIZE:
-			bad = num("--record-size", optarg, 0, 100 * 1024 * 1024,
-			    &o.record_size);
-			break;
-		case O_ACKS: o.acks = optarg; break;
-		case O_LINGER:
-			bad = num("--linger-ms", optarg, 0, 900000, &v);
-			o.linger_ms = optarg;
-			break;
-		case O_BATCH:
-			bad = num("--batch-size", optarg, 1, INT32_MAX, &v);
-			o.batch_size = optarg;
-			break;
-		case O_COMPRESSION: o.compression = optarg; break;
-		case O_THROUGHPUT:
-			bad = num("--throughput", optarg, -1, INT32_MAX,
-			    &o.throughput);
-			if (!bad && o.throughput == 0) {
-				tool_errx("--throughput 0 would send nothing; "
-				    "-1 means no limit");
-				bad = 1;
-			}
-			break;
-		case O_SYNC: o.sync = true; break;
-		case O_JSON: o.print_json = true; break;
-		case O_GROUP: o.group = optarg; break;
-		case O_TIMEOUT:
-			bad = num("--timeout-ms", optarg, 1, 3600000,
-			    &o.timeout_ms);
-			break;
-		case O_INTERVAL:
-			bad = num("--reporting-interval", optarg, 10, 3600000,
-			    &o.interval_ms);
-			break;
-		case O_CMD_CONFIG:
-			bad = tool_props_load_file(&o.client, optarg);
-			break;
-		case 'X': bad = tool_props_add(&o.client, optarg); break;
-		case 'h': usage(stdout); return TOOL_EXIT_OK;
-		default: usage(stderr); return TOOL_EXIT_USAGE;
-		}
-		if (bad)
-			return TOOL_EXIT_USAGE;
-	}
-	if (optind != argc) {
-		tool_errx("unexpected argument '%s'", argv[optind]);
-		return TOOL_EXIT_USAGE;
-	}
-	if (check_opts(&o) != 0) {
-		fprintf(stderr, "(runnel-perf --help for usage)\n");
-		return TOOL_EXIT_USAGE;
-	}
+	return tool_parse_args(argc, argv, &cli, o);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o;
+	struct sigaction sa;
+	int rc;
+
+	tool_init(argv[0]);
+	memset(&o, 0, sizeof(o));
+	o.record_size = 100;
+	o.throughput = -1;
+	o.interval_ms = 1000;
+	o.timeout_ms = 10000;
+	if ((rc = parse_args(argc, argv, &o)) >= 0)
+		return rc;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);

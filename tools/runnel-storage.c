@@ -143,14 +143,116 @@ lock_dir(struct dir *d)
 	return 0;
 }
 
+/*
+ * How many dirs are empty (to format), or -1 after saying why one that is
+ * formatted stops the format: another node's or cluster's, or formatted
+ * at all without --ignore-formatted.
+ */
+static int
+check_dirs(const struct dir *dirs, int n, const struct rn_config *cfg,
+    const char *config, const char *cluster_id, bool ignore)
+{
+	int i, empty = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct dir *d = &dirs[i];
+
+		if (d->state < 0) {
+			fprintf(stderr, "runnel-storage: %s\n", d->err);
+			return -1;
+		}
+		if (d->state == 1) {
+			empty++;
+			continue;
+		}
+		/* a formatted dir must belong to this node and cluster */
+		if (d->mp.node_id >= 0 && d->mp.node_id != cfg->node_id) {
+			fprintf(stderr, "runnel-storage: %s belongs to node.id "
+			    "%d, but %s says node.id=%d\n", d->path,
+			    d->mp.node_id, config, cfg->node_id);
+			return -1;
+		}
+		if (cluster_id != NULL && d->mp.cluster_id[0] != '\0' &&
+		    strcmp(d->mp.cluster_id, cluster_id) != 0) {
+			fprintf(stderr, "runnel-storage: %s belongs to cluster "
+			    "%s, not %s\n", d->path, d->mp.cluster_id,
+			    cluster_id);
+			return -1;
+		}
+		if (!ignore) {
+			fprintf(stderr, "runnel-storage: log directory %s is "
+			    "already formatted (it has %s); "
+			    "--ignore-formatted skips formatted dirs and "
+			    "formats the others\n", d->path, RN_METAPROPS_FILE);
+			return -1;
+		}
+	}
+	return empty;
+}
+
+/* A directory id no dir of this node has yet; 0, or -1 after saying why. */
+static int
+new_dir_id(const struct dir *dirs, int n, struct rn_uuid *did, char idstr[23])
+{
+	bool dup;
+	int j;
+
+	do {
+		if (new_uuid(did, idstr) != 0) {
+			fprintf(stderr, "runnel-storage: no randomness: %s\n",
+			    strerror(errno));
+			return -1;
+		}
+		dup = false;
+		for (j = 0; j < n; j++)
+			if (dirs[j].mp.has_dir_id &&
+			    memcmp(dirs[j].mp.dir_id, did->b, 16) == 0)
+				dup = true;
+	} while (dup);
+	return 0;
+}
+
+/* Write meta.properties into dirs[i]; 0, or -1 after saying why. */
+static int
+format_dir(struct dir *dirs, int n, int i, const struct rn_config *cfg,
+    const char *cluster_id)
+{
+	struct dir *d = &dirs[i];
+	struct rn_metaprops mp;
+	struct rn_uuid did;
+	char idstr[23];
+	int werr;
+
+	memset(&mp, 0, sizeof(mp));
+	mp.version = RN_METAPROPS_VERSION;
+	mp.node_id = cfg->node_id;
+	mp.has_dir_id = true;
+	if (cluster_id != NULL)
+		strlcpy(mp.cluster_id, cluster_id, sizeof(mp.cluster_id));
+	/* directory ids are unique within the node */
+	if (new_dir_id(dirs, n, &did, idstr) != 0)
+		return -1;
+	memcpy(mp.dir_id, did.b, 16);
+	if ((werr = rn_metaprops_write(d->path, &mp)) != 0) {
+		fprintf(stderr, "runnel-storage: cannot write %s/%s: %s\n",
+		    d->path, RN_METAPROPS_FILE, strerror(-werr));
+		return -1;
+	}
+	d->mp = mp;
+	printf("Formatted %s: node.id=%d directory.id=%s %s%s\n",
+	    d->path, mp.node_id, idstr,
+	    cluster_id ? "cluster.id=" : "no cluster.id (the node "
+	    "learns it from the cluster)", cluster_id ? cluster_id : "");
+	return 0;
+}
+
 static int
 cmd_format(const char *config, const char *cluster_id, bool ignore)
 {
 	struct rn_config cfg;
 	struct dir *dirs = NULL;
-	struct rn_uuid cid, did;
-	char idstr[23];
-	int i, j, n, empty = 0, rc = 1, werr;
+	struct rn_uuid cid;
+	int i, n, empty, rc = 1;
 
 	/* Kafka takes any string; runnel keeps cluster ids as Kafka Uuids */
 	if (cluster_id != NULL && (rn_uuid_parse(cluster_id, &cid) != 0 ||
@@ -162,39 +264,9 @@ cmd_format(const char *config, const char *cluster_id, bool ignore)
 	}
 	if ((n = load_dirs(config, &cfg, &dirs)) < 0)
 		return 1;
-	for (i = 0; i < n; i++) {
-		struct dir *d = &dirs[i];
-
-		if (d->state < 0) {
-			fprintf(stderr, "runnel-storage: %s\n", d->err);
-			goto out;
-		}
-		if (d->state == 1) {
-			empty++;
-			continue;
-		}
-		/* a formatted dir must belong to this node and cluster */
-		if (d->mp.node_id >= 0 && d->mp.node_id != cfg.node_id) {
-			fprintf(stderr, "runnel-storage: %s belongs to node.id "
-			    "%d, but %s says node.id=%d\n", d->path,
-			    d->mp.node_id, config, cfg.node_id);
-			goto out;
-		}
-		if (cluster_id != NULL && d->mp.cluster_id[0] != '\0' &&
-		    strcmp(d->mp.cluster_id, cluster_id) != 0) {
-			fprintf(stderr, "runnel-storage: %s belongs to cluster "
-			    "%s, not %s\n", d->path, d->mp.cluster_id,
-			    cluster_id);
-			goto out;
-		}
-		if (!ignore) {
-			fprintf(stderr, "runnel-storage: log directory %s is "
-			    "already formatted (it has %s); "
-			    "--ignore-formatted skips formatted dirs and "
-			    "formats the others\n", d->path, RN_METAPROPS_FILE);
-			goto out;
-		}
-	}
+	if ((empty = check_dirs(dirs, n, &cfg, config, cluster_id, ignore)) <
+	    0)
+		goto out;
 	if (empty == 0) {
 		printf("Every log directory is already formatted.\n");
 		rc = 0;
@@ -203,46 +275,10 @@ cmd_format(const char *config, const char *cluster_id, bool ignore)
 	for (i = 0; i < n; i++)
 		if (dirs[i].state == 1 && lock_dir(&dirs[i]) != 0)
 			goto out;
-	for (i = 0; i < n; i++) {
-		struct dir *d = &dirs[i];
-		struct rn_metaprops mp;
-		bool dup;
-
-		if (d->state != 1)
-			continue;
-		memset(&mp, 0, sizeof(mp));
-		mp.version = RN_METAPROPS_VERSION;
-		mp.node_id = cfg.node_id;
-		mp.has_dir_id = true;
-		if (cluster_id != NULL)
-			strlcpy(mp.cluster_id, cluster_id,
-			    sizeof(mp.cluster_id));
-		/* directory ids are unique within the node */
-		do {
-			if (new_uuid(&did, idstr) != 0) {
-				fprintf(stderr, "runnel-storage: no "
-				    "randomness: %s\n", strerror(errno));
-				goto out;
-			}
-			dup = false;
-			for (j = 0; j < n; j++)
-				if (dirs[j].mp.has_dir_id &&
-				    memcmp(dirs[j].mp.dir_id, did.b, 16) == 0)
-					dup = true;
-		} while (dup);
-		memcpy(mp.dir_id, did.b, 16);
-		if ((werr = rn_metaprops_write(d->path, &mp)) != 0) {
-			fprintf(stderr, "runnel-storage: cannot write %s/%s: "
-			    "%s\n", d->path, RN_METAPROPS_FILE, strerror(-werr));
+	for (i = 0; i < n; i++)
+		if (dirs[i].state == 1 &&
+		    format_dir(dirs, n, i, &cfg, cluster_id) != 0)
 			goto out;
-		}
-		d->mp = mp;
-		printf("Formatted %s: node.id=%d directory.id=%s %s%s\n",
-		    d->path, mp.node_id, idstr,
-		    cluster_id ? "cluster.id=" : "no cluster.id (the node "
-		    "learns it from the cluster)", cluster_id ? cluster_id :
-		    "");
-	}
 	rc = 0;
 out:
 	for (i = 0; dirs != NULL && i < n; i++)

@@ -564,6 +564,64 @@ out:
 	return rc;
 }
 
+/* --partitions grows every selected topic, and an assignment lists all. */
+static int
+check_growth(const struct opts *o, const struct assignment *a,
+    const struct tool_topic **sel, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (o->partitions <= sel[i]->n_parts) {
+			tool_errx("cannot alter topic '%s': it has %d "
+			    "partitions; --partitions must be larger (the "
+			    "count can only grow)", sel[i]->name,
+			    sel[i]->n_parts);
+			return -1;
+		}
+		if (o->assignment != NULL && a->n_parts != o->partitions) {
+			tool_errx("--replica-assignment lists %d partitions, "
+			    "--partitions says %ld", a->n_parts, o->partitions);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The CreatePartitions entries; like kafka-topics, an assignment lists
+ * every partition, old and new, and only the new ones' lists are sent.
+ * NULL after saying why.
+ */
+static rd_kafka_NewPartitions_t **
+new_partitions(const struct opts *o, const struct assignment *a,
+    const struct tool_topic **sel, int n)
+{
+	rd_kafka_NewPartitions_t **np = calloc((size_t)n, sizeof(*np));
+	char errstr[512];
+	int i, j;
+
+	for (i = 0; np != NULL && i < n; i++) {
+		np[i] = rd_kafka_NewPartitions_new(sel[i]->name,
+		    (size_t)o->partitions, errstr, sizeof(errstr));
+		for (j = sel[i]->n_parts; np[i] && j < a->n_parts; j++)
+			if (rd_kafka_NewPartitions_set_replica_assignment(np[i],
+			    j - sel[i]->n_parts, &a->ids[j * a->n_rf],
+			    (size_t)a->n_rf, errstr, sizeof(errstr)) != 0) {
+				rd_kafka_NewPartitions_destroy(np[i]);
+				np[i] = NULL;
+			}
+		if (np[i] == NULL) {
+			tool_errx("cannot alter topic '%s': %s", sel[i]->name,
+			    errstr);
+			rd_kafka_NewPartitions_destroy_array(np, (size_t)i);
+			free(np);
+			return NULL;
+		}
+	}
+	return np;
+}
+
 static int
 do_alter(rd_kafka_t *rk, const struct opts *o,
     const struct tool_topic **sel, int n)
@@ -574,9 +632,8 @@ do_alter(rd_kafka_t *rk, const struct opts *o,
 	rd_kafka_event_t *ev;
 	const rd_kafka_topic_result_t **res;
 	struct assignment a = { 0 };
-	char errstr[512];
 	size_t nres;
-	int i, j, rc = TOOL_EXIT_FAIL;
+	int rc = TOOL_EXIT_FAIL;
 
 	if (n == 0)
 		return TOOL_EXIT_OK;
@@ -586,47 +643,15 @@ do_alter(rd_kafka_t *rk, const struct opts *o,
 		return TOOL_EXIT_FAIL;
 	if (o->assignment != NULL && parse_assignment(o->assignment, &a) != 0)
 		return TOOL_EXIT_FAIL;
-	/* like kafka-topics, an assignment lists every partition, old and
-	 * new; only the new ones' lists are sent */
-	for (i = 0; i < n; i++) {
-		if (o->partitions <= sel[i]->n_parts) {
-			tool_errx("cannot alter topic '%s': it has %d "
-			    "partitions; --partitions must be larger (the "
-			    "count can only grow)", sel[i]->name,
-			    sel[i]->n_parts);
-			free(a.ids);
-			return TOOL_EXIT_FAIL;
-		}
-		if (o->assignment != NULL && a.n_parts != o->partitions) {
-			tool_errx("--replica-assignment lists %d partitions, "
-			    "--partitions says %ld", a.n_parts, o->partitions);
-			free(a.ids);
-			return TOOL_EXIT_FAIL;
-		}
+	if (check_growth(o, &a, sel, n) != 0) {
+		free(a.ids);
+		return TOOL_EXIT_FAIL;
 	}
 	q = rd_kafka_queue_new(rk);
 	ao = tool_admin_options(rk, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS,
 	    o->timeout_ms);
-	if ((np = calloc((size_t)n, sizeof(*np))) == NULL)
+	if ((np = new_partitions(o, &a, sel, n)) == NULL)
 		goto out;
-	for (i = 0; i < n; i++) {
-		np[i] = rd_kafka_NewPartitions_new(sel[i]->name,
-		    (size_t)o->partitions, errstr, sizeof(errstr));
-		for (j = sel[i]->n_parts; np[i] && j < a.n_parts; j++)
-			if (rd_kafka_NewPartitions_set_replica_assignment(np[i],
-			    j - sel[i]->n_parts, &a.ids[j * a.n_rf],
-			    (size_t)a.n_rf, errstr, sizeof(errstr)) != 0) {
-				rd_kafka_NewPartitions_destroy(np[i]);
-				np[i] = NULL;
-			}
-		if (np[i] == NULL) {
-			tool_errx("cannot alter topic '%s': %s", sel[i]->name,
-			    errstr);
-			rd_kafka_NewPartitions_destroy_array(np, (size_t)i);
-			free(np);
-			goto out;
-		}
-	}
 	rd_kafka_CreatePartitions(rk, np, (size_t)n, ao, q);
 	rd_kafka_NewPartitions_destroy_array(np, (size_t)n);
 	free(np);
@@ -725,119 +750,120 @@ check_opts(const struct opts *o)
 	return 0;
 }
 
-int
-main(int argc, char **argv)
+enum {
+	O_BOOTSTRAP = 256, O_CREATE, O_LIST, O_DESCRIBE, O_ALTER, O_DELETE,
+	O_TOPIC, O_PARTITIONS, O_RF, O_ASSIGN, O_CONFIG, O_IF_EXISTS,
+	O_IF_NOT_EXISTS, O_EXCL_INTERNAL,
+};
+
+static const struct option lopts[] = {
+	{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
+	{ "create", no_argument, NULL, O_CREATE },
+	{ "list", no_argument, NULL, O_LIST },
+	{ "describe", no_argument, NULL, O_DESCRIBE },
+	{ "alter", no_argument, NULL, O_ALTER },
+	{ "delete", no_argument, NULL, O_DELETE },
+	{ "topic", required_argument, NULL, O_TOPIC },
+	{ "partitions", required_argument, NULL, O_PARTITIONS },
+	{ "replication-factor", required_argument, NULL, O_RF },
+	{ "replica-assignment", required_argument, NULL, O_ASSIGN },
+	{ "config", required_argument, NULL, O_CONFIG },
+	{ "if-exists", no_argument, NULL, O_IF_EXISTS },
+	{ "if-not-exists", no_argument, NULL, O_IF_NOT_EXISTS },
+	{ "exclude-internal", no_argument, NULL, O_EXCL_INTERNAL },
+	TOOL_LOPT_TIMEOUT,
+	TOOL_LOPT_CLIENT,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option into o; 0, or -1 after saying why. */
+static int
+one_opt(int ch, const char *arg, void *arg_o)
 {
-	enum {
-		O_BOOTSTRAP = 256, O_CREATE, O_LIST, O_DESCRIBE, O_ALTER,
-		O_DELETE, O_TOPIC, O_PARTITIONS, O_RF, O_ASSIGN, O_CONFIG,
-		O_IF_EXISTS, O_IF_NOT_EXISTS, O_EXCL_INTERNAL, O_CMD_CONFIG,
-		O_TIMEOUT,
-	};
-	static const struct option lopts[] = {
-		{ "bootstrap-server", required_argument, NULL, O_BOOTSTRAP },
-		{ "create", no_argument, NULL, O_CREATE },
-		{ "list", no_argument, NULL, O_LIST },
-		{ "describe", no_argument, NULL, O_DESCRIBE },
-		{ "alter", no_argument, NULL, O_ALTER },
-		{ "delete", no_argument, NULL, O_DELETE },
-		{ "topic", required_argument, NULL, O_TOPIC },
-		{ "partitions", required_argument, NULL, O_PARTITIONS },
-		{ "replication-factor", required_argument, NULL, O_RF },
-		{ "replica-assignment", required_argument, NULL, O_ASSIGN },
-		{ "config", required_argument, NULL, O_CONFIG },
-		{ "if-exists", no_argument, NULL, O_IF_EXISTS },
-		{ "if-not-exists", no_argument, NULL, O_IF_NOT_EXISTS },
-		{ "exclude-internal", no_argument, NULL, O_EXCL_INTERNAL },
-		{ "command-config", required_argument, NULL, O_CMD_CONFIG },
-		{ "timeout-ms", required_argument, NULL, O_TIMEOUT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct opts o;
+	struct opts *o = arg_o;
+	int bad = 0;
+
+	switch (ch) {
+	case O_BOOTSTRAP: o->bootstrap = arg; break;
+	case O_CREATE: bad = set_action(o, A_CREATE); break;
+	case O_LIST: bad = set_action(o, A_LIST); break;
+	case O_DESCRIBE: bad = set_action(o, A_DESCRIBE); break;
+	case O_ALTER: bad = set_action(o, A_ALTER); break;
+	case O_DELETE: bad = set_action(o, A_DELETE); break;
+	case O_TOPIC: o->topic = arg; break;
+	case O_PARTITIONS:
+		if ((bad = tool_parse_long(arg, 1, INT32_MAX,
+		    &o->partitions)) != 0)
+			tool_errx("--partitions must be a whole number of at "
+			    "least 1, not '%s'", arg);
+		break;
+	case O_RF:
+		if ((bad = tool_parse_long(arg, 1, INT16_MAX,
+		    &o->replication)) != 0)
+			tool_errx("--replication-factor must be between 1 "
+			    "and %d, not '%s'", INT16_MAX, arg);
+		break;
+	case O_ASSIGN: o->assignment = arg; break;
+	case O_CONFIG: bad = tool_props_add(&o->configs, arg); break;
+	case O_IF_EXISTS: o->if_exists = true; break;
+	case O_IF_NOT_EXISTS: o->if_not_exists = true; break;
+	case O_EXCL_INTERNAL: o->exclude_internal = true; break;
+	}
+	return bad;
+}
+
+static int
+check(void *o)
+{
+	return check_opts(o);
+}
+
+/* --create, or the action on the topics --topic selects. */
+static int
+run(rd_kafka_t *rk, const struct opts *o)
+{
 	struct tool_md md = { 0 };
 	struct matcher m = { 0 };
 	const struct tool_topic **sel = NULL;
-	rd_kafka_t *rk;
-	long v;
-	int ch, n = 0, rc;
+	int n = 0, rc;
 
-	tool_init(argv[0]);
-	memset(&o, 0, sizeof(o));
-	o.partitions = o.replication = -1;
-	o.timeout_ms = TOOL_DEFAULT_TIMEOUT_MS;
-	while ((ch = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
-		int bad = 0;
-
-		switch (ch) {
-		case O_BOOTSTRAP: o.bootstrap = optarg; break;
-		case O_CREATE: bad = set_action(&o, A_CREATE); break;
-		case O_LIST: bad = set_action(&o, A_LIST); break;
-		case O_DESCRIBE: bad = set_action(&o, A_DESCRIBE); break;
-		case O_ALTER: bad = set_action(&o, A_ALTER); break;
-		case O_DELETE: bad = set_action(&o, A_DELETE); break;
-		case O_TOPIC: o.topic = optarg; break;
-		case O_PARTITIONS:
-			if ((bad = tool_parse_long(optarg, 1, INT32_MAX,
-			    &o.partitions)) != 0)
-				tool_errx("--partitions must be a whole "
-				    "number of at least 1, not '%s'", optarg);
-			break;
-		case O_RF:
-			if ((bad = tool_parse_long(optarg, 1, INT16_MAX,
-			    &o.replication)) != 0)
-				tool_errx("--replication-factor must be "
-				    "between 1 and %d, not '%s'", INT16_MAX,
-				    optarg);
-			break;
-		case O_ASSIGN: o.assignment = optarg; break;
-		case O_CONFIG: bad = tool_props_add(&o.configs, optarg); break;
-		case O_IF_EXISTS: o.if_exists = true; break;
-		case O_IF_NOT_EXISTS: o.if_not_exists = true; break;
-		case O_EXCL_INTERNAL: o.exclude_internal = true; break;
-		case O_CMD_CONFIG:
-			bad = tool_props_load_file(&o.client, optarg);
-			break;
-		case 'X': bad = tool_props_add(&o.client, optarg); break;
-		case O_TIMEOUT:
-			if ((bad = tool_parse_long(optarg, 1, 3600000, &v)) ==
-			    0)
-				o.timeout_ms = (int)v;
-			else
-				tool_errx("--timeout-ms: bad value '%s'",
-				    optarg);
-			break;
-		case 'h': usage(stdout); return TOOL_EXIT_OK;
-		default: usage(stderr); return TOOL_EXIT_USAGE;
-		}
-		if (bad)
-			return TOOL_EXIT_USAGE;
-	}
-	if (optind != argc) {
-		tool_errx("unexpected argument '%s'", argv[optind]);
-		return TOOL_EXIT_USAGE;
-	}
-	if (check_opts(&o) != 0) {
-		fprintf(stderr, "(runnel-topics --help for usage)\n");
-		return TOOL_EXIT_USAGE;
-	}
-	if ((rk = tool_client_new(RD_KAFKA_PRODUCER, o.bootstrap, &o.client,
-	    NULL)) == NULL)
-		return TOOL_EXIT_FAIL;
-	if (o.action == A_CREATE) {
-		rc = do_create(rk, &o);
-	} else if ((rc = load_selection(rk, &o, &md, &m, &sel, &n)) == 0) {
-		switch (o.action) {
+	if (o->action == A_CREATE)
+		return do_create(rk, o);
+	if ((rc = load_selection(rk, o, &md, &m, &sel, &n)) == 0) {
+		switch (o->action) {
 		case A_LIST: rc = do_list(sel, n); break;
-		case A_DESCRIBE: rc = do_describe(rk, &o, &md, sel, n); break;
-		case A_DELETE: rc = do_delete(rk, &o, sel, n); break;
-		case A_ALTER: rc = do_alter(rk, &o, sel, n); break;
+		case A_DESCRIBE: rc = do_describe(rk, o, &md, sel, n); break;
+		case A_DELETE: rc = do_delete(rk, o, sel, n); break;
+		case A_ALTER: rc = do_alter(rk, o, sel, n); break;
 		default: rc = TOOL_EXIT_USAGE;
 		}
 	}
 	free(sel);
 	tool_md_free(&md);
 	matcher_free(&m);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct tool_cli cli = { lopts, one_opt, check, usage, NULL, NULL };
+	struct opts o;
+	rd_kafka_t *rk;
+	int rc;
+
+	tool_init(argv[0]);
+	memset(&o, 0, sizeof(o));
+	o.partitions = o.replication = -1;
+	o.timeout_ms = TOOL_DEFAULT_TIMEOUT_MS;
+	cli.client = &o.client;
+	cli.timeout_ms = &o.timeout_ms;
+	if ((rc = tool_parse_args(argc, argv, &cli, &o)) >= 0)
+		return rc;
+	if ((rk = tool_client_new(RD_KAFKA_PRODUCER, o.bootstrap, &o.client,
+	    NULL)) == NULL)
+		return TOOL_EXIT_FAIL;
+	rc = run(rk, &o);
 	rd_kafka_destroy(rk);
 	tool_props_free(&o.configs);
 	tool_props_free(&o.client);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,8 +223,30 @@ print_status(const msgpack_object *r)
 	}
 }
 
-int
-main(int argc, char **argv)
+struct cmd {
+	const char *path;       /* the control socket */
+	const char *verb;
+	const char *worker;     /* restart */
+	const char *fault, *fault_state;
+	bool json;
+};
+
+/* The verbs: how many words follow each, and what to say without them. */
+static const struct verb {
+	const char *name;
+	int nargs;
+	const char *missing;
+} verbs[] = {
+	{ "status", 0, NULL },
+	{ "stop", 0, NULL },
+	{ "restart", 1, "restart needs a worker name (see runnelctl status)" },
+	{ "fault", 2, "fault needs a name and on|off" },
+};
+
+/* Options before and after the verb; 0, 1 for --help (only before the
+ * verb, as "+s:jh" asks), or -1 for a bad one. */
+static int
+parse_opts(int argc, char **argv, const char *optstring, struct cmd *c)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -231,88 +254,99 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = getenv("RUNNEL_CONTROL_SOCKET");
-	const char *verb, *worker = NULL, *fault = NULL, *fault_state = NULL;
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	msgpack_unpacked up;
-	char *reply = NULL, err[256];
-	int ch, json = 0, fd, rc = 1;
-	ssize_t n;
+	int ch;
 
-	if (path == NULL)
-		path = DEFAULT_SOCKET;
-	while ((ch = getopt_long(argc, argv, "+s:jh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, optstring, opts, NULL)) != -1) {
 		switch (ch) {
-		case 's': path = optarg; break;
-		case 'j': json = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 's': c->path = optarg; break;
+		case 'j': c->json = true; break;
+		case 'h':
+			if (optstring[0] == '+')
+				return 1;
+			return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc) {
+	return 0;
+}
+
+/* Fill c from the command line; -1 to go on, else the exit code. */
+static int
+parse_args(int argc, char **argv, struct cmd *c)
+{
+	const struct verb *v = NULL;
+	size_t i;
+	int rc;
+
+	if ((rc = parse_opts(argc, argv, "+s:jh", c)) == 1) {
+		usage(stdout);
+		return 0;
+	}
+	if (rc != 0 || optind >= argc) {
 		usage(stderr);
 		return 2;
 	}
-	verb = argv[optind++];
+	c->verb = argv[optind++];
 	/* options may also follow the verb: "status --json" */
-	while ((ch = getopt_long(argc, argv, "s:jh", opts, NULL)) != -1) {
-		switch (ch) {
-		case 's': path = optarg; break;
-		case 'j': json = 1; break;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (strcmp(verb, "restart") == 0) {
-		if (optind >= argc) {
-			fprintf(stderr, "runnelctl: restart needs a worker "
-			    "name (see runnelctl status)\n");
-			return 2;
-		}
-		worker = argv[optind++];
-	} else if (strcmp(verb, "fault") == 0) {
-		if (optind + 2 > argc) {
-			fprintf(stderr, "runnelctl: fault needs a name and on|off\n");
-			return 2;
-		}
-		fault = argv[optind++];
-		fault_state = argv[optind++];
-	} else if (strcmp(verb, "status") != 0 && strcmp(verb, "stop") != 0) {
-		fprintf(stderr, "runnelctl: unknown verb '%s'\n", verb);
+	if (parse_opts(argc, argv, "s:jh", c) != 0) {
 		usage(stderr);
 		return 2;
+	}
+	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(c->verb, verbs[i].name) == 0)
+			v = &verbs[i];
+	if (v == NULL) {
+		fprintf(stderr, "runnelctl: unknown verb '%s'\n", c->verb);
+		usage(stderr);
+		return 2;
+	}
+	if (optind + v->nargs > argc) {
+		fprintf(stderr, "runnelctl: %s\n", v->missing);
+		return 2;
+	}
+	if (v->nargs == 1)
+		c->worker = argv[optind++];
+	if (v->nargs == 2) {
+		c->fault = argv[optind++];
+		c->fault_state = argv[optind++];
 	}
 	if (optind != argc) {
 		usage(stderr);
 		return 2;
 	}
-	if ((fd = ctl_connect(path)) == -1)
-		return 1;
+	return -1;
+}
 
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, worker ? 3 : fault ? 4 : 2);
-	rn_mp_pack_str(&pk, "v");
-	msgpack_pack_int(&pk, RN_CTL_VERSION);
-	rn_mp_pack_str(&pk, "verb");
-	rn_mp_pack_str(&pk, verb);
-	if (worker) {
-		rn_mp_pack_str(&pk, "worker");
-		rn_mp_pack_str(&pk, worker);
+static void
+pack_request(msgpack_packer *pk, const struct cmd *c)
+{
+	msgpack_pack_map(pk, c->worker ? 3 : c->fault ? 4 : 2);
+	rn_mp_pack_str(pk, "v");
+	msgpack_pack_int(pk, RN_CTL_VERSION);
+	rn_mp_pack_str(pk, "verb");
+	rn_mp_pack_str(pk, c->verb);
+	if (c->worker) {
+		rn_mp_pack_str(pk, "worker");
+		rn_mp_pack_str(pk, c->worker);
 	}
-	if (fault) {
-		rn_mp_pack_str(&pk, "fault");
-		rn_mp_pack_str(&pk, fault);
-		rn_mp_pack_str(&pk, "state");
-		rn_mp_pack_str(&pk, fault_state);
+	if (c->fault) {
+		rn_mp_pack_str(pk, "fault");
+		rn_mp_pack_str(pk, c->fault);
+		rn_mp_pack_str(pk, "state");
+		rn_mp_pack_str(pk, c->fault_state);
 	}
-	if (rn_ctl_send(fd, sb.data, sb.size) != 0 ||
-	    (n = rn_ctl_recv(fd, &reply, RN_CTL_MAX_REPLY)) < 0) {
-		fprintf(stderr, "runnelctl: %s: no reply from runneld\n", path);
-		goto out;
-	}
+}
+
+/* Say what runneld answered; the exit code. */
+static int
+print_reply(const char *reply, size_t n, const struct cmd *c)
+{
+	msgpack_unpacked up;
+	char err[256];
+	int rc = 1;
+
 	msgpack_unpacked_init(&up);
-	if (msgpack_unpack_next(&up, reply, (size_t)n, NULL) !=
+	if (msgpack_unpack_next(&up, reply, n, NULL) !=
 	    MSGPACK_UNPACK_SUCCESS || up.data.type != MSGPACK_OBJECT_MAP) {
 		fprintf(stderr, "runnelctl: malformed reply\n");
 	} else if (rn_mp_get(&up.data, "ok") == NULL ||
@@ -321,22 +355,51 @@ main(int argc, char **argv)
 			strlcpy(err, "request failed", sizeof(err));
 		fprintf(stderr, "runnelctl: %s\n", err);
 	} else {
-		if (strcmp(verb, "status") == 0) {
-			if (json) {
+		if (strcmp(c->verb, "status") == 0) {
+			if (c->json) {
 				json_obj(&up.data);
 				putchar('\n');
 			} else
 				print_status(&up.data);
-		} else if (strcmp(verb, "restart") == 0)
-			printf("restarting %s\n", worker);
-		else if (fault)
-			printf("fault %s %s\n", fault, fault_state);
+		} else if (strcmp(c->verb, "restart") == 0)
+			printf("restarting %s\n", c->worker);
+		else if (c->fault)
+			printf("fault %s %s\n", c->fault, c->fault_state);
 		else
 			printf("stopping\n");
 		rc = 0;
 	}
 	msgpack_unpacked_destroy(&up);
-out:
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct cmd c = { getenv("RUNNEL_CONTROL_SOCKET"), NULL, NULL, NULL,
+	    NULL, false };
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	char *reply = NULL;
+	int fd, rc;
+	ssize_t n;
+
+	if (c.path == NULL)
+		c.path = DEFAULT_SOCKET;
+	if ((rc = parse_args(argc, argv, &c)) >= 0)
+		return rc;
+	if ((fd = ctl_connect(c.path)) == -1)
+		return 1;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	pack_request(&pk, &c);
+	rc = 1;
+	if (rn_ctl_send(fd, sb.data, sb.size) != 0 ||
+	    (n = rn_ctl_recv(fd, &reply, RN_CTL_MAX_REPLY)) < 0)
+		fprintf(stderr, "runnelctl: %s: no reply from runneld\n",
+		    c.path);
+	else
+		rc = print_reply(reply, (size_t)n, &c);
 	free(reply);
 	msgpack_sbuffer_destroy(&sb);
 	close(fd);

@@ -4,6 +4,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +397,65 @@ tool_parse_long(const char *s, long min, long max, long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/* -X, --command-config, --timeout-ms: 1 when ch is one (*bad set), 0 if
+ * not. */
+static int
+client_opt(int ch, const char *arg, struct tool_props *client,
+    int *timeout_ms, int *bad)
+{
+	long v;
+
+	switch (ch) {
+	case TOOL_O_CMD_CONFIG:
+		*bad = tool_props_load_file(client, arg);
+		return 1;
+	case 'X':
+		*bad = tool_props_add(client, arg);
+		return 1;
+	case TOOL_O_TIMEOUT:
+		if (timeout_ms == NULL)
+			return 0;
+		if ((*bad = tool_parse_long(arg, 1, 3600000, &v)) == 0)
+			*timeout_ms = (int)v;
+		else
+			tool_errx("--timeout-ms: bad value '%s'", arg);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int
+tool_parse_args(int argc, char **argv, const struct tool_cli *cli, void *o)
+{
+	int ch, bad;
+
+	while ((ch = getopt_long(argc, argv, "hX:", cli->lopts, NULL)) != -1) {
+		if (ch == 'h') {
+			cli->usage(stdout);
+			return TOOL_EXIT_OK;
+		}
+		if (ch == '?' || ch == ':') {
+			cli->usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+		bad = 0;
+		if (!client_opt(ch, optarg, cli->client, cli->timeout_ms, &bad))
+			bad = cli->opt(ch, optarg, o);
+		if (bad)
+			return TOOL_EXIT_USAGE;
+	}
+	if (optind != argc) {
+		tool_errx("unexpected argument '%s'", argv[optind]);
+		return TOOL_EXIT_USAGE;
+	}
+	if (cli->check(o) != 0) {
+		fprintf(stderr, "(%s --help for usage)\n", progname);
+		return TOOL_EXIT_USAGE;
+	}
+	return -1;
 }
 
 /* ---- metadata ---- */

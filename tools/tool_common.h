@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -71,6 +72,40 @@ rd_kafka_AdminOptions_t *tool_admin_options(rd_kafka_t *rk,
 
 /* Strict integer parse within [min, max]; 0 or -1. */
 int tool_parse_long(const char *s, long min, long max, long *out);
+
+/*
+ * Options every Kafka tool reads the same way, with codes above the
+ * tools' own: -X key=value and --command-config FILE into the client
+ * properties, --timeout-ms (where the tool takes it).
+ */
+#define TOOL_O_CMD_CONFIG 1000
+#define TOOL_O_TIMEOUT 1001
+#define TOOL_LOPT_CLIENT \
+	{ "command-config", required_argument, NULL, TOOL_O_CMD_CONFIG }, \
+	{ "help", no_argument, NULL, 'h' }
+#define TOOL_LOPT_TIMEOUT \
+	{ "timeout-ms", required_argument, NULL, TOOL_O_TIMEOUT }
+
+/* A tool's command line. */
+struct tool_cli {
+	const struct option *lopts;     /* ends with TOOL_LOPT_CLIENT */
+	/* one of the tool's own options into o: 0, or -1 after saying why
+	 * its value is bad */
+	int (*opt)(int ch, const char *arg, void *o);
+	/* the options together, after the last: 0, or -1 after saying why */
+	int (*check)(void *o);
+	void (*usage)(FILE *f);
+	struct tool_props *client;
+	int *timeout_ms;                /* NULL: the tool reads it itself */
+};
+
+/*
+ * getopt_long from optind over cli: -h prints the usage, the client
+ * options go to cli->client, the others to cli->opt; then no argument may
+ * be left over and cli->check must pass. -1 to go on, else the exit code.
+ */
+int tool_parse_args(int argc, char **argv, const struct tool_cli *cli,
+    void *o);
 
 /* Cluster metadata, whichever way it was fetched. */
 struct tool_part {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "protocol/kframe.h"
 #include "protocol/kmsg_gen.h"
 #include "tools/tool_kclient.h"
 
@@ -92,14 +93,14 @@ tkc_connect(const char *bootstrap, int timeout_ms, char *err, size_t errlen)
 	return fd;
 }
 
-/* Move n bytes within the deadline; 0, or -1 (errno set). */
+/* Send n bytes within the deadline; 0, or -1 (errno set). */
 static int
-xfer(int fd, void *buf, size_t n, bool out, int64_t deadline)
+send_all(int fd, const void *buf, size_t n, int64_t deadline)
 {
-	uint8_t *p = buf;
+	const uint8_t *p = buf;
 
 	while (n > 0) {
-		struct pollfd pfd = { fd, out ? POLLOUT : POLLIN, 0 };
+		struct pollfd pfd = { fd, POLLOUT, 0 };
 		int64_t left = deadline - rn_now_ms();
 		ssize_t k;
 
@@ -109,7 +110,7 @@ xfer(int fd, void *buf, size_t n, bool out, int64_t deadline)
 		}
 		if (poll(&pfd, 1, (int)left) <= 0)
 			continue;
-		k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+		k = send(fd, p, n, MSG_NOSIGNAL);
 		if (k == 0) {
 			errno = ECONNRESET;
 			return -1;
@@ -125,71 +126,115 @@ xfer(int fd, void *buf, size_t n, bool out, int64_t deadline)
 	return 0;
 }
 
+/* Wait for one whole response frame in fb; 0, or -1 with err filled. */
+static int
+recv_frame(int fd, struct rn_kframebuf *fb, int64_t deadline, int timeout_ms,
+    char *err, size_t errlen)
+{
+	int rc;
+
+	/*
+	 * Any size the protocol allows: as Kafka's clients, we trust the
+	 * broker we asked.
+	 */
+	while ((rc = rn_kframe_recv(fd, fb, INT32_MAX)) == 0) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		int64_t left = deadline - rn_now_ms();
+
+		if (left <= 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		(void)poll(&pfd, 1, (int)left);
+	}
+	if (rc == 1 && fb->len >= 8)
+		return 0;
+	if (rc == -ETIMEDOUT && fb->len == 0)
+		snprintf(err, errlen, "no answer within %d ms", timeout_ms);
+	else if (fb->len == 0)
+		snprintf(err, errlen, "the broker closed the connection (does "
+		    "it serve this request?)");
+	else
+		snprintf(err, errlen, rc == 1 || rc == -EMSGSIZE ?
+		    "bad response size" : "bad or truncated response");
+	return -1;
+}
+
 int
 tkc_call(int fd, int16_t key, int16_t ver, const struct rn_kwriter *body,
     struct rn_arena *arena, struct rn_kreader *resp, int timeout_ms,
     char *err, size_t errlen)
 {
 	static int32_t corr;
-	struct rn_krequest_header h;
+	struct rn_kframebuf fb = { NULL, 0, 0 };
 	struct rn_kwriter w;
 	int64_t deadline = rn_now_ms() + timeout_ms;
-	uint8_t szb[4], *buf;
-	int32_t size, got_corr;
-	size_t mark;
-	int hver = rn_kapi_request_header_version(key, ver);
+	size_t size;
+	uint8_t *buf;
+	int rc;
 
-	if (hver < 0) {
+	rn_kwriter_init(&w);
+	rc = rn_kframe_request(&w, -1, key, ver, ++corr, "runnel-tools", NULL,
+	    body->buf, body->len);
+	if (rc == RN_KE_VERSION) {
 		snprintf(err, errlen, "API %d v%d is unknown here", key, ver);
+		rn_kwriter_free(&w);
 		return -1;
 	}
-	memset(&h, 0, sizeof(h));
-	h.api_key = key;
-	h.api_version = ver;
-	h.correlation_id = ++corr;
-	h.client_id = rn_kstr_c("runnel-tools");
-	rn_kwriter_init(&w);
-	mark = rn_kw_frame_begin(&w);
-	rn_krequest_header_encode(&w, hver, &h);
-	rn_kw_raw(&w, body->buf, body->len);
-	rn_kw_frame_end(&w, mark);
-	if (w.err != 0 || xfer(fd, w.buf, w.len, true, deadline) != 0) {
+	if (rc != 0 || send_all(fd, w.buf, w.len, deadline) != 0) {
 		snprintf(err, errlen, "sending the request: %s",
 		    strerror(errno));
 		rn_kwriter_free(&w);
 		return -1;
 	}
 	rn_kwriter_free(&w);
-	if (xfer(fd, szb, 4, false, deadline) != 0) {
-		snprintf(err, errlen, errno == ETIMEDOUT ? "no answer within "
-		    "%d ms" : "the broker closed the connection (does it "
-		    "serve this request?)", timeout_ms);
+	if (recv_frame(fd, &fb, deadline, timeout_ms, err, errlen) != 0) {
+		rn_kfb_free(&fb);
 		return -1;
 	}
 	/*
-	 * Any size the protocol allows (as Kafka's clients, we trust the
-	 * broker we asked); the arena gets room for the response and what
-	 * it decodes into, a small multiple of it.
+	 * The arena gets room for the response and what it decodes into, a
+	 * small multiple of it.
 	 */
-	if ((size = rn_kframe_size(szb, INT32_MAX)) < 4) {
-		snprintf(err, errlen, "bad response size");
-		return -1;
-	}
-	rn_arena_set_limit(arena, rn_arena_used(arena) + 17 * (size_t)size +
+	size = fb.len - 4;
+	rn_arena_set_limit(arena, rn_arena_used(arena) + 17 * size +
 	    (1u << 20));
-	if ((buf = rn_arena_alloc(arena, (size_t)size)) == NULL ||
-	    xfer(fd, buf, (size_t)size, false, deadline) != 0) {
+	if ((buf = rn_arena_alloc(arena, size)) != NULL)
+		memcpy(buf, fb.buf + 4, size);
+	rn_kfb_free(&fb);
+	if (buf == NULL) {
 		snprintf(err, errlen, "bad or truncated response");
 		return -1;
 	}
-	rn_kreader_init(resp, buf, (size_t)size);
-	rn_kresponse_header_decode(resp, rn_kapi_response_header_version(key,
-	    ver), &got_corr);
-	if (got_corr != corr) {
+	if (rn_kframe_response(resp, buf, size, -1, key, ver, corr) != 0) {
 		snprintf(err, errlen, "response for another request");
 		return -1;
 	}
 	return 0;
+}
+
+int
+tkc_call_api(int fd, int16_t key, int16_t ver, const void *req,
+    struct rn_arena *arena, void *resp, int timeout_ms, char *err,
+    size_t errlen)
+{
+	const struct rn_kapi *api = rn_kapi_find(key);
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	int rc = -1;
+
+	rn_kwriter_init(&w);
+	if (api == NULL || api->encode_request(&w, ver, req) != 0)
+		snprintf(err, errlen, "cannot encode API %d v%d", key, ver);
+	else if (tkc_call(fd, key, ver, &w, arena, &r, timeout_ms, err,
+	    errlen) == 0) {
+		if (api->decode_response(&r, ver, arena, resp) == 0)
+			rc = 0;
+		else
+			snprintf(err, errlen, "the response does not decode");
+	}
+	rn_kwriter_free(&w);
+	return rc;
 }
 
 void
@@ -198,8 +243,6 @@ tkc_cluster_id(int fd, int timeout_ms, struct rn_arena *arena, char *out,
 {
 	struct rn_MetadataRequest req;
 	struct rn_MetadataResponse resp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
 	char err[256];
 	const int16_t ver = 9;
 
@@ -207,14 +250,10 @@ tkc_cluster_id(int fd, int timeout_ms, struct rn_arena *arena, char *out,
 	rn_MetadataRequest_init(&req);
 	req.topics_count = 0; /* no topics, just the cluster */
 	req.allow_auto_topic_creation = false;
-	rn_kwriter_init(&w);
-	if (rn_MetadataRequest_encode(&w, ver, &req) == 0 && tkc_call(fd,
-	    RN_KAPI_METADATA, ver, &w, arena, &r, timeout_ms, err,
-	    sizeof(err)) == 0 && rn_MetadataResponse_decode(&r, ver, arena,
-	    &resp) == 0 && resp.cluster_id.len > 0 &&
+	if (tkc_call_api(fd, RN_KAPI_METADATA, ver, &req, arena, &resp,
+	    timeout_ms, err, sizeof(err)) == 0 && resp.cluster_id.len > 0 &&
 	    (size_t)resp.cluster_id.len < outlen) {
 		memcpy(out, resp.cluster_id.ptr, (size_t)resp.cluster_id.len);
 		out[resp.cluster_id.len] = '\0';
 	}
-	rn_kwriter_free(&w);
 }

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "protocol/kcodec.h"
+#include "protocol/kframe.h"
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
 #include "storage/bytes.h"

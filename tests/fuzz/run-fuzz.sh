@@ -70,7 +70,8 @@ bsd=$(pkg-config --cflags --libs libbsd-overlay 2>/dev/null) ||
 if "$cc" $san -g -O1 -std=gnu11 -Wall -Wextra -Wno-unused-parameter \
     -I"$srcdir" -I"$builddir" -o "$bin" \
     "$srcdir/tests/fuzz/fuzz_request.c" \
-    "$srcdir/protocol/kcodec.c" "$srcdir/protocol/kerrors.c" \
+    "$srcdir/protocol/kcodec.c" "$srcdir/protocol/kframe.c" \
+    "$srcdir/protocol/kerrors.c" "$srcdir/common/arena.c" \
     "$srcdir/protocol/kmsg_gen.c" \
     "$srcdir/storage/batch.c" "$srcdir/storage/crc32c.c" \
     "$srcdir/common/util.c" $bsd >"$out/build.log" 2>&1; then

@@ -39,20 +39,7 @@ def header(key, ver, corr, client=b"bad-client"):
 
 def recv_frame(s):
     s.settimeout(5)
-    hdr = b""
-    while len(hdr) < 4:
-        c = s.recv(4 - len(hdr))
-        if not c:
-            return None
-        hdr += c
-    (n,) = struct.unpack(">i", hdr)
-    body = b""
-    while len(body) < n:
-        c = s.recv(n - len(body))
-        if not c:
-            return None
-        body += c
-    return body
+    return rntest.recv_frame(s)
 
 
 with TempDir() as tmp:

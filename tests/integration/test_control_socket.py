@@ -5,30 +5,13 @@ import stat
 import struct
 import subprocess
 
-from rntest import RUNNELCTL, Node, Tap, TempDir
+from rntest import RUNNELCTL, Node, Tap, TempDir, recv_frame
 
 t = Tap()
 
 
 def frame(body):
     return struct.pack(">I", len(body)) + body
-
-
-def read_reply(s):
-    hdr = b""
-    while len(hdr) < 4:
-        chunk = s.recv(4 - len(hdr))
-        if not chunk:
-            return None
-        hdr += chunk
-    (n,) = struct.unpack(">I", hdr)
-    body = b""
-    while len(body) < n:
-        chunk = s.recv(n - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
 
 
 def closed(s):
@@ -65,7 +48,7 @@ with TempDir() as tmp:
         s = socket.socket(socket.AF_UNIX)
         s.connect(n.sock)
         s.sendall(frame(b"\xc1\xc1\xc1 not msgpack"))
-        r = read_reply(s)
+        r = recv_frame(s)
         t.ok(r is not None and b"malformed" in r, "garbage gets an error reply")
         t.ok(closed(s), "and its connection is closed")
 
@@ -73,7 +56,7 @@ with TempDir() as tmp:
         s = socket.socket(socket.AF_UNIX)
         s.connect(n.sock)
         s.sendall(struct.pack(">I", 0x7FFFFFFF))
-        r = read_reply(s)
+        r = recv_frame(s)
         t.ok(r is not None and b"too large" in r, "oversized request gets an error reply")
         t.ok(closed(s), "and its connection is closed")
 
@@ -81,7 +64,7 @@ with TempDir() as tmp:
         s = socket.socket(socket.AF_UNIX)
         s.connect(n.sock)
         s.sendall(frame(b"\x81\xa4verb\xa6status"))  # {"verb": "status"}
-        r = read_reply(s)
+        r = recv_frame(s)
         t.ok(r is not None and b"version" in r, "a request without a version is refused")
         t.ok(closed(s), "and its connection is closed")
 
@@ -93,11 +76,11 @@ with TempDir() as tmp:
 
         # the earlier connection and the daemon are untouched
         good.sendall(frame(b"\x82\xa1v\x01\xa4verb\xa6status"))
-        r = read_reply(good)
+        r = recv_frame(good)
         t.ok(r is not None and b"workers" in r,
              "a connection opened before the bad ones still gets answers")
         good.sendall(frame(b"\x82\xa1v\x01\xa4verb\xa5bogus"))
-        r = read_reply(good)
+        r = recv_frame(good)
         t.ok(r is not None and b"unknown verb" in r, "an unknown verb is an error reply")
         good.close()
         st = n.wait_running(5)

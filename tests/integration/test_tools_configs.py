@@ -1,9 +1,8 @@
 """runnel-configs against a real node: describe, alter, delete, invalid values."""
 import os
 import re
-import subprocess
 
-from rntest import BUILDDIR, Node, Tap, TempDir, wait_for
+from rntest import BUILDDIR, Node, Tap, TempDir, run_tool, wait_for
 
 TOPICS = os.path.join(BUILDDIR, "runnel-topics")
 CONFIGS = os.path.join(BUILDDIR, "runnel-configs")
@@ -12,9 +11,7 @@ t = Tap()
 
 
 def run(tool, node, *args):
-    return subprocess.run([tool, "--bootstrap-server", node.bootstrap,
-                           "--timeout-ms", "10000"] + list(args),
-                          capture_output=True, text=True, timeout=60)
+    return run_tool(tool, node.bootstrap, *args)
 
 
 def entries(out):

@@ -3,7 +3,7 @@ import os
 import re
 import subprocess
 
-from rntest import BUILDDIR, Node, Tap, TempDir, wait_for
+from rntest import BUILDDIR, Node, Tap, TempDir, run_tool, wait_for
 
 TOPICS = os.path.join(BUILDDIR, "runnel-topics")
 
@@ -11,9 +11,7 @@ t = Tap()
 
 
 def topics(node, *args):
-    return subprocess.run([TOPICS, "--bootstrap-server", node.bootstrap,
-                           "--timeout-ms", "10000"] + list(args),
-                          capture_output=True, text=True, timeout=60)
+    return run_tool(TOPICS, node.bootstrap, *args)
 
 
 def parse_describe(out):

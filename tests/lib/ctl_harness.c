@@ -349,6 +349,27 @@ th_admin_wait(struct th_cluster *c, int i, uint64_t id, int timeout_ms,
 }
 
 int
+th_admin_call(struct th_cluster *c, int i, int16_t key, int16_t ver,
+    const void *req, void *resp, int timeout_ms)
+{
+	const struct rn_kapi *api = rn_kapi_find(key);
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	uint64_t id;
+	int err;
+
+	rn_kwriter_init(&w);
+	if (api == NULL || api->encode_request(&w, ver, req) != 0)
+		bail("encode API %d v%d", key, ver);
+	id = th_admin_send(c, i, key, ver, &w);
+	rn_kwriter_free(&w);
+	err = th_admin_wait(c, i, id, timeout_ms, &r);
+	if (err == 0 && api->decode_response(&r, ver, &c->arena, resp) != 0)
+		err = TH_BAD_ANSWER;
+	return err;
+}
+
+int
 th_create_topics_result(struct th_cluster *c, struct rn_kreader *body,
     const char *name, struct rn_CreateTopicsResponse_CreatableTopicResult *res)
 {

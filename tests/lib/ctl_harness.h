@@ -82,6 +82,16 @@ uint64_t th_admin_send(struct th_cluster *c, int i, int16_t key, int16_t ver,
 int th_admin_wait(struct th_cluster *c, int i, uint64_t id, int timeout_ms,
     struct rn_kreader *body);
 
+/*
+ * One admin request: req (a generated request struct) encoded as (key,
+ * ver) and sent to node i, the answer decoded into resp (a generated
+ * response struct, its strings in c->arena). The answer's "err",
+ * TH_NO_ANSWER, or TH_BAD_ANSWER when its body does not decode.
+ */
+#define TH_BAD_ANSWER (INT_MIN + 1)
+int th_admin_call(struct th_cluster *c, int i, int16_t key, int16_t ver,
+    const void *req, void *resp, int timeout_ms);
+
 /* Decode a CreateTopics v7 answer for the one topic name into *res (its
  * strings in c->arena); a topic error is shown with diag. 0, or -1 when
  * the body does not decode to one topic. */

@@ -64,6 +64,34 @@ def free_port():
     return port
 
 
+def recv_exact(sock, n):
+    """n bytes from sock, or None if it closes first."""
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def recv_frame(sock):
+    """One frame with a 4-byte big-endian size prefix (the Kafka protocol's
+    and the control socket's): its body, or None if sock closes first."""
+    hdr = recv_exact(sock, 4)
+    if hdr is None:
+        return None
+    return recv_exact(sock, int.from_bytes(hdr, "big"))
+
+
+def run_tool(tool, bootstrap, *args, timeout_ms=10000):
+    """A Kafka tool from the build tree against bootstrap; its
+    CompletedProcess (text output)."""
+    return subprocess.run([tool, "--bootstrap-server", bootstrap,
+                           "--timeout-ms", str(timeout_ms)] + list(args),
+                          capture_output=True, text=True, timeout=60)
+
+
 def wait_for(pred, timeout=10.0, step=0.05):
     """Poll pred() until it returns a true value or timeout passes."""
     deadline = time.monotonic() + timeout

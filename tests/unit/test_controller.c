@@ -86,6 +86,19 @@ pred_no_topic(void *arg)
 }
 
 /* Send one admin request; wait for its answer (the body into the arena). */
+/* One admin request to node 0; bails when it is refused or its answer
+ * does not decode into resp. */
+static void
+call(int16_t key, int16_t ver, const void *req, void *resp)
+{
+	int err = th_admin_call(&cl, 0, key, ver, req, resp, 10000);
+
+	if (err == TH_NO_ANSWER)
+		bail("no answer to API %d v%d", key, ver);
+	if (err != 0)
+		bail("API %d v%d refused (error %d)", key, ver, err);
+}
+
 static int16_t
 admin(int16_t key, int16_t ver, struct rn_kwriter *req, struct rn_kreader *r)
 {
@@ -161,8 +174,6 @@ incremental_alter_res(int8_t type, const char *resource, const char *key,
 	struct rn_IncrementalAlterConfigsRequest_AlterConfigsResource res;
 	struct rn_IncrementalAlterConfigsRequest_AlterableConfig c;
 	struct rn_IncrementalAlterConfigsResponse resp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
 
 	rn_IncrementalAlterConfigsRequest_init(&req);
 	rn_IncrementalAlterConfigsRequest_AlterConfigsResource_init(&res);
@@ -175,14 +186,8 @@ incremental_alter_res(int8_t type, const char *resource, const char *key,
 	res.configs_count = 1;
 	req.resources = &res;
 	req.resources_count = 1;
-	rn_kwriter_init(&w);
-	if (rn_IncrementalAlterConfigsRequest_encode(&w, 1, &req) != 0)
-		bail("encode IncrementalAlterConfigs");
-	if (admin(RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 1, &w, &r) != 0)
-		bail("IncrementalAlterConfigs refused");
-	rn_kwriter_free(&w);
-	if (rn_IncrementalAlterConfigsResponse_decode(&r, 1, &cl.arena,
-	    &resp) != 0 || resp.responses_count != 1)
+	call(RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 1, &req, &resp);
+	if (resp.responses_count != 1)
 		bail("IncrementalAlterConfigs response");
 	return resp.responses[0].error_code;
 }
@@ -201,8 +206,6 @@ alter_configs(const char *topic, const char *key, const char *value)
 	struct rn_AlterConfigsRequest_AlterConfigsResource res;
 	struct rn_AlterConfigsRequest_AlterableConfig c;
 	struct rn_AlterConfigsResponse resp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
 
 	rn_AlterConfigsRequest_init(&req);
 	rn_AlterConfigsRequest_AlterConfigsResource_init(&res);
@@ -214,14 +217,8 @@ alter_configs(const char *topic, const char *key, const char *value)
 	res.configs_count = 1;
 	req.resources = &res;
 	req.resources_count = 1;
-	rn_kwriter_init(&w);
-	if (rn_AlterConfigsRequest_encode(&w, 1, &req) != 0)
-		bail("encode AlterConfigs");
-	if (admin(RN_KAPI_ALTER_CONFIGS, 1, &w, &r) != 0)
-		bail("AlterConfigs refused");
-	rn_kwriter_free(&w);
-	if (rn_AlterConfigsResponse_decode(&r, 1, &cl.arena, &resp) != 0 ||
-	    resp.responses_count != 1)
+	call(RN_KAPI_ALTER_CONFIGS, 1, &req, &resp);
+	if (resp.responses_count != 1)
 		bail("AlterConfigs response");
 	return resp.responses[0].error_code;
 }
@@ -232,8 +229,6 @@ delete_topic(const char *name, const uint8_t *id)
 	struct rn_DeleteTopicsRequest req;
 	struct rn_DeleteTopicsRequest_DeleteTopicState s;
 	struct rn_DeleteTopicsResponse resp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
 
 	rn_DeleteTopicsRequest_init(&req);
 	rn_DeleteTopicsRequest_DeleteTopicState_init(&s);
@@ -246,14 +241,8 @@ delete_topic(const char *name, const uint8_t *id)
 	req.topics = &s;
 	req.topics_count = 1;
 	req.timeout_ms = 5000;
-	rn_kwriter_init(&w);
-	if (rn_DeleteTopicsRequest_encode(&w, 6, &req) != 0)
-		bail("encode DeleteTopics");
-	if (admin(RN_KAPI_DELETE_TOPICS, 6, &w, &r) != 0)
-		bail("DeleteTopics refused");
-	rn_kwriter_free(&w);
-	if (rn_DeleteTopicsResponse_decode(&r, 6, &cl.arena, &resp) != 0 ||
-	    resp.responses_count != 1)
+	call(RN_KAPI_DELETE_TOPICS, 6, &req, &resp);
+	if (resp.responses_count != 1)
 		bail("DeleteTopics response");
 	return resp.responses[0].error_code;
 }
@@ -264,8 +253,6 @@ create_partitions(const char *name, int32_t count)
 	struct rn_CreatePartitionsRequest req;
 	struct rn_CreatePartitionsRequest_CreatePartitionsTopic t;
 	struct rn_CreatePartitionsResponse resp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
 
 	rn_CreatePartitionsRequest_init(&req);
 	rn_CreatePartitionsRequest_CreatePartitionsTopic_init(&t);
@@ -276,14 +263,8 @@ create_partitions(const char *name, int32_t count)
 	req.topics = &t;
 	req.topics_count = 1;
 	req.timeout_ms = 5000;
-	rn_kwriter_init(&w);
-	if (rn_CreatePartitionsRequest_encode(&w, 3, &req) != 0)
-		bail("encode CreatePartitions");
-	if (admin(RN_KAPI_CREATE_PARTITIONS, 3, &w, &r) != 0)
-		bail("CreatePartitions refused");
-	rn_kwriter_free(&w);
-	if (rn_CreatePartitionsResponse_decode(&r, 3, &cl.arena, &resp) != 0 ||
-	    resp.results_count != 1)
+	call(RN_KAPI_CREATE_PARTITIONS, 3, &req, &resp);
+	if (resp.results_count != 1)
 		bail("CreatePartitions response");
 	return resp.results[0].error_code;
 }

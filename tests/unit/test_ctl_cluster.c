@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "common/util.h"
 #include "ipc/msgtypes.h"
 #include "protocol/kerrors.h"
+#include "protocol/kframe.h"
 #include "protocol/kmsg_gen.h"
 #include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
@@ -146,9 +148,6 @@ set_topic_config(int i, const char *topic, const char *key,
 	struct rn_IncrementalAlterConfigsRequest_AlterConfigsResource res;
 	struct rn_IncrementalAlterConfigsRequest_AlterableConfig cf;
 	struct rn_IncrementalAlterConfigsResponse resp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
-	uint64_t id;
 
 	rn_IncrementalAlterConfigsRequest_init(&req);
 	rn_IncrementalAlterConfigsRequest_AlterConfigsResource_init(&res);
@@ -162,13 +161,8 @@ set_topic_config(int i, const char *topic, const char *key,
 	res.configs_count = 1;
 	req.resources = &res;
 	req.resources_count = 1;
-	rn_kwriter_init(&w);
-	rn_IncrementalAlterConfigsRequest_encode(&w, 1, &req);
-	id = th_admin_send(&cl, i, RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 1, &w);
-	rn_kwriter_free(&w);
-	if (th_admin_wait(&cl, i, id, 10000, &r) != 0 ||
-	    rn_IncrementalAlterConfigsResponse_decode(&r, 1, &cl.arena,
-	    &resp) != 0 || resp.responses_count != 1)
+	if (th_admin_call(&cl, i, RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 1, &req,
+	    &resp, 10000) != 0 || resp.responses_count != 1)
 		return -1;
 	return resp.responses[0].error_code;
 }
@@ -180,9 +174,6 @@ elect(int i, int8_t type, const char *topic, int32_t p)
 	struct rn_ElectLeadersRequest req;
 	struct rn_ElectLeadersRequest_TopicPartitions tp;
 	struct rn_ElectLeadersResponse resp;
-	struct rn_kwriter w;
-	struct rn_kreader r;
-	uint64_t id;
 
 	rn_ElectLeadersRequest_init(&req);
 	rn_ElectLeadersRequest_TopicPartitions_init(&tp);
@@ -192,13 +183,8 @@ elect(int i, int8_t type, const char *topic, int32_t p)
 	req.election_type = type;
 	req.topic_partitions = &tp;
 	req.topic_partitions_count = 1;
-	rn_kwriter_init(&w);
-	rn_ElectLeadersRequest_encode(&w, 2, &req);
-	id = th_admin_send(&cl, i, RN_KAPI_ELECT_LEADERS, 2, &w);
-	rn_kwriter_free(&w);
-	if (th_admin_wait(&cl, i, id, 10000, &r) != 0 ||
-	    rn_ElectLeadersResponse_decode(&r, 2, &cl.arena, &resp) != 0 ||
-	    resp.replica_election_results_count != 1 ||
+	if (th_admin_call(&cl, i, RN_KAPI_ELECT_LEADERS, 2, &req, &resp,
+	    10000) != 0 || resp.replica_election_results_count != 1 ||
 	    resp.replica_election_results[0].partition_result_count != 1)
 		return -1;
 	return resp.replica_election_results[0].partition_result[0].error_code;
@@ -242,13 +228,10 @@ kafka_call(int i, int16_t key, int16_t ver, const struct rn_kwriter *body,
     struct rn_kreader *resp)
 {
 	struct sockaddr_in sin;
-	struct rn_krequest_header h;
+	struct rn_kframebuf in = { NULL, 0, 0 };
 	struct rn_kwriter w;
-	uint8_t szb[4], *buf;
-	int32_t size, corr;
-	size_t mark, got;
-	ssize_t n;
-	int fd;
+	uint8_t *buf = NULL;
+	int fd, rc;
 
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
@@ -257,37 +240,24 @@ kafka_call(int i, int16_t key, int16_t ver, const struct rn_kwriter *body,
 	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
 	    connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
 		bail("connect to the controller listener");
-	memset(&h, 0, sizeof(h));
-	h.api_key = key;
-	h.api_version = ver;
-	h.correlation_id = 77;
-	h.client_id = rn_kstr_c("test");
 	rn_kwriter_init(&w);
-	mark = rn_kw_frame_begin(&w);
-	rn_krequest_header_encode(&w, rn_kapi_request_header_version(key, ver),
-	    &h);
-	rn_kw_raw(&w, body->buf, body->len);
-	rn_kw_frame_end(&w, mark);
-	if (write(fd, w.buf, w.len) != (ssize_t)w.len)
+	if (rn_kframe_request(&w, -1, key, ver, 77, "test", NULL, body->buf,
+	    body->len) != 0 || write(fd, w.buf, w.len) != (ssize_t)w.len)
 		bail("write");
 	rn_kwriter_free(&w);
-	for (got = 0; got < 4; got += (size_t)n)
-		if ((n = read(fd, szb + got, 4 - got)) <= 0) {
-			close(fd);
-			return -1;
-		}
-	size = rn_kframe_size(szb, 1 << 24);
-	buf = rn_arena_alloc(&cl.arena, (size_t)size);
-	for (got = 0; got < (size_t)size; got += (size_t)n)
-		if ((n = read(fd, buf + got, (size_t)size - got)) <= 0) {
-			close(fd);
-			return -1;
-		}
+	while ((rc = rn_kframe_recv(fd, &in, 1 << 24)) == 0) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+
+		if (poll(&pfd, 1, 30000) != 1)
+			break;
+	}
 	close(fd);
-	rn_kreader_init(resp, buf, (size_t)size);
-	rn_kresponse_header_decode(resp, rn_kapi_response_header_version(key,
-	    ver), &corr);
-	return corr == 77 ? 0 : -1;
+	if (rc == 1 && (buf = rn_arena_alloc(&cl.arena, in.len - 4)) != NULL)
+		memcpy(buf, in.buf + 4, in.len - 4);
+	rc = buf != NULL ? rn_kframe_response(resp, buf, in.len - 4, -1, key,
+	    ver, 77) : -1;
+	rn_kfb_free(&in);
+	return rc == 0 ? 0 : -1;
 }
 
 /* AlterPartition v2 from broker_id: the partition's error code. */

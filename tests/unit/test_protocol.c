@@ -6,6 +6,7 @@
  */
 #include "protocol/kcodec.h"
 #include "protocol/kerrors.h"
+#include "protocol/kframe.h"
 #include "protocol/kmsg_gen.h"
 
 #include <fcntl.h>

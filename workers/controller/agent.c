@@ -33,6 +33,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
+#include "protocol/kframe.h"
 #include "ipc/msgtypes.h"
 #include "workers/controller/elect.h"
 #include "workers/controller/op.h"
@@ -68,8 +69,7 @@ struct chan {
 	uv_tcp_t *tcp;
 	bool connected;
 	int32_t target;          /* node id connected to, -1: none */
-	uint8_t *rbuf;
-	size_t rlen, rcap;
+	struct rn_kframebuf in;
 	struct call *head;
 	int32_t next_corr;
 	int64_t retry_at_ms;
@@ -156,7 +156,7 @@ chan_reset(struct chan *ch, bool rotate)
 		ch->tcp = NULL;
 	}
 	ch->connected = false;
-	ch->rlen = 0;
+	ch->in.len = 0;
 	for (k = ch->head; k != NULL; k = k->next)
 		k->sent = false;
 	if (rotate) {
@@ -219,18 +219,15 @@ chan_handle(struct chan *ch, const uint8_t *p, size_t n)
 	struct call *k;
 	int32_t corr;
 
-	if (n < 4)
+	if (!rn_kframe_corr(p, n, &corr))
 		return;
-	corr = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	    ((uint32_t)p[2] << 8) | p[3]);
 	for (k = ch->head; k != NULL; k = k->next)
 		if (k->corr == corr && k->sent)
 			break;
 	if (k == NULL)
 		return; /* already given up on */
 	chan_unlink(ch, k);
-	rn_kreader_init(&r, p, n);
-	rn_kresponse_header_decode(&r, k->hver, &corr);
+	(void)rn_kframe_response(&r, p, n, k->hver, k->key, k->ver, corr);
 	k->cb(ch->c, k, 0, &r);
 }
 
@@ -238,26 +235,20 @@ static void
 chan_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct chan *ch = h->data;
+	uint8_t *base;
 
 	(void)suggested;
-	if (ch->rcap - ch->rlen < 65536) {
-		size_t cap = ch->rcap ? ch->rcap * 2 : 131072;
-		uint8_t *nb = realloc(ch->rbuf, cap);
-
-		if (nb != NULL) {
-			ch->rbuf = nb;
-			ch->rcap = cap;
-		}
-	}
-	buf->base = (char *)ch->rbuf + ch->rlen;
-	buf->len = ch->rcap - ch->rlen;
+	rn_kfb_room(&ch->in, &base, &buf->len);
+	buf->base = (char *)base;
 }
 
 static void
 chan_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct chan *ch = s->data;
-	size_t off = 0;
+	const uint8_t *frame;
+	size_t off = 0, size;
+	int rc;
 
 	(void)buf;
 	if (ch == NULL)
@@ -268,24 +259,20 @@ chan_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		chan_reset(ch, true);
 		return;
 	}
-	ch->rlen += (size_t)nread;
-	while (ch->rlen - off >= 4) {
-		int32_t size = rn_kframe_size(ch->rbuf + off, INT32_MAX);
+	ch->in.len += (size_t)nread;
+	while ((rc = rn_kfb_next(&ch->in, &off, INT32_MAX, &frame, &size)) ==
+	    1) {
 		uv_tcp_t *tcp = ch->tcp;
 
-		if (size < 0) {
-			chan_reset(ch, true);
-			return;
-		}
-		if (ch->rlen - off < 4 + (size_t)size)
-			break;
-		chan_handle(ch, ch->rbuf + off + 4, (size_t)size);
-		off += 4 + (size_t)size;
+		chan_handle(ch, frame, size);
 		if (ch->tcp != tcp)
 			return; /* a callback reset the channel */
 	}
-	memmove(ch->rbuf, ch->rbuf + off, ch->rlen - off);
-	ch->rlen -= off;
+	if (rc < 0) {
+		chan_reset(ch, true);
+		return;
+	}
+	rn_kfb_consume(&ch->in, off);
 }
 
 static void
@@ -410,11 +397,9 @@ call_new(struct chan *ch, int16_t key, int16_t ver, const struct rn_kwriter
     *body)
 {
 	struct ctl *c = ch->c;
-	struct rn_krequest_header h;
 	struct rn_kwriter w;
 	struct call *k;
 	char client[32];
-	size_t mark;
 	int hver;
 
 	if ((k = calloc(1, sizeof(*k))) == NULL)
@@ -431,17 +416,9 @@ call_new(struct chan *ch, int16_t key, int16_t ver, const struct rn_kwriter
 	k->key = key;
 	k->ver = ver;
 	snprintf(client, sizeof(client), "runnel-agent-%d", c->cfg->node_id);
-	memset(&h, 0, sizeof(h));
-	h.api_key = key;
-	h.api_version = ver;
-	h.correlation_id = k->corr;
-	h.client_id = rn_kstr_c(client);
 	rn_kwriter_init(&w);
-	mark = rn_kw_frame_begin(&w);
-	rn_krequest_header_encode(&w, hver, &h);
-	rn_kw_raw(&w, body->buf, body->len);
-	rn_kw_frame_end(&w, mark);
-	if (w.err != 0 || (k->frame = malloc(w.len)) == NULL) {
+	if (rn_kframe_request(&w, hver, key, ver, k->corr, client, NULL,
+	    body->buf, body->len) != 0 || (k->frame = malloc(w.len)) == NULL) {
 		rn_kwriter_free(&w);
 		free(k);
 		return NULL;
@@ -1128,8 +1105,7 @@ chan_stop(struct chan *ch)
 			    0);
 		call_free(k);
 	}
-	free(ch->rbuf);
-	ch->rbuf = NULL;
+	rn_kfb_free(&ch->in);
 }
 
 static void

@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
+#include "protocol/kframe.h"
 #include "workers/controller/op.h"
 #include "workers/controller/transport.h"
 
@@ -44,8 +45,7 @@ struct sconn {
 	struct ctl *c;
 	uv_tcp_t *tcp;           /* raft_malloc'd by the transport */
 	uint64_t id;
-	uint8_t *buf;
-	size_t len, cap;
+	struct rn_kframebuf in;
 	bool closing;
 };
 
@@ -88,7 +88,7 @@ conn_closed(uv_handle_t *h)
 	struct sconn *s = h->data;
 
 	raft_free(s->tcp);
-	free(s->buf);
+	rn_kfb_free(&s->in);
 	free(s);
 }
 
@@ -323,19 +323,11 @@ static void
 conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct sconn *s = h->data;
+	uint8_t *base;
 
 	(void)suggested;
-	if (s->cap - s->len < 65536) {
-		size_t cap = s->cap ? s->cap * 2 : 131072;
-		uint8_t *nb = realloc(s->buf, cap);
-
-		if (nb != NULL) {
-			s->buf = nb;
-			s->cap = cap;
-		}
-	}
-	buf->base = (char *)s->buf + s->len;
-	buf->len = s->cap - s->len;
+	rn_kfb_room(&s->in, &base, &buf->len);
+	buf->base = (char *)base;
 }
 
 static void
@@ -345,32 +337,28 @@ conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	int32_t max = (int32_t)(s->c->cfg->socket_request_max_bytes > 0 &&
 	    s->c->cfg->socket_request_max_bytes < INT32_MAX ?
 	    s->c->cfg->socket_request_max_bytes : 104857600);
-	size_t off = 0;
+	const uint8_t *frame;
+	size_t off = 0, size;
+	int rc = 0;
 
 	(void)buf;
 	if (nread < 0) {
 		conn_close(s);
 		return;
 	}
-	s->len += (size_t)nread;
-	while (!s->closing && s->len - off >= 4) {
-		int32_t size = rn_kframe_size(s->buf + off, max);
-
-		if (size < 0) {
-			log_warnx("controller listener: bad frame size: closing "
-			    "the connection");
-			conn_close(s);
-			return;
-		}
-		if (s->len - off < 4 + (size_t)size)
-			break;
-		handle_frame(s, s->buf + off + 4, (size_t)size);
-		off += 4 + (size_t)size;
+	s->in.len += (size_t)nread;
+	while (!s->closing && (rc = rn_kfb_next(&s->in, &off, max, &frame,
+	    &size)) == 1)
+		handle_frame(s, frame, size);
+	if (rc < 0) {
+		log_warnx("controller listener: bad frame size: closing "
+		    "the connection");
+		conn_close(s);
+		return;
 	}
 	if (s->closing)
 		return;
-	memmove(s->buf, s->buf + off, s->len - off);
-	s->len -= off;
+	rn_kfb_consume(&s->in, off);
 }
 
 static void
@@ -385,7 +373,7 @@ on_kafka_conn(void *arg, uv_tcp_t *tcp, const uint8_t *head, size_t n)
 	struct ctl *c = arg;
 	struct sconn *s = calloc(1, sizeof(*s));
 
-	if (s == NULL || c->stopping || (s->buf = malloc(n > 65536 ? n :
+	if (s == NULL || c->stopping || (s->in.buf = malloc(n > 65536 ? n :
 	    65536)) == NULL) {
 		free(s);
 		tcp->data = NULL;
@@ -395,9 +383,9 @@ on_kafka_conn(void *arg, uv_tcp_t *tcp, const uint8_t *head, size_t n)
 	s->c = c;
 	s->tcp = tcp;
 	s->id = ++c->server->next_id;
-	s->cap = n > 65536 ? n : 65536;
-	memcpy(s->buf, head, n);
-	s->len = 0;
+	s->in.cap = n > 65536 ? n : 65536;
+	memcpy(s->in.buf, head, n);
+	s->in.len = 0;
 	tcp->data = s;
 	s->next = c->server->conns;
 	if (s->next != NULL)

@@ -25,6 +25,7 @@
 #include "common/util.h"
 #include "ipc/mdimage.h"
 #include "protocol/kerrors.h"
+#include "protocol/kframe.h"
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
 #include "workers/fetcher/fetcher.h"
@@ -60,8 +61,7 @@ struct leader {
 	int16_t api_key;        /* of the request in flight */
 	int32_t corr;
 	int64_t sent_ms;
-	uint8_t *rbuf;
-	size_t rlen, rcap;
+	struct rn_kframebuf in; /* the response being read */
 	size_t resp_max;        /* largest answer the request in flight allows */
 	struct rn_arena arena;
 	struct fpart **parts;   /* in the request in flight (own allocation:
@@ -118,7 +118,7 @@ leader_close(struct leader *l, const char *why)
 	}
 	l->fd = -1;
 	l->in_flight = false;
-	l->rlen = 0;
+	l->in.len = 0;
 }
 
 static struct leader *
@@ -221,70 +221,24 @@ static int
 send_request(struct fetcher *f, struct leader *l, int16_t key, int16_t ver,
     const void *body)
 {
-	const struct rn_kapi *api = rn_kapi_find(key);
-	struct rn_krequest_header h = { key, ver, ++f->next_corr,
-	    rn_kstr_c("runnel-replica-fetcher"), 0 };
+	int32_t corr = ++f->next_corr;
 	struct rn_kwriter w;
-	size_t mark;
 	ssize_t rc;
 
 	rn_kwriter_init(&w);
-	mark = rn_kw_frame_begin(&w);
-	rn_krequest_header_encode(&w, rn_kapi_request_header_version(key, ver),
-	    &h);
-	api->encode_request(&w, ver, body);
-	rn_kw_frame_end(&w, mark);
-	rc = w.err ? w.err : rn_write_all(l->fd, w.buf, w.len);
+	rc = rn_kframe_request(&w, -1, key, ver, corr, "runnel-replica-fetcher",
+	    body, NULL, 0);
+	if (rc == 0)
+		rc = rn_write_all(l->fd, w.buf, w.len);
 	rn_kwriter_free(&w);
 	if (rc < 0)
 		return (int)rc;
 	l->in_flight = true;
 	l->api_key = key;
-	l->corr = h.correlation_id;
+	l->corr = corr;
 	l->sent_ms = rn_now_ms();
-	l->rlen = 0;
+	l->in.len = 0;
 	return 0;
-}
-
-/* Read what is there; 1 when a whole response frame is in, 0 if not yet. */
-static int
-read_response(struct leader *l)
-{
-	for (;;) {
-		size_t need = 4;
-		ssize_t k;
-
-		if (l->rlen >= 4) {
-			int32_t size = rn_kframe_size(l->rbuf,
-			    l->resp_max < INT32_MAX ? (int32_t)l->resp_max :
-			    INT32_MAX);
-			if (size < 0)
-				return -EMSGSIZE;
-			need = 4 + (size_t)size;
-			if (l->rlen == need)
-				return 1;
-		}
-		if (l->rlen == l->rcap) {
-			/* grown as bytes arrive, not as the size prefix says */
-			size_t cap = l->rcap < 32768 ? 65536 : 2 * l->rcap;
-			uint8_t *nb;
-
-			if (cap > need && need > 4)
-				cap = need;
-			if ((nb = realloc(l->rbuf, cap)) == NULL)
-				return -ENOMEM;
-			l->rbuf = nb;
-			l->rcap = cap;
-		}
-		if (need > l->rcap)
-			need = l->rcap;
-		k = recv(l->fd, l->rbuf + l->rlen, need - l->rlen, MSG_DONTWAIT);
-		if (k == 0)
-			return -ENOTCONN; /* the leader closed it (EOF) */
-		if (k == -1)
-			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		l->rlen += (size_t)k;
-	}
 }
 
 /*
@@ -399,13 +353,14 @@ response_part(struct fetcher *f, struct leader *l, int *pos,
 
 /*
  * A response decodes into at most a few times its own size, plus the
- * fixed-size structs of the entries we asked for (records stay in rbuf).
+ * fixed-size structs of the entries we asked for (records stay in the
+ * read buffer).
  */
 static void
 response_arena(struct leader *l, size_t per_entry)
 {
 	rn_arena_reset(&l->arena);
-	rn_arena_set_limit(&l->arena, 4 * l->rlen + 4096 +
+	rn_arena_set_limit(&l->arena, 4 * l->in.len + 4096 +
 	    (size_t)l->n_parts * per_entry);
 }
 
@@ -657,8 +612,8 @@ static void
 leader_readable(struct fetcher *f, struct leader *l)
 {
 	struct rn_kreader r;
-	int32_t corr;
-	int rc = read_response(l);
+	int rc = rn_kframe_recv(l->fd, &l->in, l->resp_max < INT32_MAX ?
+	    (int32_t)l->resp_max : INT32_MAX);
 
 	if (atomic_load(&f->w->env->shm->hdr->fault_stall_fetch)) {
 		leader_close(l, NULL); /* the stall fault began meanwhile */
@@ -673,10 +628,9 @@ leader_readable(struct fetcher *f, struct leader *l)
 		return;
 	}
 	l->in_flight = false;
-	rn_kreader_init(&r, l->rbuf + 4, l->rlen - 4);
-	if (rn_kresponse_header_decode(&r, rn_kapi_response_header_version(
+	if (rn_kframe_response(&r, l->in.buf + 4, l->in.len - 4, -1,
 	    l->api_key, l->api_key == RN_KAPI_FETCH ? FETCH_VERSION :
-	    OFFSETS_VERSION), &corr) < 0 || corr != l->corr) {
+	    OFFSETS_VERSION, l->corr) != 0) {
 		leader_close(l, "unexpected response");
 		return;
 	}
@@ -684,7 +638,7 @@ leader_readable(struct fetcher *f, struct leader *l)
 		handle_fetch_response(f, l, &r);
 	else
 		handle_epoch_response(f, l, &r);
-	l->rlen = 0;
+	l->in.len = 0;
 }
 
 /* The follower replicas this fetcher owns, as the current image says. */
@@ -870,7 +824,7 @@ rn_fetcher_main(struct rn_worker *w)
 	for (i = 0; i < f.n_leaders; i++) {
 		leader_close(f.leaders[i], NULL);
 		free(f.leaders[i]->parts);
-		free(f.leaders[i]->rbuf);
+		rn_kfb_free(&f.leaders[i]->in);
 		rn_arena_free(&f.leaders[i]->arena);
 		free(f.leaders[i]);
 	}

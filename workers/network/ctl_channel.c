@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
+#include "protocol/kframe.h"
 #include "workers/network/net_int.h"
 
 #define ADMIN_TIMEOUT_MS 60000

@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "protocol/kerrors.h"
+#include "protocol/kframe.h"
 #include "storage/errors.h"
 #include "workers/network/net_int.h"
 
