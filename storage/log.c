@@ -15,12 +15,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "storage/checkpoint.h"
 #include "storage/segment.h"
@@ -688,6 +690,22 @@ load_epochs(struct rn_log *log, size_t *nep)
 	return 0;
 }
 
+/* Recovery threw data away: say where and how much, as an operator needs. */
+static void
+log_warn_corrupt(const struct rn_log *log, const struct rn_segment *seg,
+    int64_t size, int64_t next_offset, int later)
+{
+	char more[64] = "";
+
+	if (later > 0)
+		snprintf(more, sizeof(more), "; %d later segment(s) removed",
+		    later);
+	log_warnx("%s/%020lld.log: invalid data from byte %lld of %lld: the "
+	    "log now ends at offset %lld%s", log->dir,
+	    (long long)seg->base_offset, (long long)seg->size,
+	    (long long)size, (long long)next_offset, more);
+}
+
 /*
  * Open segment i; a flushed one whose indexes look sane is trusted, any
  * other is scanned batch by batch (*scanned set). The last segment's
@@ -734,6 +752,9 @@ recover_segment(struct rn_log *log, int i, int64_t rp, int clean,
 	    index_prealloc(log), 1, recover_batch_cb, re, c, &truncated);
 	if (rc < 0)
 		return rc;
+	if (truncated)
+		log_warn_corrupt(log, seg, st.st_size, c->next_offset,
+		    last ? 0 : log->nsegs - i - 1);
 	if (truncated && !last) {
 		/* Nothing after a corrupt point can be trusted. */
 		delete_after(log, i);
