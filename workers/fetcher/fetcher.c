@@ -287,57 +287,22 @@ read_response(struct leader *l)
 	}
 }
 
-/*
- * Before appending fetched batches: their leader epochs go to the epoch
- * cache and their producers to the idempotence table, so this replica
- * can dedupe retries the day it leads.
- */
-static void
-note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
-{
-	size_t off = 0;
-
-	while (len - off >= RN_BATCH_HEADER_SIZE) {
-		struct rn_batch_header h;
-
-		rn_batch_parse_header(buf + off, &h);
-		if (h.batch_length <= 0 ||
-		    (size_t)h.batch_length + 12 > len - off)
-			break;
-		if (h.partition_leader_epoch >
-		    rn_epoch_latest(&p->rt->log.epochs))
-			rn_log_assign_epoch(p->log, h.partition_leader_epoch,
-			    h.base_offset);
-		if (h.base_offset >= rn_log_end_offset(p->log))
-			rn_idem_record(&p->rt->idem, &h, h.base_offset,
-			    rn_wallclock_ms());
-		off += (size_t)h.batch_length + 12;
-	}
-}
-
 static void
 apply_partition(struct fetcher *f, struct fpart *fp,
     const struct rn_FetchResponse_PartitionData *pd)
 {
 	struct rn_part *p = fp->p;
-	struct rn_append_info info;
-	int64_t leo, hw;
 	int rc;
 
 	switch (pd->error_code) {
 	case RN_KERR_NONE:
 		break;
 	case RN_KERR_OFFSET_OUT_OF_RANGE:
-		if (rn_part_lock(p) != 0)
-			return;
-		if (rn_log_end_offset(p->log) < pd->log_start_offset) {
-			/* the leader deleted what we miss: start over there */
+		/* the leader deleted what we miss: start over there */
+		if (rn_part_restart_at(p, pd->log_start_offset))
 			log_warnx("%s-%d: below the leader's log start %lld: "
-			    "restarting the replica there", fp->t->name,
+			    "restarted the replica there", fp->t->name,
 			    fp->mp->p, (long long)pd->log_start_offset);
-			rn_log_truncate_fully(p->log, pd->log_start_offset);
-		}
-		rn_part_unlock(p);
 		fp->synced_epoch = -1; /* ahead of the leader: check divergence */
 		return;
 	case RN_KERR_NOT_LEADER_OR_FOLLOWER:
@@ -352,12 +317,10 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 		return;
 	}
 	if (pd->records.len > 0) {
-		if ((rc = rn_part_lock(p)) != 0)
+		rc = rn_part_append_follower(p, pd->records.ptr,
+		    (size_t)pd->records.len);
+		if (rc == RN_PART_STALE)
 			return;
-		note_batches(p, pd->records.ptr, (size_t)pd->records.len);
-		rc = rn_log_append_replica(p->log, pd->records.ptr,
-		    (size_t)pd->records.len, rn_wallclock_ms(), &info);
-		rn_part_unlock(p);
 		if (rc != 0 && rc != -EILSEQ) {
 			log_warnx("%s-%d: cannot append fetched records: %s",
 			    fp->t->name, fp->mp->p, strerror(-rc));
@@ -365,10 +328,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 		}
 	}
 	/* a follower's high watermark: the leader's, as far as we have it */
-	leo = rn_log_end_offset(p->log);
-	hw = pd->high_watermark < leo ? pd->high_watermark : leo;
-	if (hw > atomic_load(&p->rt->high_watermark))
-		atomic_store(&p->rt->high_watermark, hw);
+	rn_part_hw_follow(p, pd->high_watermark);
 }
 
 /*
@@ -446,26 +406,17 @@ epoch_apply(struct fpart *fp,
     const struct rn_OffsetForLeaderEpochResponse_EpochEndOffset *e)
 {
 	int32_t our_epoch;
-	int64_t our_end, cut;
+	int64_t our_end, cut, from;
 
 	rn_log_end_offset_for_epoch(fp->p->log, e->leader_epoch, &our_epoch,
 	    &our_end);
 	cut = e->end_offset;
 	if (our_end >= 0 && our_end < cut)
 		cut = our_end;
-	if (e->end_offset >= 0 && cut < rn_log_end_offset(fp->p->log) &&
-	    rn_part_lock(fp->p) == 0) {
-		log_warnx("%s-%d: truncating from %lld to %lld after leader "
-		    "epoch %d", fp->t->name, fp->mp->p,
-		    (long long)rn_log_end_offset(fp->p->log), (long long)cut,
-		    fp->mp->leader_epoch);
-		rn_log_truncate_to(fp->p->log, cut);
-		/* its producers' newest batches may be gone */
-		rn_idem_reset(&fp->p->rt->idem);
-		if (atomic_load(&fp->p->rt->high_watermark) > cut)
-			atomic_store(&fp->p->rt->high_watermark, cut);
-		rn_part_unlock(fp->p);
-	}
+	if (e->end_offset >= 0 && rn_part_truncate(fp->p, cut, &from))
+		log_warnx("%s-%d: truncated from %lld to %lld after leader "
+		    "epoch %d", fp->t->name, fp->mp->p, (long long)from,
+		    (long long)cut, fp->mp->leader_epoch);
 	fp->synced_epoch = fp->mp->leader_epoch;
 }
 
@@ -549,7 +500,7 @@ kick_epochs(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 
 		if (fp->synced_epoch == fp->mp->leader_epoch)
 			continue;
-		latest = rn_epoch_latest(&fp->p->rt->log.epochs);
+		latest = rn_part_latest_epoch(fp->p);
 		if (latest < 0) {
 			/* no history of our own: nothing can diverge */
 			fp->synced_epoch = fp->mp->leader_epoch;

@@ -162,7 +162,7 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs, bool first)
 					    req->replica_id, fp->fetch_offset,
 					    now);
 			}
-			hw = atomic_load(&p->rt->high_watermark);
+			hw = rn_part_hw(p);
 			pd->high_watermark = hw;
 			pd->last_stable_offset = hw;
 			pd->log_start_offset = rn_log_start_offset(p->log);
@@ -239,11 +239,10 @@ fetch_respond(struct net *n, struct conn *c, struct fetch_state *fs)
 static void
 fetch_watch(struct net *n, struct fetch_state *fs)
 {
-	uint64_t bit = 1ULL << n->w->index;
 	int i;
 
 	for (i = 0; i < fs->n_touched; i++)
-		atomic_fetch_or(&fs->touched[i]->rt->parked_workers, bit);
+		rn_part_park(fs->touched[i], n->w->index);
 }
 
 /* Build the answer; park the connection if it is too small to send yet. */
@@ -365,7 +364,7 @@ net_list_offsets(struct net *n, struct conn *c)
 				continue;
 			}
 			pr->leader_epoch = mp->leader_epoch;
-			hw = atomic_load(&p->rt->high_watermark);
+			hw = rn_part_hw(p);
 			if (lp->timestamp == RN_LIST_LATEST) {
 				pr->offset = hw;
 			} else if (lp->timestamp == RN_LIST_EARLIEST) {
@@ -477,22 +476,15 @@ net_delete_records(struct net *n, struct conn *c)
 				pr->error_code = kerr;
 				continue;
 			}
-			hw = atomic_load(&p->rt->high_watermark);
+			hw = rn_part_hw(p);
 			/* -1 means "up to the high watermark" */
 			target = dp->offset == -1 ? hw : dp->offset;
 			if (target < 0 || target > hw) {
 				pr->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
 				continue;
 			}
-			if (rn_part_lock(p) != 0) {
-				pr->error_code = RN_KERR_KAFKA_STORAGE_ERROR;
-				continue;
-			}
-			low = rn_log_delete_records_before(p->log, target);
-			rn_part_unlock(p);
-			if (low < 0)
-				pr->error_code = net_storage_kerr((int)low);
-			else
+			pr->error_code = rn_part_delete_records(p, target, &low);
+			if (pr->error_code == RN_KERR_NONE)
 				pr->low_watermark = low;
 		}
 	}

@@ -207,13 +207,10 @@ net_retention_step(struct net *n, int64_t deadline)
 		if (mp->slot < 0 || !net_part_exists(n, t, mp) ||
 		    (p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
 			continue;
-		if (rn_part_lock(p) == 0) {
-			deleted = rn_log_retention(p->log, rn_wallclock_ms());
-			rn_part_unlock(p);
-			if (deleted > 0)
-				log_info("%s-%d: retention deleted %d segments",
-				    t->name, mp->p, deleted);
-		}
+		deleted = rn_part_retention(p, rn_wallclock_ms());
+		if (deleted > 0)
+			log_info("%s-%d: retention deleted %d segments",
+			    t->name, mp->p, deleted);
 		if (rn_now_ms() >= deadline)
 			return true;
 	}
