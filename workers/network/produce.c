@@ -143,6 +143,38 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 	return all;
 }
 
+/* One partition's data; an acks=all success waits for the ISR. */
+static void
+produce_one(struct net *n, struct conn *c,
+    struct rn_ProduceRequest_TopicProduceData *td,
+    const struct rn_mdv_topic *t,
+    struct rn_ProduceRequest_PartitionProduceData *pd,
+    struct rn_ProduceResponse_PartitionProduceResponse *pr)
+{
+	const struct rn_ProduceRequest *req = c->req;
+	int64_t need = -1;
+
+	rn_ProduceResponse_PartitionProduceResponse_init(pr);
+	if (req->transactional_id.len >= 0)
+		pr->error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	else if (req->acks != 0 && req->acks != 1 && req->acks != -1)
+		pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
+	else {
+		pr->error_code = produce_partition(n, t, pd, req->acks, pr,
+		    &need);
+		if (pr->error_code == RN_KERR_NONE && req->acks == -1) {
+			struct produce_wait *w = &c->pw[c->n_pw++];
+
+			w->out = pr;
+			w->topic = &td->name;
+			memcpy(w->topic_id, t->id, 16);
+			w->need = need;
+			w->done = false;
+		}
+	}
+	pr->index = pd->index;
+}
+
 int
 net_produce(struct net *n, struct conn *c)
 {
@@ -182,30 +214,7 @@ net_produce(struct net *n, struct conn *c)
 			struct rn_ProduceResponse_PartitionProduceResponse *pr =
 			    &tr->partition_responses[j];
 
-			rn_ProduceResponse_PartitionProduceResponse_init(pr);
-			if (req->transactional_id.len >= 0)
-				pr->error_code =
-				    RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-			else if (req->acks != 0 && req->acks != 1 &&
-			    req->acks != -1)
-				pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
-			else {
-				int64_t need = -1;
-
-				pr->error_code = produce_partition(n, t,
-				    &td->partition_data[j], req->acks, pr, &need);
-				if (pr->error_code == RN_KERR_NONE &&
-				    req->acks == -1) {
-					struct produce_wait *w = &c->pw[c->n_pw++];
-
-					w->out = pr;
-					w->topic = &td->name;
-					memcpy(w->topic_id, t->id, 16);
-					w->need = need;
-					w->done = false;
-				}
-			}
-			pr->index = td->partition_data[j].index;
+			produce_one(n, c, td, t, &td->partition_data[j], pr);
 			if (pr->error_code != RN_KERR_NONE)
 				failed = true;
 		}
