@@ -670,15 +670,81 @@ apply_topic(struct ctl_state *st, const msgpack_object *rec)
 	return 0;
 }
 
+/* A partition record's replicas, ISR, leader, epochs and directories. */
+static int
+part_decode(const msgpack_object *rec, struct ctl_partition *np)
+{
+	const msgpack_object *a;
+	int32_t i;
+
+	if (get_i32s(rec, "replicas", &np->replicas, &np->n_replicas) != 0 ||
+	    get_i32s(rec, "isr", &np->isr, &np->n_isr) != 0 ||
+	    !get_i32(rec, "leader", &np->leader) ||
+	    !get_i32(rec, "leader_epoch", &np->leader_epoch) ||
+	    !get_i32(rec, "partition_epoch", &np->partition_epoch))
+		return -EINVAL;
+	if (np->n_replicas > 0) {
+		np->dirs = calloc((size_t)np->n_replicas, 16);
+		np->slots = calloc((size_t)np->n_replicas, sizeof(int32_t));
+		if (np->dirs == NULL || np->slots == NULL)
+			return -ENOMEM;
+	}
+	a = rn_mp_get(rec, "directories");
+	if (a != NULL && a->type == MSGPACK_OBJECT_ARRAY)
+		for (i = 0; i < np->n_replicas &&
+		    i < (int32_t)a->via.array.size; i++) {
+			const msgpack_object *d = &a->via.array.ptr[i];
+
+			if (d->type == MSGPACK_OBJECT_BIN &&
+			    d->via.bin.size == 16)
+				memcpy(np->dirs[i], d->via.bin.ptr, 16);
+		}
+	return 0;
+}
+
+/*
+ * Slots: a replica that stays keeps its slot; a new one takes its
+ * broker's lowest free slot (or, from a snapshot, the one recorded).
+ */
+static int
+part_slots(struct ctl_state *st, const struct ctl_partition *old,
+    struct ctl_partition *np, const int32_t *given_slots)
+{
+	int32_t i, j;
+
+	if (old != NULL)
+		for (j = 0; j < old->n_replicas; j++) {
+			for (i = 0; i < np->n_replicas; i++)
+				if (np->replicas[i] == old->replicas[j])
+					break;
+			if (i == np->n_replicas)
+				slot_free(st, old->replicas[j], old->slots[j]);
+		}
+	for (i = 0; i < np->n_replicas; i++) {
+		np->slots[i] = -1;
+		for (j = 0; old != NULL && j < old->n_replicas; j++)
+			if (old->replicas[j] == np->replicas[i])
+				np->slots[i] = old->slots[j];
+		if (np->slots[i] >= 0)
+			continue;
+		if (given_slots != NULL) {
+			np->slots[i] = given_slots[i];
+			if (slot_mark(st, np->replicas[i], np->slots[i]) != 0)
+				return -ENOMEM;
+		} else
+			np->slots[i] = slot_alloc(st, np->replicas[i]);
+	}
+	return 0;
+}
+
 static int
 apply_partition(struct ctl_state *st, const msgpack_object *rec)
 {
 	struct ctl_partition np, *old = NULL;
-	const msgpack_object *a;
 	struct ctl_topic *t;
 	uint8_t tid[16];
-	int32_t p, i, j, *given_slots = NULL, n_given = 0;
-	int rc = -EINVAL;
+	int32_t p, *given_slots = NULL, n_given = 0;
+	int rc;
 
 	memset(&np, 0, sizeof(np));
 	if (!ctl_mp_bin16_get(rec, "topic_id", tid) || !get_i32(rec,
@@ -693,63 +759,16 @@ apply_partition(struct ctl_state *st, const msgpack_object *rec)
 		    t->name, p);
 		return -EINVAL;
 	}
-	if (get_i32s(rec, "replicas", &np.replicas, &np.n_replicas) != 0 ||
-	    get_i32s(rec, "isr", &np.isr, &np.n_isr) != 0 ||
-	    !get_i32(rec, "leader", &np.leader) ||
-	    !get_i32(rec, "leader_epoch", &np.leader_epoch) ||
-	    !get_i32(rec, "partition_epoch", &np.partition_epoch))
+	if ((rc = part_decode(rec, &np)) != 0)
 		goto out;
-	if (np.n_replicas > 0) {
-		np.dirs = calloc((size_t)np.n_replicas, 16);
-		np.slots = calloc((size_t)np.n_replicas, sizeof(int32_t));
-		if (np.dirs == NULL || np.slots == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	a = rn_mp_get(rec, "directories");
-	if (a != NULL && a->type == MSGPACK_OBJECT_ARRAY)
-		for (i = 0; i < np.n_replicas && i < (int32_t)a->via.array.size;
-		    i++) {
-			const msgpack_object *d = &a->via.array.ptr[i];
-
-			if (d->type == MSGPACK_OBJECT_BIN &&
-			    d->via.bin.size == 16)
-				memcpy(np.dirs[i], d->via.bin.ptr, 16);
-		}
+	rc = -EINVAL;
 	if (rn_mp_get(rec, "slots") != NULL && (get_i32s(rec, "slots",
 	    &given_slots, &n_given) != 0 || n_given != np.n_replicas))
 		goto out;
 	if (p < t->n_parts)
 		old = &t->parts[p];
-	/*
-	 * Slots: a replica that stays keeps its slot; a new one takes its
-	 * broker's lowest free slot (or, from a snapshot, the one recorded).
-	 */
-	if (old != NULL)
-		for (j = 0; j < old->n_replicas; j++) {
-			for (i = 0; i < np.n_replicas; i++)
-				if (np.replicas[i] == old->replicas[j])
-					break;
-			if (i == np.n_replicas)
-				slot_free(st, old->replicas[j], old->slots[j]);
-		}
-	for (i = 0; i < np.n_replicas; i++) {
-		np.slots[i] = -1;
-		for (j = 0; old != NULL && j < old->n_replicas; j++)
-			if (old->replicas[j] == np.replicas[i])
-				np.slots[i] = old->slots[j];
-		if (np.slots[i] >= 0)
-			continue;
-		if (given_slots != NULL) {
-			np.slots[i] = given_slots[i];
-			if (slot_mark(st, np.replicas[i], np.slots[i]) != 0) {
-				rc = -ENOMEM;
-				goto out;
-			}
-		} else
-			np.slots[i] = slot_alloc(st, np.replicas[i]);
-	}
+	if ((rc = part_slots(st, old, &np, given_slots)) != 0)
+		goto out;
 	if (old != NULL) {
 		part_free(old);
 		*old = np;

@@ -737,31 +737,89 @@ poll_leaders(struct fetcher *f, struct rn_ring *in)
 		rn_worker_heartbeat(w);
 }
 
+static int
+fetcher_setup(struct fetcher *f, struct rn_worker *w, struct fpart ***mine)
+{
+	uint32_t max = w->env->shm->hdr->max_partitions, i;
+
+	memset(f, 0, sizeof(*f));
+	f->w = w;
+	f->cfg = w->env->cfg;
+	rn_mdview_init(&f->view);
+	if (rn_part_table_init(&f->parts, w->env->shm, f->cfg) != 0 ||
+	    (f->fp = calloc(max, sizeof(*f->fp))) == NULL ||
+	    (*mine = calloc(max, sizeof(**mine))) == NULL)
+		return -ENOMEM;
+	f->parts.worker = w;
+	for (i = 0; i < max; i++) {
+		f->fp[i].synced_epoch = -1;
+		f->fp[i].leader = -1;
+	}
+	return 0;
+}
+
+static void
+fetcher_free(struct fetcher *f, struct fpart **mine)
+{
+	int i;
+
+	for (i = 0; i < f->n_leaders; i++) {
+		leader_close(f->leaders[i], NULL);
+		free(f->leaders[i]->parts);
+		free(f->leaders[i]->rbuf);
+		rn_arena_free(&f->leaders[i]->arena);
+		free(f->leaders[i]);
+	}
+	free(f->leaders);
+	free(f->pfd);
+	free(f->polled);
+	free(f->fp);
+	free(mine);
+	rn_part_table_close(&f->parts);
+}
+
+/* Drop the requests in flight (all of them, or only answered ones). */
+static void
+fetcher_close_leaders(struct fetcher *f, bool in_flight_only)
+{
+	int i;
+
+	for (i = 0; i < f->n_leaders; i++)
+		if (!in_flight_only || f->leaders[i]->in_flight)
+			leader_close(f->leaders[i], NULL);
+}
+
+/* One request in flight per leader, for that leader's replicas. */
+static void
+fetcher_kick(struct fetcher *f, struct fpart **mine, int n_mine)
+{
+	int i, j;
+
+	for (i = 0; i < n_mine; i = j) {
+		struct leader *l = leader_get(f, mine[i]->leader);
+
+		j = i;
+		while (j < n_mine && mine[j]->leader == mine[i]->leader)
+			j++;
+		if (l != NULL)
+			leader_kick(f, l, mine + i, j - i);
+	}
+}
+
 int
 rn_fetcher_main(struct rn_worker *w)
 {
 	struct fetcher f;
-	struct fpart **mine;
+	struct fpart **mine = NULL;
 	struct rn_ring *in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
-	uint32_t max = w->env->shm->hdr->max_partitions;
+	int max = (int)w->env->shm->hdr->max_partitions;
 	int64_t next_collect_ms = 0;
 	bool changed;
-	int i, n_mine = 0;
+	int n_mine = 0;
 
-	memset(&f, 0, sizeof(f));
-	f.w = w;
-	f.cfg = w->env->cfg;
-	rn_mdview_init(&f.view);
-	if (rn_part_table_init(&f.parts, w->env->shm, f.cfg) != 0 ||
-	    (f.fp = calloc(max, sizeof(*f.fp))) == NULL ||
-	    (mine = calloc(max, sizeof(*mine))) == NULL) {
+	if (fetcher_setup(&f, w, &mine) != 0) {
 		log_errx("replica fetcher: out of memory");
 		return RN_WORKER_EXIT_RESTART;
-	}
-	f.parts.worker = w;
-	for (i = 0; i < (int)max; i++) {
-		f.fp[i].synced_epoch = -1;
-		f.fp[i].leader = -1;
 	}
 	if (rn_worker_send_hello(w) != 0)
 		log_warnx("cannot reach the controller yet");
@@ -783,16 +841,14 @@ rn_fetcher_main(struct rn_worker *w)
 		if (changed || rn_now_ms() >= next_collect_ms) {
 			f.round++;
 			f.id_moved = false;
-			n_mine = collect(&f, mine, (int)max);
+			n_mine = collect(&f, mine, max);
 			qsort(mine, (size_t)n_mine, sizeof(*mine), mine_cmp);
 			next_collect_ms = rn_now_ms() + 1000;
 		}
 		if (f.id_moved) {
 			/* answers in flight may be for the slot's old topic (the
 			 * epoch API names topics, it has no ids): drop them */
-			for (i = 0; i < f.n_leaders; i++)
-				if (f.leaders[i]->in_flight)
-					leader_close(f.leaders[i], NULL);
+			fetcher_close_leaders(&f, true);
 			f.id_moved = false;
 		}
 		if (rn_now_ms() >= w->next_heartbeat_ms)
@@ -800,36 +856,13 @@ rn_fetcher_main(struct rn_worker *w)
 		if (atomic_load(&w->env->shm->hdr->fault_stall_fetch)) {
 			/* test fault: a follower that stops fetching, at once:
 			 * fetches in flight are dropped too */
-			for (i = 0; i < f.n_leaders; i++)
-				leader_close(f.leaders[i], NULL);
+			fetcher_close_leaders(&f, false);
 			rn_worker_wait(w, 100);
 			continue;
 		}
-		/* one request in flight per leader, for that leader's replicas */
-		for (i = 0; i < n_mine; ) {
-			struct leader *l = leader_get(&f, mine[i]->leader);
-			int j = i;
-
-			while (j < n_mine && mine[j]->leader == mine[i]->leader)
-				j++;
-			if (l != NULL)
-				leader_kick(&f, l, mine + i, j - i);
-			i = j;
-		}
+		fetcher_kick(&f, mine, n_mine);
 		poll_leaders(&f, in);
 	}
-	for (i = 0; i < f.n_leaders; i++) {
-		leader_close(f.leaders[i], NULL);
-		free(f.leaders[i]->parts);
-		free(f.leaders[i]->rbuf);
-		rn_arena_free(&f.leaders[i]->arena);
-		free(f.leaders[i]);
-	}
-	free(f.leaders);
-	free(f.pfd);
-	free(f.polled);
-	free(f.fp);
-	free(mine);
-	rn_part_table_close(&f.parts);
+	fetcher_free(&f, mine);
 	return RN_WORKER_EXIT_OK;
 }
