@@ -160,6 +160,7 @@ net_setup(struct net *n, struct rn_worker *w)
 	    rn_part_table_init(&n->parts, env->shm, env->cfg) != 0)
 		return -ENOMEM;
 	n->parts.worker = w;
+	n->dispatch = net_dispatch;
 	rn_mdview_init(&n->view);
 	return 0;
 }
