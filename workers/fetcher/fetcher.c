@@ -778,7 +778,7 @@ fetcher_free(struct fetcher *f, struct fpart **mine)
 	rn_part_table_close(&f->parts);
 }
 
-/* Drop the requests in flight (all of them, or only answered ones). */
+/* Close the leader connections: all, or those with a request in flight. */
 static void
 fetcher_close_leaders(struct fetcher *f, bool in_flight_only)
 {
