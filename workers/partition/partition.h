@@ -1,9 +1,11 @@
 /*
  * Partition runtime: the shared state of each local replica (one slot in
  * shared memory, assigned by the controller) and this process's handle on
- * its log. Every network worker appends and reads through here; appends
- * are serialized by the slot's robust lock, so a worker killed in the
- * middle of one costs a repair by the next holder, never a torn batch.
+ * its log. Every role changes a partition only through the functions
+ * here (the leader's and followers' appends, truncation, high watermark,
+ * waiter bits); writes are serialized by the slot's robust lock, so a
+ * worker killed in the middle of one costs a repair by the next holder,
+ * never a torn batch.
  */
 #ifndef RN_PARTITION_H
 #define RN_PARTITION_H
@@ -30,7 +32,7 @@ struct rn_part_rt;
 struct rn_part {
 	struct rn_part_rt *rt;
 	const _Atomic int64_t *hw;     /* the slot's high watermark */
-	struct rn_log *log;
+	struct rn_log *log;            /* read through it; write below */
 	uint64_t incarnation;
 	uint64_t config_version;       /* metadata image version of the config */
 	struct rn_log_config lcfg;     /* the log rules it was opened with */
