@@ -7,6 +7,10 @@
 #ifndef RN_PART_INT_H
 #define RN_PART_INT_H
 
+#ifndef RN_PARTITION_INTERNAL
+#error "part_int.h is private to workers/partition/: use partition.h"
+#endif
+
 #include <stdatomic.h>
 #include <stdint.h>
 

@@ -13,6 +13,7 @@
 #include "storage/checkpoint.h"
 #include "storage/errors.h"
 #include "storage/logdir.h"
+#define RN_PARTITION_INTERNAL
 #include "workers/partition/part_int.h"
 #include "workers/worker.h"
 

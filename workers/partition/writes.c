@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "protocol/kerrors.h"
 #include "storage/errors.h"
+#define RN_PARTITION_INTERNAL
 #include "workers/partition/part_int.h"
 
 int16_t
