@@ -27,6 +27,32 @@
 #define READ_TRIES 64
 #define MDV_TRIM_BYTES (256 * 1024)
 
+/* ---- region -------------------------------------------------------- */
+
+size_t
+rn_mdimage_shm_size(const struct rn_shm_params *p)
+{
+	/*
+	 * The image describes the whole cluster (~100 bytes a partition with
+	 * its name share and replica lists), and a cluster holds several
+	 * times the partitions of one node: 1 KiB per local slot. Only the
+	 * pages the image uses are ever backed.
+	 */
+	return sizeof(struct rn_meta_image) + 64 * 1024 +
+	    (size_t)p->max_partitions * 1024;
+}
+
+int
+rn_mdimage_shm_init(void *base, size_t size, const struct rn_shm_params *p)
+{
+	struct rn_meta_image *mi = base;
+
+	(void)p;
+	mi->body_size = size - sizeof(*mi);
+	mi->writer_pid = 0;
+	return 0;
+}
+
 /* ---- writer ------------------------------------------------------- */
 
 int

@@ -40,6 +40,11 @@
 #include "common/kconfig_catalogue.h"
 #include "ipc/shm.h"
 
+/* ---- its region of the segment (a row of RN_SHM_REGIONS) ------------ */
+
+size_t rn_mdimage_shm_size(const struct rn_shm_params *p);
+int rn_mdimage_shm_init(void *base, size_t size, const struct rn_shm_params *p);
+
 /* ---- writer (the controller) ---------------------------------------- */
 
 /* Copy body into the image, bump its version. -EMSGSIZE if it does not

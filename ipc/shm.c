@@ -5,63 +5,88 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ipc/mdimage.h"
 #include "ipc/shm.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
 
-static size_t
-meta_body_size(const struct rn_shm_params *p)
+size_t
+rn_shm_header_size(const struct rn_shm_params *p)
 {
-	/*
-	 * The image describes the whole cluster (~100 bytes a partition with
-	 * its name share and replica lists), and a cluster holds several
-	 * times the partitions of one node: 1 KiB per local slot. Only the
-	 * pages the image uses are ever backed.
-	 */
-	return 64 * 1024 + (size_t)p->max_partitions * 1024;
-}
-
-static void
-layout(const struct rn_shm_params *p, struct rn_shm_region *r, size_t *total)
-{
-	uint64_t off = ALIGN_UP(sizeof(struct rn_shm_hdr), 4096);
-	size_t ring = rn_ring_shm_size(p->ring_bytes);
-
-	r[RN_REGION_WORKERS].off = off;
-	r[RN_REGION_WORKERS].size = ALIGN_UP(
-	    (uint64_t)p->n_workers * sizeof(struct rn_worker_slot), 4096);
-	off += r[RN_REGION_WORKERS].size;
-
-	r[RN_REGION_METADATA].off = off;
-	r[RN_REGION_METADATA].size = ALIGN_UP(
-	    sizeof(struct rn_meta_image) + meta_body_size(p), 4096);
-	off += r[RN_REGION_METADATA].size;
-
-	r[RN_REGION_PARTITIONS].off = off;
-	r[RN_REGION_PARTITIONS].size = ALIGN_UP(
-	    (uint64_t)p->max_partitions * sizeof(struct rn_part_slot), 4096);
-	off += r[RN_REGION_PARTITIONS].size;
-
-	r[RN_REGION_RINGS].off = off;
-	r[RN_REGION_RINGS].size = ALIGN_UP((uint64_t)p->n_workers * 2 *
-	    ALIGN_UP(ring, 64), 4096);
-	off += r[RN_REGION_RINGS].size;
-
-	r[RN_REGION_SLOTMAP].off = off;
-	r[RN_REGION_SLOTMAP].size = ALIGN_UP(((uint64_t)p->max_partitions +
-	    63) / 64 * 8, 4096);
-	off += r[RN_REGION_SLOTMAP].size;
-	*total = off;
+	(void)p;
+	return sizeof(struct rn_shm_hdr);
 }
 
 size_t
-rn_shm_size(const struct rn_shm_params *p)
+rn_shm_workers_size(const struct rn_shm_params *p)
 {
-	struct rn_shm_region r[RN_REGION_COUNT];
-	size_t total;
+	return (size_t)p->n_workers * sizeof(struct rn_worker_slot);
+}
 
-	layout(p, r, &total);
-	return total;
+size_t
+rn_shm_partitions_size(const struct rn_shm_params *p)
+{
+	return (size_t)p->max_partitions * sizeof(struct rn_part_slot);
+}
+
+size_t
+rn_shm_slotmap_size(const struct rn_shm_params *p)
+{
+	return ((size_t)p->max_partitions + 63) / 64 * 8;
+}
+
+/* Per worker a ring to the controller (2i) and one from it (2i + 1). */
+static size_t
+ring_stride(uint32_t ring_bytes)
+{
+	return ALIGN_UP(rn_ring_shm_size(ring_bytes), 64);
+}
+
+size_t
+rn_shm_rings_size(const struct rn_shm_params *p)
+{
+	return (size_t)p->n_workers * 2 * ring_stride(p->ring_bytes);
+}
+
+int
+rn_shm_rings_init(void *base, size_t size, const struct rn_shm_params *p)
+{
+	size_t stride = ring_stride(p->ring_bytes);
+	unsigned i;
+	int rc;
+
+	(void)size;
+	for (i = 0; i < p->n_workers * 2; i++)
+		if ((rc = rn_ring_init((char *)base + stride * i,
+		    p->ring_bytes)) != 0)
+			return rc;
+	return 0;
+}
+
+#define RN_SHM_REGION_DEF(id, name, size, init) \
+	[RN_REGION_##id] = { name, size, init },
+static const struct {
+	const char *name;
+	size_t (*size)(const struct rn_shm_params *);
+	int (*init)(void *, size_t, const struct rn_shm_params *);
+} regions[RN_REGION_COUNT] = {
+	RN_SHM_REGIONS(RN_SHM_REGION_DEF)
+};
+#undef RN_SHM_REGION_DEF
+
+/* Each region in table order, page-aligned; the total size. */
+static size_t
+layout(const struct rn_shm_params *p, struct rn_shm_region *r)
+{
+	uint64_t off = 0;
+	int i;
+
+	for (i = 0; i < RN_REGION_COUNT; i++) {
+		r[i].off = off;
+		r[i].size = ALIGN_UP((uint64_t)regions[i].size(p), 4096);
+		off += r[i].size;
+	}
+	return off;
 }
 
 static void *
@@ -70,19 +95,33 @@ region(const struct rn_shm *shm, enum rn_region id)
 	return (char *)shm->base + shm->hdr->regions[id].off;
 }
 
-int
-rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm)
+size_t
+rn_shm_size(const struct rn_shm_params *p)
 {
 	struct rn_shm_region r[RN_REGION_COUNT];
-	struct rn_meta_image *mi;
-	size_t total, ring;
-	unsigned i;
+
+	return layout(p, r);
+}
+
+const char *
+rn_shm_region_name(enum rn_region id)
+{
+	return (unsigned)id < RN_REGION_COUNT ? regions[id].name : "unknown";
+}
+
+size_t
+rn_shm_region_size(const struct rn_shm *shm, enum rn_region id)
+{
+	return (unsigned)id < RN_REGION_COUNT ?
+	    shm->hdr->regions[id].size : 0;
+}
+
+/* Map a new zero-filled memfd of total bytes. */
+static int
+shm_map(struct rn_shm *shm, size_t total)
+{
 	int fd, rc;
 
-	if (p->n_workers == 0 || p->n_workers > RN_SHM_MAX_WORKERS ||
-	    p->max_partitions == 0)
-		return -EINVAL;
-	layout(p, r, &total);
 	if ((fd = memfd_create("runnel-shm", MFD_CLOEXEC)) == -1)
 		return -errno;
 	if (ftruncate(fd, (off_t)total) == -1) {
@@ -100,6 +139,22 @@ rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm)
 	shm->size = total;
 	shm->fd = fd;
 	shm->hdr = shm->base;
+	return 0;
+}
+
+int
+rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm)
+{
+	struct rn_shm_region r[RN_REGION_COUNT];
+	size_t total;
+	int i, rc;
+
+	if (p->n_workers == 0 || p->n_workers > RN_SHM_MAX_WORKERS ||
+	    p->max_partitions == 0)
+		return -EINVAL;
+	total = layout(p, r);
+	if ((rc = shm_map(shm, total)) != 0)
+		return rc;
 	memset(shm->hdr, 0, sizeof(*shm->hdr));
 	shm->hdr->layout_version = RN_SHM_LAYOUT_VERSION;
 	shm->hdr->n_workers = p->n_workers;
@@ -109,31 +164,16 @@ rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm)
 	shm->hdr->max_partitions = p->max_partitions;
 	memcpy(shm->hdr->regions, r, sizeof(r));
 	atomic_store(&shm->hdr->generation, 1);
-
-	mi = rn_shm_meta(shm);
-	mi->body_size = r[RN_REGION_METADATA].size - sizeof(*mi);
-	mi->writer_pid = 0;
-
-	/*
-	 * The partition locks are formatted on first use (a zero-filled
-	 * lock means "not yet"): the region stays unbacked until used.
-	 */
-	ring = rn_ring_shm_size(p->ring_bytes);
-	for (i = 0; i < p->n_workers; i++) {
-		if ((rc = rn_ring_init(rn_shm_ring_to_ctl(shm, i),
-		    p->ring_bytes)) != 0 ||
-		    (rc = rn_ring_init(rn_shm_ring_from_ctl(shm, i),
-		    p->ring_bytes)) != 0)
-			goto err;
-	}
-	(void)ring;
+	for (i = 0; i < RN_REGION_COUNT; i++)
+		if (regions[i].init != NULL && (rc = regions[i].init(
+		    region(shm, i), r[i].size, p)) != 0) {
+			rn_shm_destroy(shm);
+			return rc;
+		}
 	/* the magic goes last: a half-formatted segment never looks valid */
 	atomic_thread_fence(memory_order_release);
 	shm->hdr->magic = RN_SHM_MAGIC;
 	return 0;
-err:
-	rn_shm_destroy(shm);
-	return rc;
 }
 
 int
@@ -201,7 +241,7 @@ rn_shm_slot_used(const struct rn_shm *shm, unsigned i)
 static struct rn_ring *
 ring_at(const struct rn_shm *shm, unsigned idx)
 {
-	size_t stride = ALIGN_UP(rn_ring_shm_size(shm->hdr->ring_bytes), 64);
+	size_t stride = ring_stride(shm->hdr->ring_bytes);
 
 	return (struct rn_ring *)((char *)region(shm, RN_REGION_RINGS) +
 	    stride * idx);

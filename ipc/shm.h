@@ -1,18 +1,8 @@
 /*
  * The node's one shared-memory segment. The supervisor creates it (memfd,
  * MAP_SHARED) before forking, so every worker inherits the mapping. It holds
- * only offsets, never pointers. Layout:
- *
- *   header      magic, layout version, size, generation, creator pid,
- *               region table
- *   workers     one slot per worker: pid, state, restarts, heartbeat
- *   metadata    the metadata image (one writer: the controller worker),
- *               guarded by a seqlock
- *   partitions  partition runtime table (robust append lock per partition)
- *   rings       per worker: a ring to the controller and one from it
- *   slotmap     one bit per partition slot: set once the slot was used,
- *               so a pass over every slot reads a bitmap instead of
- *               touching (and so backing) a page per slot
+ * only offsets, never pointers. Its regions are the rows of
+ * RN_SHM_REGIONS below, laid out in that order.
  */
 #ifndef RN_SHM_H
 #define RN_SHM_H
@@ -53,14 +43,47 @@ enum rn_worker_state {
 	RN_WS_STOPPED,
 };
 
+struct rn_shm_params {
+	uint32_t n_workers;
+	uint32_t ring_bytes;     /* power of two */
+	uint32_t max_partitions;
+};
+
+/*
+ * The segment's regions in layout order, one row each:
+ *   R(id, name, size, init)
+ * size(params) is the bytes the region needs (shm.c rounds each region
+ * to whole pages and sums them); init(base, size, params) formats it in a
+ * new segment and returns 0 or -errno, NULL when zero bytes are its empty
+ * state. The module that owns a region exports its two functions; adding
+ * a region is one row here and an accessor for its base.
+ *
+ *   header      magic, layout version, size, generation, creator pid,
+ *               the offsets of the regions (formatted by shm.c itself)
+ *   workers     one slot per worker: pid, state, restarts, heartbeat
+ *   metadata    the metadata image (one writer: the controller worker),
+ *               guarded by a seqlock (ipc/mdimage.c)
+ *   partitions  one 8 KiB slot per partition (workers/partition/ shapes
+ *               it; its robust lock is formatted on first use)
+ *   rings       per worker: a ring to the controller and one from it
+ *   slotmap     one bit per partition slot: set once the slot was used,
+ *               so a pass over every slot reads a bitmap instead of
+ *               touching (and so backing) a page per slot
+ */
+#define RN_SHM_REGIONS(R) \
+	R(HEADER, "header", rn_shm_header_size, NULL) \
+	R(WORKERS, "workers", rn_shm_workers_size, NULL) \
+	R(METADATA, "metadata", rn_mdimage_shm_size, rn_mdimage_shm_init) \
+	R(PARTITIONS, "partitions", rn_shm_partitions_size, NULL) \
+	R(RINGS, "rings", rn_shm_rings_size, rn_shm_rings_init) \
+	R(SLOTMAP, "slot map", rn_shm_slotmap_size, NULL)
+
+#define RN_SHM_REGION_ID(id, name, size, init) RN_REGION_##id,
 enum rn_region {
-	RN_REGION_WORKERS = 0,
-	RN_REGION_METADATA,
-	RN_REGION_PARTITIONS,
-	RN_REGION_RINGS,
-	RN_REGION_SLOTMAP,
+	RN_SHM_REGIONS(RN_SHM_REGION_ID)
 	RN_REGION_COUNT
 };
+#undef RN_SHM_REGION_ID
 
 struct rn_shm_region {
 	uint64_t off;
@@ -134,12 +157,6 @@ struct rn_part_slot {
 };
 _Static_assert(sizeof(struct rn_part_slot) % 64 == 0, "partition slot size");
 
-struct rn_shm_params {
-	uint32_t n_workers;
-	uint32_t ring_bytes;     /* power of two */
-	uint32_t max_partitions;
-};
-
 struct rn_shm {
 	void *base;
 	size_t size;
@@ -148,6 +165,16 @@ struct rn_shm {
 };
 
 size_t rn_shm_size(const struct rn_shm_params *p);
+/* A region's name and its bytes in this segment (for the start log). */
+const char *rn_shm_region_name(enum rn_region id);
+size_t rn_shm_region_size(const struct rn_shm *shm, enum rn_region id);
+/* The regions shm.c owns (rows of RN_SHM_REGIONS). */
+size_t rn_shm_header_size(const struct rn_shm_params *p);
+size_t rn_shm_workers_size(const struct rn_shm_params *p);
+size_t rn_shm_partitions_size(const struct rn_shm_params *p);
+size_t rn_shm_rings_size(const struct rn_shm_params *p);
+int rn_shm_rings_init(void *base, size_t size, const struct rn_shm_params *p);
+size_t rn_shm_slotmap_size(const struct rn_shm_params *p);
 /* Create, map and format; 0 or -errno. */
 int rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm);
 /* Check the header of an inherited mapping; 0 or -EPROTO. */

@@ -155,6 +155,8 @@ static int
 setup_shared(void)
 {
 	struct rn_shm_params p;
+	char layout[256];
+	size_t len = 0;
 	unsigned i;
 	int rc;
 
@@ -180,8 +182,12 @@ setup_shared(void)
 			log_warn("eventfd");
 			return -1;
 		}
-	log_info("shared memory: %zu bytes, %u workers, %u partition slots",
-	    sv.shm.size, sv.env.n_workers, p.max_partitions);
+	for (i = 0; i < RN_REGION_COUNT && len < sizeof(layout); i++)
+		len += (size_t)snprintf(layout + len, sizeof(layout) - len,
+		    "%s%s %zu KiB", i ? ", " : "", rn_shm_region_name(i),
+		    rn_shm_region_size(&sv.shm, i) / 1024);
+	log_info("shared memory: %zu bytes, %u workers, %u partition slots "
+	    "(%s)", sv.shm.size, sv.env.n_workers, p.max_partitions, layout);
 	return 0;
 }
 

@@ -198,22 +198,16 @@ struct new_topic {
 	int32_t *replicas;       /* np * rf */
 };
 
+/* The name: valid, new, and colliding with no topic nor earlier request. */
 static int16_t
-create_one(struct ctl_op *op, struct ctl_placer *pl,
+create_check_name(struct ctl_op *op,
     const struct rn_CreateTopicsRequest_CreatableTopic *t,
-    struct rn_CreateTopicsResponse_CreatableTopicResult *res,
     const struct nameidx *earlier, struct rn_kstr *msg)
 {
-	struct ctl *c = op->c;
-	const struct ctl_state *st = &c->st;
-	int32_t np = t->num_partitions, rf = t->replication_factor, i, j;
-	int32_t *brokers, *replicas;
+	const struct ctl_state *st = &op->c->st;
 	const struct ctl_topic *other;
 	const struct rn_kstr *prev;
-	char why[MSG_MAX], key[256], val[4096];
-	uint8_t tid[16];
-	int16_t e;
-	int live;
+	char why[MSG_MAX];
 
 	if (!topic_name_valid(t->name, why, sizeof(why))) {
 		*msg = op_msg(op, "%s", why);
@@ -236,7 +230,18 @@ create_one(struct ctl_op *op, struct ctl_placer *pl,
 		    prev->ptr);
 		return RN_KERR_INVALID_TOPIC_EXCEPTION;
 	}
-	/* configs */
+	return 0;
+}
+
+/* Every config named is a topic config, with a valid value. */
+static int16_t
+create_check_configs(struct ctl_op *op,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t,
+    struct rn_kstr *msg)
+{
+	char why[MSG_MAX], key[256], val[4096];
+	int32_t i;
+
 	for (i = 0; i < t->configs_count; i++) {
 		const struct rn_kcfg *d;
 
@@ -259,88 +264,106 @@ create_one(struct ctl_op *op, struct ctl_placer *pl,
 			return RN_KERR_INVALID_CONFIG;
 		}
 	}
-	if ((brokers = ctl_place_live_brokers(op, &live)) == NULL)
-		return RN_KERR_UNKNOWN_SERVER_ERROR;
-	if (t->assignments_count > 0) {
-		if (rf != -1) {
-			*msg = op_msg(op, "A manual partition assignment was "
-			    "specified, but replication factor was not set to "
-			    "-1.");
-			return RN_KERR_INVALID_REQUEST;
-		}
-		if (np != -1) {
-			*msg = op_msg(op, "A manual partition assignment was "
-			    "specified, but numPartitions was not set to -1.");
-			return RN_KERR_INVALID_REQUEST;
-		}
-		np = t->assignments_count;
-		rf = t->assignments[0].broker_ids_count;
-		if (rf > 64)
-			rf = 64;
-		replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
-		    (size_t)np * (size_t)(rf > 0 ? rf : 1));
-		if (replicas == NULL)
-			return RN_KERR_UNKNOWN_SERVER_ERROR;
-		for (i = 0; i < np; i++) {
-			const struct rn_CreateTopicsRequest_CreatableReplicaAssignment
-			    *a = NULL;
+	return 0;
+}
 
-			for (j = 0; j < t->assignments_count; j++)
-				if (t->assignments[j].partition_index == i) {
-					if (a != NULL) {
-						*msg = op_msg(op, "Found multiple "
-						    "manual partition assignments "
-						    "for partition %d", i);
-						return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
-					}
-					a = &t->assignments[j];
-				}
-			if (a == NULL) {
-				*msg = op_msg(op, "partitions should be a "
-				    "consecutive 0-based integer sequence");
-				return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
-			}
-			if ((e = ctl_place_check_manual(op, st, a->broker_ids,
-			    a->broker_ids_count, rf, msg)) != 0)
-				return e;
-			memcpy(&replicas[i * rf], a->broker_ids,
-			    sizeof(int32_t) * (size_t)rf);
-		}
-	} else {
-		if (rf < -1 || rf == 0) {
-			*msg = op_msg(op, "Replication factor must be larger "
-			    "than 0, or -1 to use the default value.");
-			return RN_KERR_INVALID_REPLICATION_FACTOR;
-		}
-		if (np < -1 || np == 0) {
-			*msg = op_msg(op, "Number of partitions was set to an "
-			    "invalid non-positive value.");
-			return RN_KERR_INVALID_PARTITIONS;
-		}
-		if (np == -1)
-			np = c->cfg->num_partitions;
-		if (rf == -1)
-			rf = c->cfg->default_replication_factor;
-		if (rf > live)
-			return ctl_place_rf_unreachable(op, rf, live, msg);
-		replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
-		    (size_t)np * (size_t)rf);
-		if (replicas == NULL)
-			return RN_KERR_UNKNOWN_SERVER_ERROR;
-		if (ctl_place_auto(st, brokers, live, np, rf, 0, replicas) != 0)
-			return RN_KERR_UNKNOWN_SERVER_ERROR;
+/* A manual assignment: one entry per partition 0..n-1, each checked. */
+static int16_t
+create_manual(struct ctl_op *op,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t, int32_t *np,
+    int32_t *rf, int32_t **replicas, struct rn_kstr *msg)
+{
+	int32_t i, j;
+	int16_t e;
+
+	if (*rf != -1) {
+		*msg = op_msg(op, "A manual partition assignment was "
+		    "specified, but replication factor was not set to -1.");
+		return RN_KERR_INVALID_REQUEST;
 	}
-	if ((e = ctl_place_check_slots(op, replicas, np * rf, msg)) != 0)
-		return e;
-	if (ctl_uuid_random(tid) != 0)
+	if (*np != -1) {
+		*msg = op_msg(op, "A manual partition assignment was "
+		    "specified, but numPartitions was not set to -1.");
+		return RN_KERR_INVALID_REQUEST;
+	}
+	*np = t->assignments_count;
+	*rf = t->assignments[0].broker_ids_count;
+	if (*rf > 64)
+		*rf = 64;
+	*replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
+	    (size_t)*np * (size_t)(*rf > 0 ? *rf : 1));
+	if (*replicas == NULL)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
-	memcpy(res->topic_id.b, tid, 16);
-	res->num_partitions = np;
-	res->replication_factor = (int16_t)rf;
-	if (op->ver >= 5 && (e = ctl_created_configs(op, t, res)) != 0)
-		return e;
-	if (op->validate_only)
-		return 0;
+	for (i = 0; i < *np; i++) {
+		const struct rn_CreateTopicsRequest_CreatableReplicaAssignment
+		    *a = NULL;
+
+		for (j = 0; j < t->assignments_count; j++)
+			if (t->assignments[j].partition_index == i) {
+				if (a != NULL) {
+					*msg = op_msg(op, "Found multiple manual "
+					    "partition assignments for "
+					    "partition %d", i);
+					return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+				}
+				a = &t->assignments[j];
+			}
+		if (a == NULL) {
+			*msg = op_msg(op, "partitions should be a "
+			    "consecutive 0-based integer sequence");
+			return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+		}
+		if ((e = ctl_place_check_manual(op, &op->c->st, a->broker_ids,
+		    a->broker_ids_count, *rf, msg)) != 0)
+			return e;
+		memcpy(&(*replicas)[i * *rf], a->broker_ids,
+		    sizeof(int32_t) * (size_t)*rf);
+	}
+	return 0;
+}
+
+/* Counts from the request or the broker defaults, placed like Kafka. */
+static int16_t
+create_auto(struct ctl_op *op, const int32_t *brokers, int live,
+    int32_t *np, int32_t *rf, int32_t **replicas, struct rn_kstr *msg)
+{
+	const struct rn_config *cfg = op->c->cfg;
+
+	if (*rf < -1 || *rf == 0) {
+		*msg = op_msg(op, "Replication factor must be larger "
+		    "than 0, or -1 to use the default value.");
+		return RN_KERR_INVALID_REPLICATION_FACTOR;
+	}
+	if (*np < -1 || *np == 0) {
+		*msg = op_msg(op, "Number of partitions was set to an "
+		    "invalid non-positive value.");
+		return RN_KERR_INVALID_PARTITIONS;
+	}
+	if (*np == -1)
+		*np = cfg->num_partitions;
+	if (*rf == -1)
+		*rf = cfg->default_replication_factor;
+	if (*rf > live)
+		return ctl_place_rf_unreachable(op, *rf, live, msg);
+	*replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
+	    (size_t)*np * (size_t)*rf);
+	if (*replicas == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	if (ctl_place_auto(&op->c->st, brokers, live, *np, *rf, 0,
+	    *replicas) != 0)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	return 0;
+}
+
+/* The topic's records: the topic, its configs, then its partitions. */
+static void
+create_records(struct ctl_op *op, struct ctl_placer *pl,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t,
+    const uint8_t tid[16], int32_t np, int32_t rf, const int32_t *replicas)
+{
+	char key[256], val[4096];
+	int32_t i;
+
 	ctl_rec_topic(&op->batch, t->name.ptr, (size_t)t->name.len, tid);
 	/* configs go between the topic and its partitions, as in Kafka */
 	for (i = 0; i < t->configs_count; i++) {
@@ -352,6 +375,42 @@ create_one(struct ctl_op *op, struct ctl_placer *pl,
 	for (i = 0; i < np; i++)
 		ctl_place_record(&op->batch, pl, tid, i, &replicas[i * rf],
 		    rf);
+}
+
+static int16_t
+create_one(struct ctl_op *op, struct ctl_placer *pl,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t,
+    struct rn_CreateTopicsResponse_CreatableTopicResult *res,
+    const struct nameidx *earlier, struct rn_kstr *msg)
+{
+	int32_t np = t->num_partitions, rf = t->replication_factor;
+	int32_t *brokers, *replicas = NULL;
+	uint8_t tid[16];
+	int16_t e;
+	int live;
+
+	if ((e = create_check_name(op, t, earlier, msg)) != 0 ||
+	    (e = create_check_configs(op, t, msg)) != 0)
+		return e;
+	if ((brokers = ctl_place_live_brokers(op, &live)) == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	if (t->assignments_count > 0)
+		e = create_manual(op, t, &np, &rf, &replicas, msg);
+	else
+		e = create_auto(op, brokers, live, &np, &rf, &replicas, msg);
+	if (e != 0 ||
+	    (e = ctl_place_check_slots(op, replicas, np * rf, msg)) != 0)
+		return e;
+	if (ctl_uuid_random(tid) != 0)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	memcpy(res->topic_id.b, tid, 16);
+	res->num_partitions = np;
+	res->replication_factor = (int16_t)rf;
+	if (op->ver >= 5 && (e = ctl_created_configs(op, t, res)) != 0)
+		return e;
+	if (op->validate_only)
+		return 0;
+	create_records(op, pl, t, tid, np, rf, replicas);
 	return 0;
 }
 
@@ -573,14 +632,108 @@ ctl_op_delete_topics(struct ctl_op *op, struct rn_kreader *r)
 
 /* ---- CreatePartitions ----------------------------------------------- */
 
+/* Replicas per partition of a topic grown: as its first partition's. */
+static int32_t
+grow_rf(const struct ctl_topic *t)
+{
+	int32_t rf = t->n_parts > 0 ? t->parts[0].n_replicas : 1;
+
+	return rf > 64 ? 64 : rf;
+}
+
+/* Topic i of the request: named once, known, grown, assignments fit. */
+static int16_t
+grow_check(struct ctl_op *op, const struct rn_CreatePartitionsRequest *req,
+    int32_t i, const struct ctl_topic **out, struct rn_kstr *msg)
+{
+	const struct rn_CreatePartitionsRequest_CreatePartitionsTopic *tp =
+	    &req->topics[i];
+	const struct ctl_topic *t;
+	int32_t j, cur, add;
+	int16_t e = 0;
+
+	for (j = 0; j < i; j++)
+		if (req->topics[j].name.len == tp->name.len &&
+		    memcmp(req->topics[j].name.ptr, tp->name.ptr,
+		    (size_t)tp->name.len) == 0) {
+			e = RN_KERR_INVALID_REQUEST;
+			*msg = op_msg(op, "Duplicate topic name.");
+		}
+	if (e != 0)
+		return e;
+	t = tp->name.len > 0 ? ctl_state_topic(&op->c->st, tp->name.ptr,
+	    (size_t)tp->name.len) : NULL;
+	if (t == NULL) {
+		*msg = op_msg(op, "This server does not host this "
+		    "topic-partition.");
+		return RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	}
+	cur = t->n_parts;
+	if (tp->count == cur) {
+		*msg = op_msg(op, "Topic already has %d partition(s).", cur);
+		return RN_KERR_INVALID_PARTITIONS;
+	} else if (tp->count < cur) {
+		*msg = op_msg(op, "The topic %s currently has %d "
+		    "partition(s); %d would not be an increase.",
+		    t->name, cur, tp->count);
+		return RN_KERR_INVALID_PARTITIONS;
+	}
+	add = tp->count - cur;
+	if (tp->assignments_count >= 0 && tp->assignments != NULL &&
+	    tp->assignments_count != add) {
+		*msg = op_msg(op, "Attempted to add %d additional "
+		    "partition(s), but only %d assignment(s) were "
+		    "specified.", add, tp->assignments_count);
+		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
+	}
+	*out = t;
+	return 0;
+}
+
+/* The new partitions' replicas: as assigned, or placed like Kafka. */
+static int16_t
+grow_place(struct ctl_op *op,
+    const struct rn_CreatePartitionsRequest_CreatePartitionsTopic *tp,
+    const struct ctl_topic *t, const int32_t *brokers, int live,
+    int32_t **out, struct rn_kstr *msg)
+{
+	const struct ctl_state *st = &op->c->st;
+	int32_t cur = t->n_parts, add = tp->count - cur, rf = grow_rf(t), j;
+	int32_t *replicas;
+	int16_t e = 0;
+
+	replicas = rn_arena_alloc(&op->arena,
+	    sizeof(int32_t) * (size_t)add * (size_t)rf);
+	if (replicas == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	if (tp->assignments != NULL && tp->assignments_count > 0) {
+		for (j = 0; j < add && e == 0; j++) {
+			e = ctl_place_check_manual(op, st,
+			    tp->assignments[j].broker_ids,
+			    tp->assignments[j].broker_ids_count, rf, msg);
+			if (e == 0)
+				memcpy(&replicas[j * rf],
+				    tp->assignments[j].broker_ids,
+				    sizeof(int32_t) * (size_t)rf);
+		}
+	} else if (rf > live)
+		e = ctl_place_rf_unreachable(op, rf, live, msg);
+	else if (ctl_place_auto(st, brokers, live, add, rf, cur,
+	    replicas) != 0)
+		e = RN_KERR_UNKNOWN_SERVER_ERROR;
+	if (e == 0)
+		e = ctl_place_check_slots(op, replicas, add * rf, msg);
+	*out = replicas;
+	return e;
+}
+
 int
 ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 {
 	struct rn_CreatePartitionsRequest req;
 	struct rn_CreatePartitionsResponse *resp = &op->resp.cp;
-	const struct ctl_state *st = &op->c->st;
 	struct ctl_placer pl;
-	int32_t i, j, *brokers;
+	int32_t i, p, *brokers;
 	int rc, live;
 
 	if ((rc = rn_CreatePartitionsRequest_decode(r, op->ver, &op->arena,
@@ -588,7 +741,7 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 		return rc;
 	op->validate_only = req.validate_only;
 	memset(&pl, 0, sizeof(pl));
-	pl.st = st;
+	pl.st = &op->c->st;
 	pl.arena = &op->arena;
 	if ((brokers = ctl_place_live_brokers(op, &live)) == NULL)
 		return -ENOMEM;
@@ -603,87 +756,25 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 		    *tp = &req.topics[i];
 		struct rn_CreatePartitionsResponse_CreatePartitionsTopicResult
 		    *res = &resp->results[i];
-		const struct ctl_topic *t;
-		int32_t cur, add, rf, *replicas, p;
-		int16_t e = 0;
+		const struct ctl_topic *t = NULL;
 		struct rn_kstr msg = { NULL, -1 };
+		int32_t *replicas = NULL, cur, rf;
+		int16_t e;
 
 		rn_CreatePartitionsResponse_CreatePartitionsTopicResult_init(
 		    res);
 		res->name = tp->name;
 		res->error_message.len = -1;
-		for (j = 0; j < i; j++)
-			if (req.topics[j].name.len == tp->name.len &&
-			    memcmp(req.topics[j].name.ptr, tp->name.ptr,
-			    (size_t)tp->name.len) == 0) {
-				e = RN_KERR_INVALID_REQUEST;
-				msg = op_msg(op, "Duplicate topic name.");
-			}
-		t = tp->name.len > 0 ? ctl_state_topic(st, tp->name.ptr,
-		    (size_t)tp->name.len) : NULL;
-		if (e == 0 && t == NULL) {
-			e = RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
-			msg = op_msg(op, "This server does not host this "
-			    "topic-partition.");
-		}
-		if (e != 0) {
-			res->error_code = e;
-			res->error_message = msg;
-			continue;
-		}
-		cur = t->n_parts;
-		if (tp->count == cur) {
-			e = RN_KERR_INVALID_PARTITIONS;
-			msg = op_msg(op, "Topic already has %d partition(s).",
-			    cur);
-		} else if (tp->count < cur) {
-			e = RN_KERR_INVALID_PARTITIONS;
-			msg = op_msg(op, "The topic %s currently has %d "
-			    "partition(s); %d would not be an increase.",
-			    t->name, cur, tp->count);
-		}
-		add = tp->count - cur;
-		rf = cur > 0 ? t->parts[0].n_replicas : 1;
-		if (rf > 64)
-			rf = 64;
-		if (e == 0 && tp->assignments_count >= 0 &&
-		    tp->assignments != NULL &&
-		    tp->assignments_count != add) {
-			e = RN_KERR_INVALID_REPLICA_ASSIGNMENT;
-			msg = op_msg(op, "Attempted to add %d additional "
-			    "partition(s), but only %d assignment(s) were "
-			    "specified.", add, tp->assignments_count);
-		}
-		replicas = e == 0 ? rn_arena_alloc(&op->arena,
-		    sizeof(int32_t) * (size_t)add * (size_t)rf) : NULL;
-		if (e == 0 && replicas == NULL)
-			e = RN_KERR_UNKNOWN_SERVER_ERROR;
-		if (e == 0 && tp->assignments != NULL &&
-		    tp->assignments_count > 0) {
-			for (j = 0; j < add && e == 0; j++) {
-				e = ctl_place_check_manual(op, st,
-				    tp->assignments[j].broker_ids,
-				    tp->assignments[j].broker_ids_count, rf,
-				    &msg);
-				if (e == 0)
-					memcpy(&replicas[j * rf],
-					    tp->assignments[j].broker_ids,
-					    sizeof(int32_t) * (size_t)rf);
-			}
-		} else if (e == 0) {
-			if (rf > live)
-				e = ctl_place_rf_unreachable(op, rf, live, &msg);
-			else if (ctl_place_auto(st, brokers, live, add, rf, cur,
-			    replicas) != 0)
-				e = RN_KERR_UNKNOWN_SERVER_ERROR;
-		}
-		if (e == 0)
-			e = ctl_place_check_slots(op, replicas, add * rf, &msg);
+		if ((e = grow_check(op, &req, i, &t, &msg)) == 0)
+			e = grow_place(op, tp, t, brokers, live, &replicas,
+			    &msg);
 		res->error_code = e;
 		res->error_message = msg;
 		if (e != 0 || op->validate_only)
 			continue;
-		for (p = 0; p < add; p++)
+		cur = t->n_parts;
+		rf = grow_rf(t);
+		for (p = 0; p < tp->count - cur; p++)
 			ctl_place_record(&op->batch, &pl, t->id, cur + p,
 			    &replicas[p * rf], rf);
 		log_topic(LOG_INFO, tp->name, "CreatePartitions %s: %d -> %d",

@@ -803,20 +803,13 @@ alter_refused(struct ctl *c, const uint8_t tid[16], int32_t p)
 {
 	const struct ctl_topic *t = ctl_state_topic_by_id(&c->st, tid);
 	struct ctl_local loc;
-	struct rn_part_rt *rt;
 	int32_t slot, dir;
 
 	if (t == NULL || p < 0 || p >= t->n_parts)
 		return;
 	ctl_local(c, &loc);
 	ctl_state_local_placement(&c->st, &loc, t, p, &slot, &dir);
-	if (slot < 0)
-		return;
-	rt = (struct rn_part_rt *)rn_shm_partition(c->shm, (unsigned)slot);
-	if (rt->partition == p && memcmp(rt->topic_id.b, tid, 16) == 0 &&
-	    atomic_load(&rt->isr_change_sent_ms) > 0)
-		atomic_store(&rt->isr_change_sent_ms, rn_wallclock_ms() -
-		    RN_ISR_CHANGE_RETRY_MS + RN_ISR_REFUSED_RETRY_MS);
+	rn_part_isr_change_refused(c->shm, slot, tid, p);
 }
 
 static void

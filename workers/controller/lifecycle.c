@@ -217,6 +217,47 @@ kcopy(struct rn_kstr s, char *buf, size_t len)
 	return true;
 }
 
+/*
+ * A registration refused as it stands: another cluster's broker, a bad
+ * request (KIP-858: from v2, no online log directory is one), or a new
+ * incarnation while the old one's session is live.
+ */
+static int16_t
+registration_refused(struct ctl_op *op,
+    const struct rn_BrokerRegistrationRequest *req)
+{
+	struct ctl *c = op->c;
+	const struct ctl_broker *old;
+	struct ctl_live *l;
+
+	if (req->cluster_id.len > 0 && c->st.cluster_id[0] != '\0' &&
+	    !rn_kstr_eq(req->cluster_id, c->st.cluster_id)) {
+		log_warnx("broker %d registers with cluster id %.*s, but this "
+		    "cluster is %s: refused", req->broker_id,
+		    (int)req->cluster_id.len, req->cluster_id.ptr,
+		    c->st.cluster_id);
+		return RN_KERR_INCONSISTENT_CLUSTER_ID;
+	}
+	if (req->broker_id < 0 || req->listeners_count >
+	    RN_CONFIG_MAX_LISTENERS || req->log_dirs_count >
+	    RN_CONFIG_MAX_LOGDIRS || (op->ver >= 2 &&
+	    req->log_dirs_count == 0))
+		return RN_KERR_INVALID_REQUEST;
+	old = ctl_state_broker(&c->st, req->broker_id);
+	/* an incarnation that went through a controlled shutdown is done:
+	 * its restart registers at once, not after its session expires */
+	if (old != NULL && memcmp(old->incarnation, req->incarnation_id.b,
+	    16) != 0 && !old->fenced && !old->in_controlled_shutdown &&
+	    (l = live_get(c, old->id)) != NULL &&
+	    rn_now_ms() - l->last_hb_ms <= c->cfg->broker_session_timeout_ms) {
+		log_info("broker %d registers with a new incarnation while the "
+		    "old one's session is live: refused for now",
+		    req->broker_id);
+		return RN_KERR_DUPLICATE_BROKER_REGISTRATION;
+	}
+	return RN_KERR_NONE;
+}
+
 int
 ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r)
 {
@@ -224,7 +265,6 @@ ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r)
 	struct rn_BrokerRegistrationRequest req;
 	struct rn_BrokerRegistrationResponse *resp = &op->resp.br;
 	const struct ctl_broker *old;
-	struct ctl_live *l;
 	struct ctl_broker br;
 	struct ctl_listener ls[RN_CONFIG_MAX_LISTENERS];
 	uint8_t dirs[RN_CONFIG_MAX_LOGDIRS][16];
@@ -237,36 +277,9 @@ ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r)
 	rn_BrokerRegistrationResponse_init(resp);
 	resp->broker_epoch = -1;
 	op->broker = req.broker_id;
-	if (req.cluster_id.len > 0 && c->st.cluster_id[0] != '\0' &&
-	    !rn_kstr_eq(req.cluster_id, c->st.cluster_id)) {
-		log_warnx("broker %d registers with cluster id %.*s, but this "
-		    "cluster is %s: refused", req.broker_id,
-		    (int)req.cluster_id.len, req.cluster_id.ptr,
-		    c->st.cluster_id);
-		resp->error_code = RN_KERR_INCONSISTENT_CLUSTER_ID;
+	if ((resp->error_code = registration_refused(op, &req)) != 0)
 		return 0;
-	}
-	if (req.broker_id < 0 || req.listeners_count >
-	    RN_CONFIG_MAX_LISTENERS || req.log_dirs_count >
-	    RN_CONFIG_MAX_LOGDIRS || (op->ver >= 2 &&
-	    req.log_dirs_count == 0)) {
-		/* KIP-858: no online log directory is an invalid request */
-		resp->error_code = RN_KERR_INVALID_REQUEST;
-		return 0;
-	}
 	old = ctl_state_broker(&c->st, req.broker_id);
-	/* an incarnation that went through a controlled shutdown is done:
-	 * its restart registers at once, not after its session expires */
-	if (old != NULL && memcmp(old->incarnation, req.incarnation_id.b,
-	    16) != 0 && !old->fenced && !old->in_controlled_shutdown &&
-	    (l = live_get(c, old->id)) != NULL &&
-	    rn_now_ms() - l->last_hb_ms <= c->cfg->broker_session_timeout_ms) {
-		log_info("broker %d registers with a new incarnation while the "
-		    "old one's session is live: refused for now",
-		    req.broker_id);
-		resp->error_code = RN_KERR_DUPLICATE_BROKER_REGISTRATION;
-		return 0;
-	}
 	live_touch(c, req.broker_id, -1);
 	if (old != NULL && same_registration(old, &req)) {
 		resp->broker_epoch = old->epoch; /* a retry */
@@ -658,6 +671,102 @@ voter_end(struct ctl *c, raft_id id)
 	return 0;
 }
 
+/* The voters: how far each has the log, from raft's progress. */
+static int
+quorum_voters(struct ctl_op *op, struct rn_DescribeQuorumResponse_PartitionData
+    *pd)
+{
+	struct ctl *c = op->c;
+	int v;
+
+	pd->current_voters = rn_arena_alloc(&op->arena,
+	    sizeof(*pd->current_voters) * (size_t)c->cfg->n_voters);
+	if (pd->current_voters == NULL)
+		return -ENOMEM;
+	for (v = 0; v < c->cfg->n_voters; v++) {
+		struct rn_DescribeQuorumResponse_ReplicaState *rs =
+		    &pd->current_voters[v];
+
+		rn_DescribeQuorumResponse_ReplicaState_init(rs);
+		rs->replica_id = c->cfg->voters[v].id;
+		rs->log_end_offset = (int64_t)voter_end(c,
+		    (raft_id)c->cfg->voters[v].id);
+		rs->last_fetch_timestamp = c->voter_fetch_ms[v] > 0 ?
+		    c->voter_fetch_ms[v] : -1;
+		rs->last_caught_up_timestamp = c->voter_caught_up_ms[v] > 0 ?
+		    c->voter_caught_up_ms[v] : -1;
+	}
+	pd->current_voters_count = c->cfg->n_voters;
+	return 0;
+}
+
+/* Observers: registered brokers that are not voters, from heartbeats. */
+static int
+quorum_observers(struct ctl_op *op,
+    struct rn_DescribeQuorumResponse_PartitionData *pd)
+{
+	struct ctl *c = op->c;
+	int v, i, n_obs = 0;
+
+	pd->observers = rn_arena_alloc(&op->arena, sizeof(*pd->observers) *
+	    (size_t)(c->st.n_brokers > 0 ? c->st.n_brokers : 1));
+	if (pd->observers == NULL)
+		return -ENOMEM;
+	for (i = 0; i < c->st.n_brokers; i++) {
+		const struct ctl_broker *b = &c->st.brokers[i];
+		struct rn_DescribeQuorumResponse_ReplicaState *rs;
+		struct ctl_live *l;
+
+		for (v = 0; v < c->cfg->n_voters; v++)
+			if (c->cfg->voters[v].id == b->id)
+				break;
+		if (v < c->cfg->n_voters)
+			continue;
+		rs = &pd->observers[n_obs++];
+		rn_DescribeQuorumResponse_ReplicaState_init(rs);
+		rs->replica_id = b->id;
+		l = live_get(c, b->id);
+		rs->log_end_offset = l != NULL ? l->offset : -1;
+		rs->last_fetch_timestamp = l != NULL ? l->last_hb_wall_ms : -1;
+		rs->last_caught_up_timestamp = l != NULL && l->offset >=
+		    (int64_t)c->st.last_index ? l->last_hb_wall_ms : -1;
+	}
+	pd->observers_count = n_obs;
+	return 0;
+}
+
+/* v2: each voter's controller listener. */
+static int
+quorum_nodes(struct ctl_op *op, struct rn_DescribeQuorumResponse *resp)
+{
+	const struct rn_config *cfg = op->c->cfg;
+	int v;
+
+	resp->nodes = rn_arena_alloc(&op->arena, sizeof(*resp->nodes) *
+	    (size_t)cfg->n_voters);
+	if (resp->nodes == NULL)
+		return -ENOMEM;
+	for (v = 0; v < cfg->n_voters; v++) {
+		struct rn_DescribeQuorumResponse_Node *nd = &resp->nodes[v];
+		struct rn_DescribeQuorumResponse_Listener *li =
+		    rn_arena_alloc(&op->arena, sizeof(*li));
+
+		if (li == NULL)
+			return -ENOMEM;
+		rn_DescribeQuorumResponse_Node_init(nd);
+		rn_DescribeQuorumResponse_Listener_init(li);
+		li->name = rn_kstr_c(cfg->n_controller_listener_names > 0 ?
+		    cfg->controller_listener_names[0] : "CONTROLLER");
+		li->host = rn_kstr_c(cfg->voters[v].host);
+		li->port = cfg->voters[v].port;
+		nd->node_id = cfg->voters[v].id;
+		nd->listeners = li;
+		nd->listeners_count = 1;
+	}
+	resp->nodes_count = cfg->n_voters;
+	return 0;
+}
+
 int
 ctl_op_describe_quorum(struct ctl_op *op, struct rn_kreader *r)
 {
@@ -666,7 +775,6 @@ ctl_op_describe_quorum(struct ctl_op *op, struct rn_kreader *r)
 	struct rn_DescribeQuorumResponse *resp = &op->resp.dq;
 	struct rn_DescribeQuorumResponse_TopicData *td;
 	struct rn_DescribeQuorumResponse_PartitionData *pd;
-	int v, i, n_obs = 0;
 	int rc;
 
 	if ((rc = rn_DescribeQuorumRequest_decode(r, op->ver, &op->arena,
@@ -695,75 +803,11 @@ ctl_op_describe_quorum(struct ctl_op *op, struct rn_kreader *r)
 	pd->leader_id = c->cfg->node_id;
 	pd->leader_epoch = (int32_t)c->raft.current_term;
 	pd->high_watermark = (int64_t)c->raft.commit_index;
-	pd->current_voters = rn_arena_alloc(&op->arena,
-	    sizeof(*pd->current_voters) * (size_t)c->cfg->n_voters);
-	if (pd->current_voters == NULL)
-		return -ENOMEM;
-	for (v = 0; v < c->cfg->n_voters; v++) {
-		struct rn_DescribeQuorumResponse_ReplicaState *rs =
-		    &pd->current_voters[v];
-
-		rn_DescribeQuorumResponse_ReplicaState_init(rs);
-		rs->replica_id = c->cfg->voters[v].id;
-		rs->log_end_offset = (int64_t)voter_end(c,
-		    (raft_id)c->cfg->voters[v].id);
-		rs->last_fetch_timestamp = c->voter_fetch_ms[v] > 0 ?
-		    c->voter_fetch_ms[v] : -1;
-		rs->last_caught_up_timestamp = c->voter_caught_up_ms[v] > 0 ?
-		    c->voter_caught_up_ms[v] : -1;
-	}
-	pd->current_voters_count = c->cfg->n_voters;
-	/* observers: registered brokers that are not voters */
-	pd->observers = rn_arena_alloc(&op->arena, sizeof(*pd->observers) *
-	    (size_t)(c->st.n_brokers > 0 ? c->st.n_brokers : 1));
-	if (pd->observers == NULL)
-		return -ENOMEM;
-	for (i = 0; i < c->st.n_brokers; i++) {
-		const struct ctl_broker *b = &c->st.brokers[i];
-		struct rn_DescribeQuorumResponse_ReplicaState *rs;
-		struct ctl_live *l;
-
-		for (v = 0; v < c->cfg->n_voters; v++)
-			if (c->cfg->voters[v].id == b->id)
-				break;
-		if (v < c->cfg->n_voters)
-			continue;
-		rs = &pd->observers[n_obs++];
-		rn_DescribeQuorumResponse_ReplicaState_init(rs);
-		rs->replica_id = b->id;
-		l = live_get(c, b->id);
-		rs->log_end_offset = l != NULL ? l->offset : -1;
-		rs->last_fetch_timestamp = l != NULL ? l->last_hb_wall_ms : -1;
-		rs->last_caught_up_timestamp = l != NULL && l->offset >=
-		    (int64_t)c->st.last_index ? l->last_hb_wall_ms : -1;
-	}
-	pd->observers_count = n_obs;
-	if (op->ver >= 2) {
-		resp->nodes = rn_arena_alloc(&op->arena, sizeof(*resp->nodes) *
-		    (size_t)c->cfg->n_voters);
-		if (resp->nodes == NULL)
-			return -ENOMEM;
-		for (v = 0; v < c->cfg->n_voters; v++) {
-			struct rn_DescribeQuorumResponse_Node *nd =
-			    &resp->nodes[v];
-			struct rn_DescribeQuorumResponse_Listener *li =
-			    rn_arena_alloc(&op->arena, sizeof(*li));
-
-			if (li == NULL)
-				return -ENOMEM;
-			rn_DescribeQuorumResponse_Node_init(nd);
-			rn_DescribeQuorumResponse_Listener_init(li);
-			li->name = rn_kstr_c(c->cfg->n_controller_listener_names
-			    > 0 ? c->cfg->controller_listener_names[0] :
-			    "CONTROLLER");
-			li->host = rn_kstr_c(c->cfg->voters[v].host);
-			li->port = c->cfg->voters[v].port;
-			nd->node_id = c->cfg->voters[v].id;
-			nd->listeners = li;
-			nd->listeners_count = 1;
-		}
-		resp->nodes_count = c->cfg->n_voters;
-	}
+	if ((rc = quorum_voters(op, pd)) != 0 ||
+	    (rc = quorum_observers(op, pd)) != 0)
+		return rc;
+	if (op->ver >= 2 && (rc = quorum_nodes(op, resp)) != 0)
+		return rc;
 	return 0;
 }
 

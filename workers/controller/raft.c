@@ -158,12 +158,44 @@ voter_addr(const struct rn_voter *v, char *buf, size_t len)
 		snprintf(buf, len, "%s:%u", v->host, v->port);
 }
 
+/* Every static voter bootstraps the same configuration (once). */
+static int
+bootstrap_voters(struct ctl *c)
+{
+	const struct rn_config *cfg = c->cfg;
+	struct raft_configuration conf;
+	char addr[RN_CONFIG_HOST_MAX + 16];
+	int i, rc;
+
+	raft_configuration_init(&conf);
+	for (i = 0; i < cfg->n_voters; i++) {
+		voter_addr(&cfg->voters[i], addr, sizeof(addr));
+		if ((rc = raft_configuration_add(&conf,
+		    (raft_id)cfg->voters[i].id, addr, RAFT_VOTER)) != 0) {
+			raft_configuration_close(&conf);
+			log_errx("controller.quorum.voters: %s",
+			    raft_strerror(rc));
+			return -EINVAL;
+		}
+	}
+	rc = raft_bootstrap(&c->raft, &conf);
+	raft_configuration_close(&conf);
+	if (rc == 0)
+		log_info("metadata log bootstrapped in %s with %d voter(s)",
+		    c->raft_dir, cfg->n_voters);
+	else if (rc != RAFT_CANTBOOTSTRAP) {
+		log_errx("bootstrap of the metadata log: %s",
+		    raft_errmsg(&c->raft));
+		return -EIO;
+	}
+	return 0;
+}
+
 int
 ctl_raft_start(struct ctl *c)
 {
 	const struct rn_config *cfg = c->cfg;
-	struct raft_configuration conf;
-	char self[RN_CONFIG_HOST_MAX + 16], addr[RN_CONFIG_HOST_MAX + 16];
+	char self[RN_CONFIG_HOST_MAX + 16];
 	int i, rc, me = -1;
 
 	for (i = 0; i < cfg->n_voters; i++)
@@ -212,28 +244,8 @@ ctl_raft_start(struct ctl *c)
 	raft_set_snapshot_trailing(&c->raft, CTL_SNAPSHOT_TRAILING);
 	raft_set_pre_vote(&c->raft, true);
 
-	/* every static voter bootstraps the same configuration */
-	raft_configuration_init(&conf);
-	for (i = 0; i < cfg->n_voters; i++) {
-		voter_addr(&cfg->voters[i], addr, sizeof(addr));
-		if ((rc = raft_configuration_add(&conf,
-		    (raft_id)cfg->voters[i].id, addr, RAFT_VOTER)) != 0) {
-			raft_configuration_close(&conf);
-			log_errx("controller.quorum.voters: %s",
-			    raft_strerror(rc));
-			return -EINVAL;
-		}
-	}
-	rc = raft_bootstrap(&c->raft, &conf);
-	raft_configuration_close(&conf);
-	if (rc == 0)
-		log_info("metadata log bootstrapped in %s with %d voter(s)",
-		    c->raft_dir, cfg->n_voters);
-	else if (rc != RAFT_CANTBOOTSTRAP) {
-		log_errx("bootstrap of the metadata log: %s",
-		    raft_errmsg(&c->raft));
-		return -EIO;
-	}
+	if ((rc = bootstrap_voters(c)) != 0)
+		return rc;
 	if ((rc = raft_start(&c->raft)) != 0) {
 		log_errx("metadata log: %s", raft_errmsg(&c->raft));
 		return -EIO;

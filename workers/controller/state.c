@@ -14,6 +14,7 @@
 #include "common/ctlproto.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ipc/mdimage_write.h"
 #include "workers/controller/records.h"
 #include "workers/controller/state.h"
 
@@ -669,15 +670,81 @@ apply_topic(struct ctl_state *st, const msgpack_object *rec)
 	return 0;
 }
 
+/* A partition record's replicas, ISR, leader, epochs and directories. */
+static int
+part_decode(const msgpack_object *rec, struct ctl_partition *np)
+{
+	const msgpack_object *a;
+	int32_t i;
+
+	if (get_i32s(rec, "replicas", &np->replicas, &np->n_replicas) != 0 ||
+	    get_i32s(rec, "isr", &np->isr, &np->n_isr) != 0 ||
+	    !get_i32(rec, "leader", &np->leader) ||
+	    !get_i32(rec, "leader_epoch", &np->leader_epoch) ||
+	    !get_i32(rec, "partition_epoch", &np->partition_epoch))
+		return -EINVAL;
+	if (np->n_replicas > 0) {
+		np->dirs = calloc((size_t)np->n_replicas, 16);
+		np->slots = calloc((size_t)np->n_replicas, sizeof(int32_t));
+		if (np->dirs == NULL || np->slots == NULL)
+			return -ENOMEM;
+	}
+	a = rn_mp_get(rec, "directories");
+	if (a != NULL && a->type == MSGPACK_OBJECT_ARRAY)
+		for (i = 0; i < np->n_replicas &&
+		    i < (int32_t)a->via.array.size; i++) {
+			const msgpack_object *d = &a->via.array.ptr[i];
+
+			if (d->type == MSGPACK_OBJECT_BIN &&
+			    d->via.bin.size == 16)
+				memcpy(np->dirs[i], d->via.bin.ptr, 16);
+		}
+	return 0;
+}
+
+/*
+ * Slots: a replica that stays keeps its slot; a new one takes its
+ * broker's lowest free slot (or, from a snapshot, the one recorded).
+ */
+static int
+part_slots(struct ctl_state *st, const struct ctl_partition *old,
+    struct ctl_partition *np, const int32_t *given_slots)
+{
+	int32_t i, j;
+
+	if (old != NULL)
+		for (j = 0; j < old->n_replicas; j++) {
+			for (i = 0; i < np->n_replicas; i++)
+				if (np->replicas[i] == old->replicas[j])
+					break;
+			if (i == np->n_replicas)
+				slot_free(st, old->replicas[j], old->slots[j]);
+		}
+	for (i = 0; i < np->n_replicas; i++) {
+		np->slots[i] = -1;
+		for (j = 0; old != NULL && j < old->n_replicas; j++)
+			if (old->replicas[j] == np->replicas[i])
+				np->slots[i] = old->slots[j];
+		if (np->slots[i] >= 0)
+			continue;
+		if (given_slots != NULL) {
+			np->slots[i] = given_slots[i];
+			if (slot_mark(st, np->replicas[i], np->slots[i]) != 0)
+				return -ENOMEM;
+		} else
+			np->slots[i] = slot_alloc(st, np->replicas[i]);
+	}
+	return 0;
+}
+
 static int
 apply_partition(struct ctl_state *st, const msgpack_object *rec)
 {
 	struct ctl_partition np, *old = NULL;
-	const msgpack_object *a;
 	struct ctl_topic *t;
 	uint8_t tid[16];
-	int32_t p, i, j, *given_slots = NULL, n_given = 0;
-	int rc = -EINVAL;
+	int32_t p, *given_slots = NULL, n_given = 0;
+	int rc;
 
 	memset(&np, 0, sizeof(np));
 	if (!ctl_mp_bin16_get(rec, "topic_id", tid) || !get_i32(rec,
@@ -692,63 +759,16 @@ apply_partition(struct ctl_state *st, const msgpack_object *rec)
 		    t->name, p);
 		return -EINVAL;
 	}
-	if (get_i32s(rec, "replicas", &np.replicas, &np.n_replicas) != 0 ||
-	    get_i32s(rec, "isr", &np.isr, &np.n_isr) != 0 ||
-	    !get_i32(rec, "leader", &np.leader) ||
-	    !get_i32(rec, "leader_epoch", &np.leader_epoch) ||
-	    !get_i32(rec, "partition_epoch", &np.partition_epoch))
+	if ((rc = part_decode(rec, &np)) != 0)
 		goto out;
-	if (np.n_replicas > 0) {
-		np.dirs = calloc((size_t)np.n_replicas, 16);
-		np.slots = calloc((size_t)np.n_replicas, sizeof(int32_t));
-		if (np.dirs == NULL || np.slots == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	a = rn_mp_get(rec, "directories");
-	if (a != NULL && a->type == MSGPACK_OBJECT_ARRAY)
-		for (i = 0; i < np.n_replicas && i < (int32_t)a->via.array.size;
-		    i++) {
-			const msgpack_object *d = &a->via.array.ptr[i];
-
-			if (d->type == MSGPACK_OBJECT_BIN &&
-			    d->via.bin.size == 16)
-				memcpy(np.dirs[i], d->via.bin.ptr, 16);
-		}
+	rc = -EINVAL;
 	if (rn_mp_get(rec, "slots") != NULL && (get_i32s(rec, "slots",
 	    &given_slots, &n_given) != 0 || n_given != np.n_replicas))
 		goto out;
 	if (p < t->n_parts)
 		old = &t->parts[p];
-	/*
-	 * Slots: a replica that stays keeps its slot; a new one takes its
-	 * broker's lowest free slot (or, from a snapshot, the one recorded).
-	 */
-	if (old != NULL)
-		for (j = 0; j < old->n_replicas; j++) {
-			for (i = 0; i < np.n_replicas; i++)
-				if (np.replicas[i] == old->replicas[j])
-					break;
-			if (i == np.n_replicas)
-				slot_free(st, old->replicas[j], old->slots[j]);
-		}
-	for (i = 0; i < np.n_replicas; i++) {
-		np.slots[i] = -1;
-		for (j = 0; old != NULL && j < old->n_replicas; j++)
-			if (old->replicas[j] == np.replicas[i])
-				np.slots[i] = old->slots[j];
-		if (np.slots[i] >= 0)
-			continue;
-		if (given_slots != NULL) {
-			np.slots[i] = given_slots[i];
-			if (slot_mark(st, np.replicas[i], np.slots[i]) != 0) {
-				rc = -ENOMEM;
-				goto out;
-			}
-		} else
-			np.slots[i] = slot_alloc(st, np.replicas[i]);
-	}
+	if ((rc = part_slots(st, old, &np, given_slots)) != 0)
+		goto out;
 	if (old != NULL) {
 		part_free(old);
 		*old = np;
@@ -1106,22 +1126,70 @@ ctl_state_local_placement(const struct ctl_state *st,
 }
 
 static bool
-replica_offline(const struct ctl_state *st, int32_t id)
+replica_offline(void *arg, int32_t id)
 {
-	const struct ctl_broker *b = ctl_state_broker(st, id);
+	const struct ctl_broker *b = ctl_state_broker(arg, id);
 
 	return b == NULL || b->fenced;
 }
 
 static void
-pack_configs(msgpack_packer *pk, const struct ctl_configs *c)
+enc_configs(struct rn_mdimage_enc *e, const struct ctl_configs *c)
 {
 	int i;
 
-	msgpack_pack_map(pk, c != NULL ? (size_t)c->n : 0);
-	for (i = 0; c != NULL && i < c->n; i++) {
-		rn_mp_pack_str(pk, c->v[i].key);
-		rn_mp_pack_str(pk, c->v[i].value);
+	for (i = 0; c != NULL && i < c->n; i++)
+		rn_mdimage_enc_config(e, c->v[i].key, c->v[i].value);
+}
+
+static void
+enc_broker(struct rn_mdimage_enc *e, const struct ctl_broker *b)
+{
+	struct rn_mdimage_enc_broker eb = {
+		.id = b->id,
+		/* the first advertised listener; all of them follow */
+		.host = b->n_listeners ? b->listeners[0].host : "",
+		.port = b->n_listeners ? b->listeners[0].port : 0,
+		.rack = b->rack[0] != '\0' ? b->rack : NULL,
+		.fenced = b->fenced,
+		.epoch = b->epoch,
+		.n_listeners = b->n_listeners,
+	};
+	int k;
+
+	rn_mdimage_enc_broker(e, &eb);
+	for (k = 0; k < b->n_listeners; k++)
+		rn_mdimage_enc_listener(e, b->listeners[k].name,
+		    b->listeners[k].host, b->listeners[k].port);
+}
+
+static void
+enc_topic(struct rn_mdimage_enc *e, const struct ctl_state *st,
+    const struct ctl_local *loc, const struct ctl_topic *t)
+{
+	static const uint8_t zero[16];
+	int32_t p, r;
+
+	rn_mdimage_enc_topic(e, t->name, t->id, topic_internal(t->name),
+	    t->configs.n);
+	enc_configs(e, &t->configs);
+	rn_mdimage_enc_partitions(e, t->n_parts);
+	for (p = 0; p < t->n_parts; p++) {
+		const struct ctl_partition *pp = &t->parts[p];
+		struct rn_mdimage_enc_part ep = {
+			.p = p, .leader = pp->leader,
+			.leader_epoch = pp->leader_epoch,
+			.partition_epoch = pp->partition_epoch,
+			.replicas = pp->replicas, .n_replicas = pp->n_replicas,
+			.isr = pp->isr, .n_isr = pp->n_isr,
+			.dir_id = zero,
+		};
+
+		ctl_state_local_placement(st, loc, t, p, &ep.slot, &ep.dir);
+		for (r = 0; r < pp->n_replicas; r++)
+			if (pp->replicas[r] == loc->node_id)
+				ep.dir_id = pp->dirs[r];
+		rn_mdimage_enc_partition(e, &ep);
 	}
 }
 
@@ -1129,132 +1197,27 @@ int
 ctl_state_encode_image(const struct ctl_state *st,
     const struct ctl_local *loc, msgpack_sbuffer *sb)
 {
-	msgpack_packer pk;
+	struct rn_mdimage_enc e = { .offline = replica_offline,
+	    .arg = (void *)st };
+	struct rn_mdimage_enc_head h = { .cluster_id = st->cluster_id,
+	    .controller_id = loc->controller_id, .epoch = loc->epoch,
+	    .offset = st->last_index, .n_brokers = st->n_brokers };
+	const struct ctl_configs *c;
 	char node[16];
-	int i, k;
-	int32_t p, r;
+	int i;
 
-	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 8);
-	rn_mp_pack_str(&pk, "cluster_id");
-	rn_mp_pack_str(&pk, st->cluster_id);
-	rn_mp_pack_str(&pk, "controller_id");
-	msgpack_pack_int32(&pk, loc->controller_id);
-	rn_mp_pack_str(&pk, "epoch");
-	msgpack_pack_uint64(&pk, loc->epoch);
-	rn_mp_pack_str(&pk, "offset");
-	msgpack_pack_uint64(&pk, st->last_index);
-
-	rn_mp_pack_str(&pk, "brokers");
-	msgpack_pack_array(&pk, (size_t)st->n_brokers);
-	for (i = 0; i < st->n_brokers; i++) {
-		const struct ctl_broker *b = &st->brokers[i];
-
-		msgpack_pack_map(&pk, 7);
-		rn_mp_pack_str(&pk, "id");
-		msgpack_pack_int32(&pk, b->id);
-		/* the first advertised listener; all of them follow */
-		rn_mp_pack_str(&pk, "host");
-		rn_mp_pack_str(&pk, b->n_listeners ? b->listeners[0].host : "");
-		rn_mp_pack_str(&pk, "port");
-		msgpack_pack_uint16(&pk, b->n_listeners ?
-		    b->listeners[0].port : 0);
-		rn_mp_pack_str(&pk, "rack");
-		if (b->rack[0] != '\0')
-			rn_mp_pack_str(&pk, b->rack);
-		else
-			msgpack_pack_nil(&pk);
-		rn_mp_pack_str(&pk, "fenced");
-		if (b->fenced)
-			msgpack_pack_true(&pk);
-		else
-			msgpack_pack_false(&pk);
-		rn_mp_pack_str(&pk, "epoch");
-		msgpack_pack_int64(&pk, b->epoch);
-		rn_mp_pack_str(&pk, "listeners");
-		msgpack_pack_array(&pk, (size_t)b->n_listeners);
-		for (k = 0; k < b->n_listeners; k++) {
-			msgpack_pack_map(&pk, 3);
-			rn_mp_pack_str(&pk, "name");
-			rn_mp_pack_str(&pk, b->listeners[k].name);
-			rn_mp_pack_str(&pk, "host");
-			rn_mp_pack_str(&pk, b->listeners[k].host);
-			rn_mp_pack_str(&pk, "port");
-			msgpack_pack_uint16(&pk, b->listeners[k].port);
-		}
-	}
-
-	rn_mp_pack_str(&pk, "topics");
-	msgpack_pack_array(&pk, (size_t)st->n_topics);
-	for (i = 0; i < st->n_topics; i++) {
-		const struct ctl_topic *t = st->topics[i];
-
-		msgpack_pack_map(&pk, 5);
-		rn_mp_pack_str(&pk, "name");
-		rn_mp_pack_str(&pk, t->name);
-		rn_mp_pack_str(&pk, "id");
-		ctl_mp_bin16(&pk, t->id);
-		rn_mp_pack_str(&pk, "internal");
-		if (topic_internal(t->name))
-			msgpack_pack_true(&pk);
-		else
-			msgpack_pack_false(&pk);
-		rn_mp_pack_str(&pk, "configs");
-		pack_configs(&pk, &t->configs);
-		rn_mp_pack_str(&pk, "partitions");
-		msgpack_pack_array(&pk, (size_t)t->n_parts);
-		for (p = 0; p < t->n_parts; p++) {
-			const struct ctl_partition *pp = &t->parts[p];
-			int32_t slot, dir, n_off = 0;
-
-			ctl_state_local_placement(st, loc, t, p, &slot, &dir);
-			msgpack_pack_map(&pk, 10);
-			rn_mp_pack_str(&pk, "p");
-			msgpack_pack_int32(&pk, p);
-			rn_mp_pack_str(&pk, "leader");
-			msgpack_pack_int32(&pk, pp->leader);
-			rn_mp_pack_str(&pk, "epoch");
-			msgpack_pack_int32(&pk, pp->leader_epoch);
-			rn_mp_pack_str(&pk, "pepoch");
-			msgpack_pack_int32(&pk, pp->partition_epoch);
-			rn_mp_pack_str(&pk, "replicas");
-			msgpack_pack_array(&pk, (size_t)pp->n_replicas);
-			for (r = 0; r < pp->n_replicas; r++)
-				msgpack_pack_int32(&pk, pp->replicas[r]);
-			rn_mp_pack_str(&pk, "isr");
-			msgpack_pack_array(&pk, (size_t)pp->n_isr);
-			for (r = 0; r < pp->n_isr; r++)
-				msgpack_pack_int32(&pk, pp->isr[r]);
-			/* replicas on brokers unregistered or fenced */
-			for (r = 0; r < pp->n_replicas; r++)
-				if (replica_offline(st, pp->replicas[r]))
-					n_off++;
-			rn_mp_pack_str(&pk, "offline");
-			msgpack_pack_array(&pk, (size_t)n_off);
-			for (r = 0; r < pp->n_replicas; r++)
-				if (replica_offline(st, pp->replicas[r]))
-					msgpack_pack_int32(&pk,
-					    pp->replicas[r]);
-			rn_mp_pack_str(&pk, "slot");
-			msgpack_pack_int32(&pk, slot);
-			rn_mp_pack_str(&pk, "dir");
-			msgpack_pack_int32(&pk, dir);
-			rn_mp_pack_str(&pk, "dir_id");
-			{
-				static const uint8_t zero[16];
-				const uint8_t *d = zero;
-
-				for (r = 0; r < pp->n_replicas; r++)
-					if (pp->replicas[r] == loc->node_id)
-						d = pp->dirs[r];
-				ctl_mp_bin16(&pk, d);
-			}
-		}
-	}
-	rn_mp_pack_str(&pk, "broker_configs");
-	pack_configs(&pk, ctl_state_broker_configs(st, ""));
+	rn_mdimage_enc_begin(&e, sb, &h);
+	for (i = 0; i < st->n_brokers; i++)
+		enc_broker(&e, &st->brokers[i]);
+	rn_mdimage_enc_topics(&e, st->n_topics);
+	for (i = 0; i < st->n_topics; i++)
+		enc_topic(&e, st, loc, st->topics[i]);
+	c = ctl_state_broker_configs(st, "");
+	rn_mdimage_enc_broker_configs(&e, c != NULL ? c->n : 0);
+	enc_configs(&e, c);
 	snprintf(node, sizeof(node), "%d", loc->node_id);
-	rn_mp_pack_str(&pk, "node_configs");
-	pack_configs(&pk, ctl_state_broker_configs(st, node));
+	c = ctl_state_broker_configs(st, node);
+	rn_mdimage_enc_node_configs(&e, c != NULL ? c->n : 0);
+	enc_configs(&e, c);
 	return 0;
 }

@@ -241,57 +241,22 @@ send_request(struct fetcher *f, struct leader *l, int16_t key, int16_t ver,
 	return 0;
 }
 
-/*
- * Before appending fetched batches: their leader epochs go to the epoch
- * cache and their producers to the idempotence table, so this replica
- * can dedupe retries the day it leads.
- */
-static void
-note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
-{
-	size_t off = 0;
-
-	while (len - off >= RN_BATCH_HEADER_SIZE) {
-		struct rn_batch_header h;
-
-		rn_batch_parse_header(buf + off, &h);
-		if (h.batch_length <= 0 ||
-		    (size_t)h.batch_length + 12 > len - off)
-			break;
-		if (h.partition_leader_epoch >
-		    rn_epoch_latest(&p->rt->log.epochs))
-			rn_log_assign_epoch(p->log, h.partition_leader_epoch,
-			    h.base_offset);
-		if (h.base_offset >= rn_log_end_offset(p->log))
-			rn_idem_record(&p->rt->idem, &h, h.base_offset,
-			    rn_wallclock_ms());
-		off += (size_t)h.batch_length + 12;
-	}
-}
-
 static void
 apply_partition(struct fetcher *f, struct fpart *fp,
     const struct rn_FetchResponse_PartitionData *pd)
 {
 	struct rn_part *p = fp->p;
-	struct rn_append_info info;
-	int64_t leo, hw;
 	int rc;
 
 	switch (pd->error_code) {
 	case RN_KERR_NONE:
 		break;
 	case RN_KERR_OFFSET_OUT_OF_RANGE:
-		if (rn_part_lock(p) != 0)
-			return;
-		if (rn_log_end_offset(p->log) < pd->log_start_offset) {
-			/* the leader deleted what we miss: start over there */
+		/* the leader deleted what we miss: start over there */
+		if (rn_part_restart_at(p, pd->log_start_offset))
 			log_warnx("%s-%d: below the leader's log start %lld: "
-			    "restarting the replica there", fp->t->name,
+			    "restarted the replica there", fp->t->name,
 			    fp->mp->p, (long long)pd->log_start_offset);
-			rn_log_truncate_fully(p->log, pd->log_start_offset);
-		}
-		rn_part_unlock(p);
 		fp->synced_epoch = -1; /* ahead of the leader: check divergence */
 		return;
 	case RN_KERR_NOT_LEADER_OR_FOLLOWER:
@@ -306,12 +271,10 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 		return;
 	}
 	if (pd->records.len > 0) {
-		if ((rc = rn_part_lock(p)) != 0)
+		rc = rn_part_append_follower(p, pd->records.ptr,
+		    (size_t)pd->records.len);
+		if (rc == RN_PART_STALE)
 			return;
-		note_batches(p, pd->records.ptr, (size_t)pd->records.len);
-		rc = rn_log_append_replica(p->log, pd->records.ptr,
-		    (size_t)pd->records.len, rn_wallclock_ms(), &info);
-		rn_part_unlock(p);
 		if (rc != 0 && rc != -EILSEQ) {
 			log_warnx("%s-%d: cannot append fetched records: %s",
 			    fp->t->name, fp->mp->p, strerror(-rc));
@@ -319,10 +282,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 		}
 	}
 	/* a follower's high watermark: the leader's, as far as we have it */
-	leo = rn_log_end_offset(p->log);
-	hw = pd->high_watermark < leo ? pd->high_watermark : leo;
-	if (hw > atomic_load(&p->rt->high_watermark))
-		atomic_store(&p->rt->high_watermark, hw);
+	rn_part_hw_follow(p, pd->high_watermark);
 }
 
 /*
@@ -401,26 +361,17 @@ epoch_apply(struct fpart *fp,
     const struct rn_OffsetForLeaderEpochResponse_EpochEndOffset *e)
 {
 	int32_t our_epoch;
-	int64_t our_end, cut;
+	int64_t our_end, cut, from;
 
 	rn_log_end_offset_for_epoch(fp->p->log, e->leader_epoch, &our_epoch,
 	    &our_end);
 	cut = e->end_offset;
 	if (our_end >= 0 && our_end < cut)
 		cut = our_end;
-	if (e->end_offset >= 0 && cut < rn_log_end_offset(fp->p->log) &&
-	    rn_part_lock(fp->p) == 0) {
-		log_warnx("%s-%d: truncating from %lld to %lld after leader "
-		    "epoch %d", fp->t->name, fp->mp->p,
-		    (long long)rn_log_end_offset(fp->p->log), (long long)cut,
-		    fp->mp->leader_epoch);
-		rn_log_truncate_to(fp->p->log, cut);
-		/* its producers' newest batches may be gone */
-		rn_idem_reset(&fp->p->rt->idem);
-		if (atomic_load(&fp->p->rt->high_watermark) > cut)
-			atomic_store(&fp->p->rt->high_watermark, cut);
-		rn_part_unlock(fp->p);
-	}
+	if (e->end_offset >= 0 && rn_part_truncate(fp->p, cut, &from))
+		log_warnx("%s-%d: truncated from %lld to %lld after leader "
+		    "epoch %d", fp->t->name, fp->mp->p, (long long)from,
+		    (long long)cut, fp->mp->leader_epoch);
 	fp->synced_epoch = fp->mp->leader_epoch;
 }
 
@@ -504,7 +455,7 @@ kick_epochs(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 
 		if (fp->synced_epoch == fp->mp->leader_epoch)
 			continue;
-		latest = rn_epoch_latest(&fp->p->rt->log.epochs);
+		latest = rn_part_latest_epoch(fp->p);
 		if (latest < 0) {
 			/* no history of our own: nothing can diverge */
 			fp->synced_epoch = fp->mp->leader_epoch;
@@ -740,31 +691,89 @@ poll_leaders(struct fetcher *f, struct rn_ring *in)
 		rn_worker_heartbeat(w);
 }
 
+static int
+fetcher_setup(struct fetcher *f, struct rn_worker *w, struct fpart ***mine)
+{
+	uint32_t max = w->env->shm->hdr->max_partitions, i;
+
+	memset(f, 0, sizeof(*f));
+	f->w = w;
+	f->cfg = w->env->cfg;
+	rn_mdview_init(&f->view);
+	if (rn_part_table_init(&f->parts, w->env->shm, f->cfg) != 0 ||
+	    (f->fp = calloc(max, sizeof(*f->fp))) == NULL ||
+	    (*mine = calloc(max, sizeof(**mine))) == NULL)
+		return -ENOMEM;
+	f->parts.worker = w;
+	for (i = 0; i < max; i++) {
+		f->fp[i].synced_epoch = -1;
+		f->fp[i].leader = -1;
+	}
+	return 0;
+}
+
+static void
+fetcher_free(struct fetcher *f, struct fpart **mine)
+{
+	int i;
+
+	for (i = 0; i < f->n_leaders; i++) {
+		leader_close(f->leaders[i], NULL);
+		free(f->leaders[i]->parts);
+		rn_kfb_free(&f->leaders[i]->in);
+		rn_arena_free(&f->leaders[i]->arena);
+		free(f->leaders[i]);
+	}
+	free(f->leaders);
+	free(f->pfd);
+	free(f->polled);
+	free(f->fp);
+	free(mine);
+	rn_part_table_close(&f->parts);
+}
+
+/* Close the leader connections: all, or those with a request in flight. */
+static void
+fetcher_close_leaders(struct fetcher *f, bool in_flight_only)
+{
+	int i;
+
+	for (i = 0; i < f->n_leaders; i++)
+		if (!in_flight_only || f->leaders[i]->in_flight)
+			leader_close(f->leaders[i], NULL);
+}
+
+/* One request in flight per leader, for that leader's replicas. */
+static void
+fetcher_kick(struct fetcher *f, struct fpart **mine, int n_mine)
+{
+	int i, j;
+
+	for (i = 0; i < n_mine; i = j) {
+		struct leader *l = leader_get(f, mine[i]->leader);
+
+		j = i;
+		while (j < n_mine && mine[j]->leader == mine[i]->leader)
+			j++;
+		if (l != NULL)
+			leader_kick(f, l, mine + i, j - i);
+	}
+}
+
 int
 rn_fetcher_main(struct rn_worker *w)
 {
 	struct fetcher f;
-	struct fpart **mine;
+	struct fpart **mine = NULL;
 	struct rn_ring *in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
-	uint32_t max = w->env->shm->hdr->max_partitions;
+	int max = (int)w->env->shm->hdr->max_partitions;
 	int64_t next_collect_ms = 0;
 	bool changed;
-	int i, n_mine = 0;
+	int n_mine = 0;
 
-	memset(&f, 0, sizeof(f));
-	f.w = w;
-	f.cfg = w->env->cfg;
-	rn_mdview_init(&f.view);
-	if (rn_part_table_init(&f.parts, w->env->shm, f.cfg) != 0 ||
-	    (f.fp = calloc(max, sizeof(*f.fp))) == NULL ||
-	    (mine = calloc(max, sizeof(*mine))) == NULL) {
+	if (fetcher_setup(&f, w, &mine) != 0) {
 		log_errx("replica fetcher: out of memory");
 		return RN_WORKER_EXIT_RESTART;
-	}
-	f.parts.worker = w;
-	for (i = 0; i < (int)max; i++) {
-		f.fp[i].synced_epoch = -1;
-		f.fp[i].leader = -1;
 	}
 	if (rn_worker_send_hello(w) != 0)
 		log_warnx("cannot reach the controller yet");
@@ -786,16 +795,14 @@ rn_fetcher_main(struct rn_worker *w)
 		if (changed || rn_now_ms() >= next_collect_ms) {
 			f.round++;
 			f.id_moved = false;
-			n_mine = collect(&f, mine, (int)max);
+			n_mine = collect(&f, mine, max);
 			qsort(mine, (size_t)n_mine, sizeof(*mine), mine_cmp);
 			next_collect_ms = rn_now_ms() + 1000;
 		}
 		if (f.id_moved) {
 			/* answers in flight may be for the slot's old topic (the
 			 * epoch API names topics, it has no ids): drop them */
-			for (i = 0; i < f.n_leaders; i++)
-				if (f.leaders[i]->in_flight)
-					leader_close(f.leaders[i], NULL);
+			fetcher_close_leaders(&f, true);
 			f.id_moved = false;
 		}
 		if (rn_now_ms() >= w->next_heartbeat_ms)
@@ -803,36 +810,13 @@ rn_fetcher_main(struct rn_worker *w)
 		if (atomic_load(&w->env->shm->hdr->fault_stall_fetch)) {
 			/* test fault: a follower that stops fetching, at once:
 			 * fetches in flight are dropped too */
-			for (i = 0; i < f.n_leaders; i++)
-				leader_close(f.leaders[i], NULL);
+			fetcher_close_leaders(&f, false);
 			rn_worker_wait(w, 100);
 			continue;
 		}
-		/* one request in flight per leader, for that leader's replicas */
-		for (i = 0; i < n_mine; ) {
-			struct leader *l = leader_get(&f, mine[i]->leader);
-			int j = i;
-
-			while (j < n_mine && mine[j]->leader == mine[i]->leader)
-				j++;
-			if (l != NULL)
-				leader_kick(&f, l, mine + i, j - i);
-			i = j;
-		}
+		fetcher_kick(&f, mine, n_mine);
 		poll_leaders(&f, in);
 	}
-	for (i = 0; i < f.n_leaders; i++) {
-		leader_close(f.leaders[i], NULL);
-		free(f.leaders[i]->parts);
-		rn_kfb_free(&f.leaders[i]->in);
-		rn_arena_free(&f.leaders[i]->arena);
-		free(f.leaders[i]);
-	}
-	free(f.leaders);
-	free(f.pfd);
-	free(f.polled);
-	free(f.fp);
-	free(mine);
-	rn_part_table_close(&f.parts);
+	fetcher_free(&f, mine);
 	return RN_WORKER_EXIT_OK;
 }

@@ -46,6 +46,24 @@ conn_epoll(struct net *n, struct conn *c)
 	epoll_ctl(n->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+void
+net_out_free(struct net *n, struct net_out *o)
+{
+	int i;
+
+	(void)n;
+	for (i = 0; i < o->n_slices; i++)
+		/* the slice holds its segment even if the log was closed */
+		if (o->slice_parts[i] != NULL)
+			rn_log_slice_release(o->slice_parts[i]->log,
+			    &o->slices[i]);
+	free(o->slices);
+	free(o->slice_parts);
+	free(o->chunks);
+	rn_kwriter_free(&o->w);
+	free(o);
+}
+
 struct conn *
 net_conn_new(struct net *n, int fd)
 {
@@ -289,7 +307,7 @@ net_conn_process(struct net *n, struct conn *c)
 		if (c->rlen - c->frame_off - 4 < (size_t)size)
 			break;
 		c->frame_len = (size_t)size;
-		if (!net_dispatch(n, c)) {
+		if (!n->dispatch(n, c)) {
 			c->closing = true;
 			break;
 		}

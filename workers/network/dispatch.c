@@ -126,24 +126,6 @@ net_out_finish(struct net *n, struct conn *c, struct net_out *o, size_t mark)
 	net_conn_queue(n, c, o);
 }
 
-void
-net_out_free(struct net *n, struct net_out *o)
-{
-	int i;
-
-	(void)n;
-	for (i = 0; i < o->n_slices; i++)
-		/* the slice holds its segment even if the log was closed */
-		if (o->slice_parts[i] != NULL)
-			rn_log_slice_release(o->slice_parts[i]->log,
-			    &o->slices[i]);
-	free(o->slices);
-	free(o->slice_parts);
-	free(o->chunks);
-	rn_kwriter_free(&o->w);
-	free(o);
-}
-
 int
 net_respond(struct net *n, struct conn *c, const void *resp)
 {

@@ -80,6 +80,99 @@ fetch_release(struct fetch_state *fs)
 	fs->n_slices = 0;
 }
 
+/* One partition's records from fetch_offset, within the byte budget. */
+static void
+fetch_read(struct fetch_state *fs, struct rn_part *p,
+    const struct rn_FetchRequest_FetchPartition *fp,
+    struct rn_FetchResponse_PartitionData *pd, int64_t limit,
+    int64_t *budget)
+{
+	struct rn_log_slice sl;
+	int64_t max = fp->partition_max_bytes;
+	int rc;
+
+	if (max > *budget)
+		max = *budget;
+	/* the first data always goes out whole, like Kafka */
+	if (max <= 0 && fs->bytes > 0)
+		return;
+	rc = rn_log_read(p->log, fp->fetch_offset, max, limit, &sl);
+	if (rc != 0) {
+		pd->error_code = rc == -ERANGE ? RN_KERR_OFFSET_OUT_OF_RANGE :
+		    net_storage_kerr(rc);
+		fs->error = true;
+		return;
+	}
+	/* at least one batch, but only for the first data: a
+	 * response stays within max_bytes plus one batch */
+	if (sl.len == 0 || (fs->bytes > 0 && (int64_t)sl.len > max)) {
+		rn_log_slice_release(p->log, &sl);
+		return;
+	}
+	pd->records = (struct rn_records){ NULL, (int32_t)sl.len, sl.fd,
+	    sl.file_pos };
+	fs->slices[fs->n_slices] = sl;
+	fs->slice_parts[fs->n_slices++] = p;
+	fs->bytes += sl.len;
+	*budget -= sl.len;
+}
+
+/* One partition of the request: checks, follower progress, then data. */
+static void
+fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
+    const struct rn_mdv_topic *t, const struct rn_FetchRequest_FetchPartition
+    *fp, struct rn_FetchResponse_PartitionData *pd, bool first, int64_t now,
+    int64_t *budget)
+{
+	const struct rn_FetchRequest *req = c->req;
+	bool by_id = c->hdr.api_version >= 13;
+	const struct rn_mdv_partition *mp = NULL;
+	struct rn_part *p;
+	int16_t kerr = RN_KERR_NONE;
+	int64_t hw, limit;
+
+	rn_FetchResponse_PartitionData_init(pd);
+	pd->partition_index = fp->partition;
+	pd->records = (struct rn_records){ NULL, 0, -1, 0 };
+	p = leader_part(n, t, fp->partition, fp->current_leader_epoch, &mp,
+	    &kerr);
+	if (p == NULL) {
+		if (t == NULL && by_id)
+			kerr = RN_KERR_UNKNOWN_TOPIC_ID;
+		pd->error_code = kerr;
+		fs->error = true;
+		return;
+	}
+	fs->touched[fs->n_touched++] = p;
+	if (req->replica_id >= 0) {
+		if (!replica_of(mp, req->replica_id)) {
+			pd->error_code = RN_KERR_NOT_LEADER_OR_FOLLOWER;
+			fs->error = true;
+			return;
+		}
+		if (first)
+			net_replica_fetched(n, t, mp, p, req->replica_id,
+			    fp->fetch_offset, now);
+	}
+	hw = rn_part_hw(p);
+	pd->high_watermark = hw;
+	pd->last_stable_offset = hw;
+	pd->log_start_offset = rn_log_start_offset(p->log);
+	if (fp->fetch_offset < pd->log_start_offset ||
+	    fp->fetch_offset > rn_log_end_offset(p->log)) {
+		pd->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
+		fs->error = true;
+		return;
+	}
+	/* consumers get committed records, followers all */
+	limit = req->replica_id >= 0 ? -1 : hw;
+	if (limit >= 0 && fp->fetch_offset >= limit)
+		return;
+	if (limit < 0 && fp->fetch_offset >= rn_log_end_offset(p->log))
+		return;
+	fetch_read(fs, p, fp, pd, limit, budget);
+}
+
 /*
  * Build the answer from the logs as they are now. A follower's fetch
  * positions are noted once per request (first), not on each re-check of
@@ -114,101 +207,20 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs, bool first)
 		struct rn_FetchResponse_FetchableTopicResponse *tr =
 		    &fs->r.responses[i];
 		const struct rn_mdv_topic *t;
-		bool by_id = c->hdr.api_version >= 13;
 
 		rn_FetchResponse_FetchableTopicResponse_init(tr);
 		tr->topic = ft->topic;
 		tr->topic_id = ft->topic_id;
-		t = by_id ? rn_mdview_topic_by_id(&n->view, ft->topic_id.b) :
+		t = c->hdr.api_version >= 13 ?
+		    rn_mdview_topic_by_id(&n->view, ft->topic_id.b) :
 		    net_topic(n, ft->topic);
 		tr->partitions_count = ft->partitions_count;
 		tr->partitions = net_array(c, ft->partitions_count, sizeof(*tr->partitions));
 		if (tr->partitions == NULL)
 			return -ENOMEM;
-		for (j = 0; j < ft->partitions_count; j++) {
-			const struct rn_FetchRequest_FetchPartition *fp =
-			    &ft->partitions[j];
-			struct rn_FetchResponse_PartitionData *pd =
-			    &tr->partitions[j];
-			const struct rn_mdv_partition *mp = NULL;
-			struct rn_log_slice sl;
-			struct rn_part *p;
-			int16_t kerr = RN_KERR_NONE;
-			int64_t hw, max, limit;
-			int rc;
-
-			rn_FetchResponse_PartitionData_init(pd);
-			pd->partition_index = fp->partition;
-			pd->records = (struct rn_records){ NULL, 0, -1, 0 };
-			p = leader_part(n, t, fp->partition,
-			    fp->current_leader_epoch, &mp, &kerr);
-			if (p == NULL) {
-				if (t == NULL && by_id)
-					kerr = RN_KERR_UNKNOWN_TOPIC_ID;
-				pd->error_code = kerr;
-				fs->error = true;
-				continue;
-			}
-			fs->touched[fs->n_touched++] = p;
-			if (req->replica_id >= 0) {
-				if (!replica_of(mp, req->replica_id)) {
-					pd->error_code =
-					    RN_KERR_NOT_LEADER_OR_FOLLOWER;
-					fs->error = true;
-					continue;
-				}
-				if (first)
-					net_replica_fetched(n, t, mp, p,
-					    req->replica_id, fp->fetch_offset,
-					    now);
-			}
-			hw = atomic_load(&p->rt->high_watermark);
-			pd->high_watermark = hw;
-			pd->last_stable_offset = hw;
-			pd->log_start_offset = rn_log_start_offset(p->log);
-			if (fp->fetch_offset < pd->log_start_offset ||
-			    fp->fetch_offset > rn_log_end_offset(p->log)) {
-				pd->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
-				fs->error = true;
-				continue;
-			}
-			/* consumers get committed records, followers all */
-			limit = req->replica_id >= 0 ? -1 : hw;
-			if (limit >= 0 && fp->fetch_offset >= limit)
-				continue;
-			if (limit < 0 && fp->fetch_offset >= rn_log_end_offset(p->log))
-				continue;
-			max = fp->partition_max_bytes;
-			if (max > budget)
-				max = budget;
-			/* the first data always goes out whole, like Kafka */
-			if (max <= 0 && fs->bytes > 0)
-				continue;
-			rc = rn_log_read(p->log, fp->fetch_offset, max, limit, &sl);
-			if (rc == -ERANGE) {
-				pd->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
-				fs->error = true;
-				continue;
-			}
-			if (rc != 0) {
-				pd->error_code = net_storage_kerr(rc);
-				fs->error = true;
-				continue;
-			}
-			/* at least one batch, but only for the first data: a
-			 * response stays within max_bytes plus one batch */
-			if (sl.len == 0 || (fs->bytes > 0 &&
-			    (int64_t)sl.len > max)) {
-				rn_log_slice_release(p->log, &sl);
-				continue;
-			}
-			pd->records = (struct rn_records){ NULL, (int32_t)sl.len,
-			    sl.fd, sl.file_pos };
-			fs->slices[fs->n_slices] = sl;
-			fs->slice_parts[fs->n_slices++] = p;
-			fs->bytes += sl.len;
-			budget -= sl.len;
-		}
+		for (j = 0; j < ft->partitions_count; j++)
+			fetch_partition(n, c, fs, t, &ft->partitions[j],
+			    &tr->partitions[j], first, now, &budget);
 	}
 	return 0;
 }
@@ -239,11 +251,10 @@ fetch_respond(struct net *n, struct conn *c, struct fetch_state *fs)
 static void
 fetch_watch(struct net *n, struct fetch_state *fs)
 {
-	uint64_t bit = 1ULL << n->w->index;
 	int i;
 
 	for (i = 0; i < fs->n_touched; i++)
-		atomic_fetch_or(&fs->touched[i]->rt->parked_workers, bit);
+		rn_part_park(fs->touched[i], n->w->index);
 }
 
 /* Build the answer; park the connection if it is too small to send yet. */
@@ -365,7 +376,7 @@ net_list_offsets(struct net *n, struct conn *c)
 				continue;
 			}
 			pr->leader_epoch = mp->leader_epoch;
-			hw = atomic_load(&p->rt->high_watermark);
+			hw = rn_part_hw(p);
 			if (lp->timestamp == RN_LIST_LATEST) {
 				pr->offset = hw;
 			} else if (lp->timestamp == RN_LIST_EARLIEST) {
@@ -477,22 +488,15 @@ net_delete_records(struct net *n, struct conn *c)
 				pr->error_code = kerr;
 				continue;
 			}
-			hw = atomic_load(&p->rt->high_watermark);
+			hw = rn_part_hw(p);
 			/* -1 means "up to the high watermark" */
 			target = dp->offset == -1 ? hw : dp->offset;
 			if (target < 0 || target > hw) {
 				pr->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
 				continue;
 			}
-			if (rn_part_lock(p) != 0) {
-				pr->error_code = RN_KERR_KAFKA_STORAGE_ERROR;
-				continue;
-			}
-			low = rn_log_delete_records_before(p->log, target);
-			rn_part_unlock(p);
-			if (low < 0)
-				pr->error_code = net_storage_kerr((int)low);
-			else
+			pr->error_code = rn_part_delete_records(p, target, &low);
+			if (pr->error_code == RN_KERR_NONE)
 				pr->low_watermark = low;
 		}
 	}

@@ -103,9 +103,14 @@ struct net {
 	struct rn_ApiVersionsResponse_ApiVersion *apis;
 	int n_apis;
 	struct rn_ringq_in from_ctl;  /* a fragmented reply being reassembled */
+	/*
+	 * What a connection does with a whole frame (net_dispatch, wired
+	 * by network.c): conn.c calls nothing above it.
+	 */
+	bool (*dispatch)(struct net *n, struct conn *c);
 };
 
-/* conn.c */
+/* conn.c: sockets, framing, the output queue; below dispatch.c */
 struct conn *net_conn_new(struct net *n, int fd);
 void net_conn_close(struct net *n, struct conn *c, const char *why);
 void net_conn_reap(struct net *n);
@@ -115,15 +120,15 @@ void net_conn_queue(struct net *n, struct conn *c, struct net_out *o);
 /* Finish the request being handled and move to the next one, if any. */
 void net_conn_request_done(struct net *n, struct conn *c);
 void net_conn_process(struct net *n, struct conn *c);
+void net_out_free(struct net *n, struct net_out *o);
 
-/* dispatch.c */
+/* dispatch.c: a frame to its API handler, and the response back */
 /* Handle the frame at c->frame_off; returns false if the connection must close. */
 bool net_dispatch(struct net *n, struct conn *c);
 /* Start a response for the request being handled. */
 struct net_out *net_out_begin(struct conn *c, size_t *mark);
 void net_out_finish(struct net *n, struct conn *c, struct net_out *o,
     size_t mark);
-void net_out_free(struct net *n, struct net_out *o);
 /* Encode resp (the request's own response struct) and queue it. */
 int net_respond(struct net *n, struct conn *c, const void *resp);
 /* count elements of size bytes from the request's arena (never 0 bytes). */

@@ -160,6 +160,7 @@ net_setup(struct net *n, struct rn_worker *w)
 	    rn_part_table_init(&n->parts, env->shm, env->cfg) != 0)
 		return -ENOMEM;
 	n->parts.worker = w;
+	n->dispatch = net_dispatch;
 	rn_mdview_init(&n->view);
 	return 0;
 }
@@ -207,13 +208,10 @@ net_retention_step(struct net *n, int64_t deadline)
 		if (mp->slot < 0 || !net_part_exists(n, t, mp) ||
 		    (p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
 			continue;
-		if (rn_part_lock(p) == 0) {
-			deleted = rn_log_retention(p->log, rn_wallclock_ms());
-			rn_part_unlock(p);
-			if (deleted > 0)
-				log_info("%s-%d: retention deleted %d segments",
-				    t->name, mp->p, deleted);
-		}
+		deleted = rn_part_retention(p, rn_wallclock_ms());
+		if (deleted > 0)
+			log_info("%s-%d: retention deleted %d segments",
+			    t->name, mp->p, deleted);
 		if (rn_now_ms() >= deadline)
 			return true;
 	}
@@ -252,6 +250,79 @@ net_housekeeping(struct net *n, int64_t now)
 	return n->ret_active;
 }
 
+/* A new image may settle parked requests (ISR, leader moved). */
+static void
+net_refresh(struct net *n)
+{
+	if (rn_mdview_refresh(&n->view, n->w->env->shm) == 1) {
+		rn_part_table_sync(&n->parts, &n->view);
+		net_wakeup(n);
+	}
+}
+
+/* How long the next wait may last: deadlines, accept pause, the ring. */
+static int
+net_wait_ms(struct net *n, int64_t now, int64_t next)
+{
+	int timeout;
+
+	if (n->accept_resume_ms != 0 && now >= n->accept_resume_ms &&
+	    net_listen(n, true) == 0)
+		n->accept_resume_ms = 0;
+	if (n->accept_resume_ms != 0 && n->accept_resume_ms < next)
+		next = n->accept_resume_ms;
+	timeout = (int)(next - now);
+	if (timeout < 0)
+		timeout = 0;
+	/* the controller wakes us as it drains; poll too, to be sure */
+	if (rn_worker_pump_ctl(n->w) && timeout > 10)
+		timeout = 10;
+	return timeout;
+}
+
+static void
+net_event(struct net *n, const struct epoll_event *ev)
+{
+	void *p = ev->data.ptr;
+	struct conn *c;
+
+	if (p == &tag_wakeup) {
+		uint64_t v;
+
+		(void)read(n->efd, &v, sizeof(v));
+		/* the image was refreshed right after the wait */
+		net_wakeup(n);
+		return;
+	}
+	if (p >= (void *)tag_listener &&
+	    p < (void *)(tag_listener + RN_CONFIG_MAX_LISTENERS)) {
+		int l = (int)((char *)p - tag_listener);
+
+		net_accept(n, n->w->env->listen[l].fd);
+		return;
+	}
+	c = p;
+	if (c->fd < 0)
+		return;
+	if (c->wait != CONN_IDLE) {
+		/* a parked request points into its buffer:
+		 * no reading until it is answered */
+		if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			net_conn_close(n, c, "hang-up");
+		else if (ev->events & EPOLLOUT)
+			net_conn_writable(n, c);
+		return;
+	}
+	if (ev->events & (EPOLLERR | EPOLLHUP)) {
+		net_conn_close(n, c, "hang-up");
+		return;
+	}
+	if (ev->events & EPOLLOUT)
+		net_conn_writable(n, c);
+	if (c->fd >= 0 && (ev->events & (EPOLLIN | EPOLLRDHUP)))
+		net_conn_readable(n, c);
+}
+
 int
 rn_network_main(struct rn_worker *w)
 {
@@ -273,13 +344,8 @@ rn_network_main(struct rn_worker *w)
 
 	while (!rn_worker_should_stop()) {
 		int64_t now = rn_now_ms(), next;
-		int timeout;
 
-		/* a new image may settle parked requests (ISR, leader moved) */
-		if (rn_mdview_refresh(&n.view, w->env->shm) == 1) {
-			rn_part_table_sync(&n.parts, &n.view);
-			net_wakeup(&n);
-		}
+		net_refresh(&n);
 		next = net_deadlines(&n, now);
 		if (net_housekeeping(&n, now))
 			next = now; /* more of the pass after this turn */
@@ -288,67 +354,18 @@ rn_network_main(struct rn_worker *w)
 			log_errx("bad message from the controller: restarting");
 			return RN_WORKER_EXIT_RESTART;
 		}
-		if (n.accept_resume_ms != 0 && now >= n.accept_resume_ms &&
-		    net_listen(&n, true) == 0)
-			n.accept_resume_ms = 0;
-		if (n.accept_resume_ms != 0 && n.accept_resume_ms < next)
-			next = n.accept_resume_ms;
-		timeout = (int)(next - now);
-		if (timeout < 0)
-			timeout = 0;
-		/* the controller wakes us as it drains; poll too, to be sure */
-		if (rn_worker_pump_ctl(w) && timeout > 10)
-			timeout = 10;
-		k = epoll_wait(n.epfd, evs, MAX_EVENTS, timeout);
+		k = epoll_wait(n.epfd, evs, MAX_EVENTS,
+		    net_wait_ms(&n, now, next));
 		rn_ring_consumer_sleeping(in, false);
 		/*
 		 * Requests are answered from the image published before they
 		 * arrived: a client that got an admin answer from another
 		 * worker reads its own write here (the version check is cheap).
 		 */
-		if (k > 0 && rn_mdview_refresh(&n.view, w->env->shm) == 1) {
-			rn_part_table_sync(&n.parts, &n.view);
-			net_wakeup(&n);
-		}
-		for (i = 0; i < k; i++) {
-			void *p = evs[i].data.ptr;
-
-			if (p == &tag_wakeup) {
-				uint64_t v;
-
-				(void)read(n.efd, &v, sizeof(v));
-				/* the image was refreshed right after the wait */
-				net_wakeup(&n);
-				continue;
-			}
-			if (p >= (void *)tag_listener &&
-			    p < (void *)(tag_listener + RN_CONFIG_MAX_LISTENERS)) {
-				int l = (int)((char *)p - tag_listener);
-				net_accept(&n, w->env->listen[l].fd);
-				continue;
-			}
-			struct conn *c = p;
-			if (c->fd < 0)
-				continue;
-			if (c->wait != CONN_IDLE) {
-				/* a parked request points into its buffer:
-				 * no reading until it is answered */
-				if (evs[i].events & (EPOLLRDHUP | EPOLLHUP |
-				    EPOLLERR))
-					net_conn_close(&n, c, "hang-up");
-				else if (evs[i].events & EPOLLOUT)
-					net_conn_writable(&n, c);
-				continue;
-			}
-			if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
-				net_conn_close(&n, c, "hang-up");
-				continue;
-			}
-			if (evs[i].events & EPOLLOUT)
-				net_conn_writable(&n, c);
-			if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLRDHUP)))
-				net_conn_readable(&n, c);
-		}
+		if (k > 0)
+			net_refresh(&n);
+		for (i = 0; i < k; i++)
+			net_event(&n, &evs[i]);
 		net_conn_reap(&n);
 		if (rn_now_ms() >= w->next_heartbeat_ms)
 			rn_worker_heartbeat(w);

@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "protocol/kerrors.h"
 #include "workers/network/net_int.h"
+#include "workers/partition/idempotence.h"
 
 static int32_t
 min_isr(struct net *n, const struct rn_mdv_topic *t)
@@ -32,8 +33,7 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	struct rn_batch_header h;
 	struct rn_part *p;
 	int16_t kerr = RN_KERR_NONE;
-	int64_t dup = -1, now;
-	int rc, idem;
+	int64_t dup;
 
 	out->index = pd->index;
 	out->base_offset = -1;
@@ -51,30 +51,18 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	if (pd->records.len < RN_BATCH_HEADER_SIZE)
 		return RN_KERR_CORRUPT_MESSAGE;
 	rn_batch_parse_header(pd->records.ptr, &h);
-	if ((rc = rn_part_lock(p)) != 0)
-		return RN_KERR_KAFKA_STORAGE_ERROR;
-	idem = rn_idem_check(&p->rt->idem, &h, &dup);
-	if (idem == RN_IDEM_DUPLICATE) {
+	/* the records slice points into our own read buffer: writable */
+	kerr = rn_part_append_leader(p, (void *)pd->records.ptr,
+	    (size_t)pd->records.len, &h, mp->leader_epoch, &info, &dup);
+	if (kerr != RN_KERR_NONE)
+		return kerr;
+	if (dup >= 0) {
 		/* a retry of what is already written: answer as the first time */
-		rn_part_unlock(p);
 		out->base_offset = dup;
 		out->log_start_offset = rn_log_start_offset(p->log);
 		*need = dup + h.last_offset_delta + 1;
 		return RN_KERR_NONE;
 	}
-	if (idem < 0) {
-		rn_part_unlock(p);
-		return (int16_t)-idem;
-	}
-	/* the records slice points into our own read buffer: writable */
-	now = rn_wallclock_ms();
-	rc = rn_log_append(p->log, (void *)pd->records.ptr,
-	    (size_t)pd->records.len, mp->leader_epoch, now, &info);
-	if (rc == 0)
-		rn_idem_record(&p->rt->idem, &h, info.base_offset, now);
-	rn_part_unlock(p);
-	if (rc != 0)
-		return net_storage_kerr(rc);
 	/* with the leader alone in the ISR this commits at once */
 	rn_part_advance_hw(p, mp, n->cfg->node_id);
 	/* followers and consumers parked on this partition look again */
@@ -132,7 +120,7 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 		 * below min.insync.replicas is NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 		 */
 		rn_part_advance_hw(p, mp, n->cfg->node_id);
-		if (atomic_load(&p->rt->high_watermark) >= w->need) {
+		if (rn_part_hw(p) >= w->need) {
 			if (mp->n_isr < min_isr(n, t))
 				w->out->error_code =
 				    RN_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
@@ -145,14 +133,46 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 			continue;
 		}
 		/* be woken when the high watermark moves */
-		atomic_fetch_or(&p->rt->parked_workers, 1ULL << n->w->index);
-		if (atomic_load(&p->rt->high_watermark) >= w->need) {
+		rn_part_park(p, n->w->index);
+		if (rn_part_hw(p) >= w->need) {
 			i--; /* it moved meanwhile: settle this one now */
 			continue;
 		}
 		all = false;
 	}
 	return all;
+}
+
+/* One partition's data; an acks=all success waits for the ISR. */
+static void
+produce_one(struct net *n, struct conn *c,
+    struct rn_ProduceRequest_TopicProduceData *td,
+    const struct rn_mdv_topic *t,
+    struct rn_ProduceRequest_PartitionProduceData *pd,
+    struct rn_ProduceResponse_PartitionProduceResponse *pr)
+{
+	const struct rn_ProduceRequest *req = c->req;
+	int64_t need = -1;
+
+	rn_ProduceResponse_PartitionProduceResponse_init(pr);
+	if (req->transactional_id.len >= 0)
+		pr->error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	else if (req->acks != 0 && req->acks != 1 && req->acks != -1)
+		pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
+	else {
+		pr->error_code = produce_partition(n, t, pd, req->acks, pr,
+		    &need);
+		if (pr->error_code == RN_KERR_NONE && req->acks == -1) {
+			struct produce_wait *w = &c->pw[c->n_pw++];
+
+			w->out = pr;
+			w->topic = &td->name;
+			memcpy(w->topic_id, t->id, 16);
+			w->need = need;
+			w->done = false;
+		}
+	}
+	pr->index = pd->index;
 }
 
 int
@@ -194,30 +214,7 @@ net_produce(struct net *n, struct conn *c)
 			struct rn_ProduceResponse_PartitionProduceResponse *pr =
 			    &tr->partition_responses[j];
 
-			rn_ProduceResponse_PartitionProduceResponse_init(pr);
-			if (req->transactional_id.len >= 0)
-				pr->error_code =
-				    RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-			else if (req->acks != 0 && req->acks != 1 &&
-			    req->acks != -1)
-				pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
-			else {
-				int64_t need = -1;
-
-				pr->error_code = produce_partition(n, t,
-				    &td->partition_data[j], req->acks, pr, &need);
-				if (pr->error_code == RN_KERR_NONE &&
-				    req->acks == -1) {
-					struct produce_wait *w = &c->pw[c->n_pw++];
-
-					w->out = pr;
-					w->topic = &td->name;
-					memcpy(w->topic_id, t->id, 16);
-					w->need = need;
-					w->done = false;
-				}
-			}
-			pr->index = td->partition_data[j].index;
+			produce_one(n, c, td, t, &td->partition_data[j], pr);
 			if (pr->error_code != RN_KERR_NONE)
 				failed = true;
 		}

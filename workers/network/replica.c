@@ -38,31 +38,16 @@ isr_eligible(struct net *n, int32_t replica)
 	return b != NULL && !b->fenced;
 }
 
-static bool
-isr_change_allowed(struct rn_part *p, const struct rn_mdv_partition *mp,
-    int64_t now)
-{
-	int64_t sent = atomic_load(&p->rt->isr_change_sent_ms);
-
-	return sent == 0 || mp->partition_epoch !=
-	    atomic_load(&p->rt->isr_change_pepoch) ||
-	    now - sent > RN_ISR_CHANGE_RETRY_MS;
-}
-
 static void
 isr_change_send(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp, struct rn_part *p, const int32_t *isr,
     int n_isr, int64_t now)
 {
-	int64_t expect = atomic_load(&p->rt->isr_change_sent_ms);
-
 	/* several workers may notice at once: one of them sends */
-	if (!atomic_compare_exchange_strong(&p->rt->isr_change_sent_ms,
-	    &expect, now))
+	if (!rn_part_isr_change_claim(p, mp->partition_epoch, now))
 		return;
-	atomic_store(&p->rt->isr_change_pepoch, mp->partition_epoch);
 	if (net_alter_partition(n, t, mp, isr, n_isr) != 0)
-		atomic_store(&p->rt->isr_change_sent_ms, 0);
+		rn_part_isr_change_unclaim(p);
 }
 
 void
@@ -81,8 +66,8 @@ net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
 	 * from an older leader that we do not have.
 	 */
 	if (in_isr(mp, replica) || mp->n_isr >= RN_PART_MAX_REPLICAS ||
-	    fetch_offset < atomic_load(&p->rt->high_watermark) ||
-	    !isr_eligible(n, replica) || !isr_change_allowed(p, mp, now))
+	    fetch_offset < rn_part_hw(p) || !isr_eligible(n, replica) ||
+	    !rn_part_isr_change_allowed(p, mp->partition_epoch, now))
 		return;
 	for (i = 0; i < mp->n_isr; i++)
 		isr[i] = mp->isr[i];
@@ -122,22 +107,22 @@ net_isr_housekeeping(struct net *n, int64_t now_ms)
 			if ((p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
 				continue;
 			for (k = 0; k < mp->n_isr && kept < RN_PART_MAX_REPLICAS; k++) {
-				struct rn_part_follower *f;
+				int64_t caught_up;
 
 				if (mp->isr[k] != n->cfg->node_id &&
-				    (f = rn_part_follower(p, mp->isr[k])) != NULL &&
-				    now - atomic_load(&f->last_caught_up_ms) >
-				    n->cfg->replica_lag_time_max_ms) {
+				    (caught_up = rn_part_follower_caught_up_ms(p,
+				    mp->isr[k])) >= 0 &&
+				    now - caught_up > n->cfg->replica_lag_time_max_ms) {
 					log_info("%s-%d: replica %d has not caught "
 					    "up for %lld ms: asking to remove it "
 					    "from the ISR", t->name, mp->p,
-					    mp->isr[k], (long long)(now -
-					    atomic_load(&f->last_caught_up_ms)));
+					    mp->isr[k], (long long)(now - caught_up));
 					continue;
 				}
 				isr[kept++] = mp->isr[k];
 			}
-			if (kept < mp->n_isr && isr_change_allowed(p, mp, now))
+			if (kept < mp->n_isr &&
+			    rn_part_isr_change_allowed(p, mp->partition_epoch, now))
 				isr_change_send(n, t, mp, p, isr, kept, now);
 			/* a smaller ISR may let the high watermark move */
 			if (rn_part_advance_hw(p, mp, n->cfg->node_id))

@@ -13,7 +13,8 @@
 #include "storage/checkpoint.h"
 #include "storage/errors.h"
 #include "storage/logdir.h"
-#include "workers/partition/partition.h"
+#define RN_PARTITION_INTERNAL
+#include "workers/partition/part_int.h"
 #include "workers/worker.h"
 
 int
@@ -364,6 +365,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		p->log = NULL;
 	}
 	p->rt = rt; /* the rebuild below writes through it */
+	p->hw = &rt->high_watermark;
 	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
 	died = rn_rlock_lock(&rt->lock, no_repair, NULL);
 	if (died < 0)

@@ -1,9 +1,11 @@
 /*
  * Partition runtime: the shared state of each local replica (one slot in
  * shared memory, assigned by the controller) and this process's handle on
- * its log. Every network worker appends and reads through here; appends
- * are serialized by the slot's robust lock, so a worker killed in the
- * middle of one costs a repair by the next holder, never a torn batch.
+ * its log. Every role changes a partition only through the functions
+ * here (the leader's and followers' appends, truncation, high watermark,
+ * waiter bits); writes are serialized by the slot's robust lock, so a
+ * worker killed in the middle of one costs a repair by the next holder,
+ * never a torn batch.
  */
 #ifndef RN_PARTITION_H
 #define RN_PARTITION_H
@@ -12,59 +14,25 @@
 #include <stdint.h>
 
 #include "common/util.h"
-#include "ipc/rlock.h"
 #include "ipc/shm.h"
+#include "storage/batch.h"
 #include "storage/log.h"
-#include "workers/partition/idempotence.h"
 
 #define RN_PART_MAX_REPLICAS 8
-/* A leader's ISR change in flight: asked again after this long without
- * an answer moving the image; after a refusal, after the shorter delay
- * (the broker agent rewinds isr_change_sent_ms, as Kafka retries on the
- * follower's next fetch). */
-#define RN_ISR_CHANGE_RETRY_MS 5000
-#define RN_ISR_REFUSED_RETRY_MS 500
 
-/* What the leader knows of one follower, from its fetches. */
-struct rn_part_follower {
-	_Atomic int32_t id;              /* broker id, -1: unused */
-	_Atomic int64_t leo;             /* its log end: it has all below */
-	_Atomic int64_t last_fetch_ms;   /* wall clock of its last fetch */
-	_Atomic int64_t last_fetch_leader_leo; /* our log end at that fetch */
-	_Atomic int64_t last_caught_up_ms;
-};
-
-/* Lives in the partition region of shared memory (struct rn_part_slot). */
-struct rn_part_rt {
-	struct rn_rlock lock;          /* first; formatted on first use */
-	_Atomic uint64_t incarnation;  /* bumped when the slot changes owner */
-	struct rn_uuid topic_id;       /* which partition holds the slot */
-	int32_t partition;
-	/* metadata offset of the image the slot was last taken or released
-	 * at: a worker with an older image may not take it back */
-	_Atomic int64_t claim_offset;
-	_Atomic int32_t leader_epoch;  /* epoch this replica last led in */
-	_Atomic int64_t high_watermark;
-	/*
-	 * network workers (bit = index) with a request parked on this
-	 * partition: a fetch waiting for data, a produce waiting for acks
-	 */
-	_Atomic uint64_t parked_workers;
-	/* leader side: followers' progress, and one ISR change in flight */
-	struct rn_part_follower followers[RN_PART_MAX_REPLICAS];
-	_Atomic int64_t isr_change_sent_ms;
-	_Atomic int32_t isr_change_pepoch;  /* partition epoch it was sent at */
-	_Atomic int32_t leader_since_epoch; /* followers reset for this epoch */
-	struct rn_idem_state idem;          /* idempotent producers (locked) */
-	struct rn_log_shared log;
-};
-_Static_assert(sizeof(struct rn_part_rt) <= sizeof(struct rn_part_slot),
-    "partition runtime must fit its shared-memory slot");
+/*
+ * A partition's slot in shared memory. Its shape is private to this
+ * folder (part_int.h): every change to it is a function below, so the
+ * rules of the slot (its lock, the order of log append, idempotence
+ * table and high watermark) are written once.
+ */
+struct rn_part_rt;
 
 /* This process's view of one local partition. */
 struct rn_part {
 	struct rn_part_rt *rt;
-	struct rn_log *log;
+	const _Atomic int64_t *hw;     /* the slot's high watermark */
+	struct rn_log *log;            /* read through it; write below */
 	uint64_t incarnation;
 	uint64_t config_version;       /* metadata image version of the config */
 	struct rn_log_config lcfg;     /* the log rules it was opened with */
@@ -119,10 +87,6 @@ void rn_part_table_sync(struct rn_part_table *t, const struct rn_mdview *v);
 void rn_part_release(const struct rn_shm *shm, int32_t slot,
     const uint8_t id[16], int32_t partition, int64_t offset);
 
-/* Lock a partition for a mutation, repairing it if the last holder died. */
-int rn_part_lock(struct rn_part *p);
-void rn_part_unlock(struct rn_part *p);
-
 /*
  * Wake the network workers with a request parked on this partition (a
  * fetch waiting for data, an acks=all produce waiting for the ISR).
@@ -141,9 +105,89 @@ bool rn_part_follower_fetched(struct rn_part *p,
 /* Leader: the high watermark the ISR allows now; moves it forward only. */
 bool rn_part_advance_hw(struct rn_part *p, const struct rn_mdv_partition *mp,
     int32_t self);
-/* Leader: a follower's progress, NULL if it never fetched. */
-struct rn_part_follower *rn_part_follower(struct rn_part *p, int32_t id);
 
+/* The high watermark: consumers read below it (one atomic load). */
+static inline int64_t
+rn_part_hw(const struct rn_part *p)
+{
+	return atomic_load(p->hw);
+}
+
+/*
+ * Leader: append a producer's batch (h is its parsed header; the records
+ * are rewritten in place: base offset, append time) under the slot's
+ * lock, after the idempotence check, and remember its producer. A Kafka
+ * error code; on success *dup is -1 and *info says where it went, or *dup
+ * is the base offset a retried batch was already written at.
+ */
+int16_t rn_part_append_leader(struct rn_part *p, void *records, size_t len,
+    const struct rn_batch_header *h, int32_t leader_epoch,
+    struct rn_append_info *info, int64_t *dup);
+
+/*
+ * Follower: append what the leader sent, its offsets and epochs kept; the
+ * batches' epochs go to the epoch cache and their producers to the
+ * idempotence table first, so this replica dedupes retries the day it
+ * leads. 0, a negative errno of the log (-EILSEQ: nothing new), or
+ * RN_PART_STALE.
+ */
+#define RN_PART_STALE 1  /* the slot could not be locked: nothing done */
+int rn_part_append_follower(struct rn_part *p, const uint8_t *records,
+    size_t len);
+
+/*
+ * Follower: cut a divergent tail at cut (below the log end), forget the
+ * producers' batches and keep the high watermark at or below the cut.
+ * True if it cut; *from is the log end it cut from.
+ */
+bool rn_part_truncate(struct rn_part *p, int64_t cut, int64_t *from);
+
+/*
+ * Follower: when the whole log lies below the leader's log start (the
+ * leader deleted what we miss), start over there, empty. True if it did.
+ */
+bool rn_part_restart_at(struct rn_part *p, int64_t leader_log_start);
+
+/* Follower: the leader's high watermark, as far as our log has it. */
+void rn_part_hw_follow(struct rn_part *p, int64_t leader_hw);
+
+/* The newest leader epoch in the log's epoch cache, -1 if none. */
+int32_t rn_part_latest_epoch(const struct rn_part *p);
+
+/*
+ * DeleteRecords: move the log start to target. A Kafka error code; on
+ * success *low is the new log start.
+ */
+int16_t rn_part_delete_records(struct rn_part *p, int64_t target,
+    int64_t *low);
+
+/* Retention by time and size: segments deleted (0 if it could not lock). */
+int rn_part_retention(struct rn_part *p, int64_t now_ms);
+
+/* Wake this network worker (index) when the partition moves. */
+void rn_part_park(struct rn_part *p, unsigned worker);
+
+/* Leader: when a follower last caught up (wall clock ms), -1 if unknown. */
+int64_t rn_part_follower_caught_up_ms(struct rn_part *p, int32_t id);
+
+/*
+ * Leader: one ISR change in flight per partition. Allowed when none is,
+ * when the partition epoch moved since, or after the retry delay; claim
+ * it before sending (several workers may notice at once: one wins), and
+ * drop the claim if the send failed.
+ */
+bool rn_part_isr_change_allowed(struct rn_part *p, int32_t partition_epoch,
+    int64_t now_ms);
+bool rn_part_isr_change_claim(struct rn_part *p, int32_t partition_epoch,
+    int64_t now_ms);
+void rn_part_isr_change_unclaim(struct rn_part *p);
+/*
+ * The controller refused an ISR change of the partition in slot: if the
+ * slot still holds (id, partition), the leader may ask again soon, on a
+ * later fetch of that follower, instead of after the full retry delay.
+ */
+void rn_part_isr_change_refused(const struct rn_shm *shm, int32_t slot,
+    const uint8_t id[16], int32_t partition);
 /* Stop being woken for fetches this worker no longer has parked. */
 void rn_part_clear_waiters(struct rn_part_table *t, unsigned self);
 

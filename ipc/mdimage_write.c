@@ -1,0 +1,192 @@
+/*
+ * The metadata image body's encoder, beside its decoder (mdimage.c): one
+ * msgpack map whose keys and order ipc/mdimage.h describes.
+ */
+#include "autoconf.h"
+
+#include "common/ctlproto.h"
+#include "ipc/mdimage_write.h"
+
+static void
+pack_bool(msgpack_packer *pk, bool b)
+{
+	if (b)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+}
+
+static void
+pack_bin16(msgpack_packer *pk, const uint8_t id[16])
+{
+	msgpack_pack_bin(pk, 16);
+	msgpack_pack_bin_body(pk, id, 16);
+}
+
+void
+rn_mdimage_enc_begin(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
+    const struct rn_mdimage_enc_head *h)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(pk, 8);
+	rn_mp_pack_str(pk, "cluster_id");
+	rn_mp_pack_str(pk, h->cluster_id);
+	rn_mp_pack_str(pk, "controller_id");
+	msgpack_pack_int32(pk, h->controller_id);
+	rn_mp_pack_str(pk, "epoch");
+	msgpack_pack_uint64(pk, h->epoch);
+	rn_mp_pack_str(pk, "offset");
+	msgpack_pack_uint64(pk, h->offset);
+	rn_mp_pack_str(pk, "brokers");
+	msgpack_pack_array(pk, (size_t)h->n_brokers);
+}
+
+void
+rn_mdimage_enc_broker(struct rn_mdimage_enc *e,
+    const struct rn_mdimage_enc_broker *b)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_pack_map(pk, 7);
+	rn_mp_pack_str(pk, "id");
+	msgpack_pack_int32(pk, b->id);
+	rn_mp_pack_str(pk, "host");
+	rn_mp_pack_str(pk, b->host);
+	rn_mp_pack_str(pk, "port");
+	msgpack_pack_uint16(pk, b->port);
+	rn_mp_pack_str(pk, "rack");
+	if (b->rack != NULL)
+		rn_mp_pack_str(pk, b->rack);
+	else
+		msgpack_pack_nil(pk);
+	rn_mp_pack_str(pk, "fenced");
+	pack_bool(pk, b->fenced);
+	rn_mp_pack_str(pk, "epoch");
+	msgpack_pack_int64(pk, b->epoch);
+	rn_mp_pack_str(pk, "listeners");
+	msgpack_pack_array(pk, (size_t)b->n_listeners);
+}
+
+void
+rn_mdimage_enc_listener(struct rn_mdimage_enc *e, const char *name,
+    const char *host, uint16_t port)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_pack_map(pk, 3);
+	rn_mp_pack_str(pk, "name");
+	rn_mp_pack_str(pk, name);
+	rn_mp_pack_str(pk, "host");
+	rn_mp_pack_str(pk, host);
+	rn_mp_pack_str(pk, "port");
+	msgpack_pack_uint16(pk, port);
+}
+
+void
+rn_mdimage_enc_topics(struct rn_mdimage_enc *e, int n_topics)
+{
+	rn_mp_pack_str(&e->pk, "topics");
+	msgpack_pack_array(&e->pk, (size_t)n_topics);
+}
+
+void
+rn_mdimage_enc_topic(struct rn_mdimage_enc *e, const char *name,
+    const uint8_t id[16], bool internal, int n_configs)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_pack_map(pk, 5);
+	rn_mp_pack_str(pk, "name");
+	rn_mp_pack_str(pk, name);
+	rn_mp_pack_str(pk, "id");
+	pack_bin16(pk, id);
+	rn_mp_pack_str(pk, "internal");
+	pack_bool(pk, internal);
+	rn_mp_pack_str(pk, "configs");
+	msgpack_pack_map(pk, (size_t)n_configs);
+}
+
+void
+rn_mdimage_enc_config(struct rn_mdimage_enc *e, const char *key,
+    const char *value)
+{
+	rn_mp_pack_str(&e->pk, key);
+	rn_mp_pack_str(&e->pk, value);
+}
+
+void
+rn_mdimage_enc_partitions(struct rn_mdimage_enc *e, int32_t n_parts)
+{
+	rn_mp_pack_str(&e->pk, "partitions");
+	msgpack_pack_array(&e->pk, (size_t)n_parts);
+}
+
+static void
+pack_ids(msgpack_packer *pk, const int32_t *ids, int32_t n)
+{
+	int32_t i;
+
+	msgpack_pack_array(pk, (size_t)n);
+	for (i = 0; i < n; i++)
+		msgpack_pack_int32(pk, ids[i]);
+}
+
+/* The replicas on brokers unregistered or fenced. */
+static void
+pack_offline(struct rn_mdimage_enc *e, const int32_t *replicas, int32_t n)
+{
+	int32_t r, n_off = 0;
+
+	for (r = 0; r < n; r++)
+		if (e->offline(e->arg, replicas[r]))
+			n_off++;
+	msgpack_pack_array(&e->pk, (size_t)n_off);
+	for (r = 0; r < n; r++)
+		if (e->offline(e->arg, replicas[r]))
+			msgpack_pack_int32(&e->pk, replicas[r]);
+}
+
+void
+rn_mdimage_enc_partition(struct rn_mdimage_enc *e,
+    const struct rn_mdimage_enc_part *p)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_pack_map(pk, 10);
+	rn_mp_pack_str(pk, "p");
+	msgpack_pack_int32(pk, p->p);
+	rn_mp_pack_str(pk, "leader");
+	msgpack_pack_int32(pk, p->leader);
+	rn_mp_pack_str(pk, "epoch");
+	msgpack_pack_int32(pk, p->leader_epoch);
+	rn_mp_pack_str(pk, "pepoch");
+	msgpack_pack_int32(pk, p->partition_epoch);
+	rn_mp_pack_str(pk, "replicas");
+	pack_ids(pk, p->replicas, p->n_replicas);
+	rn_mp_pack_str(pk, "isr");
+	pack_ids(pk, p->isr, p->n_isr);
+	rn_mp_pack_str(pk, "offline");
+	pack_offline(e, p->replicas, p->n_replicas);
+	rn_mp_pack_str(pk, "slot");
+	msgpack_pack_int32(pk, p->slot);
+	rn_mp_pack_str(pk, "dir");
+	msgpack_pack_int32(pk, p->dir);
+	rn_mp_pack_str(pk, "dir_id");
+	pack_bin16(pk, p->dir_id);
+}
+
+void
+rn_mdimage_enc_broker_configs(struct rn_mdimage_enc *e, int n)
+{
+	rn_mp_pack_str(&e->pk, "broker_configs");
+	msgpack_pack_map(&e->pk, (size_t)n);
+}
+
+void
+rn_mdimage_enc_node_configs(struct rn_mdimage_enc *e, int n)
+{
+	rn_mp_pack_str(&e->pk, "node_configs");
+	msgpack_pack_map(&e->pk, (size_t)n);
+}

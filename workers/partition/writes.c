@@ -1,0 +1,211 @@
+/*
+ * Every change a role makes to a partition's shared state: appends as
+ * leader and as follower, truncation, the follower's high watermark,
+ * log-start moves, waiter bits and the leader's ISR change in flight.
+ * The slot's lock, the idempotence table and the order of their steps
+ * live here and nowhere else.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "protocol/kerrors.h"
+#include "storage/errors.h"
+#define RN_PARTITION_INTERNAL
+#include "workers/partition/part_int.h"
+
+int16_t
+rn_part_append_leader(struct rn_part *p, void *records, size_t len,
+    const struct rn_batch_header *h, int32_t leader_epoch,
+    struct rn_append_info *info, int64_t *dup)
+{
+	int64_t now;
+	int rc, idem;
+
+	*dup = -1;
+	if (rn_part_lock(p) != 0)
+		return RN_KERR_KAFKA_STORAGE_ERROR;
+	idem = rn_idem_check(&p->rt->idem, h, dup);
+	if (idem == RN_IDEM_DUPLICATE || idem < 0) {
+		/* a retry of what is already written, or refused */
+		rn_part_unlock(p);
+		return idem < 0 ? (int16_t)-idem : RN_KERR_NONE;
+	}
+	*dup = -1;
+	now = rn_wallclock_ms();
+	rc = rn_log_append(p->log, records, len, leader_epoch, now, info);
+	if (rc == 0)
+		rn_idem_record(&p->rt->idem, h, info->base_offset, now);
+	rn_part_unlock(p);
+	return rc != 0 ? (int16_t)rn_storage_kafka_error(rc) : RN_KERR_NONE;
+}
+
+/* The fetched batches' epochs and producers, before they are appended. */
+static void
+note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (len - off >= RN_BATCH_HEADER_SIZE) {
+		struct rn_batch_header h;
+
+		rn_batch_parse_header(buf + off, &h);
+		if (h.batch_length <= 0 ||
+		    (size_t)h.batch_length + 12 > len - off)
+			break;
+		if (h.partition_leader_epoch >
+		    rn_epoch_latest(&p->rt->log.epochs))
+			rn_log_assign_epoch(p->log, h.partition_leader_epoch,
+			    h.base_offset);
+		if (h.base_offset >= rn_log_end_offset(p->log))
+			rn_idem_record(&p->rt->idem, &h, h.base_offset,
+			    rn_wallclock_ms());
+		off += (size_t)h.batch_length + 12;
+	}
+}
+
+int
+rn_part_append_follower(struct rn_part *p, const uint8_t *records, size_t len)
+{
+	struct rn_append_info info;
+	int rc;
+
+	if (rn_part_lock(p) != 0)
+		return RN_PART_STALE;
+	note_batches(p, records, len);
+	rc = rn_log_append_replica(p->log, records, len, rn_wallclock_ms(),
+	    &info);
+	rn_part_unlock(p);
+	return rc;
+}
+
+bool
+rn_part_truncate(struct rn_part *p, int64_t cut, int64_t *from)
+{
+	if (cut >= rn_log_end_offset(p->log) || rn_part_lock(p) != 0)
+		return false;
+	*from = rn_log_end_offset(p->log);
+	rn_log_truncate_to(p->log, cut);
+	/* its producers' newest batches may be gone */
+	rn_idem_reset(&p->rt->idem);
+	if (atomic_load(&p->rt->high_watermark) > cut)
+		atomic_store(&p->rt->high_watermark, cut);
+	rn_part_unlock(p);
+	return true;
+}
+
+bool
+rn_part_restart_at(struct rn_part *p, int64_t leader_log_start)
+{
+	bool cut = false;
+
+	if (rn_part_lock(p) != 0)
+		return false;
+	if (rn_log_end_offset(p->log) < leader_log_start) {
+		rn_log_truncate_fully(p->log, leader_log_start);
+		cut = true;
+	}
+	rn_part_unlock(p);
+	return cut;
+}
+
+void
+rn_part_hw_follow(struct rn_part *p, int64_t leader_hw)
+{
+	int64_t leo = rn_log_end_offset(p->log);
+	int64_t hw = leader_hw < leo ? leader_hw : leo;
+
+	/* one fetcher owns a follower replica: no other writer races */
+	if (hw > atomic_load(&p->rt->high_watermark))
+		atomic_store(&p->rt->high_watermark, hw);
+}
+
+int32_t
+rn_part_latest_epoch(const struct rn_part *p)
+{
+	return rn_epoch_latest(&p->rt->log.epochs);
+}
+
+int16_t
+rn_part_delete_records(struct rn_part *p, int64_t target, int64_t *low)
+{
+	if (rn_part_lock(p) != 0)
+		return RN_KERR_KAFKA_STORAGE_ERROR;
+	*low = rn_log_delete_records_before(p->log, target);
+	rn_part_unlock(p);
+	return *low < 0 ? (int16_t)rn_storage_kafka_error((int)*low) :
+	    RN_KERR_NONE;
+}
+
+int
+rn_part_retention(struct rn_part *p, int64_t now_ms)
+{
+	int deleted;
+
+	if (rn_part_lock(p) != 0)
+		return 0;
+	deleted = rn_log_retention(p->log, now_ms);
+	rn_part_unlock(p);
+	return deleted;
+}
+
+void
+rn_part_park(struct rn_part *p, unsigned worker)
+{
+	atomic_fetch_or(&p->rt->parked_workers, 1ULL << worker);
+}
+
+int64_t
+rn_part_follower_caught_up_ms(struct rn_part *p, int32_t id)
+{
+	struct rn_part_follower *f = rn_part_follower(p, id);
+
+	return f != NULL ? atomic_load(&f->last_caught_up_ms) : -1;
+}
+
+bool
+rn_part_isr_change_allowed(struct rn_part *p, int32_t partition_epoch,
+    int64_t now_ms)
+{
+	int64_t sent = atomic_load(&p->rt->isr_change_sent_ms);
+
+	return sent == 0 || partition_epoch !=
+	    atomic_load(&p->rt->isr_change_pepoch) ||
+	    now_ms - sent > RN_ISR_CHANGE_RETRY_MS;
+}
+
+bool
+rn_part_isr_change_claim(struct rn_part *p, int32_t partition_epoch,
+    int64_t now_ms)
+{
+	int64_t expect = atomic_load(&p->rt->isr_change_sent_ms);
+
+	if (!atomic_compare_exchange_strong(&p->rt->isr_change_sent_ms,
+	    &expect, now_ms))
+		return false;
+	atomic_store(&p->rt->isr_change_pepoch, partition_epoch);
+	return true;
+}
+
+void
+rn_part_isr_change_unclaim(struct rn_part *p)
+{
+	atomic_store(&p->rt->isr_change_sent_ms, 0);
+}
+
+void
+rn_part_isr_change_refused(const struct rn_shm *shm, int32_t slot,
+    const uint8_t id[16], int32_t partition)
+{
+	struct rn_part_rt *rt;
+
+	if (slot < 0 || (uint32_t)slot >= shm->hdr->max_partitions)
+		return;
+	rt = (struct rn_part_rt *)rn_shm_partition(shm, (unsigned)slot);
+	if (rt->partition == partition && memcmp(rt->topic_id.b, id, 16) == 0 &&
+	    atomic_load(&rt->isr_change_sent_ms) > 0)
+		atomic_store(&rt->isr_change_sent_ms, rn_wallclock_ms() -
+		    RN_ISR_CHANGE_RETRY_MS + RN_ISR_REFUSED_RETRY_MS);
+}
