@@ -109,6 +109,12 @@ struct rn_shm_hdr {
 	_Atomic uint32_t fault_stall_fetch;   /* replica fetchers stop fetching */
 	uint32_t pad2;
 	_Atomic int64_t producer_id_counter;  /* InitProducerId, node-wide */
+	/*
+	 * This incarnation's broker epoch once the active controller took
+	 * its registration (the broker agent writes it; 0 before). The
+	 * network workers lead nothing until the image shows it.
+	 */
+	_Atomic int64_t registered_epoch;
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };
 

@@ -474,6 +474,7 @@ registered(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 		a->epoch = resp.broker_epoch;
 		a->next_hb_ms = now;
 		a->dup_logged = false;
+		atomic_store(&c->shm->hdr->registered_epoch, a->epoch);
 		log_info("broker %d registered with the active controller "
 		    "(node %d), broker epoch %lld", c->cfg->node_id,
 		    ch->target, (long long)a->epoch);

@@ -52,7 +52,7 @@ leader_part(struct net *n, const struct rn_mdv_topic *t, int32_t partition,
 	*mpp = mp;
 	if ((*kerr = check_epoch(mp, current_epoch)) != RN_KERR_NONE)
 		return NULL;
-	if (mp->leader != n->cfg->node_id) {
+	if (!net_leads(n, mp)) {
 		*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
 		return NULL;
 	}

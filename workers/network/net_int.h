@@ -108,7 +108,20 @@ struct net {
 	 * by network.c): conn.c calls nothing above it.
 	 */
 	bool (*dispatch)(struct net *n, struct conn *c);
+	/* net_leads' answer for this image version and registration */
+	uint64_t lead_view_version;
+	int64_t lead_epoch;
+	bool lead_ok;
 };
+
+/*
+ * Does this node lead mp? Only once the image holds this incarnation's
+ * own registration, unfenced: a node restarted before its previous
+ * incarnation's session expired must not act on the leaderships that
+ * incarnation held, with a log that may have lost its unsynced tail
+ * (followers asking it where an epoch ends would truncate to it).
+ */
+bool net_leads(struct net *n, const struct rn_mdv_partition *mp);
 
 /* conn.c: sockets, framing, the output queue; below dispatch.c */
 struct conn *net_conn_new(struct net *n, int fd);

@@ -260,6 +260,25 @@ net_refresh(struct net *n)
 	}
 }
 
+bool
+net_leads(struct net *n, const struct rn_mdv_partition *mp)
+{
+	int64_t e = atomic_load_explicit(
+	    &n->w->env->shm->hdr->registered_epoch, memory_order_relaxed);
+	const struct rn_mdv_broker *self;
+
+	if (mp->leader != n->cfg->node_id)
+		return false;
+	if (n->lead_view_version != n->view.version || n->lead_epoch != e) {
+		self = rn_mdview_broker(&n->view, n->cfg->node_id);
+		n->lead_ok = e > 0 && self != NULL && self->epoch == e &&
+		    !self->fenced;
+		n->lead_view_version = n->view.version;
+		n->lead_epoch = e;
+	}
+	return n->lead_ok;
+}
+
 /* How long the next wait may last: deadlines, accept pause, the ring. */
 static int
 net_wait_ms(struct net *n, int64_t now, int64_t next)

@@ -39,7 +39,7 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	out->base_offset = -1;
 	if (t == NULL || (mp = rn_mdview_partition(t, pd->index)) == NULL)
 		return RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	if (mp->leader != n->cfg->node_id)
+	if (!net_leads(n, mp))
 		return RN_KERR_NOT_LEADER_OR_FOLLOWER;
 	if (pd->records.len <= 0)
 		return RN_KERR_CORRUPT_MESSAGE;
@@ -108,7 +108,7 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 		if (t != NULL && memcmp(t->id, w->topic_id, 16) != 0)
 			t = NULL;
 		mp = t ? rn_mdview_partition(t, w->out->index) : NULL;
-		if (mp == NULL || mp->leader != n->cfg->node_id ||
+		if (mp == NULL || !net_leads(n, mp) ||
 		    (p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL) {
 			w->out->error_code = RN_KERR_NOT_LEADER_OR_FOLLOWER;
 			w->done = true;

@@ -101,7 +101,7 @@ net_isr_housekeeping(struct net *n, int64_t now_ms)
 			 * watermark moves at each append: never open (and
 			 * create) thousands of idle logs here.
 			 */
-			if (mp->leader != n->cfg->node_id || mp->slot < 0 ||
+			if (!net_leads(n, mp) || mp->slot < 0 ||
 			    mp->n_replicas <= 1)
 				continue;
 			if ((p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
