@@ -50,6 +50,14 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 
 	if (pd->records.len < RN_BATCH_HEADER_SIZE)
 		return RN_KERR_CORRUPT_MESSAGE;
+	if (net_policy_compact(n, t) && (rc = net_keyless_record(
+	    (const uint8_t *)pd->records.ptr, (size_t)pd->records.len)) != 0) {
+		if (rc < 0)
+			return RN_KERR_CORRUPT_MESSAGE;
+		out->error_message = rn_kstr_c("a compacted topic takes only "
+		    "records with a key");
+		return RN_KERR_INVALID_RECORD;
+	}
 	rn_batch_parse_header(pd->records.ptr, &h);
 	if ((rc = rn_part_lock(p)) != 0)
 		return RN_KERR_KAFKA_STORAGE_ERROR;
