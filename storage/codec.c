@@ -59,6 +59,15 @@ grow(struct rn_buf *b, size_t want, size_t max)
 	return rn_buf_reserve(b, b->len + want);
 }
 
+/* Room to decompress into: the buffer's, never past max. */
+static size_t
+room(const struct rn_buf *b, size_t max)
+{
+	size_t end = b->cap < max ? b->cap : max;
+
+	return end - b->len;
+}
+
 static int
 gzip_decompress(const uint8_t *in, size_t len, struct rn_buf *out, size_t max)
 {
@@ -74,9 +83,9 @@ gzip_decompress(const uint8_t *in, size_t len, struct rn_buf *out, size_t max)
 		if ((rc = grow(out, len * 4 + 1024, max)) < 0)
 			break;
 		zs.next_out = out->p + out->len;
-		zs.avail_out = (uInt)(out->cap - out->len);
+		zs.avail_out = (uInt)room(out, max);
 		zr = inflate(&zs, Z_NO_FLUSH);
-		out->len = out->cap - zs.avail_out;
+		out->len = (size_t)(zs.next_out - out->p);
 		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
 			rc = -EBADMSG;
 		else if (zr == Z_BUF_ERROR && zs.avail_in == 0)
@@ -197,7 +206,7 @@ lz4_decompress(const uint8_t *in, size_t len, struct rn_buf *out, size_t max)
 
 		if ((rc = grow(out, len * 4 + 65536, max)) < 0)
 			return rc;
-		dst = out->cap - out->len;
+		dst = room(out, max);
 		r = LZ4F_decompress(lz4dctx, out->p + out->len, &dst, in + pos,
 		    &src, NULL);
 		if (LZ4F_isError(r))
@@ -248,7 +257,7 @@ zstd_decompress(const uint8_t *in, size_t len, struct rn_buf *out, size_t max)
 		if ((rc = grow(out, len * 4 + 65536, max)) < 0)
 			return rc;
 		ob.dst = out->p + out->len;
-		ob.size = out->cap - out->len;
+		ob.size = room(out, max);
 		ob.pos = 0;
 		r = ZSTD_decompressStream(zdctx, &ob, &ib);
 		if (ZSTD_isError(r))

@@ -161,7 +161,6 @@ map_segment(struct cl_ctx *c, struct rn_log *log, const struct rn_log_seginfo *s
 		if ((rc = batch_body(c, &h, b, &body, &len)) < 0)
 			break;
 		while ((rc = rn_records_next(&h, body, len, &pos, &rec)) == 1) {
-			res->records_in++;
 			if (rec.offset < from || rec.key_len < 0)
 				continue;
 			if ((rc = cl_map_put(&c->map, rec.key, (size_t)rec.key_len,
@@ -402,6 +401,7 @@ clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h
 	if ((rc = batch_body(c, h, b, &body, &len)) < 0)
 		return rc;
 	while ((rc = rn_records_next(h, body, len, &pos, &rec)) == 1) {
+		res->records_in++;
 		if (!keep_record(c, h, &rec, p))
 			continue;
 		k.n++;
