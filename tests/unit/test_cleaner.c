@@ -303,6 +303,7 @@ params(int64_t now)
 	p.segment_bytes = 65536;
 	p.segment_index_bytes = 4096;
 	p.index_interval = 512;
+	p.max_end = INT64_MAX;
 	return p;
 }
 

@@ -61,6 +61,7 @@ struct cl_params {
 	int64_t segment_bytes;          /* a cleaned segment's bound */
 	int64_t segment_index_bytes;
 	int64_t index_interval;
+	int64_t max_end;                /* the high watermark: never past it */
 	/* batches kept (empty if need be) for the idempotent producers */
 	const int64_t *keep_offsets;    /* their base offsets */
 	int n_keep;

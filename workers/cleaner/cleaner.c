@@ -154,6 +154,7 @@ consider(struct cleaner *c, const struct rn_mdv_topic *t,
 {
 	char topic[RN_TOPIC_MAX + 1];
 	struct cl_slot *s = slot_state(c, t, mp);
+	struct cl_params prm_hw;
 	struct cl_range r;
 	struct rn_part *p;
 	uint32_t gen;
@@ -164,6 +165,9 @@ consider(struct cleaner *c, const struct rn_mdv_topic *t,
 		return;
 	if ((p = rn_part_get(&c->parts, &c->view, t, mp, &kerr)) == NULL)
 		return;
+	prm_hw = *prm;
+	prm_hw.max_end = atomic_load(&p->rt->high_watermark);
+	prm = &prm_hw;
 	strlcpy(topic, t->name, t->name_len + 1 < sizeof(topic) ?
 	    t->name_len + 1 : sizeof(topic));
 	if (cl_range_of(p->log, cl_ckpt_get(&c->ck[mp->dir], topic, mp->p),

@@ -1,8 +1,9 @@
 /*
  * Which part of a log a cleaning may touch and how dirty it is: the clean
  * part lies below the first dirty offset (the cleaner's checkpoint), the
- * dirty part runs from there to the first segment that is the active one
- * or younger than min.compaction.lag.ms. The cleaner takes the log with the
+ * dirty part runs from there to the first segment that is the active one,
+ * younger than min.compaction.lag.ms or not wholly below the high
+ * watermark. The cleaner takes the log with the
  * highest dirty ratio over min.cleanable.dirty.ratio, as Kafka does, or
  * one past max.compaction.lag.ms, or one whose tombstones are due to go.
  */
@@ -39,6 +40,12 @@ cl_range_of(struct rn_log *log, int64_t first_dirty,
 		if (next <= first_dirty) {
 			r->clean_bytes += segs[i].size;
 			continue;
+		}
+		/* what is not committed may yet be truncated: a record it
+		 * supersedes must stay */
+		if (next > p->max_end) {
+			r->end = segs[i].base;
+			break;
 		}
 		/* too young to compact: it and all after it wait */
 		if (p->min_lag_ms > 0 && segs[i].largest_ts >= 0 &&
