@@ -250,6 +250,18 @@ drop_orphan_index_swaps(int dirfd)
 	closedir(d);
 }
 
+void
+rn_swap_drop_leftovers(int dirfd)
+{
+	struct swap_scan s;
+
+	memset(&s, 0, sizeof(s));
+	drop_orphan_index_swaps(dirfd);
+	scan_dir(dirfd, &s);
+	free(s.logs);
+	free(s.swaps);
+}
+
 static int
 cmp64(const void *a, const void *b)
 {

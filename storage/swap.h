@@ -45,6 +45,12 @@ int rn_swap_install(int dirfd, int64_t base, const int64_t *olds, int n);
  */
 int rn_swap_recover(int dirfd);
 
+/*
+ * Drop what an interrupted cleaning left and no swap needs: .cleaned files
+ * and .swap indexes without their .log.swap (the cleaner, lock held).
+ */
+void rn_swap_drop_leftovers(int dirfd);
+
 /* Test hook: RUNNEL_CLEANER_CRASH_FILE names a file; when it holds step,
  * it is removed and the process killed (crash tests only). */
 void rn_swap_crash_point(const char *step);

@@ -163,6 +163,12 @@ with TempDir() as tmp:
             return count <= KEYS + 1
         t.ok(wait_for(compacted, timeout=30, step=1.0), "then the log is compacted to one record per key")
         t.eq(read_check(n.bootstrap), None, "and reads right")
+        pdir = os.path.join(n.logdir, TOPIC + "-0")
+
+        def no_leftovers():
+            return not [f for f in os.listdir(pdir)
+                        if f.endswith(".cleaned") or f.endswith(".swap")]
+        t.ok(wait_for(no_leftovers, timeout=15), "no .cleaned or .swap files are left behind")
         t.ok(n.wait_running(10) is not None, "every worker is running")
         t.eq(n.crashes(), [], "no worker crashed by itself")
     finally:

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
+#include "storage/swap.h"
 #include "workers/cleaner/ckpt.h"
 #include "workers/cleaner/cl_int.h"
 #include "workers/cleaner/cleaner.h"
@@ -30,6 +31,7 @@ struct cl_slot {
 	int32_t p;
 	int64_t horizon_ms;     /* earliest tombstone horizon; 0: unknown */
 	int64_t retry_ms;
+	bool tidied;            /* leftovers of a killed cleaner removed */
 };
 
 struct cleaner {
@@ -142,6 +144,7 @@ slot_state(struct cleaner *c, const struct rn_mdv_topic *t,
 		s->p = mp->p;
 		s->horizon_ms = 0;
 		s->retry_ms = 0;
+		s->tidied = false;
 	}
 	return s;
 }
@@ -165,6 +168,13 @@ consider(struct cleaner *c, const struct rn_mdv_topic *t,
 		return;
 	if ((p = rn_part_get(&c->parts, &c->view, t, mp, &kerr)) == NULL)
 		return;
+	if (!s->tidied && rn_part_lock(p) == 0) {
+		/* a cleaner killed earlier: its swap is finished by the lock's
+		 * repair, its half-written files go */
+		rn_swap_drop_leftovers(rn_log_dirfd(p->log));
+		rn_part_unlock(p);
+		s->tidied = true;
+	}
 	prm_hw = *prm;
 	prm_hw.max_end = atomic_load(&p->rt->high_watermark);
 	prm = &prm_hw;
