@@ -234,6 +234,7 @@ clean_one(struct cleaner *c, struct cand *b)
 	struct cl_lock lk = { lock_part, unlock_part, b->p };
 	struct cl_slot *s = &c->slots[b->mp->slot];
 	struct cl_result res;
+	int64_t t0 = rn_now_ms(), ms;
 	int rc;
 
 	strlcpy(topic, b->t->name, b->t->name_len + 1 < sizeof(topic) ?
@@ -241,6 +242,7 @@ clean_one(struct cleaner *c, struct cand *b)
 	b->prm.n_keep = producer_batches(b->p, keep, RN_IDEM_PRODUCERS);
 	b->prm.keep_offsets = keep;
 	rc = cl_clean_log(&c->ctx, b->p->log, &b->r, &b->prm, &lk, &res);
+	ms = rn_now_ms() - t0;
 	if (rc == 0) {
 		s->horizon_ms = res.horizon_ms;
 		if (cl_ckpt_set(&c->ck[b->mp->dir], topic, b->mp->p,
@@ -249,10 +251,11 @@ clean_one(struct cleaner *c, struct cand *b)
 			    topic, b->mp->p);
 		log_info("%s-%d: cleaned up to offset %lld: %d segment(s) "
 		    "swapped, %lld of %lld records kept, %lld bytes read, "
-		    "%lld written", topic, b->mp->p, (long long)res.next_dirty,
-		    res.groups, (long long)res.records_out,
-		    (long long)res.records_in, (long long)res.bytes_read,
-		    (long long)res.bytes_written);
+		    "%lld written in %lld ms", topic, b->mp->p,
+		    (long long)res.next_dirty, res.groups,
+		    (long long)res.records_out, (long long)res.records_in,
+		    (long long)res.bytes_read, (long long)res.bytes_written,
+		    (long long)ms);
 	} else if (rc == -ESTALE || rc == -EAGAIN) {
 		s->retry_ms = b->prm.now_ms + 1000;	/* the log moved: later */
 	} else {
