@@ -162,7 +162,7 @@ rn_part_log_config(const struct rn_mdview *v, const struct rn_mdv_topic *t,
 	rn_part_config_str(v, t, cfg, "message.timestamp.type", ts, sizeof(ts));
 	out->timestamp_type_log_append = strcmp(ts, "LogAppendTime") == 0;
 	/* retention deletes only under the delete policy; a compact-only
-	 * topic keeps everything until compaction exists */
+	 * topic is trimmed by the log cleaner (workers/cleaner/) instead */
 	rn_part_config_str(v, t, cfg, "cleanup.policy", policy, sizeof(policy));
 	if (!policy_has_delete(policy)) {
 		out->retention_ms = -1;
