@@ -106,7 +106,8 @@ struct cl_ctx {
 	struct rn_buf body;     /* kept records */
 	struct rn_buf cmp;      /* recompressed body */
 	struct rn_buf out;      /* cleaned batches not yet written */
-	void (*tick)(void *arg); /* called as it reads (heartbeats); NULL */
+	/* called as it reads (heartbeats); true stops the cleaning (-EINTR) */
+	bool (*tick)(void *arg);
 	void *tick_arg;
 };
 

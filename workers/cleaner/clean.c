@@ -89,8 +89,8 @@ rdr_fill(struct cl_ctx *c, struct rdr *r, size_t need)
 			break;
 		b->len += (size_t)n;
 		cl_throttle_io(&c->thr, (size_t)n);
-		if (c->tick != NULL)
-			c->tick(c->tick_arg);
+		if (c->tick != NULL && c->tick(c->tick_arg))
+			return -EINTR;	/* stopping: the cleaning is redone later */
 	}
 	return b->len >= need;
 }

@@ -256,7 +256,7 @@ clean_one(struct cleaner *c, struct cand *b)
 		    (long long)res.records_out, (long long)res.records_in,
 		    (long long)res.bytes_read, (long long)res.bytes_written,
 		    (long long)ms);
-	} else if (rc == -ESTALE || rc == -EAGAIN) {
+	} else if (rc == -ESTALE || rc == -EAGAIN || rc == -EINTR) {
 		s->retry_ms = b->prm.now_ms + 1000;	/* the log moved: later */
 	} else {
 		log_warnx("%s-%d: cleaning failed: %s", topic, b->mp->p,
@@ -290,13 +290,14 @@ round_once(struct cleaner *c)
 	return true;
 }
 
-static void
+static bool
 tick(void *arg)
 {
 	struct rn_worker *w = arg;
 
 	if (rn_now_ms() >= w->next_heartbeat_ms)
 		rn_worker_heartbeat(w);
+	return rn_worker_should_stop();
 }
 
 static int
