@@ -109,12 +109,10 @@ rn_swap_install(int dirfd, int64_t base, const int64_t *olds, int n)
 {
 	int rc;
 
-	for (int i = n - 1; i > 0; i--) {
+	for (int i = n - 1; i > 0; i--)
 		if ((rc = rn_segment_unlink(dirfd, olds[i])) < 0)
 			return rc;
-		if (i == 1)
-			rn_swap_crash_point("unlink");
-	}
+	rn_swap_crash_point("unlink");
 	if ((rc = install_indexes(dirfd, base)) < 0)
 		return rc;
 	rn_swap_crash_point("indexes");

@@ -23,7 +23,8 @@ def produce(bootstrap, records, compression):
     """Produce (key, value) pairs in order; returns {key: offset} of the last."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
                   "acks": "all", "compression.type": compression,
-                  "batch.num.messages": 500, "enable.idempotence": True})
+                  "batch.num.messages": 500, "batch.size": 65536,
+                  "enable.idempotence": True})
     last, errors = {}, []
 
     def dr(err, msg):

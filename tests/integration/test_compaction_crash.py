@@ -30,6 +30,8 @@ def produce(p, count):
     def dr(err, msg):
         if err is None:
             out.append((msg.offset(), msg.key().decode(), msg.value()))
+        else:
+            t.diag("delivery failed: %s" % err)
     for _ in range(count):
         i = seq[0]
         seq[0] += 1
@@ -98,10 +100,13 @@ with TempDir() as tmp:
         t.ok(n.wait_running() is not None, "node is up")
         a = AdminClient({"bootstrap.servers": n.bootstrap})
         a.create_topics([NewTopic(TOPIC, 1, 1, config={
-            "cleanup.policy": "compact", "segment.bytes": "32768",
+            "cleanup.policy": "compact", "segment.bytes": "16384",
             "segment.ms": "3000", "min.cleanable.dirty.ratio": "0.01"})])[TOPIC].result(20)
+        wait_for(lambda: TOPIC in a.list_topics(timeout=5).topics and
+                 a.list_topics(timeout=5).topics[TOPIC].partitions[0].leader >= 0, 10)
+        # batches stay well under segment.bytes (a larger one is refused)
         p = Producer({"bootstrap.servers": n.bootstrap, "linger.ms": 5,
-                      "acks": "all", "compression.type": "lz4"})
+                      "batch.size": 8192, "acks": "all", "compression.type": "lz4"})
         t.ok(produce(p, 3000), "first updates acknowledged")
 
         kills, steps_hit, problems = 0, {}, []
@@ -119,12 +124,21 @@ with TempDir() as tmp:
                     os.kill(pid, signal.SIGKILL)
                     kills += 1
                     steps_hit[step] = steps_hit.get(step, 0) + 1
-            elif wait_for(lambda: not os.path.exists(crash_file), timeout=15, step=0.05):
-                kills += 1
-                steps_hit[step] = steps_hit.get(step, 0) + 1
             else:
-                os.unlink(crash_file)
-                problems.append("round %d: the cleaner never reached %s" % (it, step))
+                # a round that rolled no segment leaves nothing to clean:
+                # more updates until the cleaner gets to the step
+                hit = False
+                for _ in range(4):
+                    if wait_for(lambda: not os.path.exists(crash_file), timeout=5, step=0.05):
+                        hit = True
+                        break
+                    produce(p, 1500)
+                if hit:
+                    kills += 1
+                    steps_hit[step] = steps_hit.get(step, 0) + 1
+                else:
+                    os.unlink(crash_file)
+                    problems.append("round %d: the cleaner never reached %s" % (it, step))
             wait_for(lambda: cleaner_pid(n) not in (None, pid), timeout=10)
             why = None
 
