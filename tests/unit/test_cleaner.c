@@ -364,6 +364,33 @@ test_map(void)
 	cl_map_free(&m);
 }
 
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+test_throttle(void)
+{
+	struct cl_throttle t;
+	double t0 = mono_s(), el;
+
+	cl_throttle_init(&t, 4e6);
+	for (int i = 0; i < 20; i++)
+		cl_throttle_io(&t, 100000);	/* 2 MB at 4 MB/s */
+	el = mono_s() - t0;
+	ok(el >= 0.45 && el < 1.5, "throttle: 2 MB at 4 MB/s take %.2f s", el);
+	t0 = mono_s();
+	cl_throttle_init(&t, 0);
+	for (int i = 0; i < 20; i++)
+		cl_throttle_io(&t, 100000);
+	ok(mono_s() - t0 < 0.1, "throttle: no cap, no wait");
+}
+
 static void
 test_codecs(void)
 {
@@ -572,6 +599,7 @@ main(void)
 		return 1;
 	test_map();
 	test_codecs();
+	test_throttle();
 	test_clean(&c);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		crash_at(&c, steps[i], 0);

@@ -64,15 +64,18 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A log.cleaner.* key as this broker has it now (dynamic, static, default). */
 static double
 broker_double(const struct cleaner *c, const char *key, double dflt)
 {
-	const char *v = rn_config_static(c->cfg, key);
-	char *end;
+	enum rn_config_source src;
+	const char *v = NULL;
+	char buf[64], *end;
 	double d;
 
-	if (v == NULL)
-		return dflt;
+	if (rn_mdview_broker_config(&c->view, c->cfg, key, &v, &src, buf,
+	    sizeof(buf)) != 0 || v == NULL || src == RN_CFGSRC_DEFAULT_CONFIG)
+		return dflt;	/* runnel's default may differ from Kafka's */
 	d = strtod(v, &end);
 	return *v != '\0' && *end == '\0' ? d : dflt;
 }
@@ -351,6 +354,10 @@ rn_cleaner_main(struct rn_worker *w)
 		if (rn_mdview_refresh(&c.view, w->env->shm) == 1)
 			rn_part_table_sync(&c.parts, &c.view);
 		rn_worker_heartbeat(w);
+		/* both may be changed at run time, as in Kafka */
+		backoff = (int64_t)broker_double(&c, "log.cleaner.backoff.ms", 15000);
+		c.ctx.thr.rate = broker_double(&c,
+		    "log.cleaner.io.max.bytes.per.second", 0);
 		if (!round_once(&c))
 			rn_worker_wait(w, (int)(backoff < 100 ? 100 :
 			    backoff > 60000 ? 60000 : backoff));
