@@ -13,7 +13,9 @@
 #include "storage/codec.h"
 #include "workers/network/net_int.h"
 
-#define KEYLESS_MAX_BODY (256 * 1024 * 1024)
+/* a batch opening to more than this is refused (a compression bomb) */
+#define KEYLESS_MAX_BODY (64 * 1024 * 1024)
+#define KEYLESS_KEEP (8 * 1024 * 1024)	/* scratch kept between requests */
 
 static struct rn_buf scratch;
 
@@ -33,8 +35,8 @@ net_policy_compact(struct net *n, const struct rn_mdv_topic *t)
 	return false;
 }
 
-int
-net_keyless_record(const uint8_t *buf, size_t len)
+static int
+keyless_scan(const uint8_t *buf, size_t len)
 {
 	size_t off = 0;
 
@@ -67,4 +69,14 @@ net_keyless_record(const uint8_t *buf, size_t len)
 		off += size;
 	}
 	return 0;
+}
+
+int
+net_keyless_record(const uint8_t *buf, size_t len)
+{
+	int rc = keyless_scan(buf, len);
+
+	if (scratch.cap > KEYLESS_KEEP)
+		rn_buf_free(&scratch);
+	return rc;
 }
