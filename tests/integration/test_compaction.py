@@ -153,6 +153,15 @@ with TempDir() as tmp:
         p.flush(20)
         t.ok(res and res[0] is not None and res[0].code() == KafkaError.INVALID_RECORD,
              "a record without a key is refused with INVALID_RECORD (%s)" % (res[0] if res else None))
+        p = Producer({"bootstrap.servers": n.bootstrap, "retries": 0,
+                      "compression.type": "gzip", "linger.ms": 200})
+        res = []
+        p.produce(TOPIC, key=b"with-key", value=b"a", on_delivery=lambda e, m: res.append(e))
+        p.produce(TOPIC, value=b"no key", on_delivery=lambda e, m: res.append(e))
+        p.flush(20)
+        t.ok(len(res) == 2 and all(e is not None and e.code() == KafkaError.INVALID_RECORD
+                                   for e in res),
+             "a gzip batch holding a record without a key is refused whole (%s)" % res)
         t.ok("cleaned up to offset" in n.logtext(), "the cleaner logs its cleanings")
         t.eq(n.crashes(), [], "no worker crashed")
     finally:
