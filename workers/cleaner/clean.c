@@ -414,7 +414,8 @@ clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h
 	res->records_out += k.n;
 	if (k.tombstone) {
 		if (!horizon)
-			base_ts = p->now_ms + p->delete_retention_ms;
+			base_ts = p->delete_retention_ms > INT64_MAX - p->now_ms ?
+			    INT64_MAX : p->now_ms + p->delete_retention_ms;
 		hz = horizon ? h->base_timestamp : base_ts;
 		if (hz < res->horizon_ms)
 			res->horizon_ms = hz;
