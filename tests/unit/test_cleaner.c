@@ -40,6 +40,7 @@ static int w_codec[MAXREC];
 static int64_t w_n;
 static int64_t ts_bump;         /* added to the timestamps written */
 static int check_written = 1;   /* reads compare with w_*[] */
+static int64_t w_pid = -1;      /* producer id of the batches appended */
 
 static int
 rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -81,6 +82,11 @@ append(struct rn_log *log, const int *keys, const int *tomb, int n, int codec)
 	ssize_t len;
 
 	rn_batch_build_opts_default(&o);
+	if (w_pid >= 0) {
+		o.producer_id = w_pid;
+		o.producer_epoch = 0;
+		o.base_sequence = 0;
+	}
 	for (int i = 0; i < n; i++) {
 		snprintf(kb[i], sizeof(kb[i]), "key%03d", keys[i]);
 		snprintf(vb[i], sizeof(vb[i]), "v%lld", (long long)(w_n + i));
@@ -465,6 +471,111 @@ test_clean(struct cl_ctx *c)
 	free(sh);
 }
 
+/* The range: high watermark, min.compaction.lag.ms, the ratio. */
+static void
+test_range(void)
+{
+	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
+	struct rn_log_config cfg = small_cfg();
+	static struct rn_log_seginfo segs[CL_MAX_SEGS];
+	struct cl_params p = params(T0);
+	struct rn_log *log;
+	struct cl_range r;
+	char dir[300];
+	uint32_t gen;
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/range", root);
+	w_n = 0;
+	ts_bump = 0;
+	if (rn_log_open(dir, &cfg, sh, NULL, &log) != 0 || fill(log, 80) != 0) {
+		ok(0, "range: set up");
+		return;
+	}
+	n = cl_range_of(log, 0, &p, segs, &gen, &r);
+	ok(n > 4 && r.end == rn_log_end_offset(log) - 1 && r.ratio == 1.0 &&
+	    cl_range_due(&r, &p, INT64_MAX),
+	    "range: all but the active segment, all dirty, due (%d segments, "
+	    "end %lld of %lld, ratio %.2f)", n, (long long)r.end,
+	    (long long)rn_log_end_offset(log), r.ratio);
+	p.max_end = segs[3].base + 1;
+	cl_range_of(log, 0, &p, segs, &gen, &r);
+	ok(r.end == segs[3].base, "range: never past the high watermark");
+	p.max_end = INT64_MAX;
+	/* segments hold timestamps T0 + offset; the roll record is far later */
+	p.now_ms = T0 + segs[2].base + 100;
+	p.min_lag_ms = 100;
+	cl_range_of(log, 0, &p, segs, &gen, &r);
+	ok(r.end <= segs[2].base && r.end >= segs[1].base,
+	    "range: segments younger than min.compaction.lag.ms wait");
+	p = params(T0);
+	cl_range_of(log, segs[n - 1].base, &p, segs, &gen, &r);
+	ok(r.first_dirty == segs[n - 1].base && r.ratio > 0 && r.ratio < 0.5,
+	    "range: the ratio counts only the dirty part (%.2f)", r.ratio);
+	p.min_dirty_ratio = 0.9;
+	ok(!cl_range_due(&r, &p, INT64_MAX) && cl_range_due(&r, &p, T0),
+	    "range: under the ratio not due, unless a tombstone horizon came");
+	rn_log_close(log);
+	free(sh);
+}
+
+/* An idempotent producer's last batch stays, empty, when its records go. */
+static void
+test_producer_batch(struct cl_ctx *c)
+{
+	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
+	struct rn_log_config cfg = small_cfg();
+	struct cl_lock lk = { nolock, nounlock, NULL };
+	static struct rn_log_seginfo segs[CL_MAX_SEGS];
+	struct cl_params p = params(T0);
+	struct rn_log *log;
+	struct cl_result res;
+	struct cl_range r;
+	struct seen s;
+	char dir[300];
+	uint32_t gen;
+	int64_t keep = 0;
+	int k0 = 0, no = 0, kept_empty = 0;
+
+	snprintf(dir, sizeof(dir), "%s/producer", root);
+	w_n = 0;
+	ts_bump = 0;
+	/* offset 0: key 0 (its batch is the producer's last), then updates */
+	w_pid = 42;
+	if (rn_log_open(dir, &cfg, sh, NULL, &log) != 0 ||
+	    append(log, &k0, &no, 1, 0) != 0) {
+		ok(0, "producer: set up");
+		return;
+	}
+	w_pid = -1;
+	if (fill(log, 5) != 0) {
+		ok(0, "producer: set up");
+		return;
+	}
+	p.keep_offsets = &keep;
+	p.n_keep = 1;
+	cl_range_of(log, 0, &p, segs, &gen, &r);
+	ok(cl_clean_log(c, log, &r, &p, &lk, &res) == 0, "producer: cleaned");
+	read_all(log, &s);
+	{
+		struct rn_log_slice sl;
+		uint8_t hb[RN_BATCH_HEADER_SIZE];
+		struct rn_batch_header h;
+
+		if (rn_log_read(log, 0, 1, -1, &sl) == 0 && sl.len > 0 &&
+		    rn_pread_full(sl.fd, hb, sizeof(hb), sl.file_pos) ==
+		    (ssize_t)sizeof(hb)) {
+			rn_batch_parse_header(hb, &h);
+			kept_empty = h.base_offset == 0 && h.record_count == 0;
+		}
+		rn_log_slice_release(log, &sl);
+	}
+	ok(kept_empty && latest_ok(&s, 1),
+	    "producer: its last batch stays as an empty batch at its offset");
+	rn_log_close(log);
+	free(sh);
+}
+
 /* Kill a cleaner at step; recover (reopen) or repair; check the log. */
 static void
 crash_at(struct cl_ctx *c, const char *step, int repair)
@@ -601,6 +712,8 @@ main(void)
 	test_codecs();
 	test_throttle();
 	test_clean(&c);
+	test_range();
+	test_producer_batch(&c);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		crash_at(&c, steps[i], 0);
 		crash_at(&c, steps[i], 1);
