@@ -70,7 +70,8 @@ rdr_fill(struct cl_ctx *c, struct rdr *r, size_t need)
 
 	if (keep >= need)
 		return 1;
-	memmove(b->p, b->p + r->off, keep);
+	if (keep > 0)
+		memmove(b->p, b->p + r->off, keep);
 	r->fpos += (int64_t)r->off;
 	r->off = 0;
 	b->len = keep;
