@@ -6,12 +6,15 @@
  * cleaned segment is whole), then removes the old segments it covers and
  * renames the .swap files to their final names (the .log last).
  *
- * A cleaned segment always ends with the last batch of the segments it
- * replaces (kept empty when all its records went), so its data alone says
- * which old segments it covers: those with a base in [base, last offset].
- * Recovery finishes any swap whose .log.swap exists, and drops .cleaned
- * files and .swap indexes without their .log.swap: the log then holds
- * either all the old segments or the new one, never a mix.
+ * Recovery finishes any swap whose .log.swap exists: the old segments
+ * with a base from the cleaned segment's base up to its last offset go,
+ * and it takes the first one's name. Old segments after its last batch
+ * (whose every record the cleaning dropped) may stay if the swap was cut
+ * short: they hold only records that later ones supersede, at offsets the
+ * cleaned segment does not have, so no record is doubled and no key's
+ * latest value lost; the next cleaning drops them. .cleaned files and
+ * .swap indexes without their .log.swap are dropped: the log holds the old
+ * segments or the new one.
  */
 #ifndef RN_STORAGE_SWAP_H
 #define RN_STORAGE_SWAP_H

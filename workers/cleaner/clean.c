@@ -7,10 +7,9 @@
  *
  * Offsets never change: a batch keeps its base offset and last offset
  * delta however many records it loses (consumers go on from a batch's last
- * offset), and a batch that loses them all goes, except the last one of
- * a group (which tells recovery how far the cleaned segment reaches) and
- * an idempotent producer's last batch (its sequence must survive), which
- * stay as empty batches. A kept batch keeps its codec. Tombstones get a
+ * offset), and a batch that loses them all goes, except an idempotent
+ * producer's last batch (its sequence must survive), which stays as an
+ * empty batch. A kept batch keeps its codec. Tombstones get a
  * delete horizon, delete.retention.ms after the cleaning that first keeps
  * them, in the batch (the delete-horizon attribute, with the base
  * timestamp carrying the horizon); a later cleaning past it drops them.
@@ -242,8 +241,6 @@ struct out_seg {
 	int64_t flushed;        /* bytes written to the file */
 	int64_t interval;
 	bool changed;
-	bool pending_empty;     /* the last batch seen was dropped */
-	uint8_t last_hdr[RN_BATCH_HEADER_SIZE];
 };
 
 static int
@@ -271,9 +268,6 @@ out_batch_done(struct cl_ctx *c, struct out_seg *o, size_t at)
 	rn_batch_parse_header(c->out.p + at, &h);
 	rn_segment_index_batch(o->seg, &o->cur, o->flushed + (int64_t)at, &h,
 	    o->interval);
-	if (o->pending_empty)
-		o->changed = true;	/* the batch held back went after all */
-	o->pending_empty = false;
 	return c->out.len >= OUT_FLUSH ? out_flush(c, o) : 0;
 }
 
@@ -393,10 +387,7 @@ clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h
 	if (h->attributes & RN_BATCH_ATTR_CONTROL)
 		return out_copy(c, o, b, rn_batch_total_size(h));
 	if (h->record_count == 0 && !keep_for_producer(p, h)) {
-		/* an empty batch from an earlier cleaning: only a group's
-		 * last one stays */
-		memcpy(o->last_hdr, b, RN_BATCH_HEADER_SIZE);
-		o->pending_empty = true;
+		o->changed = true;	/* an empty batch no producer needs */
 		return 0;
 	}
 	if ((rc = batch_body(c, h, b, &body, &len)) < 0)
@@ -424,13 +415,8 @@ clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h
 	if (k.n == h->record_count && base_ts == h->base_timestamp)
 		return out_copy(c, o, b, rn_batch_total_size(h));
 	o->changed = true;
-	if (k.n == 0) {
-		if (keep_for_producer(p, h))
-			return out_empty(c, o, b);
-		memcpy(o->last_hdr, b, RN_BATCH_HEADER_SIZE);
-		o->pending_empty = true;
-		return 0;
-	}
+	if (k.n == 0)
+		return keep_for_producer(p, h) ? out_empty(c, o, b) : 0;
 	return out_rebuild(c, o, h, b, body, len, &k, base_ts, p);
 }
 
@@ -468,12 +454,8 @@ out_open(struct rn_log *log, int64_t base, const struct cl_params *p,
 static int
 out_seal(struct cl_ctx *c, struct out_seg *o)
 {
-	int rc = 0;
+	int rc = out_flush(c, o);
 
-	if (o->pending_empty)
-		rc = out_empty(c, o, o->last_hdr);
-	if (rc == 0)
-		rc = out_flush(c, o);
 	if (rc < 0)
 		return rc;
 	rn_segment_time_index_final(o->seg, &o->cur);
