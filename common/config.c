@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,6 +144,7 @@ config_defaults(struct rn_config *cfg)
 	cfg->node_id = -1;
 	cfg->num_network_threads = 3;
 	cfg->num_replica_fetchers = 1;
+	cfg->log_cleaner_workers = 1;
 	cfg->socket_request_max_bytes = 104857600;
 	cfg->message_max_bytes = 1048588;
 	cfg->num_partitions = 1;
@@ -856,6 +858,18 @@ rn_config_roles_str(unsigned roles)
 	}
 }
 
+/* One log cleaner on a broker, unless log.cleaner.enable or .threads say none. */
+static void
+config_cleaner(struct rn_config *cfg)
+{
+	const char *en = rn_config_static(cfg, "log.cleaner.enable");
+	const char *th = rn_config_static(cfg, "log.cleaner.threads");
+
+	cfg->log_cleaner_workers = (cfg->roles & RN_ROLE_BROKER) &&
+	    (en == NULL || strcasecmp(en, "false") != 0) &&
+	    (th == NULL || strcmp(th, "0") != 0) ? 1 : 0;
+}
+
 /* The keys without a default; 0, or -1 naming the first one missing. */
 static int
 check_required(const struct rn_config *cfg, char *err, size_t errlen)
@@ -1007,5 +1021,6 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 		    "absolute path", cfg->control_socket_path);
 		return -1;
 	}
+	config_cleaner(cfg);
 	return 0;
 }

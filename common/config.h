@@ -58,6 +58,7 @@ struct rn_config {
 
 	int num_network_threads;
 	int num_replica_fetchers;
+	int log_cleaner_workers; /* log.cleaner.enable and .threads: 0 or 1 */
 	int64_t socket_request_max_bytes;
 	int64_t message_max_bytes;
 

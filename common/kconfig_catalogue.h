@@ -51,7 +51,7 @@ enum rn_kcfg_check {
 };
 
 #define RN_KCFG_ACTS          0x001 /* runnel acts on it */
-#define RN_KCFG_LATER         0x002 /* stored; takes effect with compaction */
+#define RN_KCFG_LATER         0x002 /* stored; acted on by a later part of runnel */
 #define RN_KCFG_INTERNAL      0x004 /* Kafka does not describe it */
 #define RN_KCFG_DYNAMIC       0x008 /* broker: changeable at run time */
 #define RN_KCFG_PER_BROKER    0x010 /* broker: only per broker, not the default */

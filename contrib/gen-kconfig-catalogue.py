@@ -712,13 +712,10 @@ FIXED_DEFAULTS = {
 # what runnel acts on
 ACT_TOPIC = {"flush.messages", "flush.ms", "max.message.bytes", "message.timestamp.type",
   "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms",
-  "unclean.leader.election.enable", "cleanup.policy"}
-LATER = {"cleanup.policy", "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms",
-  "min.cleanable.dirty.ratio", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
-  "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy",
-  "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
-  "log.cleaner.io.buffer.load.factor", "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
-  "log.cleaner.backoff.ms"}
+  "unclean.leader.election.enable", "cleanup.policy", "delete.retention.ms",
+  "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio"}
+# what waits for a later part of runnel (nothing now: compaction is there)
+LATER = set()
 ACT_BROKER = {"node.id", "broker.id", "process.roles", "listeners", "advertised.listeners",
   "controller.listener.names", "controller.quorum.voters", "inter.broker.listener.name",
   "listener.security.protocol.map", "log.dirs", "log.dir", "metadata.log.dir", "broker.rack",
@@ -728,7 +725,11 @@ ACT_BROKER = {"node.id", "broker.id", "process.roles", "listeners", "advertised.
   "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.retention.bytes",
   "log.retention.check.interval.ms", "log.flush.interval.messages", "log.flush.interval.ms",
   "log.flush.scheduler.interval.ms", "log.message.timestamp.type", "replica.lag.time.max.ms",
-  "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "log.cleanup.policy"}
+  "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "log.cleanup.policy",
+  "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+  "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy",
+  "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+  "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"}
 
 SSL_RECONF = {"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
   "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",

@@ -278,6 +278,7 @@ rn_worker_role_name(enum rn_worker_role role)
 	case RN_ROLE_W_CONTROLLER: return "controller";
 	case RN_ROLE_W_NETWORK: return "network";
 	case RN_ROLE_W_FETCHER: return "replica-fetcher";
+	case RN_ROLE_W_CLEANER: return "log-cleaner";
 	}
 	return "unknown";
 }

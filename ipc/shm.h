@@ -25,6 +25,7 @@ enum rn_worker_role {
 	RN_ROLE_W_CONTROLLER = 0,
 	RN_ROLE_W_NETWORK = 1,
 	RN_ROLE_W_FETCHER = 2,
+	RN_ROLE_W_CLEANER = 3,
 };
 
 /*

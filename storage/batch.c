@@ -181,6 +181,12 @@ read_record(const uint8_t **pp, const uint8_t *end, int64_t *ts_delta,
 	}
 	if (p != rend)
 		return -1;
+	if (v != NULL) {
+		v->raw = *pp;
+		v->raw_len = (size_t)(p - *pp);
+		v->ts_delta = *ts_delta;
+		v->offset_delta = *off_delta;
+	}
 	*pp = p;
 	return 0;
 }
@@ -533,4 +539,57 @@ rn_batch_next_record(const void *batch, size_t size, size_t *pos,
 	    h.max_timestamp : add_wrap(h.base_timestamp, tsd);
 	*pos = (size_t)(p - b);
 	return 1;
+}
+
+int
+rn_records_next(const struct rn_batch_header *h, const uint8_t *buf,
+    size_t len, size_t *pos, struct rn_record_view *rec)
+{
+	const uint8_t *p = buf + *pos;
+	int64_t tsd;
+	int32_t od;
+
+	if (*pos >= len)
+		return 0;
+	if (read_record(&p, buf + len, &tsd, &od, rec) < 0)
+		return RN_ERR_INVALID_RECORD;
+	rec->offset = add_wrap(h->base_offset, od);
+	rec->timestamp = (h->attributes & RN_BATCH_ATTR_LOG_APPEND_TIME) ?
+	    h->max_timestamp : add_wrap(h->base_timestamp, tsd);
+	*pos = (size_t)(p - buf);
+	return 1;
+}
+
+size_t
+rn_record_rebased_max(const struct rn_record_view *rec)
+{
+	return rec->raw_len + 20;	/* two varints may grow to 10 bytes */
+}
+
+size_t
+rn_record_rebased(uint8_t *out, const struct rn_record_view *rec,
+    int64_t old_base_ts, int64_t new_base_ts)
+{
+	const uint8_t *p = rec->raw, *end = rec->raw + rec->raw_len;
+	int64_t tsd = (int64_t)((uint64_t)add_wrap(old_base_ts, rec->ts_delta) -
+	    (uint64_t)new_base_ts);
+	int64_t old_tsd = 0;
+	int32_t len = 0, od = 0;
+	size_t body;
+	uint8_t *q = out;
+
+	/* skip the old length, attributes, timestamp and offset deltas */
+	(void)get_varint(&p, end, &len);
+	body = (size_t)(end - p);
+	p++;
+	(void)get_varlong(&p, end, &old_tsd);
+	(void)get_varint(&p, end, &od);
+	body = body - (size_t)(varint_size(old_tsd)) + varint_size(tsd);
+	q = put_varint(q, (int64_t)body);
+	*q++ = (uint8_t)rec->attributes;
+	q = put_varint(q, tsd);
+	q = put_varint(q, od);
+	memcpy(q, p, (size_t)(end - p));
+	q += end - p;
+	return (size_t)(q - out);
 }

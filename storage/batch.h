@@ -184,6 +184,10 @@ struct rn_record_view {
 	int32_t value_len;
 	const uint8_t *headers;	/* raw header block */
 	int32_t nheaders;
+	const uint8_t *raw;	/* the whole record, length prefix included */
+	size_t raw_len;
+	int64_t ts_delta;	/* as stored */
+	int32_t offset_delta;
 };
 
 /*
@@ -192,5 +196,22 @@ struct rn_record_view {
  */
 int rn_batch_next_record(const void *batch, size_t size, size_t *pos,
     struct rn_record_view *rec);
+
+/*
+ * Iterate the records of a batch body given apart from its header (a
+ * decompressed one): *pos starts at 0; returns 1 with *rec filled, 0 at
+ * the end of buf, or RN_ERR_INVALID_RECORD.
+ */
+int rn_records_next(const struct rn_batch_header *h, const uint8_t *buf,
+    size_t len, size_t *pos, struct rn_record_view *rec);
+
+/*
+ * Append one record to out (capacity checked by the caller: at most
+ * rn_record_rebased_max(rec) bytes), its timestamp delta moved from
+ * old_base_ts to new_base_ts, the same offset delta. Returns its size.
+ */
+size_t rn_record_rebased(uint8_t *out, const struct rn_record_view *rec,
+    int64_t old_base_ts, int64_t new_base_ts);
+size_t rn_record_rebased_max(const struct rn_record_view *rec);
 
 #endif /* RN_STORAGE_BATCH_H */

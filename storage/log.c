@@ -26,6 +26,7 @@
 #include "common/util.h"
 #include "storage/checkpoint.h"
 #include "storage/segment.h"
+#include "storage/swap.h"
 
 struct hdr_reader {
 	int fd;
@@ -654,8 +655,13 @@ static int
 list_segments(struct rn_log *log)
 {
 	int64_t *bases;
-	int n, rc = list_dir(log, &bases, &n, 1);
+	int n, rc;
 
+	/* A cleaner that died mid-swap: its new segment or the old ones. */
+	rc = rn_swap_recover(log->dirfd);
+	if (rc < 0)
+		return rc;
+	rc = list_dir(log, &bases, &n, 1);
 	if (rc < 0)
 		return rc;
 	list_truncate(log, 0);
@@ -1920,6 +1926,9 @@ repair_locked(struct rn_log *log, uint32_t gen, uint32_t cs)
 	int rc;
 
 	rn_epoch_repair(&sh->epochs);
+	rc = rn_swap_recover(log->dirfd);
+	if (rc < 0)
+		return rc;
 	rc = rescan(log);
 	if (rc < 0)
 		return rc;
@@ -1942,6 +1951,72 @@ repair_locked(struct rn_log *log, uint32_t gen, uint32_t cs)
 	atomic_store_explicit(&sh->generation, gen, REL);
 	log->gen = gen;
 	return 0;
+}
+
+/* ---- compaction: the cleaner's view and its swap ---- */
+
+int
+rn_log_cleanable(struct rn_log *log, struct rn_log_seginfo *out, int cap,
+    uint32_t *gen, int64_t *active_base)
+{
+	struct snap s;
+	int rc = snapshot(log, &s), n = 0;
+
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < log->nsegs && n < cap; i++) {
+		struct rn_segment *seg = log->segs[i];
+
+		if (seg->base_offset >= s.abase)
+			break;
+		out[n].base = seg->base_offset;
+		out[n].size = seg->size;
+		out[n].largest_ts = rn_segment_largest_ts(log->dirfd, seg);
+		n++;
+	}
+	*gen = s.gen;
+	*active_base = s.abase;
+	return n;
+}
+
+int
+rn_log_swap_segments(struct rn_log *log, uint32_t gen, int64_t base,
+    const int64_t *olds, int n)
+{
+	int rc = writer_enter(log, NULL), i;
+
+	if (rc < 0)
+		return rc;
+	if (atomic_load_explicit(&log->sh->generation, ACQ) != gen)
+		return -ESTALE;	/* segments went or changed since the cleaning */
+	i = seg_find(log, base);
+	if (i < 0 || n < 1 || olds[0] != base || i + n >= log->nsegs)
+		return -ESTALE;
+	for (int k = 0; k < n; k++)
+		if (log->segs[i + k]->base_offset != olds[k])
+			return -ESTALE;
+	rc = rn_swap_promote(log->dirfd, base);
+	if (rc < 0)
+		return rc;
+	rn_swap_crash_point("swap");
+	gen_begin(log);
+	rc = rn_swap_install(log->dirfd, base, olds, n);
+	if (rc < 0)
+		return rc;	/* generation left odd: the next writer repairs */
+	gen_end(log);
+	return refresh(log);
+}
+
+int
+rn_log_dirfd(const struct rn_log *log)
+{
+	return log->dirfd;
+}
+
+uint32_t
+rn_log_generation(const struct rn_log *log)
+{
+	return atomic_load_explicit(&log->sh->generation, ACQ);
 }
 
 /* ---- epochs and getters ---- */

@@ -209,6 +209,35 @@ int rn_log_flush(struct rn_log *log, int64_t now_ms);
  */
 int rn_log_repair(struct rn_log *log);
 
+/* One segment below the active one, as the log cleaner sees it. */
+struct rn_log_seginfo {
+	int64_t base;
+	int64_t size;
+	int64_t largest_ts;	/* its time index's last entry, or its mtime */
+};
+
+/*
+ * The segments below the active one (oldest first, at most cap), the
+ * generation they were listed at and the active base (no lock needed).
+ * Returns the count or -errno.
+ */
+int rn_log_cleanable(struct rn_log *log, struct rn_log_seginfo *out, int cap,
+    uint32_t *gen, int64_t *active_base);
+
+/*
+ * Log compaction (lock held): replace the segments olds[0..n) (olds[0] ==
+ * base, consecutive, below the active one) by the cleaned segment whose
+ * <base>.*.cleaned files are written and synced, as storage/swap.h
+ * describes. -ESTALE (nothing changed; discard the cleaned files) if the
+ * generation moved from gen or the segments are not those. The swap runs
+ * inside an odd generation: every process re-reads the directory after it,
+ * while read slices taken before keep the old files open.
+ */
+int rn_log_swap_segments(struct rn_log *log, uint32_t gen, int64_t base,
+    const int64_t *olds, int n);
+int rn_log_dirfd(const struct rn_log *log);
+uint32_t rn_log_generation(const struct rn_log *log);
+
 /* Record that epoch starts at start_offset (becoming leader; lock held). */
 int rn_log_assign_epoch(struct rn_log *log, int32_t epoch, int64_t start_offset);
 

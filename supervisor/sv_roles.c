@@ -4,7 +4,7 @@
  * the configuration key that says how many of it run, where it stops in
  * a shutdown, and what it means when its restarts give up. The rows are
  * in slot order (rn_worker_slot_of): the controller, then the network
- * workers, then the replica fetchers.
+ * workers, then the replica fetchers, then the log cleaner.
  */
 #include "autoconf.h"
 
@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "supervisor/sv.h"
+#include "workers/cleaner/cleaner.h"
 #include "workers/controller/controller.h"
 #include "workers/fetcher/fetcher.h"
 #include "workers/network/network.h"
@@ -36,6 +37,15 @@ static const struct sv_role roles[] = {
 	{ RN_ROLE_W_FETCHER, "replica-fetcher", rn_fetcher_main,
 	    "num.replica.fetchers", offsetof(struct rn_config,
 	    num_replica_fetchers), 1, SV_FAILED_STAYS_DOWN, 0 },
+	/*
+	 * Compaction, in a process of its own so that a crash in it costs
+	 * a cleaning redone; one per node, none when log.cleaner.enable is
+	 * false (or log.cleaner.threads is 0). Stopped first: it serves no
+	 * one and a cleaning cut short is simply redone.
+	 */
+	{ RN_ROLE_W_CLEANER, "log-cleaner", rn_cleaner_main,
+	    "log.cleaner.enable", offsetof(struct rn_config,
+	    log_cleaner_workers), 0, SV_FAILED_STAYS_DOWN, 0 },
 };
 
 const struct sv_role *

@@ -42,6 +42,8 @@ rn_worker_slot_of(const struct rn_worker_env *env, enum rn_worker_role role,
 	case RN_ROLE_W_CONTROLLER: return 0;
 	case RN_ROLE_W_NETWORK: return 1 + index;
 	case RN_ROLE_W_FETCHER: return 1 + env->n_network + index;
+	case RN_ROLE_W_CLEANER:
+		return 1 + env->n_network + env->n_fetchers + index;
 	}
 	return 0;
 }

@@ -763,5 +763,9 @@ for name in lat1 latall; do
 	cases=$(echo "$cases" | sed "s/^$name|\([^|]*\) of peak|/$name|\1 of peak ($r\/s)|/")
 done
 table "single node: runnel vs peers, same client, same machine" "$peer_list" "$cases"
+# the log cleaner's rate, on its own node
+RUNNEL_BUILDDIR=$builddir PYTHONPATH=$top/tests/lib /usr/bin/python3 \
+    "$top/tests/bench/cleaner-bench.py" 2>/dev/null ||
+	note "cleaner: not measured (python3 with confluent-kafka needed)"
 note "load after the run: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min)"
 exit 0

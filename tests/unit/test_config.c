@@ -47,7 +47,7 @@ main(void)
 	struct rn_config cfg;
 	char err[1024];
 
-	plan(44);
+	plan(49);
 
 	/* the embedded default is a complete single-node config */
 	is_int(load(&cfg, rn_config_embedded_default, err, sizeof(err)), 0,
@@ -68,6 +68,18 @@ main(void)
 	is_int(cfg.log_retention_ms, 168LL * 3600000, "retention 168 h");
 	is_str(cfg.control_socket_path, "/run/runnel/runneld.sock",
 	    "control.socket.path default");
+	is_int(cfg.log_cleaner_workers, 1, "a broker has a log cleaner by default");
+	is_int(load(&cfg, BASE "log.cleaner.enable=false\n", err, sizeof(err)), 0,
+	    "log.cleaner.enable=false: %s", err);
+	is_int(cfg.log_cleaner_workers, 0, "log.cleaner.enable=false: no log cleaner");
+	load(&cfg, BASE "log.cleaner.threads=0\n", err, sizeof(err));
+	is_int(cfg.log_cleaner_workers, 0, "log.cleaner.threads=0: no log cleaner");
+	load(&cfg, "node.id=7\nprocess.roles=controller\n"
+	    "listeners=CONTROLLER://127.0.0.1:19093\n"
+	    "controller.listener.names=CONTROLLER\n"
+	    "controller.quorum.voters=7@127.0.0.1:19093\nlog.dirs=/tmp/a\n", err,
+	    sizeof(err));
+	is_int(cfg.log_cleaner_workers, 0, "a controller-only node has none");
 
 	/* Java properties syntax: separators, comments, continuation, escapes */
 	is_int(load(&cfg, BASE "# comment\n! also a comment\n"

@@ -184,5 +184,9 @@ int net_alter_partition(struct net *n, const struct rn_mdv_topic *t,
 
 /* Map a storage error to a Kafka error code. */
 int16_t net_storage_kerr(int rc);
+/* keyless.c: is the topic compacted; does a payload hold a record without
+ * a key (1), none (0), or a batch that cannot be opened (-EBADMSG)? */
+bool net_policy_compact(struct net *n, const struct rn_mdv_topic *t);
+int net_keyless_record(const uint8_t *buf, size_t len);
 
 #endif /* RN_NET_H */

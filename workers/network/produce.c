@@ -34,6 +34,7 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	struct rn_part *p;
 	int16_t kerr = RN_KERR_NONE;
 	int64_t dup;
+	int rc;
 
 	out->index = pd->index;
 	out->base_offset = -1;
@@ -50,6 +51,14 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 
 	if (pd->records.len < RN_BATCH_HEADER_SIZE)
 		return RN_KERR_CORRUPT_MESSAGE;
+	if (net_policy_compact(n, t) && (rc = net_keyless_record(
+	    (const uint8_t *)pd->records.ptr, (size_t)pd->records.len)) != 0) {
+		if (rc < 0)
+			return RN_KERR_CORRUPT_MESSAGE;
+		out->error_message = rn_kstr_c("a compacted topic takes only "
+		    "records with a key");
+		return RN_KERR_INVALID_RECORD;
+	}
 	rn_batch_parse_header(pd->records.ptr, &h);
 	/* the records slice points into our own read buffer: writable */
 	kerr = rn_part_append_leader(p, (void *)pd->records.ptr,

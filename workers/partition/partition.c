@@ -163,11 +163,20 @@ rn_part_log_config(const struct rn_mdview *v, const struct rn_mdv_topic *t,
 	rn_part_config_str(v, t, cfg, "message.timestamp.type", ts, sizeof(ts));
 	out->timestamp_type_log_append = strcmp(ts, "LogAppendTime") == 0;
 	/* retention deletes only under the delete policy; a compact-only
-	 * topic keeps everything until compaction exists */
+	 * topic is trimmed by the log cleaner (workers/cleaner/) instead */
 	rn_part_config_str(v, t, cfg, "cleanup.policy", policy, sizeof(policy));
 	if (!policy_has_delete(policy)) {
 		out->retention_ms = -1;
 		out->retention_bytes = -1;
+	}
+	/* a compacted log rolls by max.compaction.lag.ms too, as in Kafka,
+	 * so that no record waits in the active segment past it */
+	if (strstr(policy, "compact") != NULL) {
+		int64_t lag = rn_part_config_int(v, t, cfg,
+		    "max.compaction.lag.ms", INT64_MAX);
+
+		if (lag > 0 && lag < out->segment_ms)
+			out->segment_ms = lag;
 	}
 }
 

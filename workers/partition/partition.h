@@ -164,6 +164,15 @@ int16_t rn_part_delete_records(struct rn_part *p, int64_t target,
 /* Retention by time and size: segments deleted (0 if it could not lock). */
 int rn_part_retention(struct rn_part *p, int64_t now_ms);
 
+/*
+ * The log cleaner's part: fn runs with the log under the slot's lock (its
+ * segment swap), and the last batch of each idempotent producer, which a
+ * cleaning keeps (at most cap base offsets; RN_IDEM_PRODUCERS is enough).
+ */
+int rn_part_locked(struct rn_part *p, int (*fn)(struct rn_log *log, void *arg),
+    void *arg);
+int rn_part_producer_last_batches(struct rn_part *p, int64_t *out, int cap);
+
 /* Wake this network worker (index) when the partition moves. */
 void rn_part_park(struct rn_part *p, unsigned worker);
 

@@ -1,0 +1,42 @@
+/*
+ * What the log cleaner does to a partition, through the partition like
+ * every other writer: its segment swap under the slot's lock, and what it
+ * must read under that lock (the last batch of each idempotent producer,
+ * which a cleaning keeps).
+ */
+#include "autoconf.h"
+
+#define RN_PARTITION_INTERNAL
+#include "workers/partition/part_int.h"
+
+int
+rn_part_locked(struct rn_part *p, int (*fn)(struct rn_log *log, void *arg),
+    void *arg)
+{
+	int rc;
+
+	if ((rc = rn_part_lock(p)) < 0)
+		return rc;
+	rc = fn(p->log, arg);
+	rn_part_unlock(p);
+	return rc;
+}
+
+int
+rn_part_producer_last_batches(struct rn_part *p, int64_t *out, int cap)
+{
+	const struct rn_idem_state *st = &p->rt->idem;
+	int n = 0;
+
+	if (rn_part_lock(p) != 0)
+		return 0;
+	for (int i = 0; i < RN_IDEM_PRODUCERS && n < cap; i++) {
+		const struct rn_idem_producer *pr = &st->p[i];
+
+		if (pr->pid != 0 && pr->n > 0)
+			out[n++] = pr->b[(pr->next + RN_IDEM_BATCHES - 1) %
+			    RN_IDEM_BATCHES].base_offset;
+	}
+	rn_part_unlock(p);
+	return n;
+}
