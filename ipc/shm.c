@@ -51,6 +51,10 @@ layout(const struct rn_shm_params *p, struct rn_shm_region *r, size_t *total)
 	r[RN_REGION_SLOTMAP].size = ALIGN_UP(((uint64_t)p->max_partitions +
 	    63) / 64 * 8, 4096);
 	off += r[RN_REGION_SLOTMAP].size;
+
+	r[RN_REGION_COORD_RINGS].off = off;
+	r[RN_REGION_COORD_RINGS].size = r[RN_REGION_RINGS].size;
+	off += r[RN_REGION_COORD_RINGS].size;
 	*total = off;
 }
 
@@ -123,6 +127,10 @@ rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm)
 		if ((rc = rn_ring_init(rn_shm_ring_to_ctl(shm, i),
 		    p->ring_bytes)) != 0 ||
 		    (rc = rn_ring_init(rn_shm_ring_from_ctl(shm, i),
+		    p->ring_bytes)) != 0 ||
+		    (rc = rn_ring_init(rn_shm_ring_to_coord(shm, i),
+		    p->ring_bytes)) != 0 ||
+		    (rc = rn_ring_init(rn_shm_ring_from_coord(shm, i),
 		    p->ring_bytes)) != 0)
 			goto err;
 	}
@@ -219,6 +227,28 @@ rn_shm_ring_from_ctl(const struct rn_shm *shm, unsigned slot)
 	return ring_at(shm, slot * 2 + 1);
 }
 
+/* Group coordinator rings: the same layout in their own region. */
+static struct rn_ring *
+coord_ring_at(const struct rn_shm *shm, unsigned idx)
+{
+	size_t stride = ALIGN_UP(rn_ring_shm_size(shm->hdr->ring_bytes), 64);
+
+	return (struct rn_ring *)((char *)region(shm, RN_REGION_COORD_RINGS) +
+	    stride * idx);
+}
+
+struct rn_ring *
+rn_shm_ring_to_coord(const struct rn_shm *shm, unsigned slot)
+{
+	return coord_ring_at(shm, slot * 2);
+}
+
+struct rn_ring *
+rn_shm_ring_from_coord(const struct rn_shm *shm, unsigned slot)
+{
+	return coord_ring_at(shm, slot * 2 + 1);
+}
+
 void
 rn_shm_meta_rebuild(struct rn_shm *shm)
 {
@@ -238,6 +268,7 @@ rn_worker_role_name(enum rn_worker_role role)
 	case RN_ROLE_W_CONTROLLER: return "controller";
 	case RN_ROLE_W_NETWORK: return "network";
 	case RN_ROLE_W_FETCHER: return "replica-fetcher";
+	case RN_ROLE_W_COORDINATOR: return "group-coordinator";
 	}
 	return "unknown";
 }

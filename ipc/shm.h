@@ -13,6 +13,7 @@
  *   slotmap     one bit per partition slot: set once the slot was used,
  *               so a pass over every slot reads a bitmap instead of
  *               touching (and so backing) a page per slot
+ *   coordrings  per worker: a ring to the group coordinator and one from it
  */
 #ifndef RN_SHM_H
 #define RN_SHM_H
@@ -28,13 +29,14 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 2
-#define RN_SHM_MAX_WORKERS 130 /* 1 controller + 64 network + 64 fetchers + 1 */
+#define RN_SHM_LAYOUT_VERSION 3
+#define RN_SHM_MAX_WORKERS 130 /* 1 controller + 64 network + 64 fetchers + 1 coordinator */
 
 enum rn_worker_role {
 	RN_ROLE_W_CONTROLLER = 0,
 	RN_ROLE_W_NETWORK = 1,
 	RN_ROLE_W_FETCHER = 2,
+	RN_ROLE_W_COORDINATOR = 3,
 };
 
 /*
@@ -59,6 +61,7 @@ enum rn_region {
 	RN_REGION_PARTITIONS,
 	RN_REGION_RINGS,
 	RN_REGION_SLOTMAP,
+	RN_REGION_COORD_RINGS,
 	RN_REGION_COUNT
 };
 
@@ -163,6 +166,10 @@ bool rn_shm_slot_used(const struct rn_shm *shm, unsigned i);
 /* The ring a worker writes to reach the controller, and the one it reads. */
 struct rn_ring *rn_shm_ring_to_ctl(const struct rn_shm *shm, unsigned slot);
 struct rn_ring *rn_shm_ring_from_ctl(const struct rn_shm *shm, unsigned slot);
+/* The same pair between a worker and the group coordinator. */
+struct rn_ring *rn_shm_ring_to_coord(const struct rn_shm *shm, unsigned slot);
+struct rn_ring *rn_shm_ring_from_coord(const struct rn_shm *shm,
+    unsigned slot);
 
 /*
  * The controller died in the middle of a publish (odd seqlock): clear the

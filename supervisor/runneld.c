@@ -163,7 +163,8 @@ setup_shared(void)
 	sv.env.n_fetchers = sv_role_count(sv_role_of(RN_ROLE_W_FETCHER),
 	    &sv.cfg);
 	sv.env.n_workers = sv_role_count(sv_role_of(RN_ROLE_W_CONTROLLER),
-	    &sv.cfg) + sv.env.n_network + sv.env.n_fetchers;
+	    &sv.cfg) + sv.env.n_network + sv.env.n_fetchers +
+	    sv_role_count(sv_role_of(RN_ROLE_W_COORDINATOR), &sv.cfg);
 	p.n_workers = sv.env.n_workers;
 	p.ring_bytes = (uint32_t)sv.cfg.shm_ring_bytes;
 	p.max_partitions = (uint32_t)sv.cfg.shm_max_partitions;

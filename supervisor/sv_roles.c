@@ -4,7 +4,7 @@
  * the configuration key that says how many of it run, where it stops in
  * a shutdown, and what it means when its restarts give up. The rows are
  * in slot order (rn_worker_slot_of): the controller, then the network
- * workers, then the replica fetchers.
+ * workers, then the replica fetchers, then the group coordinator.
  */
 #include "autoconf.h"
 
@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "supervisor/sv.h"
 #include "workers/controller/controller.h"
+#include "workers/coordinator/coordinator.h"
 #include "workers/fetcher/fetcher.h"
 #include "workers/network/network.h"
 
@@ -36,6 +37,16 @@ static const struct sv_role roles[] = {
 	{ RN_ROLE_W_FETCHER, "replica-fetcher", rn_fetcher_main,
 	    "num.replica.fetchers", offsetof(struct rn_config,
 	    num_replica_fetchers), 1, SV_FAILED_STAYS_DOWN, 0 },
+	/*
+	 * One per node: it holds the groups whose __consumer_offsets
+	 * partitions this node leads and rebuilds them from the log after
+	 * a restart. Stopped with the network workers (no new group work).
+	 * When its restarts give up it stays down like a network worker:
+	 * produce and fetch go on, and groups get COORDINATOR_NOT_AVAILABLE
+	 * instead of the node stopping.
+	 */
+	{ RN_ROLE_W_COORDINATOR, "group-coordinator", rn_coordinator_main,
+	    NULL, SV_ONE, 0, SV_FAILED_STAYS_DOWN, 0 },
 };
 
 const struct sv_role *

@@ -63,7 +63,7 @@ struct rn_worker {
 	struct rn_ringq to_ctl;  /* not yet in the ring to the controller */
 };
 
-/* Slot numbering: controller first, then network, then fetchers. */
+/* Slot numbering: controller first, then network, fetchers, coordinator. */
 unsigned rn_worker_slot_of(const struct rn_worker_env *env,
     enum rn_worker_role role, unsigned index);
 void rn_worker_name(enum rn_worker_role role, unsigned index, char *buf,
