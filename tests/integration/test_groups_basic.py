@@ -1,0 +1,230 @@
+"""Consumer groups with real clients against one runneld: a confluent-kafka
+subscriber commits, closes and resumes from its committed offsets; three kcat -G
+members share six partitions two each, and when one is killed the other two take
+its partitions after the session timeout, with nothing skipped and nothing read
+twice beyond what the dead member had not committed; two kafka-python members
+balance and commit."""
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaConsumer
+
+from rntest import Node, Tap, TempDir, wait_for, BUILDDIR
+
+t = Tap()
+SESSION_MS = 6000
+
+
+def create(n, topic, parts):
+    subprocess.run([os.path.join(BUILDDIR, "runnel-topics"), "--bootstrap-server",
+                    n.bootstrap, "--create", "--topic", topic, "--partitions",
+                    str(parts), "--replication-factor", "1"],
+                   check=True, capture_output=True, timeout=30)
+
+
+def produce(n, topic, parts, per_part, tag):
+    p = Producer({"bootstrap.servers": n.bootstrap})
+    for i in range(per_part):
+        for q in range(parts):
+            p.produce(topic, value=b"%s-%d-%d" % (tag, q, i), partition=q)
+    t.eq(p.flush(30), 0, "%d records produced to %s" % (parts * per_part, topic))
+
+
+def consumer(n, group, **kw):
+    conf = {"bootstrap.servers": n.bootstrap, "group.id": group,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            "session.timeout.ms": SESSION_MS}
+    conf.update(kw)
+    return Consumer(conf)
+
+
+def drain(c, want, timeout=30):
+    got = []
+    end = time.monotonic() + timeout
+    while len(got) < want and time.monotonic() < end:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append((m.partition(), m.offset()))
+    return got
+
+
+def confluent_resume(n):
+    create(n, "orders", 3)
+    produce(n, "orders", 3, 100, b"o")
+    c = consumer(n, "app")
+    c.subscribe(["orders"])
+    first = drain(c, 150)
+    t.eq(len(first), 150, "a subscribed consumer reads 150 records")
+    done = c.commit(asynchronous=False)
+    t.ok(done is not None and all(tp.error is None for tp in done),
+         "the commit is acknowledged for every partition")
+    pos = {tp.partition: tp.offset for tp in c.position(
+        [TopicPartition("orders", q) for q in range(3)])}
+    # -1001: nothing read (or committed) there yet
+    want = {q: max([o for p, o in first if p == q], default=-1002) + 1
+            for q in range(3)}
+    t.eq(pos, want, "position() is the offset after the last record read")
+    com = {tp.partition: tp.offset for tp in c.committed(
+        [TopicPartition("orders", q) for q in range(3)], timeout=10)}
+    t.eq(com, want, "committed() returns what was committed")
+    c.close()
+
+    c = consumer(n, "app")
+    c.subscribe(["orders"])
+    second = drain(c, 150)
+    t.eq(len(second), 150, "a reopened consumer of the group reads the other 150")
+    starts = {q: min([o for p, o in second if p == q], default=None) for q in range(3)}
+    t.eq({q: v for q, v in starts.items() if v is not None},
+         {q: max(v, 0) for q, v in want.items() if v < 100},
+         "it resumes each partition at the committed offset")
+    t.eq(sorted(first + second), sorted((q, o) for q in range(3) for o in range(100)),
+         "between them every record was read exactly once")
+    admin = AdminClient({"bootstrap.servers": n.bootstrap})
+    # librdkafka lists with ListGroups, then describes with DescribeGroups
+    groups = {g.id: g for g in admin.list_groups(timeout=10)}
+    t.ok("app" in groups, "ListGroups names the group")
+    d = groups.get("app")
+    t.ok(d is not None and d.state == "Stable" and d.protocol_type == "consumer"
+         and len(d.members) == 1 and len(d.members[0].assignment) > 0,
+         "DescribeGroups: Stable, consumer protocol, one member with its assignment")
+    c.close()
+
+    # assign() with a standalone commit (generation -1, no member id)
+    c = consumer(n, "standalone")
+    c.assign([TopicPartition("orders", 1, 40)])
+    c.commit(offsets=[TopicPartition("orders", 1, 42)], asynchronous=False)
+    got = c.committed([TopicPartition("orders", 1)], timeout=10)
+    t.eq(got[0].offset, 42, "a standalone consumer's commit is kept")
+    c.close()
+
+
+def kcat_member(n, i, d):
+    out = open(os.path.join(d, "kcat%d.out" % i), "w")
+    err = open(os.path.join(d, "kcat%d.err" % i), "w")
+    return subprocess.Popen(
+        ["kcat", "-u", "-b", n.bootstrap, "-G", "kc", "-X", "session.timeout.ms=%d" % SESSION_MS,
+         "-X", "heartbeat.interval.ms=500", "-X", "auto.offset.reset=earliest",
+         "-X", "auto.commit.interval.ms=500", "-f", "%p %o\n", "shared"],
+        stdout=out, stderr=err)
+
+
+def assigned(d, i):
+    """The partitions member i holds now, from its rebalance lines."""
+    held = set()
+    with open(os.path.join(d, "kcat%d.err" % i)) as f:
+        for line in f:
+            m = re.search(r"(assigned|revoked): (.*)$", line)
+            if m:
+                ps = {int(x) for x in re.findall(r"\[(\d+)\]", m.group(2))}
+                held = ps if m.group(1) == "assigned" else set()
+    return held
+
+
+def consumed(d, i):
+    out = []
+    with open(os.path.join(d, "kcat%d.out" % i)) as f:
+        for line in f:
+            if line.endswith("\n") and len(line.split()) == 2:
+                p, o = line.split()
+                out.append((int(p), int(o)))
+    return out
+
+
+def kcat_group(n, d):
+    create(n, "shared", 6)
+    produce(n, "shared", 6, 50, b"a")
+    ms = [kcat_member(n, i, d) for i in range(3)]
+    ok = wait_for(lambda: [len(assigned(d, i)) for i in range(3)] == [2, 2, 2] and
+                  sum(len(consumed(d, i)) for i in range(3)) >= 300, 40)
+    t.ok(ok, "three kcat -G members hold two partitions each and read all 300 records")
+    t.eq(sorted(p for i in range(3) for p in assigned(d, i)), list(range(6)),
+         "the three assignments cover the six partitions once")
+    victim = 1
+    lost = assigned(d, victim)
+    time.sleep(1.5)   # its offsets are committed every 500 ms
+    c = consumer(n, "kc")
+    ms[victim].send_signal(signal.SIGKILL)
+    ms[victim].wait()
+    killed = time.monotonic()
+    com = {tp.partition: tp.offset for tp in c.committed(
+        [TopicPartition("shared", q) for q in range(6)], timeout=10)}
+    c.close()
+    produce(n, "shared", 6, 50, b"b")
+    ok = wait_for(lambda: sorted(assigned(d, 0) | assigned(d, 2)) == list(range(6)),
+                  SESSION_MS / 1000.0 + 15)
+    took = time.monotonic() - killed
+    t.ok(ok and took < SESSION_MS / 1000.0 + 6,
+         "the two others hold all six partitions %.1f s after the kill "
+         "(session timeout %d ms)" % (took, SESSION_MS))
+    wait_for(lambda: len(set(consumed(d, 0) + consumed(d, 2) + consumed(d, 1))) >= 600, 20)
+    for m in (ms[0], ms[2]):
+        m.terminate()
+        m.wait()
+    every = consumed(d, 0) + consumed(d, 1) + consumed(d, 2)
+    missing = sorted(set((q, o) for q in range(6) for o in range(100)) - set(every))
+    t.eq(missing, [], "nothing produced was skipped")
+    seen, dups = set(), []
+    for r in every:
+        if r in seen:
+            dups.append(r)
+        seen.add(r)
+    bad = [(p, o) for p, o in dups if p not in lost or o < com.get(p, 0)]
+    t.eq(bad, [], "records read twice (%d) are only the dead member's uncommitted ones"
+         % len(dups))
+
+
+def kafka_python_pair(n):
+    create(n, "kp", 4)
+    produce(n, "kp", 4, 25, b"k")
+    # one thread each: a member blocks in poll() while its group rebalances
+    got = [[], []]
+    held = [set(), set()]
+    ok = [False, False]
+    stop = threading.Event()
+
+    def member(i):
+        c = KafkaConsumer("kp", bootstrap_servers=n.bootstrap, group_id="kpg",
+                          auto_offset_reset="earliest", enable_auto_commit=False,
+                          session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500,
+                          max_poll_interval_ms=20000)
+        while not stop.is_set():
+            for recs in c.poll(timeout_ms=200).values():
+                got[i] += [(r.partition, r.offset) for r in recs]
+            held[i] = set(c.assignment())
+        c.commit()
+        ok[i] = all(c.committed(tp) == c.position(tp) for tp in held[i])
+        c.close()
+
+    ths = [threading.Thread(target=member, args=(i,)) for i in range(2)]
+    for th in ths:
+        th.start()
+    wait_for(lambda: sorted(len(h) for h in held) == [2, 2] and
+             len(set(got[0] + got[1])) >= 100, 40)
+    t.eq(sorted(len(h) for h in held), [2, 2],
+         "two kafka-python members hold two partitions each")
+    stop.set()
+    for th in ths:
+        th.join(30)
+    missing = sorted(set((q, o) for q in range(4) for o in range(25)) - set(got[0] + got[1]))
+    t.eq(missing, [], "they read all 100 records between them")
+    t.ok(all(ok), "each member's commit is read back equal to its position")
+
+
+with TempDir() as tmp:
+    n = Node(tmp)
+    n.start()
+    try:
+        t.ok(n.wait_running() is not None, "node up")
+        confluent_resume(n)
+        kcat_group(n, tmp)
+        kafka_python_pair(n)
+        t.eq(n.crashes(), [], "no worker crashed")
+    finally:
+        n.stop()
+t.done()
