@@ -23,6 +23,9 @@
 
 #define CO_BUCKETS 4096
 #define CO_MAX_PARTS 1000       /* offsets.topic.num.partitions' maximum */
+/* Member ids handed out and not yet used, a group: a client looping on
+ * JoinGroup without its id cannot grow a group without bound. */
+#define CO_MAX_PENDING 10000
 
 /* Who is waiting for a reply: a network worker's request. */
 struct co_pending {
@@ -90,6 +93,8 @@ struct co_group {
 	int n_pending, cap_pending;
 	int64_t join_deadline;   /* PreparingRebalance: complete by then */
 	bool initial_delay;      /* the first join waits for others */
+	int64_t delay_left_ms;   /* how much longer it may wait for more */
+	int delay_members;       /* members when the current delay began */
 	struct co_offset *offsets;
 	int n_offsets, cap_offsets;
 };
@@ -142,6 +147,7 @@ struct co {
 	struct rn_ringq_in in[RN_SHM_MAX_WORKERS];
 	struct rn_arena arena;   /* one request's decode and response */
 	int64_t now;             /* monotonic ms, once per turn */
+	int64_t next_tick_ms;    /* group timers looked at again then */
 	int64_t next_expiry_ms;
 };
 

@@ -390,7 +390,13 @@ rn_coordinator_main(struct rn_worker *w)
 		co_sleeping(&co, true);
 		co_drain_all(&co);
 		co.now = rn_now_ms();
-		next = co_groups_tick(&co);
+		/* timers are looked at every 100 ms at least, not each turn */
+		if (co.now >= co.next_tick_ms) {
+			next = co_groups_tick(&co);
+			co.next_tick_ms = next < co.now + 100 ? next :
+			    co.now + 100;
+		}
+		next = co.next_tick_ms;
 		if (co.writes != NULL) {
 			int64_t s = co_log_settle(&co);
 

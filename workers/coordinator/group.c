@@ -511,12 +511,21 @@ prepare_rebalance(struct co *co, struct co_group *g, const char *why)
 		if (g->members[i]->sync.active)
 			sync_answer(co, &g->members[i]->sync,
 			    RN_KERR_REBALANCE_IN_PROGRESS, NULL, NULL);
+	/*
+	 * The first rebalance of an empty group waits
+	 * group.initial.rebalance.delay.ms for more members, again each
+	 * time some came meanwhile, up to the rebalance timeout (Kafka's
+	 * initial delayed join).
+	 */
 	g->initial_delay = g->state == GS_EMPTY && co->gs.initial_delay_ms > 0;
-	if (g->initial_delay)
-		g->join_deadline = co->now + (co->gs.initial_delay_ms <
-		    max_rebalance_ms(g) ? co->gs.initial_delay_ms :
-		    max_rebalance_ms(g));
-	else
+	if (g->initial_delay) {
+		int64_t d = co->gs.initial_delay_ms < max_rebalance_ms(g) ?
+		    co->gs.initial_delay_ms : max_rebalance_ms(g);
+
+		g->join_deadline = co->now + d;
+		g->delay_left_ms = max_rebalance_ms(g) - d;
+		g->delay_members = g->n_members;
+	} else
 		g->join_deadline = co->now + max_rebalance_ms(g);
 	set_state(g, GS_PREPARING);
 	log_info("group %s: preparing to rebalance generation %d (%s)",
@@ -709,7 +718,8 @@ join_unknown(struct co *co, struct co_group *g, struct co_req *r)
 
 	if ((m = member_by_instance(g, req->group_instance_id)) != NULL)
 		return join_static_rejoin(co, g, m, r);
-	if (g->n_members + g->n_pending >= co->gs.max_size) {
+	if (g->n_members + g->n_pending >= co->gs.max_size ||
+	    g->n_pending >= CO_MAX_PENDING) {
 		join_error(co, &r->pend, RN_KERR_GROUP_MAX_SIZE_REACHED, NULL);
 		return 0;
 	}
@@ -1122,8 +1132,7 @@ describe_one(struct co *co, struct rn_kstr id,
 	}
 	o->group_state = ks(co_state_name(g->state));
 	o->protocol_type = ks(g->protocol_type ? g->protocol_type : "");
-	o->protocol_data = ks(g->state == GS_STABLE ||
-	    g->state == GS_COMPLETING ? g->protocol : "");
+	o->protocol_data = ks(g->state == GS_STABLE ? g->protocol : "");
 	if (o->protocol_data.len < 0)
 		o->protocol_data = ks("");
 	o->members = rn_arena_alloc(&co->arena, sizeof(*o->members) *
@@ -1279,10 +1288,20 @@ group_tick(struct co *co, struct co_group *g)
 		i++;
 	}
 	if (g->state == GS_PREPARING) {
-		if (g->join_deadline <= co->now) {
+		if (g->join_deadline <= co->now && g->initial_delay &&
+		    g->n_members > g->delay_members && g->delay_left_ms > 0) {
+			int64_t d = co->gs.initial_delay_ms < g->delay_left_ms ?
+			    co->gs.initial_delay_ms : g->delay_left_ms;
+
+			g->join_deadline = co->now + d;
+			g->delay_left_ms -= d;
+			g->delay_members = g->n_members;
+		} else if (g->join_deadline <= co->now) {
 			g->initial_delay = false;
 			complete_join(co, g);
-		} else if (g->join_deadline < next)
+			return next;
+		}
+		if (g->state == GS_PREPARING && g->join_deadline < next)
 			next = g->join_deadline;
 	}
 	return next;

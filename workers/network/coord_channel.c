@@ -72,6 +72,12 @@ net_group_forward(struct net *n, struct conn *c)
 	const char *colon;
 	int rc;
 
+	uint32_t st = atomic_load(&rn_shm_worker(n->w->env->shm,
+	    coord_slot(n))->state);
+
+	/* given up on: nobody would answer; the client tries elsewhere */
+	if (st == RN_WS_FAILED || st == RN_WS_STOPPED)
+		return -EHOSTDOWN;
 	rn_kreader_init(&r, c->rbuf + c->frame_off + 4, c->frame_len);
 	if (rn_krequest_header_decode(&r, &c->hdr) < 0)
 		return -EPROTO;
