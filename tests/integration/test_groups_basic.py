@@ -7,6 +7,8 @@ balance and commit."""
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -102,6 +104,96 @@ def confluent_resume(n):
     got = c.committed([TopicPartition("orders", 1)], timeout=10)
     t.eq(got[0].offset, 42, "a standalone consumer's commit is kept")
     c.close()
+
+
+def s16(b):
+    return struct.pack(">h", len(b)) + b
+
+
+def rpc(n, key, ver, body, flexible=False):
+    """One request on a fresh connection; the response body after the
+    correlation id (and the header's tag section when flexible)."""
+    hdr = struct.pack(">hhi", key, ver, 7) + s16(b"raw")
+    if flexible:
+        hdr += b"\x00"
+    with socket.create_connection(("127.0.0.1", n.port), timeout=10) as so:
+        msg = hdr + body
+        so.sendall(struct.pack(">i", len(msg)) + msg)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            c = so.recv(65536)
+            if not c:
+                return None
+            buf += c
+    return buf[8 + (1 if flexible else 0):]
+
+
+def raw_protocol(n):
+    # FindCoordinator v4: batched keys (compact strings), key_type 0
+    body = b"\x00" + bytes([3]) + bytes([2]) + b"a" + bytes([2]) + b"b" + b"\x00"
+    r = rpc(n, 10, 4, body, flexible=True)
+    ok = r is not None and r[4] == 3
+    nodes, errs, o = [], [], 5
+    for _ in range(2 if ok else 0):
+        kl = r[o] - 1
+        o += 1 + kl
+        nodes.append(struct.unpack(">i", r[o:o + 4])[0])
+        o += 4
+        hl = r[o] - 1
+        o += 1 + hl + 4
+        errs.append(struct.unpack(">h", r[o:o + 2])[0])
+        o += 2
+        ml = r[o] - 1
+        o += 1 + max(ml, 0) + 1
+    t.eq((nodes, errs), ([1, 1], [0, 0]),
+         "FindCoordinator v4 answers each of a batch of group keys")
+    body = b"\x01" + bytes([2]) + bytes([3]) + b"tx" + b"\x00"
+    r = rpc(n, 10, 4, body, flexible=True)
+    o = 5 + 3 + 4
+    o += 1 + r[o] - 1 + 4
+    t.eq(struct.unpack(">h", r[o:o + 2])[0], 53,
+         "a transactional key is refused (no transactions: "
+         "TRANSACTIONAL_ID_AUTHORIZATION_FAILED)")
+
+    proto = struct.pack(">i", 1) + s16(b"range") + struct.pack(">i", 2) + b"\x00\x00"
+    # JoinGroup v5: a session timeout below group.min.session.timeout.ms
+    body = (s16(b"rawg") + struct.pack(">ii", 1000, 10000) + s16(b"") +
+            struct.pack(">h", -1) + s16(b"consumer") + proto)
+    r = rpc(n, 11, 5, body)
+    t.eq(struct.unpack(">h", r[4:6])[0], 26, "JoinGroup with a 1 s session: "
+         "INVALID_SESSION_TIMEOUT")
+    # JoinGroup v4 without a member id: MEMBER_ID_REQUIRED and the id to use
+    body = (s16(b"rawg") + struct.pack(">ii", 10000, 10000) + s16(b"") +
+            s16(b"consumer") + proto)
+    r = rpc(n, 11, 4, body)
+    err = struct.unpack(">h", r[4:6])[0]
+    o = 10
+    for _ in range(2):
+        o += 2 + struct.unpack(">h", r[o:o + 2])[0]
+    ml = struct.unpack(">h", r[o:o + 2])[0]
+    mid = r[o + 2:o + 2 + ml]
+    t.ok(err == 79 and mid.startswith(b"raw-"),
+         "JoinGroup v4 without a member id: MEMBER_ID_REQUIRED with %r" % mid)
+    # a huge protocol count is refused by the codec, nobody crashes
+    body = (s16(b"rawg") + struct.pack(">ii", 10000, 10000) + s16(b"") +
+            s16(b"consumer") + struct.pack(">i", 0x7fffffff))
+    t.ok(rpc(n, 11, 4, body) is None, "a JoinGroup claiming 2^31 protocols is refused")
+    # DeleteGroups v0: an unknown group, and the empty group "app"
+    body = struct.pack(">i", 2) + s16(b"no-such-group") + s16(b"app")
+    r = rpc(n, 42, 0, body)
+    res, o = {}, 8
+    for _ in range(2):
+        gl = struct.unpack(">h", r[o:o + 2])[0]
+        g = r[o + 2:o + 2 + gl]
+        o += 2 + gl
+        res[g] = struct.unpack(">h", r[o:o + 2])[0]
+        o += 2
+    t.eq(res, {b"no-such-group": 69, b"app": 0},
+         "DeleteGroups: GROUP_ID_NOT_FOUND, and an empty group is deleted")
+    c = consumer(n, "app")
+    got = c.committed([TopicPartition("orders", q) for q in range(3)], timeout=10)
+    c.close()
+    t.eq([tp.offset for tp in got], [-1001] * 3, "the deleted group's offsets are gone")
 
 
 def kcat_member(n, i, d):
@@ -222,6 +314,7 @@ with TempDir() as tmp:
     try:
         t.ok(n.wait_running() is not None, "node up")
         confluent_resume(n)
+        raw_protocol(n)
         kcat_group(n, tmp)
         kafka_python_pair(n)
         t.eq(n.crashes(), [], "no worker crashed")
