@@ -21,6 +21,7 @@
 #include "protocol/kerrors.h"
 #include "workers/coordinator/coord_int.h"
 #include "workers/coordinator/coordinator.h"
+#include "workers/peer.h"
 
 #define CO_WAIT_MS 100
 #define CO_LOAD_STEP_MS 20
@@ -374,6 +375,8 @@ rn_coordinator_main(struct rn_worker *w)
 		log_errx("group coordinator setup failed: %s", strerror(-rc));
 		return RN_WORKER_EXIT_RESTART;
 	}
+	if (rn_worker_send_hello(w) != 0)
+		log_warnx("cannot reach the controller yet");
 	rn_worker_heartbeat(w);
 	log_info("group coordinator up");
 	while (!rn_worker_should_stop()) {
@@ -388,6 +391,12 @@ rn_coordinator_main(struct rn_worker *w)
 		}
 		busy = co_load(&co);
 		co_sleeping(&co, true);
+		rn_ring_consumer_sleeping(rn_shm_ring_from_ctl(w->env->shm,
+		    w->slot), true);
+		if (rn_peer_drain(w) != 0) {
+			log_errx("bad message from the controller: restarting");
+			return RN_WORKER_EXIT_RESTART;
+		}
 		co_drain_all(&co);
 		co.now = rn_now_ms();
 		/* timers are looked at every 100 ms at least, not each turn */
@@ -416,6 +425,8 @@ rn_coordinator_main(struct rn_worker *w)
 			timeout = CO_WAIT_MS;
 		rn_worker_wait(w, timeout);
 		co_sleeping(&co, false);
+		rn_ring_consumer_sleeping(rn_shm_ring_from_ctl(w->env->shm,
+		    w->slot), false);
 	}
 	log_info("group coordinator stopping: %u groups", co.n_groups);
 	rn_part_table_close(&co.parts);
