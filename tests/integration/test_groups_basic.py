@@ -194,6 +194,17 @@ def raw_protocol(n):
     got = c.committed([TopicPartition("orders", q) for q in range(3)], timeout=10)
     c.close()
     t.eq([tp.offset for tp in got], [-1001] * 3, "the deleted group's offsets are gone")
+    # OffsetDelete v0: the standalone group's offset of orders-1 goes
+    body = (s16(b"standalone") + struct.pack(">i", 1) + s16(b"orders") +
+            struct.pack(">ii", 1, 1))
+    r = rpc(n, 47, 0, body)
+    top = struct.unpack(">h", r[0:2])[0]
+    perr = struct.unpack(">h", r[-2:])[0]
+    c = consumer(n, "standalone")
+    got = c.committed([TopicPartition("orders", 1)], timeout=10)
+    c.close()
+    t.ok(top == 0 and perr == 0 and got[0].offset == -1001,
+         "OffsetDelete removes a committed offset (%d, %d, %d)" % (top, perr, got[0].offset))
 
 
 def kcat_member(n, i, d):
