@@ -168,23 +168,57 @@ struct co_req {
 	void *req;
 };
 
-/* group.c */
+static inline struct rn_kstr
+co_ks(const char *s)
+{
+	return rn_kstr_c(s);
+}
+
+/* members.c */
 struct co_group *co_group_find(struct co *co, struct rn_kstr id);
 struct co_group *co_group_create(struct co *co, struct rn_kstr id,
     int32_t partition);
 void co_group_remove(struct co *co, struct co_group *g);
 const char *co_state_name(enum co_gstate s);
+void co_set_state(struct co_group *g, enum co_gstate s);
+void co_set_str(char **dst, const char *src);
+bool co_kstr_is(struct rn_kstr k, const char *s);
+struct co_member *co_member_find(struct co_group *g, struct rn_kstr id);
+struct co_member *co_member_by_instance(struct co_group *g,
+    struct rn_kstr inst);
+void co_member_add(struct co_group *g, struct co_member *m);
+void co_member_free(struct co_member *m);
+/* "<prefix>-<uuid>", as Kafka names members. */
+char *co_member_id_new(struct rn_kstr prefix);
+int co_pending_find(struct co_group *g, struct rn_kstr id);
+void co_pending_drop(struct co_group *g, int i);
+void co_pending_add(struct co_group *g, const char *id, int64_t expire);
+const struct co_proto *co_member_proto(const struct co_member *m,
+    const char *name);
+void co_member_set_protos(struct co_member *m,
+    const struct rn_JoinGroupRequest *req);
+bool co_member_same_protos(const struct co_member *m,
+    const struct rn_JoinGroupRequest *req);
+const char *co_select_protocol(const struct co_group *g);
+bool co_protocols_fit(const struct co_group *g,
+    const struct rn_JoinGroupRequest *req);
+
+/* group.c */
 int co_join_group(struct co *co, struct co_req *r);
 int co_sync_group(struct co *co, struct co_req *r);
 int co_heartbeat(struct co *co, struct co_req *r);
 int co_leave_group(struct co *co, struct co_req *r);
-int co_list_groups(struct co *co, struct co_req *r);
-int co_describe_groups(struct co *co, struct co_req *r);
-int co_delete_groups(struct co *co, struct co_req *r);
 /* Timers: sessions, rebalance deadlines; the next one due. */
 int64_t co_groups_tick(struct co *co);
 /* A partition led elsewhere now: its groups go, their waiters are told. */
 void co_groups_unload(struct co *co, int32_t partition);
+
+/* group_admin.c */
+int co_list_groups(struct co *co, struct co_req *r);
+int co_describe_groups(struct co *co, struct co_req *r);
+int co_delete_groups(struct co *co, struct co_req *r);
+
+/* group_store.c */
 /* Load: a group metadata record (NULL value: the group was deleted). */
 void co_group_load(struct co *co, int32_t partition, struct rn_kstr id,
     const struct rn_grec_group *v);

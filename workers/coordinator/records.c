@@ -10,7 +10,7 @@
 
 #include "workers/coordinator/records.h"
 
-/* One code point of UTF-8; a malformed byte counts as U+FFFD, as Java decodes. */
+/* One code point of UTF-8; a malformed byte is U+FFFD, as Java decodes. */
 static uint32_t
 utf8_next(const uint8_t **pp, const uint8_t *end)
 {
