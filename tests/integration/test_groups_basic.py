@@ -97,6 +97,20 @@ def confluent_resume(n):
          "DescribeGroups: Stable, consumer protocol, one member with its assignment")
     c.close()
 
+    # __consumer_offsets: internal, Kafka's partition count, compacted
+    from kafka import KafkaAdminClient
+    ka = KafkaAdminClient(bootstrap_servers=n.bootstrap)
+    md = ka.describe_topics(["__consumer_offsets"])[0]
+    ka.close()
+    t.ok(md["is_internal"] and len(md["partitions"]) == 50,
+         "__consumer_offsets is internal with 50 partitions (%s, %d)"
+         % (md["is_internal"], len(md["partitions"])))
+    from confluent_kafka.admin import ConfigResource
+    res = ConfigResource("topic", "__consumer_offsets")
+    cfg = admin.describe_configs([res])[res].result(10)
+    t.eq((cfg["cleanup.policy"].value, cfg["segment.bytes"].value),
+         ("compact", "104857600"), "it is compacted, with 100 MiB segments")
+
     # assign() with a standalone commit (generation -1, no member id)
     c = consumer(n, "standalone")
     c.assign([TopicPartition("orders", 1, 40)])
