@@ -114,6 +114,33 @@ co_reply(struct co *co, const struct co_pending *p, const void *resp)
 	return rc;
 }
 
+/*
+ * A request that cannot be answered (out of memory, undecodable): a reply
+ * without a body, on which the network worker closes the connection, so
+ * the client retries rather than waits.
+ */
+static void
+co_fail(struct co *co, const struct co_pending *p)
+{
+	const struct rn_worker_env *env = co->w->env;
+	struct rn_ring *ring = rn_shm_ring_from_coord(env->shm, p->slot);
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "req");
+	msgpack_pack_uint64(&pk, p->req);
+	if (rn_ringq_send(&co->out[p->slot], ring, RN_IPC_GROUP_RESPONSE,
+	    sb.data, sb.size, atomic_load(&rn_shm_worker(env->shm,
+	    p->slot)->pid)) == 0)
+		(void)rn_ring_notify(ring, env->efd[p->slot]);
+	msgpack_sbuffer_destroy(&sb);
+}
+
 /* The APIs the coordinator answers. */
 static const struct {
 	int16_t key;
@@ -178,23 +205,26 @@ co_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 	rn_arena_reset(&co->arena);
 	rn_arena_set_limit(&co->arena, 4 * r.len + 4096 +
 	    (size_t)co->cfg->socket_request_max_bytes);
-	if ((r.req = rn_arena_alloc(&co->arena, api->request_size)) == NULL)
-		return -ENOMEM;
 	rn_kreader_init(&kr, r.body, r.len);
-	if ((rc = api->decode_request(&kr, r.pend.ver, &co->arena,
+	if ((r.req = rn_arena_alloc(&co->arena, api->request_size)) == NULL ||
+	    (rc = api->decode_request(&kr, r.pend.ver, &co->arena,
 	    r.req)) < 0) {
 		/* the network worker decoded it already: not expected */
-		log_warnx("malformed %s v%d request from slot %u", api->name,
-		    r.pend.ver, slot);
+		log_warnx("cannot decode a %s v%d request from slot %u",
+		    api->name, r.pend.ver, slot);
+		co_fail(co, &r.pend);
 		return 0;
 	}
 	for (i = 0; i < RN_ARRAY_SIZE(handlers); i++)
 		if (handlers[i].key == r.pend.key) {
-			if ((rc = handlers[i].fn(co, &r)) != 0)
+			if ((rc = handlers[i].fn(co, &r)) != 0) {
 				log_warnx("%s v%d failed: %s", api->name,
 				    r.pend.ver, strerror(-rc));
+				co_fail(co, &r.pend);
+			}
 			return 0;
 		}
+	co_fail(co, &r.pend);
 	return 0;
 }
 
