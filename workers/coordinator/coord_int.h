@@ -97,6 +97,10 @@ struct co_group {
 	int delay_members;       /* members when the current delay began */
 	struct co_offset *offsets;
 	int n_offsets, cap_offsets;
+	/* (topic, partition) -> offsets[] index + 1; 0 is free; a power of
+	 * two over twice the offsets, rebuilt when one is removed */
+	uint32_t *index;
+	uint32_t index_cap;
 };
 
 enum co_pstate {

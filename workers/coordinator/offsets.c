@@ -17,18 +17,85 @@
 #include "protocol/kerrors.h"
 #include "workers/coordinator/coord_int.h"
 
-static struct co_offset *
-offset_find(struct co_group *g, struct rn_kstr topic, int32_t p)
+static uint32_t
+offset_hash(struct rn_kstr topic, int32_t p)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)p;
+	int32_t i;
+
+	for (i = 0; i < topic.len; i++)
+		h = (h ^ (uint8_t)topic.ptr[i]) * 16777619u;
+	return h ^ (h >> 15);
+}
+
+static bool
+offset_is(const struct co_offset *o, struct rn_kstr topic, int32_t p)
+{
+	return o->partition == p && strlen(o->topic) == (size_t)topic.len &&
+	    memcmp(o->topic, topic.ptr, (size_t)topic.len) == 0;
+}
+
+/* The index slot of (topic, p): where it is, or the free one it would take. */
+static uint32_t *
+index_slot(struct co_group *g, struct rn_kstr topic, int32_t p)
+{
+	uint32_t mask = g->index_cap - 1, i = offset_hash(topic, p) & mask;
+
+	while (g->index[i] != 0 &&
+	    !offset_is(&g->offsets[g->index[i] - 1], topic, p))
+		i = (i + 1) & mask;
+	return &g->index[i];
+}
+
+static void
+index_rebuild(struct co_group *g, uint32_t cap)
 {
 	int i;
 
+	free(g->index);
+	if ((g->index = calloc(cap, sizeof(*g->index))) == NULL)
+		fatalx("group coordinator: out of memory");
+	g->index_cap = cap;
 	for (i = 0; i < g->n_offsets; i++)
-		if (g->offsets[i].partition == p &&
-		    strlen(g->offsets[i].topic) == (size_t)topic.len &&
-		    memcmp(g->offsets[i].topic, topic.ptr,
-		    (size_t)topic.len) == 0)
-			return &g->offsets[i];
-	return NULL;
+		*index_slot(g, co_ks(g->offsets[i].topic),
+		    g->offsets[i].partition) = (uint32_t)i + 1;
+}
+
+static struct co_offset *
+offset_find(struct co_group *g, struct rn_kstr topic, int32_t p)
+{
+	uint32_t *slot;
+
+	if (g->index_cap == 0)
+		return NULL;
+	slot = index_slot(g, topic, p);
+	return *slot != 0 ? &g->offsets[*slot - 1] : NULL;
+}
+
+static struct co_offset *
+offset_add(struct co_group *g, struct rn_kstr topic, int32_t p)
+{
+	struct co_offset *o;
+
+	if (g->n_offsets == g->cap_offsets) {
+		int cap = g->cap_offsets ? 2 * g->cap_offsets : 8;
+		void *n = realloc(g->offsets, sizeof(*g->offsets) *
+		    (size_t)cap);
+
+		if (n == NULL)
+			fatalx("group coordinator: out of memory");
+		g->offsets = n;
+		g->cap_offsets = cap;
+	}
+	o = &g->offsets[g->n_offsets++];
+	o->topic = co_strdup(topic);
+	o->partition = p;
+	o->metadata = NULL;
+	if ((uint32_t)g->n_offsets * 2 > g->index_cap)
+		index_rebuild(g, g->index_cap ? 2 * g->index_cap : 16);
+	else
+		*index_slot(g, topic, p) = (uint32_t)g->n_offsets;
+	return o;
 }
 
 void
@@ -36,26 +103,15 @@ co_offset_set(struct co_group *g, struct rn_kstr topic, int32_t p,
     const struct rn_grec_offset *v)
 {
 	struct co_offset *o = offset_find(g, topic, p);
+	struct rn_kstr md = v->metadata.len >= 0 ? v->metadata : co_ks("");
 
-	if (o == NULL) {
-		if (g->n_offsets == g->cap_offsets) {
-			int cap = g->cap_offsets ? 2 * g->cap_offsets : 8;
-			void *n = realloc(g->offsets, sizeof(*g->offsets) *
-			    (size_t)cap);
-
-			if (n == NULL)
-				fatalx("group coordinator: out of memory");
-			g->offsets = n;
-			g->cap_offsets = cap;
-		}
-		o = &g->offsets[g->n_offsets++];
-		o->topic = co_strdup(topic);
-		o->partition = p;
-		o->metadata = NULL;
+	if (o == NULL)
+		o = offset_add(g, topic, p);
+	/* the metadata rarely changes between commits: kept if the same */
+	if (o->metadata == NULL || !co_kstr_is(md, o->metadata)) {
+		free(o->metadata);
+		o->metadata = co_strdup(md);
 	}
-	free(o->metadata);
-	o->metadata = co_strdup(v->metadata.len >= 0 ? v->metadata :
-	    rn_kstr_c(""));
 	o->offset = v->offset;
 	o->epoch = v->leader_epoch;
 	o->commit_ts = v->commit_ts;
@@ -71,6 +127,8 @@ co_offset_remove(struct co_group *g, struct rn_kstr topic, int32_t p)
 	free(o->topic);
 	free(o->metadata);
 	*o = g->offsets[--g->n_offsets];
+	/* removals are rare (deletes, expiry, tombstones): rebuild */
+	index_rebuild(g, g->index_cap);
 	return true;
 }
 
@@ -84,8 +142,11 @@ co_offsets_free(struct co_group *g)
 		free(g->offsets[i].metadata);
 	}
 	free(g->offsets);
+	free(g->index);
 	g->offsets = NULL;
+	g->index = NULL;
 	g->n_offsets = g->cap_offsets = 0;
+	g->index_cap = 0;
 }
 
 void
