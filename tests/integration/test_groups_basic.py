@@ -343,6 +343,23 @@ with TempDir() as tmp:
         kcat_group(n, tmp)
         kafka_python_pair(n)
         t.eq(n.crashes(), [], "no worker crashed")
+
+        # the whole node restarts: groups come back from __consumer_offsets
+        def offsets(group, topic, parts):
+            c = consumer(n, group)
+            try:
+                r = c.committed([TopicPartition(topic, q) for q in range(parts)],
+                                timeout=15)
+                return {tp.partition: tp.offset for tp in r}
+            finally:
+                c.close()
+        before = (offsets("kc", "shared", 6), offsets("kpg", "kp", 4))
+        n.stop()
+        n.start()
+        t.ok(n.wait_running() is not None, "node restarted")
+        after = (offsets("kc", "shared", 6), offsets("kpg", "kp", 4))
+        t.ok(after == before and min(before[0].values()) > 0,
+             "after a restart the groups' committed offsets are the same: %s" % (after,))
     finally:
         n.stop()
 t.done()
