@@ -221,6 +221,51 @@ def raw_protocol(n):
          "OffsetDelete removes a committed offset (%d, %d, %d)" % (top, perr, got[0].offset))
 
 
+def uvarint(b, o):
+    v = shift = 0
+    while True:
+        x = b[o]
+        o += 1
+        v |= (x & 0x7f) << shift
+        shift += 7
+        if not x & 0x80:
+            return v, o
+
+
+def offset_fetch_v8(n, groups):
+    """OffsetFetch v8 for several groups (all topics each): {group: (error,
+    {(topic, partition): offset})}."""
+    body = bytes([len(groups) + 1])
+    for g in groups:
+        body += bytes([len(g) + 1]) + g + b"\x00" + b"\x00"   # topics null, tags
+    body += b"\x00" + b"\x00"                                 # require_stable, tags
+    r = rpc(n, 9, 8, body, flexible=True)
+    out, o = {}, 4
+    ng, o = uvarint(r, o)
+    for _ in range(ng - 1):
+        gl, o = uvarint(r, o)
+        g = r[o:o + gl - 1]
+        o += gl - 1
+        offs = {}
+        nt, o = uvarint(r, o)
+        for _ in range(nt - 1):
+            tl, o = uvarint(r, o)
+            tn = r[o:o + tl - 1]
+            o += tl - 1
+            np_, o = uvarint(r, o)
+            for _ in range(np_ - 1):
+                part, off = struct.unpack(">iq", r[o:o + 12])
+                o += 16
+                ml, o = uvarint(r, o)
+                o += max(ml - 1, 0) + 2 + 1
+                offs[(tn, part)] = off
+            o += 1
+        err = struct.unpack(">h", r[o:o + 2])[0]
+        o += 3
+        out[g] = (err, offs)
+    return out
+
+
 def kcat_member(n, i, d):
     out = open(os.path.join(d, "kcat%d.out" % i), "w")
     err = open(os.path.join(d, "kcat%d.err" % i), "w")
@@ -354,6 +399,11 @@ with TempDir() as tmp:
             finally:
                 c.close()
         before = (offsets("kc", "shared", 6), offsets("kpg", "kp", 4))
+        v8 = offset_fetch_v8(n, [b"kc", b"kpg", b"nobody"])
+        t.eq(v8, {b"kc": (0, {(b"shared", q): o for q, o in before[0].items()}),
+                  b"kpg": (0, {(b"kp", q): o for q, o in before[1].items()}),
+                  b"nobody": (0, {})},
+             "OffsetFetch v8 answers several groups at once")
         n.stop()
         n.start()
         t.ok(n.wait_running() is not None, "node restarted")
