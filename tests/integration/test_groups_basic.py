@@ -266,6 +266,25 @@ def offset_fetch_v8(n, groups):
     return out
 
 
+def list_groups_v4(n, states):
+    """ListGroups v4 with a state filter: {group: state}."""
+    body = bytes([len(states) + 1])
+    for st in states:
+        body += bytes([len(st) + 1]) + st
+    r = rpc(n, 16, 4, body + b"\x00", flexible=True)
+    out, o = {}, 6
+    ng, o = uvarint(r, o)
+    for _ in range(ng - 1):
+        f = []
+        for _ in range(3):
+            ln, o = uvarint(r, o)
+            f.append(r[o:o + ln - 1])
+            o += ln - 1
+        o += 1
+        out[f[0]] = f[2]
+    return out
+
+
 def kcat_member(n, i, d):
     out = open(os.path.join(d, "kcat%d.out" % i), "w")
     err = open(os.path.join(d, "kcat%d.err" % i), "w")
@@ -404,6 +423,10 @@ with TempDir() as tmp:
                   b"kpg": (0, {(b"kp", q): o for q, o in before[1].items()}),
                   b"nobody": (0, {})},
              "OffsetFetch v8 answers several groups at once")
+        lg = list_groups_v4(n, [b"Empty"])
+        t.ok(lg.get(b"kc") == b"Empty" and lg.get(b"kpg") == b"Empty" and
+             list_groups_v4(n, [b"Stable"]) == {},
+             "ListGroups v4 filters by state: %s" % lg)
         n.stop()
         n.start()
         t.ok(n.wait_running() is not None, "node restarted")
