@@ -68,10 +68,12 @@ co_group_load(struct co *co, int32_t partition, struct rn_kstr id,
 		m->assignment = malloc((size_t)m->assignment_len + 1);
 		if (m->protos[0].meta == NULL || m->assignment == NULL)
 			fatalx("group coordinator: out of memory");
-		memcpy(m->protos[0].meta, rm->subscription.ptr,
-		    (size_t)m->protos[0].len);
-		memcpy(m->assignment, rm->assignment.ptr,
-		    (size_t)m->assignment_len);
+		if (m->protos[0].len > 0)
+			memcpy(m->protos[0].meta, rm->subscription.ptr,
+			    (size_t)m->protos[0].len);
+		if (m->assignment_len > 0)
+			memcpy(m->assignment, rm->assignment.ptr,
+			    (size_t)m->assignment_len);
 		m->n_protos = 1;
 		co_member_add(g, m);
 	}

@@ -31,7 +31,7 @@ co_kstr_is(struct rn_kstr k, const char *s)
 	size_t n = k.len > 0 ? (size_t)k.len : 0;
 
 	return k.len >= 0 && s != NULL && strlen(s) == n &&
-	    memcmp(k.ptr, s, n) == 0;
+	    (n == 0 || memcmp(k.ptr, s, n) == 0);
 }
 
 const char *
@@ -224,7 +224,8 @@ co_member_id_new(struct rn_kstr prefix)
 		n = 255;
 	if ((s = malloc(n + 38)) == NULL)
 		fatalx("group coordinator: out of memory");
-	memcpy(s, prefix.ptr, n);
+	if (n > 0)
+		memcpy(s, prefix.ptr, n);
 	o = n;
 	s[o++] = '-';
 	for (i = 0; i < 16; i++) {

@@ -31,8 +31,7 @@ offset_hash(struct rn_kstr topic, int32_t p)
 static bool
 offset_is(const struct co_offset *o, struct rn_kstr topic, int32_t p)
 {
-	return o->partition == p && strlen(o->topic) == (size_t)topic.len &&
-	    memcmp(o->topic, topic.ptr, (size_t)topic.len) == 0;
+	return o->partition == p && co_kstr_is(topic, o->topic);
 }
 
 /* The index slot of (topic, p): where it is, or the free one it would take. */
@@ -195,22 +194,14 @@ commit_check(struct co *co, const struct rn_OffsetCommitRequest *req,
 	if (gen < 0 && g->state == GS_EMPTY)
 		return 0;   /* a standalone consumer's commit */
 	for (i = 0; i < g->n_members; i++)
-		if (req->group_instance_id.len >= 0 &&
-		    g->members[i]->instance_id != NULL &&
-		    strlen(g->members[i]->instance_id) ==
-		    (size_t)req->group_instance_id.len &&
-		    memcmp(g->members[i]->instance_id,
-		    req->group_instance_id.ptr,
-		    (size_t)req->group_instance_id.len) == 0 &&
-		    (strlen(g->members[i]->id) != (size_t)req->member_id.len ||
-		    memcmp(g->members[i]->id, req->member_id.ptr,
-		    (size_t)req->member_id.len) != 0))
+		if (g->members[i]->instance_id != NULL &&
+		    co_kstr_is(req->group_instance_id,
+		    g->members[i]->instance_id) &&
+		    !co_kstr_is(req->member_id, g->members[i]->id))
 			return RN_KERR_FENCED_INSTANCE_ID;
 	for (i = 0; i < g->n_members; i++)
-		if (strlen(g->members[i]->id) == (size_t)(req->member_id.len > 0 ?
-		    req->member_id.len : 0) && req->member_id.len > 0 &&
-		    memcmp(g->members[i]->id, req->member_id.ptr,
-		    (size_t)req->member_id.len) == 0)
+		if (req->member_id.len > 0 &&
+		    co_kstr_is(req->member_id, g->members[i]->id))
 			break;
 	if (i == g->n_members)
 		return RN_KERR_UNKNOWN_MEMBER_ID;
@@ -366,7 +357,8 @@ co_offset_commit(struct co *co, struct co_req *r)
 	/* the write outlives this turn: its own copy of the request */
 	if (wr == NULL || (wr->body = malloc(r->len + 1)) == NULL)
 		fatalx("group coordinator: out of memory");
-	memcpy(wr->body, r->body, r->len);
+	if (r->len > 0)
+		memcpy(wr->body, r->body, r->len);
 	rn_arena_init(&wr->arena, 8 * r->len + 8192);
 	rn_kreader_init(&kr, wr->body, r->len);
 	wr->pend = r->pend;
@@ -687,7 +679,7 @@ subscribed(const struct co_group *g, struct rn_kstr topic)
 				struct rn_kstr t = rn_kr_string(&r, false,
 				    false);
 
-				if (!r.err && t.len == topic.len &&
+				if (!r.err && t.len == topic.len && t.len > 0 &&
 				    memcmp(t.ptr, topic.ptr, (size_t)t.len) == 0)
 					return true;
 			}
