@@ -26,6 +26,9 @@
 /* Member ids handed out and not yet used, a group: a client looping on
  * JoinGroup without its id cannot grow a group without bound. */
 #define CO_MAX_PENDING 10000
+/* Members a group, whatever group.max.size says (Kafka's default is
+ * unbounded): each holds the metadata its JoinGroup brought. */
+#define CO_MAX_MEMBERS 65536
 
 /* Who is waiting for a reply: a network worker's request. */
 struct co_pending {

@@ -350,6 +350,8 @@ co_setup(struct co *co, struct rn_worker *w)
 	co->w = w;
 	co->cfg = env->cfg;
 	rn_group_settings_load(env->cfg, &co->gs);
+	if (co->gs.max_size > CO_MAX_MEMBERS)
+		co->gs.max_size = CO_MAX_MEMBERS;
 	co->writes_tail = &co->writes;
 	co->coord_slot = w->slot;
 	for (i = 0; i < env->n_network && i < 64; i++)
