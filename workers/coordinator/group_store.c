@@ -83,6 +83,9 @@ co_group_load(struct co *co, int32_t partition, struct rn_kstr id,
 		g->leader = co_strdup(v->leader);
 	}
 	co_set_state(g, g->n_members > 0 ? GS_STABLE : GS_EMPTY);
+	/* when it became what it is, for offsets.retention.minutes */
+	if (v->state_ts > 0)
+		g->state_ts = v->state_ts;
 }
 
 void

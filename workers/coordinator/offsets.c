@@ -755,9 +755,9 @@ co_offset_delete(struct co *co, struct co_req *r)
 }
 
 /*
- * offsets.retention.minutes: an empty group's offsets go once they are
- * that old, counted from the later of the commit and the group becoming
- * empty; an empty group left with no offsets goes too.
+ * offsets.retention.minutes: an empty group's offsets go once it has been
+ * empty that long (a group of standalone commits: once each offset is
+ * that old); an empty group left with no offsets goes too.
  */
 void
 co_offsets_expire(struct co *co)
@@ -778,9 +778,12 @@ co_offsets_expire(struct co *co)
 			if (offs == NULL)
 				fatalx("group coordinator: out of memory");
 			for (n = 0, i = 0; i < g->n_offsets; i++) {
-				int64_t since = g->offsets[i].commit_ts >
-				    g->state_ts ? g->offsets[i].commit_ts :
-				    g->state_ts;
+				/* Kafka: a group that had members counts from
+				 * when it became empty, one of standalone
+				 * commits from each commit */
+				int64_t since = g->protocol_type != NULL &&
+				    g->protocol_type[0] != '\0' ?
+				    g->state_ts : g->offsets[i].commit_ts;
 
 				if (since + co->gs.retention_ms <= now)
 					offs[n++] = &g->offsets[i];
