@@ -119,8 +119,15 @@ struct co_part {
 };
 
 /* Records appended and waiting for the high watermark. */
+enum co_write_kind {
+	CW_COMMIT = 0,           /* an OffsetCommit's offsets */
+	CW_SYNC,                 /* a generation's assignments (SyncGroup) */
+};
+
 struct co_write {
 	struct co_write *next;
+	enum co_write_kind kind;
+	int32_t generation;      /* CW_SYNC: the generation stored */
 	int32_t partition;
 	int32_t leader_epoch;
 	int64_t need;            /* high watermark that commits them */
@@ -131,7 +138,7 @@ struct co_write {
 	struct rn_arena arena;
 	struct rn_OffsetCommitRequest req;
 	int16_t *errs;           /* per partition, in request order */
-	char *group;
+	char *group;             /* the group it is for */
 };
 
 struct co {
@@ -214,6 +221,8 @@ bool co_protocols_fit(const struct co_group *g,
 int co_join_group(struct co *co, struct co_req *r);
 int co_sync_group(struct co *co, struct co_req *r);
 int co_heartbeat(struct co *co, struct co_req *r);
+/* A generation's assignments are replicated, or could not be: answer. */
+void co_sync_settled(struct co *co, struct co_write *wr, int16_t kerr);
 int co_leave_group(struct co *co, struct co_req *r);
 /* Timers: sessions, rebalance deadlines; the next one due. */
 int64_t co_groups_tick(struct co *co);
@@ -229,8 +238,11 @@ int co_delete_groups(struct co *co, struct co_req *r);
 /* Load: a group metadata record (NULL value: the group was deleted). */
 void co_group_load(struct co *co, int32_t partition, struct rn_kstr id,
     const struct rn_grec_group *v);
-/* Persist a group's metadata (members and assignments). */
-void co_group_store(struct co *co, struct co_group *g);
+/*
+ * Persist a group's metadata (members and assignments): 0 with the offset
+ * after the record in *end, or the error an OffsetCommit would get.
+ */
+int16_t co_group_store(struct co *co, struct co_group *g, int64_t *end);
 
 /* offsets.c */
 int co_offset_commit(struct co *co, struct co_req *r);
@@ -244,6 +256,8 @@ bool co_offset_remove(struct co_group *g, struct rn_kstr topic, int32_t p);
 void co_offsets_free(struct co_group *g);
 /* A commit's records are replicated (kerr 0) or failed: answer it. */
 void co_commit_settled(struct co *co, struct co_write *wr, int16_t kerr);
+/* A write of either kind settled: its owner answers and frees it. */
+void co_write_settled(struct co *co, struct co_write *wr, int16_t kerr);
 /* offsets.retention.minutes: expire the offsets of empty groups. */
 void co_offsets_expire(struct co *co);
 

@@ -269,7 +269,7 @@ co_unload(struct co *co, int32_t p)
 	for (pp = &co->writes; (wr = *pp) != NULL;) {
 		if (wr->partition == p) {
 			*pp = wr->next;
-			co_commit_settled(co, wr, RN_KERR_NOT_COORDINATOR);
+			co_write_settled(co, wr, RN_KERR_NOT_COORDINATOR);
 		} else
 			pp = &wr->next;
 	}

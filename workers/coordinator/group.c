@@ -207,7 +207,7 @@ complete_join(struct co *co, struct co_group *g)
 	if (g->n_members == 0) {
 		co_set_str(&g->protocol, NULL);
 		co_set_state(g, GS_EMPTY);
-		co_group_store(co, g);
+		(void)co_group_store(co, g, NULL);
 		log_info("group %s: generation %d is empty", g->id,
 		    g->generation);
 		return;
@@ -245,7 +245,7 @@ member_gone(struct co *co, struct co_group *g, struct co_member *m,
 			g->generation++;
 			co_set_str(&g->protocol, NULL);
 			co_set_state(g, GS_EMPTY);
-			co_group_store(co, g);
+			(void)co_group_store(co, g, NULL);
 		} else
 			prepare_rebalance(co, g, why);
 	} else if (g->state == GS_PREPARING) {
@@ -253,7 +253,7 @@ member_gone(struct co *co, struct co_group *g, struct co_member *m,
 			g->generation++;
 			co_set_str(&g->protocol, NULL);
 			co_set_state(g, GS_EMPTY);
-			co_group_store(co, g);
+			(void)co_group_store(co, g, NULL);
 		} else
 			maybe_complete_join(co, g);
 	}
@@ -335,7 +335,7 @@ join_static_rejoin(struct co *co, struct co_group *g, struct co_member *old,
 		/* the leader's plan stands: JoinGroup v9 lets it skip one */
 		old->skip_assignment = was_leader;
 		join_answer(co, g, old);
-		co_group_store(co, g);
+		(void)co_group_store(co, g, NULL);
 		return 0;
 	}
 	co_member_set_protos(old, req);
@@ -533,11 +533,45 @@ member_check(struct co *co, struct rn_kstr group, struct rn_kstr member,
 	return 0;
 }
 
-/* The leader's plan: each member's assignment; then Stable. */
+/* Every held SyncGroup of the group gets this answer. */
+static void
+sync_answer_all(struct co *co, struct co_group *g, int16_t err)
+{
+	int i;
+
+	for (i = 0; i < g->n_members; i++)
+		if (g->members[i]->sync.active)
+			sync_answer(co, &g->members[i]->sync, err, g,
+			    g->members[i]);
+}
+
+/* A plan that could not be stored: nobody gets it; rebalance again. */
+static void
+sync_failed(struct co *co, struct co_group *g, int16_t err)
+{
+	int i;
+
+	sync_answer_all(co, g, err);
+	for (i = 0; i < g->n_members; i++) {
+		free(g->members[i]->assignment);
+		g->members[i]->assignment = NULL;
+		g->members[i]->assignment_len = 0;
+	}
+	prepare_rebalance(co, g, "its assignments could not be stored");
+}
+
+/*
+ * The leader's plan: each member's assignment, stored in
+ * __consumer_offsets; the members get it (and the group is Stable) once
+ * the record is replicated, so a new coordinator knows this generation.
+ */
 static void
 sync_complete(struct co *co, struct co_group *g,
     const struct rn_SyncGroupRequest *req)
 {
+	struct co_write *wr;
+	int64_t end = -1;
+	int16_t err;
 	int i, j;
 
 	for (i = 0; i < g->n_members; i++) {
@@ -559,12 +593,42 @@ sync_complete(struct co *co, struct co_group *g,
 			break;
 		}
 	}
-	co_set_state(g, GS_STABLE);
-	co_group_store(co, g);
-	for (i = 0; i < g->n_members; i++)
-		if (g->members[i]->sync.active)
-			sync_answer(co, &g->members[i]->sync, 0, g,
-			    g->members[i]);
+	if ((err = co_group_store(co, g, &end)) != 0) {
+		sync_failed(co, g, err);
+		return;
+	}
+	if ((wr = calloc(1, sizeof(*wr))) == NULL)
+		fatalx("group coordinator: out of memory");
+	wr->kind = CW_SYNC;
+	wr->generation = g->generation;
+	wr->partition = g->partition;
+	wr->leader_epoch = co->part[g->partition].leader_epoch;
+	wr->need = end;
+	wr->deadline_ms = co->now + co->gs.commit_timeout_ms;
+	wr->group = co_strdup(co_ks(g->id));
+	rn_arena_init(&wr->arena, 0);
+	*co->writes_tail = wr;
+	co->writes_tail = &wr->next;
+}
+
+void
+co_sync_settled(struct co *co, struct co_write *wr, int16_t kerr)
+{
+	struct co_group *g = co_group_find(co, co_ks(wr->group));
+
+	/* the generation it stored may have ended meanwhile */
+	if (g != NULL && g->state == GS_COMPLETING &&
+	    g->generation == wr->generation) {
+		if (kerr != 0)
+			sync_failed(co, g, kerr);
+		else {
+			co_set_state(g, GS_STABLE);
+			sync_answer_all(co, g, 0);
+		}
+	}
+	rn_arena_free(&wr->arena);
+	free(wr->group);
+	free(wr);
 }
 
 int

@@ -88,17 +88,19 @@ co_group_load(struct co *co, int32_t partition, struct rn_kstr id,
 		g->state_ts = v->state_ts;
 }
 
-void
-co_group_store(struct co *co, struct co_group *g)
+int16_t
+co_group_store(struct co *co, struct co_group *g, int64_t *end)
 {
 	struct rn_grec_group v;
 	struct rn_grec_member *ms;
 	struct rn_record_in rec;
 	struct rn_kwriter kw, vw;
-	int64_t end;
-	int16_t err;
+	int16_t err = RN_KERR_UNKNOWN_SERVER_ERROR;
+	int64_t ignored;
 	int i;
 
+	if (end == NULL)
+		end = &ignored;
 	memset(&v, 0, sizeof(v));
 	v.protocol_type = co_ks(g->protocol_type ? g->protocol_type : "");
 	v.generation = g->generation;
@@ -135,14 +137,12 @@ co_group_store(struct co *co, struct co_group *g)
 	rec.value = vw.buf;
 	rec.value_len = (int32_t)vw.len;
 	rec.timestamp = rn_wallclock_ms();
-	/*
-	 * Not waited for: a lost group record costs the members a rejoin
-	 * after a coordinator move, never an offset.
-	 */
 	if (kw.err || vw.err || (err = co_log_append(co, g->partition, &rec,
-	    1, &end)) != 0)
-		log_warnx("group %s: cannot store its metadata", g->id);
+	    1, end)) != 0)
+		log_warnx("group %s: cannot store its metadata (%s)", g->id,
+		    rn_kerr_name(err));
 	rn_kwriter_free(&kw);
 	rn_kwriter_free(&vw);
 	free(ms);
+	return err;
 }

@@ -162,7 +162,7 @@ co_log_settle(struct co *co)
 		*pp = wr->next;
 		if (co->writes_tail == &wr->next)
 			co->writes_tail = pp;
-		co_commit_settled(co, wr, kerr);
+		co_write_settled(co, wr, kerr);
 	}
 	return co->writes != NULL ? co->now + SETTLE_POLL_MS : INT64_MAX;
 }

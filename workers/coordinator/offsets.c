@@ -283,6 +283,15 @@ co_commit_settled(struct co *co, struct co_write *wr, int16_t kerr)
 	commit_write_free(wr);
 }
 
+void
+co_write_settled(struct co *co, struct co_write *wr, int16_t kerr)
+{
+	if (wr->kind == CW_SYNC)
+		co_sync_settled(co, wr, kerr);
+	else
+		co_commit_settled(co, wr, kerr);
+}
+
 /* The records of a commit: one per partition without an error. */
 static int16_t
 commit_append(struct co *co, struct co_write *wr, struct co_group *g,
