@@ -30,7 +30,7 @@
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
 #define RN_SHM_LAYOUT_VERSION 3
-#define RN_SHM_MAX_WORKERS 130 /* 1 controller + 64 network + 64 fetchers + 1 coordinator */
+#define RN_SHM_MAX_WORKERS 130 /* controller, 64 network, 64 fetchers, coordinator */
 
 enum rn_worker_role {
 	RN_ROLE_W_CONTROLLER = 0,

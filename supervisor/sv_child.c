@@ -66,12 +66,6 @@ sv_children_init(struct sv *sv)
 	sv->n_children = n;
 }
 
-/*
- * Before a new incarnation attaches: make what the old one left usable.
- * A ring whose producer died may hold a torn frame: repair() cuts it off.
- * A ring whose consumer died holds only messages for the old incarnation,
- * and its producer may still be pushing: discard() is the safe reset.
- */
 /* The group coordinator's rings, repaired as the controller's are. */
 static void
 child_repair_coord_rings(struct sv *sv, struct sv_child *c)
@@ -96,6 +90,12 @@ child_repair_coord_rings(struct sv *sv, struct sv_child *c)
 	rn_ring_discard(rn_shm_ring_from_coord(&sv->shm, c->slot));
 }
 
+/*
+ * Before a new incarnation attaches: make what the old one left usable.
+ * A ring whose producer died may hold a torn frame: repair() cuts it off.
+ * A ring whose consumer died holds only messages for the old incarnation,
+ * and its producer may still be pushing: discard() is the safe reset.
+ */
 static void
 child_repair_ipc(struct sv *sv, struct sv_child *c)
 {
