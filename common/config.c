@@ -25,7 +25,10 @@ const char rn_config_embedded_default[] =
     "controller.quorum.voters=1@127.0.0.1:9093\n"
     "log.dirs=/tmp/runnel-logs\n"
     "num.network.threads=3\n"
-    "num.replica.fetchers=1\n";
+    "num.replica.fetchers=1\n"
+    "# one node: __consumer_offsets with one replica, no join delay\n"
+    "offsets.topic.replication.factor=1\n"
+    "group.initial.rebalance.delay.ms=0\n";
 
 enum cfg_type { T_INT, T_LONG, T_BOOL, T_STR, T_FN };
 

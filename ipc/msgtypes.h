@@ -7,7 +7,7 @@
 #ifndef RN_MSGTYPES_H
 #define RN_MSGTYPES_H
 
-#define RN_IPC_VERSION 4
+#define RN_IPC_VERSION 5
 
 enum rn_ipc_type {
 	RN_IPC_PAD = 0,     /* reserved by the ring for wrap-around padding */
@@ -37,7 +37,10 @@ enum rn_ipc_type {
 	/*
 	 * network worker -> controller: create these topics with the broker
 	 * defaults if they do not exist (auto.create.topics.enable), no reply:
-	 * {"v": int, "topics": [str, ...]}.
+	 * {"v": int, "topics": [str, ...]}. An entry may instead be a map
+	 * {"name": str, "partitions": int, "rf": int, "configs": {str: str}}:
+	 * an internal topic (__consumer_offsets), created with those settings
+	 * whatever auto.create.topics.enable says.
 	 */
 	RN_IPC_AUTO_CREATE = 5,
 	/*
@@ -54,6 +57,20 @@ enum rn_ipc_type {
 	 * then the piece; reassembled, it is a message of that type.
 	 */
 	RN_IPC_FRAGMENT = 7,
+	/*
+	 * network worker -> group coordinator: a group API request (JoinGroup,
+	 * SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+	 * ListGroups, DescribeGroups, DeleteGroups, OffsetDelete) as the
+	 * client sent it: {"v": int, "req": uint, "key": int, "ver": int,
+	 * "client": str, "host": str (client address), "body": bin}.
+	 */
+	RN_IPC_GROUP_REQUEST = 8,
+	/*
+	 * group coordinator -> network worker, possibly much later (a join
+	 * waits for the rebalance, a commit for the ISR): {"v": int,
+	 * "req": uint, "body": bin (response body)}.
+	 */
+	RN_IPC_GROUP_RESPONSE = 9,
 };
 
 #endif /* RN_MSGTYPES_H */

@@ -259,6 +259,28 @@ rn_shm_ring_from_ctl(const struct rn_shm *shm, unsigned slot)
 	return ring_at(shm, slot * 2 + 1);
 }
 
+/* Group coordinator rings: the same layout in their own region. */
+static struct rn_ring *
+coord_ring_at(const struct rn_shm *shm, unsigned idx)
+{
+	size_t stride = ring_stride(shm->hdr->ring_bytes);
+
+	return (struct rn_ring *)((char *)region(shm, RN_REGION_COORD_RINGS) +
+	    stride * idx);
+}
+
+struct rn_ring *
+rn_shm_ring_to_coord(const struct rn_shm *shm, unsigned slot)
+{
+	return coord_ring_at(shm, slot * 2);
+}
+
+struct rn_ring *
+rn_shm_ring_from_coord(const struct rn_shm *shm, unsigned slot)
+{
+	return coord_ring_at(shm, slot * 2 + 1);
+}
+
 void
 rn_shm_meta_rebuild(struct rn_shm *shm)
 {
@@ -279,6 +301,7 @@ rn_worker_role_name(enum rn_worker_role role)
 	case RN_ROLE_W_NETWORK: return "network";
 	case RN_ROLE_W_FETCHER: return "replica-fetcher";
 	case RN_ROLE_W_CLEANER: return "log-cleaner";
+	case RN_ROLE_W_COORDINATOR: return "group-coordinator";
 	}
 	return "unknown";
 }

@@ -18,14 +18,16 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 2
-#define RN_SHM_MAX_WORKERS 130 /* 1 controller + 64 network + 64 fetchers + 1 */
+#define RN_SHM_LAYOUT_VERSION 3
+/* controller, 64 network, 64 fetchers, log cleaner, group coordinator */
+#define RN_SHM_MAX_WORKERS 131
 
 enum rn_worker_role {
 	RN_ROLE_W_CONTROLLER = 0,
 	RN_ROLE_W_NETWORK = 1,
 	RN_ROLE_W_FETCHER = 2,
 	RN_ROLE_W_CLEANER = 3,
+	RN_ROLE_W_COORDINATOR = 4,
 };
 
 /*
@@ -70,6 +72,8 @@ struct rn_shm_params {
  *   slotmap     one bit per partition slot: set once the slot was used,
  *               so a pass over every slot reads a bitmap instead of
  *               touching (and so backing) a page per slot
+ *   coordrings  per worker: a ring to the group coordinator and one from
+ *               it (the same shape as the controller's)
  */
 #define RN_SHM_REGIONS(R) \
 	R(HEADER, "header", rn_shm_header_size, NULL) \
@@ -77,7 +81,9 @@ struct rn_shm_params {
 	R(METADATA, "metadata", rn_mdimage_shm_size, rn_mdimage_shm_init) \
 	R(PARTITIONS, "partitions", rn_shm_partitions_size, NULL) \
 	R(RINGS, "rings", rn_shm_rings_size, rn_shm_rings_init) \
-	R(SLOTMAP, "slot map", rn_shm_slotmap_size, NULL)
+	R(SLOTMAP, "slot map", rn_shm_slotmap_size, NULL) \
+	R(COORD_RINGS, "coordinator rings", rn_shm_rings_size, \
+	    rn_shm_rings_init)
 
 #define RN_SHM_REGION_ID(id, name, size, init) RN_REGION_##id,
 enum rn_region {
@@ -197,6 +203,10 @@ bool rn_shm_slot_used(const struct rn_shm *shm, unsigned i);
 /* The ring a worker writes to reach the controller, and the one it reads. */
 struct rn_ring *rn_shm_ring_to_ctl(const struct rn_shm *shm, unsigned slot);
 struct rn_ring *rn_shm_ring_from_ctl(const struct rn_shm *shm, unsigned slot);
+/* The same pair between a worker and the group coordinator. */
+struct rn_ring *rn_shm_ring_to_coord(const struct rn_shm *shm, unsigned slot);
+struct rn_ring *rn_shm_ring_from_coord(const struct rn_shm *shm,
+    unsigned slot);
 
 /*
  * The controller died in the middle of a publish (odd seqlock): clear the

@@ -2866,6 +2866,187 @@ rn_CreateTopicsResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_DeleteGroupsRequest_init(struct rn_DeleteGroupsRequest *o)
+{
+	o->groups_names = NULL;
+	o->groups_names_count = 0;
+}
+
+static int
+dec_rn_DeleteGroupsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DeleteGroupsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->groups_names = rn_kr_array(r, a, n, sizeof(*o->groups_names), 1);
+		o->groups_names_count = r->err ? 0 : n;
+		for (i = 0; i < o->groups_names_count && !r->err; i++)
+			o->groups_names[i] = rn_kr_string(r, flex, false);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DeleteGroupsRequest(struct rn_kwriter *w, int16_t v, const struct rn_DeleteGroupsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->groups_names_count, flex, true, false);
+		for (i = 0; i < o->groups_names_count && !w->err; i++)
+			rn_kw_string(w, o->groups_names[i], flex, false);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DeleteGroupsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DeleteGroupsRequest *out)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DeleteGroupsRequest(r, version, arena, out);
+}
+
+int
+rn_DeleteGroupsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DeleteGroupsRequest *in)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DeleteGroupsRequest(w, version, in);
+}
+
+void
+rn_DeleteGroupsResponse_DeletableGroupResult_init(struct rn_DeleteGroupsResponse_DeletableGroupResult *o)
+{
+	o->group_id.ptr = NULL;
+	o->group_id.len = 0;
+	o->error_code = 0;
+}
+
+static void
+dec_rn_DeleteGroupsResponse_DeletableGroupResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DeleteGroupsResponse_DeletableGroupResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->group_id = rn_kr_string(r, flex, false);
+	o->error_code = rn_kr_int16(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DeleteGroupsResponse_DeletableGroupResult(struct rn_kwriter *w, int16_t v, const struct rn_DeleteGroupsResponse_DeletableGroupResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->group_id, flex, false);
+	rn_kw_int16(w, o->error_code);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DeleteGroupsResponse_init(struct rn_DeleteGroupsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->results = NULL;
+	o->results_count = 0;
+}
+
+static int
+dec_rn_DeleteGroupsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DeleteGroupsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 3);
+		o->results_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_count && !r->err; i++)
+			dec_rn_DeleteGroupsResponse_DeletableGroupResult(r, v, a, &o->results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DeleteGroupsResponse(struct rn_kwriter *w, int16_t v, const struct rn_DeleteGroupsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_count, flex, true, false);
+		for (i = 0; i < o->results_count && !w->err; i++)
+			enc_rn_DeleteGroupsResponse_DeletableGroupResult(w, v, &o->results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DeleteGroupsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DeleteGroupsResponse *out)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DeleteGroupsResponse(r, version, arena, out);
+}
+
+int
+rn_DeleteGroupsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DeleteGroupsResponse *in)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DeleteGroupsResponse(w, version, in);
+}
+
+void
 rn_DeleteRecordsRequest_DeleteRecordsPartition_init(struct rn_DeleteRecordsRequest_DeleteRecordsPartition *o)
 {
 	o->partition_index = 0;
@@ -9015,6 +9196,303 @@ rn_OffsetCommitResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_OffsetDeleteRequest_OffsetDeleteRequestPartition_init(struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *o)
+{
+	o->partition_index = 0;
+}
+
+static void
+dec_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+}
+
+static void
+enc_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(struct rn_kwriter *w, int16_t v, const struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+}
+
+void
+rn_OffsetDeleteRequest_OffsetDeleteRequestTopic_init(struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 4);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(r, v, a, &o->partitions[i]);
+	}
+}
+
+static void
+enc_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(struct rn_kwriter *w, int16_t v, const struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(w, v, &o->partitions[i]);
+	}
+}
+
+void
+rn_OffsetDeleteRequest_init(struct rn_OffsetDeleteRequest *o)
+{
+	o->group_id.ptr = NULL;
+	o->group_id.len = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_OffsetDeleteRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_OffsetDeleteRequest *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->group_id = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 6);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(r, v, a, &o->topics[i]);
+	}
+	return r->err;
+}
+
+static int
+enc_rn_OffsetDeleteRequest(struct rn_kwriter *w, int16_t v, const struct rn_OffsetDeleteRequest *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->group_id, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(w, v, &o->topics[i]);
+	}
+	return w->err;
+}
+
+int
+rn_OffsetDeleteRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_OffsetDeleteRequest *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_OffsetDeleteRequest(r, version, arena, out);
+}
+
+int
+rn_OffsetDeleteRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_OffsetDeleteRequest *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_OffsetDeleteRequest(w, version, in);
+}
+
+void
+rn_OffsetDeleteResponse_OffsetDeleteResponsePartition_init(struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *o)
+{
+	o->partition_index = 0;
+	o->error_code = 0;
+}
+
+static void
+dec_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+}
+
+static void
+enc_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(struct rn_kwriter *w, int16_t v, const struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int16(w, o->error_code);
+}
+
+void
+rn_OffsetDeleteResponse_OffsetDeleteResponseTopic_init(struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 6);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(r, v, a, &o->partitions[i]);
+	}
+}
+
+static void
+enc_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(struct rn_kwriter *w, int16_t v, const struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(w, v, &o->partitions[i]);
+	}
+}
+
+void
+rn_OffsetDeleteResponse_init(struct rn_OffsetDeleteResponse *o)
+{
+	o->error_code = 0;
+	o->throttle_time_ms = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_OffsetDeleteResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_OffsetDeleteResponse *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 6);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(r, v, a, &o->topics[i]);
+	}
+	return r->err;
+}
+
+static int
+enc_rn_OffsetDeleteResponse(struct rn_kwriter *w, int16_t v, const struct rn_OffsetDeleteResponse *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(w, v, &o->topics[i]);
+	}
+	return w->err;
+}
+
+int
+rn_OffsetDeleteResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_OffsetDeleteResponse *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_OffsetDeleteResponse(r, version, arena, out);
+}
+
+int
+rn_OffsetDeleteResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_OffsetDeleteResponse *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_OffsetDeleteResponse(w, version, in);
+}
+
+void
 rn_OffsetFetchRequest_OffsetFetchRequestTopic_init(struct rn_OffsetFetchRequest_OffsetFetchRequestTopic *o)
 {
 	o->name.ptr = NULL;
@@ -11324,6 +11802,30 @@ venc_CreatePartitionsResponse(struct rn_kwriter *w, int16_t v, const void *o)
 }
 
 static int
+vdec_DeleteGroupsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DeleteGroupsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_DeleteGroupsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DeleteGroupsRequest_encode(w, v, o);
+}
+
+static int
+vdec_DeleteGroupsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DeleteGroupsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_DeleteGroupsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DeleteGroupsResponse_encode(w, v, o);
+}
+
+static int
 vdec_ElectLeadersRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_ElectLeadersRequest_decode(r, v, a, o);
@@ -11369,6 +11871,30 @@ static int
 venc_IncrementalAlterConfigsResponse(struct rn_kwriter *w, int16_t v, const void *o)
 {
 	return rn_IncrementalAlterConfigsResponse_encode(w, v, o);
+}
+
+static int
+vdec_OffsetDeleteRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_OffsetDeleteRequest_decode(r, v, a, o);
+}
+
+static int
+venc_OffsetDeleteRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_OffsetDeleteRequest_encode(w, v, o);
+}
+
+static int
+vdec_OffsetDeleteResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_OffsetDeleteResponse_decode(r, v, a, o);
+}
+
+static int
+venc_OffsetDeleteResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_OffsetDeleteResponse_encode(w, v, o);
 }
 
 static int
@@ -11584,10 +12110,14 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_AlterConfigsRequest, venc_AlterConfigsRequest, vdec_AlterConfigsResponse, venc_AlterConfigsResponse },
 	{ 37, 0, 3, 2, "CreatePartitions", sizeof(struct rn_CreatePartitionsRequest), sizeof(struct rn_CreatePartitionsResponse),
 	    vdec_CreatePartitionsRequest, venc_CreatePartitionsRequest, vdec_CreatePartitionsResponse, venc_CreatePartitionsResponse },
+	{ 42, 0, 2, 2, "DeleteGroups", sizeof(struct rn_DeleteGroupsRequest), sizeof(struct rn_DeleteGroupsResponse),
+	    vdec_DeleteGroupsRequest, venc_DeleteGroupsRequest, vdec_DeleteGroupsResponse, venc_DeleteGroupsResponse },
 	{ 43, 0, 2, 2, "ElectLeaders", sizeof(struct rn_ElectLeadersRequest), sizeof(struct rn_ElectLeadersResponse),
 	    vdec_ElectLeadersRequest, venc_ElectLeadersRequest, vdec_ElectLeadersResponse, venc_ElectLeadersResponse },
 	{ 44, 0, 1, 1, "IncrementalAlterConfigs", sizeof(struct rn_IncrementalAlterConfigsRequest), sizeof(struct rn_IncrementalAlterConfigsResponse),
 	    vdec_IncrementalAlterConfigsRequest, venc_IncrementalAlterConfigsRequest, vdec_IncrementalAlterConfigsResponse, venc_IncrementalAlterConfigsResponse },
+	{ 47, 0, 0, -1, "OffsetDelete", sizeof(struct rn_OffsetDeleteRequest), sizeof(struct rn_OffsetDeleteResponse),
+	    vdec_OffsetDeleteRequest, venc_OffsetDeleteRequest, vdec_OffsetDeleteResponse, venc_OffsetDeleteResponse },
 	{ 55, 0, 2, 0, "DescribeQuorum", sizeof(struct rn_DescribeQuorumRequest), sizeof(struct rn_DescribeQuorumResponse),
 	    vdec_DescribeQuorumRequest, venc_DescribeQuorumRequest, vdec_DescribeQuorumResponse, venc_DescribeQuorumResponse },
 	{ 56, 0, 3, 0, "AlterPartition", sizeof(struct rn_AlterPartitionRequest), sizeof(struct rn_AlterPartitionResponse),
@@ -11607,9 +12137,9 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
 	12, -1, 13, 14, 15, 16, 17, 18, -1, -1, -1, -1, -1, -1, -1, -1,
-	19, 20, -1, -1, -1, 21, -1, -1, -1, -1, -1, 22, 23, -1, -1, -1,
-	-1, -1, -1, -1, -1, -1, -1, 24, 25, -1, -1, -1, 26, -1, 27, 28,
-	29, -1, -1, -1, -1, -1, -1, -1, -1, 30,
+	19, 20, -1, -1, -1, 21, -1, -1, -1, -1, 22, 23, 24, -1, -1, 25,
+	-1, -1, -1, -1, -1, -1, -1, 26, 27, -1, -1, -1, 28, -1, 29, 30,
+	31, -1, -1, -1, -1, -1, -1, -1, -1, 32,
 };
 
 const struct rn_kapi *

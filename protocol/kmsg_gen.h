@@ -327,6 +327,24 @@ struct rn_CreateTopicsResponse {
 	int32_t topics_count;
 };
 
+/* DeleteGroupsRequest (API key 42), versions 0-2, flexible 2+ */
+struct rn_DeleteGroupsRequest {
+	struct rn_kstr *groups_names;
+	int32_t groups_names_count;
+};
+
+/* DeleteGroupsResponse (API key 42), versions 0-2, flexible 2+ */
+struct rn_DeleteGroupsResponse_DeletableGroupResult {
+	struct rn_kstr group_id;
+	int16_t error_code;
+};
+
+struct rn_DeleteGroupsResponse {
+	int32_t throttle_time_ms;
+	struct rn_DeleteGroupsResponse_DeletableGroupResult *results;
+	int32_t results_count;
+};
+
 /* DeleteRecordsRequest (API key 21), versions 0-2, flexible 2+ */
 struct rn_DeleteRecordsRequest_DeleteRecordsPartition {
 	int32_t partition_index;
@@ -1011,6 +1029,42 @@ struct rn_OffsetCommitResponse {
 	int32_t topics_count;
 };
 
+/* OffsetDeleteRequest (API key 47), versions 0-0 */
+struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition {
+	int32_t partition_index;
+};
+
+struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic {
+	struct rn_kstr name;
+	struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_OffsetDeleteRequest {
+	struct rn_kstr group_id;
+	struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *topics;
+	int32_t topics_count;
+};
+
+/* OffsetDeleteResponse (API key 47), versions 0-0 */
+struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition {
+	int32_t partition_index;
+	int16_t error_code;
+};
+
+struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic {
+	struct rn_kstr name;
+	struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_OffsetDeleteResponse {
+	int16_t error_code;
+	int32_t throttle_time_ms;
+	struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *topics;
+	int32_t topics_count;
+};
+
 /* OffsetFetchRequest (API key 9), versions 0-8, flexible 6+ */
 struct rn_OffsetFetchRequest_OffsetFetchRequestTopic {
 	struct rn_kstr name;
@@ -1318,6 +1372,17 @@ int rn_CreateTopicsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_CreateTopicsResponse *out);
 int rn_CreateTopicsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_CreateTopicsResponse *in);
+void rn_DeleteGroupsRequest_init(struct rn_DeleteGroupsRequest *o);
+int rn_DeleteGroupsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DeleteGroupsRequest *out);
+int rn_DeleteGroupsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DeleteGroupsRequest *in);
+void rn_DeleteGroupsResponse_DeletableGroupResult_init(struct rn_DeleteGroupsResponse_DeletableGroupResult *o);
+void rn_DeleteGroupsResponse_init(struct rn_DeleteGroupsResponse *o);
+int rn_DeleteGroupsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DeleteGroupsResponse *out);
+int rn_DeleteGroupsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DeleteGroupsResponse *in);
 void rn_DeleteRecordsRequest_DeleteRecordsPartition_init(struct rn_DeleteRecordsRequest_DeleteRecordsPartition *o);
 void rn_DeleteRecordsRequest_DeleteRecordsTopic_init(struct rn_DeleteRecordsRequest_DeleteRecordsTopic *o);
 void rn_DeleteRecordsRequest_init(struct rn_DeleteRecordsRequest *o);
@@ -1551,6 +1616,20 @@ int rn_OffsetCommitResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_OffsetCommitResponse *out);
 int rn_OffsetCommitResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_OffsetCommitResponse *in);
+void rn_OffsetDeleteRequest_OffsetDeleteRequestPartition_init(struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *o);
+void rn_OffsetDeleteRequest_OffsetDeleteRequestTopic_init(struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *o);
+void rn_OffsetDeleteRequest_init(struct rn_OffsetDeleteRequest *o);
+int rn_OffsetDeleteRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_OffsetDeleteRequest *out);
+int rn_OffsetDeleteRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_OffsetDeleteRequest *in);
+void rn_OffsetDeleteResponse_OffsetDeleteResponsePartition_init(struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *o);
+void rn_OffsetDeleteResponse_OffsetDeleteResponseTopic_init(struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *o);
+void rn_OffsetDeleteResponse_init(struct rn_OffsetDeleteResponse *o);
+int rn_OffsetDeleteResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_OffsetDeleteResponse *out);
+int rn_OffsetDeleteResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_OffsetDeleteResponse *in);
 void rn_OffsetFetchRequest_OffsetFetchRequestTopic_init(struct rn_OffsetFetchRequest_OffsetFetchRequestTopic *o);
 void rn_OffsetFetchRequest_OffsetFetchRequestTopics_init(struct rn_OffsetFetchRequest_OffsetFetchRequestTopics *o);
 void rn_OffsetFetchRequest_OffsetFetchRequestGroup_init(struct rn_OffsetFetchRequest_OffsetFetchRequestGroup *o);
@@ -1636,7 +1715,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 31
+#define RN_KAPI_COUNT 33
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -1676,8 +1755,10 @@ enum rn_kapi_key {
 	RN_KAPI_DESCRIBE_CONFIGS = 32,
 	RN_KAPI_ALTER_CONFIGS = 33,
 	RN_KAPI_CREATE_PARTITIONS = 37,
+	RN_KAPI_DELETE_GROUPS = 42,
 	RN_KAPI_ELECT_LEADERS = 43,
 	RN_KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
+	RN_KAPI_OFFSET_DELETE = 47,
 	RN_KAPI_DESCRIBE_QUORUM = 55,
 	RN_KAPI_ALTER_PARTITION = 56,
 	RN_KAPI_DESCRIBE_CLUSTER = 60,
@@ -1710,8 +1791,10 @@ union rn_krequest {
 	struct rn_DescribeConfigsRequest describe_configs;
 	struct rn_AlterConfigsRequest alter_configs;
 	struct rn_CreatePartitionsRequest create_partitions;
+	struct rn_DeleteGroupsRequest delete_groups;
 	struct rn_ElectLeadersRequest elect_leaders;
 	struct rn_IncrementalAlterConfigsRequest incremental_alter_configs;
+	struct rn_OffsetDeleteRequest offset_delete;
 	struct rn_DescribeQuorumRequest describe_quorum;
 	struct rn_AlterPartitionRequest alter_partition;
 	struct rn_DescribeClusterRequest describe_cluster;
@@ -1744,8 +1827,10 @@ union rn_kresponse {
 	struct rn_DescribeConfigsResponse describe_configs;
 	struct rn_AlterConfigsResponse alter_configs;
 	struct rn_CreatePartitionsResponse create_partitions;
+	struct rn_DeleteGroupsResponse delete_groups;
 	struct rn_ElectLeadersResponse elect_leaders;
 	struct rn_IncrementalAlterConfigsResponse incremental_alter_configs;
+	struct rn_OffsetDeleteResponse offset_delete;
 	struct rn_DescribeQuorumResponse describe_quorum;
 	struct rn_AlterPartitionResponse alter_partition;
 	struct rn_DescribeClusterResponse describe_cluster;

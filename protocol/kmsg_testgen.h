@@ -134,6 +134,15 @@ static int tg_eq_rn_CreateTopicsResponse_CreatableTopicResult(const struct rn_Cr
 static void tg_fill_rn_CreateTopicsResponse(struct tg *t, int16_t v, struct rn_CreateTopicsResponse *o);
 static int tg_eq_rn_CreateTopicsResponse(const struct rn_CreateTopicsResponse *a, const struct rn_CreateTopicsResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_DeleteGroupsRequest(struct tg *t, int16_t v, struct rn_DeleteGroupsRequest *o);
+static int tg_eq_rn_DeleteGroupsRequest(const struct rn_DeleteGroupsRequest *a, const struct rn_DeleteGroupsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DeleteGroupsResponse_DeletableGroupResult(struct tg *t, int16_t v, struct rn_DeleteGroupsResponse_DeletableGroupResult *o);
+static int tg_eq_rn_DeleteGroupsResponse_DeletableGroupResult(const struct rn_DeleteGroupsResponse_DeletableGroupResult *a, const struct rn_DeleteGroupsResponse_DeletableGroupResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DeleteGroupsResponse(struct tg *t, int16_t v, struct rn_DeleteGroupsResponse *o);
+static int tg_eq_rn_DeleteGroupsResponse(const struct rn_DeleteGroupsResponse *a, const struct rn_DeleteGroupsResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_DeleteRecordsRequest_DeleteRecordsPartition(struct tg *t, int16_t v, struct rn_DeleteRecordsRequest_DeleteRecordsPartition *o);
 static int tg_eq_rn_DeleteRecordsRequest_DeleteRecordsPartition(const struct rn_DeleteRecordsRequest_DeleteRecordsPartition *a, const struct rn_DeleteRecordsRequest_DeleteRecordsPartition *b,
     int16_t v, const char *path);
@@ -400,6 +409,24 @@ static int tg_eq_rn_OffsetCommitResponse_OffsetCommitResponseTopic(const struct 
     int16_t v, const char *path);
 static void tg_fill_rn_OffsetCommitResponse(struct tg *t, int16_t v, struct rn_OffsetCommitResponse *o);
 static int tg_eq_rn_OffsetCommitResponse(const struct rn_OffsetCommitResponse *a, const struct rn_OffsetCommitResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(struct tg *t, int16_t v, struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *o);
+static int tg_eq_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(const struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *a, const struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(struct tg *t, int16_t v, struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *o);
+static int tg_eq_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(const struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *a, const struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_OffsetDeleteRequest(struct tg *t, int16_t v, struct rn_OffsetDeleteRequest *o);
+static int tg_eq_rn_OffsetDeleteRequest(const struct rn_OffsetDeleteRequest *a, const struct rn_OffsetDeleteRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(struct tg *t, int16_t v, struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *o);
+static int tg_eq_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(const struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *a, const struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(struct tg *t, int16_t v, struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *o);
+static int tg_eq_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(const struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *a, const struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_OffsetDeleteResponse(struct tg *t, int16_t v, struct rn_OffsetDeleteResponse *o);
+static int tg_eq_rn_OffsetDeleteResponse(const struct rn_OffsetDeleteResponse *a, const struct rn_OffsetDeleteResponse *b,
     int16_t v, const char *path);
 static void tg_fill_rn_OffsetFetchRequest_OffsetFetchRequestTopic(struct tg *t, int16_t v, struct rn_OffsetFetchRequest_OffsetFetchRequestTopic *o);
 static int tg_eq_rn_OffsetFetchRequest_OffsetFetchRequestTopic(const struct rn_OffsetFetchRequest_OffsetFetchRequestTopic *a, const struct rn_OffsetFetchRequest_OffsetFetchRequestTopic *b,
@@ -2070,6 +2097,92 @@ tg_eq_rn_CreateTopicsResponse(const struct rn_CreateTopicsResponse *a, const str
 		return 0;
 	for (int i = 0; i < a->topics_count; i++)
 		if (!tg_eq_rn_CreateTopicsResponse_CreatableTopicResult(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DeleteGroupsRequest(struct tg *t, int16_t v, struct rn_DeleteGroupsRequest *o)
+{
+	rn_DeleteGroupsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->groups_names_count = tg_count(t, false);
+	o->groups_names = o->groups_names_count > 0 ? tg_alloc(t, o->groups_names_count * sizeof(*o->groups_names)) : NULL;
+	for (int i = 0; i < o->groups_names_count; i++) {
+		o->groups_names[i] = tg_str(t, false);
+	}
+}
+
+static int
+tg_eq_rn_DeleteGroupsRequest(const struct rn_DeleteGroupsRequest *a, const struct rn_DeleteGroupsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->groups_names_count, b->groups_names_count, path, "groups_names_count"))
+		return 0;
+	for (int i = 0; i < a->groups_names_count; i++)
+		if (!tg_eq_str(a->groups_names[i], b->groups_names[i], path, "groups_names"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DeleteGroupsResponse_DeletableGroupResult(struct tg *t, int16_t v, struct rn_DeleteGroupsResponse_DeletableGroupResult *o)
+{
+	rn_DeleteGroupsResponse_DeletableGroupResult_init(o);
+	(void)t;
+	(void)v;
+	o->group_id = tg_str(t, false);
+	o->error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_DeleteGroupsResponse_DeletableGroupResult(const struct rn_DeleteGroupsResponse_DeletableGroupResult *a, const struct rn_DeleteGroupsResponse_DeletableGroupResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->group_id, b->group_id, path, "group_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DeleteGroupsResponse(struct tg *t, int16_t v, struct rn_DeleteGroupsResponse *o)
+{
+	rn_DeleteGroupsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->results_count = tg_count(t, false);
+	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+	for (int i = 0; i < o->results_count; i++) {
+		tg_fill_rn_DeleteGroupsResponse_DeletableGroupResult(t, v, &o->results[i]);
+	}
+}
+
+static int
+tg_eq_rn_DeleteGroupsResponse(const struct rn_DeleteGroupsResponse *a, const struct rn_DeleteGroupsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+		return 0;
+	for (int i = 0; i < a->results_count; i++)
+		if (!tg_eq_rn_DeleteGroupsResponse_DeletableGroupResult(&a->results[i], &b->results[i], v, "results"))
 			return 0;
 	return 1;
 }
@@ -5557,6 +5670,184 @@ tg_eq_rn_OffsetCommitResponse(const struct rn_OffsetCommitResponse *a, const str
 }
 
 static void
+tg_fill_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(struct tg *t, int16_t v, struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *o)
+{
+	rn_OffsetDeleteRequest_OffsetDeleteRequestPartition_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(const struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *a, const struct rn_OffsetDeleteRequest_OffsetDeleteRequestPartition *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(struct tg *t, int16_t v, struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *o)
+{
+	rn_OffsetDeleteRequest_OffsetDeleteRequestTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(const struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *a, const struct rn_OffsetDeleteRequest_OffsetDeleteRequestTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_OffsetDeleteRequest_OffsetDeleteRequestPartition(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_OffsetDeleteRequest(struct tg *t, int16_t v, struct rn_OffsetDeleteRequest *o)
+{
+	rn_OffsetDeleteRequest_init(o);
+	(void)t;
+	(void)v;
+	o->group_id = tg_str(t, false);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_OffsetDeleteRequest(const struct rn_OffsetDeleteRequest *a, const struct rn_OffsetDeleteRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->group_id, b->group_id, path, "group_id"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_OffsetDeleteRequest_OffsetDeleteRequestTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(struct tg *t, int16_t v, struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *o)
+{
+	rn_OffsetDeleteResponse_OffsetDeleteResponsePartition_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(const struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *a, const struct rn_OffsetDeleteResponse_OffsetDeleteResponsePartition *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(struct tg *t, int16_t v, struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *o)
+{
+	rn_OffsetDeleteResponse_OffsetDeleteResponseTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(const struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *a, const struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_OffsetDeleteResponse_OffsetDeleteResponsePartition(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_OffsetDeleteResponse(struct tg *t, int16_t v, struct rn_OffsetDeleteResponse *o)
+{
+	rn_OffsetDeleteResponse_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_OffsetDeleteResponse(const struct rn_OffsetDeleteResponse *a, const struct rn_OffsetDeleteResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_OffsetDeleteResponse_OffsetDeleteResponseTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
 tg_fill_rn_OffsetFetchRequest_OffsetFetchRequestTopic(struct tg *t, int16_t v, struct rn_OffsetFetchRequest_OffsetFetchRequestTopic *o)
 {
 	rn_OffsetFetchRequest_OffsetFetchRequestTopic_init(o);
@@ -6774,6 +7065,30 @@ tgv_eq_CreateTopicsResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_DeleteGroupsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DeleteGroupsRequest(t, v, o);
+}
+
+static int
+tgv_eq_DeleteGroupsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DeleteGroupsRequest(a, b, v, "DeleteGroupsRequest");
+}
+
+static void
+tgv_fill_DeleteGroupsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DeleteGroupsResponse(t, v, o);
+}
+
+static int
+tgv_eq_DeleteGroupsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DeleteGroupsResponse(a, b, v, "DeleteGroupsResponse");
+}
+
+static void
 tgv_fill_DeleteRecordsRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_DeleteRecordsRequest(t, v, o);
@@ -7206,6 +7521,30 @@ tgv_eq_OffsetCommitResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_OffsetDeleteRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_OffsetDeleteRequest(t, v, o);
+}
+
+static int
+tgv_eq_OffsetDeleteRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_OffsetDeleteRequest(a, b, v, "OffsetDeleteRequest");
+}
+
+static void
+tgv_fill_OffsetDeleteResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_OffsetDeleteResponse(t, v, o);
+}
+
+static int
+tgv_eq_OffsetDeleteResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_OffsetDeleteResponse(a, b, v, "OffsetDeleteResponse");
+}
+
+static void
 tgv_fill_OffsetFetchRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_OffsetFetchRequest(t, v, o);
@@ -7342,6 +7681,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "CreatePartitionsResponse", 37, false, 0, 3, sizeof(struct rn_CreatePartitionsResponse), tgv_fill_CreatePartitionsResponse, tgv_eq_CreatePartitionsResponse },
 	{ "CreateTopicsRequest", 19, true, 0, 7, sizeof(struct rn_CreateTopicsRequest), tgv_fill_CreateTopicsRequest, tgv_eq_CreateTopicsRequest },
 	{ "CreateTopicsResponse", 19, false, 0, 7, sizeof(struct rn_CreateTopicsResponse), tgv_fill_CreateTopicsResponse, tgv_eq_CreateTopicsResponse },
+	{ "DeleteGroupsRequest", 42, true, 0, 2, sizeof(struct rn_DeleteGroupsRequest), tgv_fill_DeleteGroupsRequest, tgv_eq_DeleteGroupsRequest },
+	{ "DeleteGroupsResponse", 42, false, 0, 2, sizeof(struct rn_DeleteGroupsResponse), tgv_fill_DeleteGroupsResponse, tgv_eq_DeleteGroupsResponse },
 	{ "DeleteRecordsRequest", 21, true, 0, 2, sizeof(struct rn_DeleteRecordsRequest), tgv_fill_DeleteRecordsRequest, tgv_eq_DeleteRecordsRequest },
 	{ "DeleteRecordsResponse", 21, false, 0, 2, sizeof(struct rn_DeleteRecordsResponse), tgv_fill_DeleteRecordsResponse, tgv_eq_DeleteRecordsResponse },
 	{ "DeleteTopicsRequest", 20, true, 0, 6, sizeof(struct rn_DeleteTopicsRequest), tgv_fill_DeleteTopicsRequest, tgv_eq_DeleteTopicsRequest },
@@ -7378,6 +7719,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "MetadataResponse", 3, false, 0, 12, sizeof(struct rn_MetadataResponse), tgv_fill_MetadataResponse, tgv_eq_MetadataResponse },
 	{ "OffsetCommitRequest", 8, true, 0, 8, sizeof(struct rn_OffsetCommitRequest), tgv_fill_OffsetCommitRequest, tgv_eq_OffsetCommitRequest },
 	{ "OffsetCommitResponse", 8, false, 0, 8, sizeof(struct rn_OffsetCommitResponse), tgv_fill_OffsetCommitResponse, tgv_eq_OffsetCommitResponse },
+	{ "OffsetDeleteRequest", 47, true, 0, 0, sizeof(struct rn_OffsetDeleteRequest), tgv_fill_OffsetDeleteRequest, tgv_eq_OffsetDeleteRequest },
+	{ "OffsetDeleteResponse", 47, false, 0, 0, sizeof(struct rn_OffsetDeleteResponse), tgv_fill_OffsetDeleteResponse, tgv_eq_OffsetDeleteResponse },
 	{ "OffsetFetchRequest", 9, true, 0, 8, sizeof(struct rn_OffsetFetchRequest), tgv_fill_OffsetFetchRequest, tgv_eq_OffsetFetchRequest },
 	{ "OffsetFetchResponse", 9, false, 0, 8, sizeof(struct rn_OffsetFetchResponse), tgv_fill_OffsetFetchResponse, tgv_eq_OffsetFetchResponse },
 	{ "OffsetForLeaderEpochRequest", 23, true, 0, 4, sizeof(struct rn_OffsetForLeaderEpochRequest), tgv_fill_OffsetForLeaderEpochRequest, tgv_eq_OffsetForLeaderEpochRequest },

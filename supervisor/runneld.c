@@ -154,9 +154,11 @@ resolve_service_user(void)
 static int
 setup_shared(void)
 {
+	const struct sv_role *roles;
 	struct rn_shm_params p;
 	char layout[256];
 	size_t len = 0;
+	size_t r, n_roles;
 	unsigned i;
 	int rc;
 
@@ -164,9 +166,12 @@ setup_shared(void)
 	    &sv.cfg);
 	sv.env.n_fetchers = sv_role_count(sv_role_of(RN_ROLE_W_FETCHER),
 	    &sv.cfg);
-	sv.env.n_workers = sv_role_count(sv_role_of(RN_ROLE_W_CONTROLLER),
-	    &sv.cfg) + sv.env.n_network + sv.env.n_fetchers +
-	    sv_role_count(sv_role_of(RN_ROLE_W_CLEANER), &sv.cfg);
+	sv.env.n_cleaners = sv_role_count(sv_role_of(RN_ROLE_W_CLEANER),
+	    &sv.cfg);
+	/* every row of the role table has its slots */
+	roles = sv_roles(&n_roles);
+	for (sv.env.n_workers = 0, r = 0; r < n_roles; r++)
+		sv.env.n_workers += sv_role_count(&roles[r], &sv.cfg);
 	p.n_workers = sv.env.n_workers;
 	p.ring_bytes = (uint32_t)sv.cfg.shm_ring_bytes;
 	p.max_partitions = (uint32_t)sv.cfg.shm_max_partitions;

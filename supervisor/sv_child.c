@@ -66,6 +66,30 @@ sv_children_init(struct sv *sv)
 	sv->n_children = n;
 }
 
+/* The group coordinator's rings, repaired as the controller's are. */
+static void
+child_repair_coord_rings(struct sv *sv, struct sv_child *c)
+{
+	struct rn_ring *r;
+	unsigned s;
+
+	if (c->role == RN_ROLE_W_COORDINATOR) {
+		for (s = 0; s < sv->env.n_workers; s++) {
+			r = rn_shm_ring_to_coord(&sv->shm, s);
+			if (!rn_ring_valid(r))
+				rn_ring_discard(r);
+			r = rn_shm_ring_from_coord(&sv->shm, s);
+			if (!rn_ring_valid(r))
+				(void)rn_ring_repair(r);
+		}
+		return;
+	}
+	r = rn_shm_ring_to_coord(&sv->shm, c->slot);
+	if (!rn_ring_valid(r))
+		(void)rn_ring_repair(r);
+	rn_ring_discard(rn_shm_ring_from_coord(&sv->shm, c->slot));
+}
+
 /*
  * Before a new incarnation attaches: make what the old one left usable.
  * A ring whose producer died may hold a torn frame: repair() cuts it off.
@@ -118,6 +142,7 @@ sv_child_start(struct sv *sv, struct sv_child *c)
 	pid_t pid;
 
 	child_repair_ipc(sv, c);
+	child_repair_coord_rings(sv, c);
 	c->state = RN_WS_STARTING;
 	atomic_store(&rn_shm_worker(&sv->shm, c->slot)->state, RN_WS_STARTING);
 	atomic_store(&rn_shm_worker(&sv->shm, c->slot)->heartbeat_ms, 0);

@@ -4,7 +4,8 @@
  * the configuration key that says how many of it run, where it stops in
  * a shutdown, and what it means when its restarts give up. The rows are
  * in slot order (rn_worker_slot_of): the controller, then the network
- * workers, then the replica fetchers, then the log cleaner.
+ * workers, then the replica fetchers, then the log cleaner, then the
+ * group coordinator.
  */
 #include "autoconf.h"
 
@@ -14,6 +15,7 @@
 #include "supervisor/sv.h"
 #include "workers/cleaner/cleaner.h"
 #include "workers/controller/controller.h"
+#include "workers/coordinator/coordinator.h"
 #include "workers/fetcher/fetcher.h"
 #include "workers/network/network.h"
 
@@ -46,6 +48,16 @@ static const struct sv_role roles[] = {
 	{ RN_ROLE_W_CLEANER, "log-cleaner", rn_cleaner_main,
 	    "log.cleaner.enable", offsetof(struct rn_config,
 	    log_cleaner_workers), 0, SV_FAILED_STAYS_DOWN, 0 },
+	/*
+	 * One per node: it holds the groups whose __consumer_offsets
+	 * partitions this node leads and rebuilds them from the log after
+	 * a restart. Stopped with the network workers (no new group work).
+	 * When its restarts give up it stays down like a network worker:
+	 * produce and fetch go on, and groups get COORDINATOR_NOT_AVAILABLE
+	 * instead of the node stopping.
+	 */
+	{ RN_ROLE_W_COORDINATOR, "group-coordinator", rn_coordinator_main,
+	    NULL, SV_ONE, 0, SV_FAILED_STAYS_DOWN, 0 },
 };
 
 const struct sv_role *

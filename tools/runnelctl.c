@@ -201,7 +201,7 @@ print_status(const msgpack_object *r)
 	printf("\ncluster id: %s\n", cluster[0] ? cluster : "(not known yet)");
 	printf("metadata image version: %lld\n\n",
 	    (long long)rn_mp_get_int(node, "metadata_image_version", 0));
-	printf("%-20s %-16s %-8s %-9s %8s %10s  %s\n", "NAME", "ROLE", "PID",
+	printf("%-20s %-17s %-8s %-9s %8s %10s  %s\n", "NAME", "ROLE", "PID",
 	    "STATE", "RESTARTS", "UPTIME", "DUTIES");
 	for (i = 0; ws != NULL && ws->type == MSGPACK_OBJECT_ARRAY &&
 	    i < ws->via.array.size; i++) {
@@ -216,7 +216,7 @@ print_status(const msgpack_object *r)
 		snprintf(pid, sizeof(pid), "%lld", (long long)p);
 		fmt_duration(p ? rn_mp_get_int(w, "uptime_ms", -1) : -1, up,
 		    sizeof(up));
-		printf("%-20s %-16s %-8s %-9s %8lld %10s  %s\n", name, role,
+		printf("%-20s %-17s %-8s %-9s %8lld %10s  %s\n", name, role,
 		    p ? pid : "-", st,
 		    (long long)rn_mp_get_int(w, "restarts", 0), up,
 		    duties(w, dbuf, sizeof(dbuf)));

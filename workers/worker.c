@@ -44,6 +44,9 @@ rn_worker_slot_of(const struct rn_worker_env *env, enum rn_worker_role role,
 	case RN_ROLE_W_FETCHER: return 1 + env->n_network + index;
 	case RN_ROLE_W_CLEANER:
 		return 1 + env->n_network + env->n_fetchers + index;
+	case RN_ROLE_W_COORDINATOR:
+		return 1 + env->n_network + env->n_fetchers + env->n_cleaners +
+		    index;
 	}
 	return 0;
 }
@@ -52,8 +55,8 @@ void
 rn_worker_name(enum rn_worker_role role, unsigned index, char *buf,
     size_t len)
 {
-	if (role == RN_ROLE_W_CONTROLLER)
-		strlcpy(buf, "controller", len);
+	if (role == RN_ROLE_W_CONTROLLER || role == RN_ROLE_W_COORDINATOR)
+		strlcpy(buf, rn_worker_role_name(role), len);
 	else
 		snprintf(buf, len, "%s-%u", rn_worker_role_name(role), index);
 }

@@ -41,7 +41,7 @@ struct rn_worker_env {
 	int n_listen;
 	int efd[RN_SHM_MAX_WORKERS]; /* wake-up eventfd of each worker slot */
 	unsigned n_workers;
-	unsigned n_network, n_fetchers;
+	unsigned n_network, n_fetchers, n_cleaners;
 	/*
 	 * From meta.properties when the supervisor started (rn_metaprops_ensure):
 	 * the cluster id ("" until the metadata log names one; the controller
@@ -63,7 +63,7 @@ struct rn_worker {
 	struct rn_ringq to_ctl;  /* not yet in the ring to the controller */
 };
 
-/* Slot numbering: controller first, then network, then fetchers. */
+/* Slot numbering: controller first, then network, fetchers, coordinator. */
 unsigned rn_worker_slot_of(const struct rn_worker_env *env,
     enum rn_worker_role role, unsigned index);
 void rn_worker_name(enum rn_worker_role role, unsigned index, char *buf,

@@ -14,12 +14,14 @@ with TempDir() as tmp:
         st = n.wait_running()
         t.ok(st is not None, "node comes up with every worker running")
         ws = {w["name"]: w for w in st["workers"]}
-        t.eq(sorted(ws), ["controller", "log-cleaner-0", "network-0", "network-1",
-                          "network-2", "replica-fetcher-0", "replica-fetcher-1"],
+        t.eq(sorted(ws), ["controller", "group-coordinator", "log-cleaner-0",
+                          "network-0", "network-1", "network-2",
+                          "replica-fetcher-0", "replica-fetcher-1"],
              "one controller, num.network.threads network, num.replica.fetchers "
-             "fetchers, one log cleaner")
+             "fetchers, one log cleaner, one group coordinator")
         t.eq({w["role"] for w in st["workers"]},
-             {"controller", "network", "replica-fetcher", "log-cleaner"}, "roles are named")
+             {"controller", "network", "replica-fetcher", "log-cleaner",
+              "group-coordinator"}, "roles are named")
         t.eq({name: w["duties"] for name, w in ws.items() if w["duties"]},
              {"network-0": ["storage"]},
              "status names the one worker with the storage duty (retention, "
@@ -86,7 +88,7 @@ with TempDir() as tmp:
 
         # SIGTERM: ordered stop, exit 0, nothing left behind
         pids = n.pids()
-        t.ok(len(pids) == 8, "supervisor and seven workers alive before stop (%d)" % len(pids))
+        t.ok(len(pids) == 9, "supervisor and eight workers alive before stop (%d)" % len(pids))
         t0 = time.monotonic()
         rc = n.stop()
         t.eq(rc, 0, "SIGTERM stops the node with exit status 0 in %.2f s"

@@ -35,7 +35,7 @@ with TempDir() as tmp:
         t.ok(ready, "READY=1 is sent")
         st = n.status()
         t.ok(st is not None and all(w["state"] == "running" for w in st["workers"])
-             and len(st["workers"]) == 5,
+             and len(st["workers"]) == 7,
              "when READY=1 arrives every worker is running")
         t.ok(ready and "MAINPID=%d" % n.proc.pid in ready[0], "READY carries MAINPID")
         t.ok(any("STATUS=" in m for m in msgs), "STATUS= lines are sent")

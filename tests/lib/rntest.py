@@ -142,6 +142,8 @@ class Node:
             "control.socket.path": self.sock,
             "num.network.threads": "2",
             "num.replica.fetchers": "1",
+            "offsets.topic.replication.factor": "1",
+            "group.initial.rebalance.delay.ms": "0",
         }
         p.update(props or {})
         self.props = p

@@ -491,6 +491,55 @@ ctl_op_create_topics(struct ctl_op *op, struct rn_kreader *r)
 
 /* ---- auto-creation (no reply) ---------------------------------------- */
 
+bool
+ctl_auto_create_entry(struct ctl_op *op, const msgpack_object *o,
+    struct rn_CreateTopicsRequest_CreatableTopic *t)
+{
+	const msgpack_object *name, *cf;
+	uint32_t i;
+
+	memset(t, 0, sizeof(*t));
+	t->num_partitions = -1;
+	t->replication_factor = -1;
+	if (o->type == MSGPACK_OBJECT_STR) {
+		if (!op->c->cfg->auto_create_topics_enable)
+			return false;
+		t->name.ptr = o->via.str.ptr;
+		t->name.len = (int32_t)o->via.str.size;
+		return true;
+	}
+	/* an internal topic's own settings, whatever auto-creation says */
+	if (o->type != MSGPACK_OBJECT_MAP ||
+	    (name = rn_mp_get(o, "name")) == NULL ||
+	    name->type != MSGPACK_OBJECT_STR)
+		return false;
+	t->name.ptr = name->via.str.ptr;
+	t->name.len = (int32_t)name->via.str.size;
+	t->num_partitions = (int32_t)rn_mp_get_int(o, "partitions", -1);
+	t->replication_factor = (int16_t)rn_mp_get_int(o, "rf", -1);
+	if ((cf = rn_mp_get(o, "configs")) == NULL ||
+	    cf->type != MSGPACK_OBJECT_MAP || cf->via.map.size == 0)
+		return true;
+	t->configs = rn_arena_alloc(&op->arena, sizeof(*t->configs) *
+	    cf->via.map.size);
+	if (t->configs == NULL)
+		return false;
+	for (i = 0; i < cf->via.map.size; i++) {
+		const msgpack_object_kv *kv = &cf->via.map.ptr[i];
+
+		if (kv->key.type != MSGPACK_OBJECT_STR ||
+		    kv->val.type != MSGPACK_OBJECT_STR)
+			continue;
+		t->configs[t->configs_count].name.ptr = kv->key.via.str.ptr;
+		t->configs[t->configs_count].name.len =
+		    (int32_t)kv->key.via.str.size;
+		t->configs[t->configs_count].value.ptr = kv->val.via.str.ptr;
+		t->configs[t->configs_count++].value.len =
+		    (int32_t)kv->val.via.str.size;
+	}
+	return true;
+}
+
 int
 ctl_op_auto_create(struct ctl_op *op)
 {
@@ -505,8 +554,6 @@ ctl_op_auto_create(struct ctl_op *op)
 	uint32_t i;
 	int n_done = 0;
 
-	if (!c->cfg->auto_create_topics_enable)
-		return 0;
 	msgpack_unpacked_init(&up);
 	if (msgpack_unpack_next(&up, (const char *)op->body, op->len, NULL) !=
 	    MSGPACK_UNPACK_SUCCESS || (a = rn_mp_get(&up.data, "topics")) ==
@@ -527,13 +574,8 @@ ctl_op_auto_create(struct ctl_op *op)
 		struct rn_kstr msg = { NULL, -1 };
 		int16_t e;
 
-		if (o->type != MSGPACK_OBJECT_STR)
+		if (!ctl_auto_create_entry(op, o, &t))
 			continue;
-		memset(&t, 0, sizeof(t));
-		t.name.ptr = o->via.str.ptr;
-		t.name.len = (int32_t)o->via.str.size;
-		t.num_partitions = -1;
-		t.replication_factor = -1;
 		if (nameidx_find(&made, t.name, true) != NULL)
 			continue;
 		rn_CreateTopicsResponse_CreatableTopicResult_init(&res);

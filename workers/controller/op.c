@@ -425,8 +425,6 @@ auto_create_as_create_topics(struct ctl_op *op)
 	uint32_t i;
 	bool ok = false;
 
-	if (!op->c->cfg->auto_create_topics_enable)
-		return false;
 	msgpack_unpacked_init(&up);
 	if (msgpack_unpack_next(&up, (const char *)op->body, op->len, NULL) !=
 	    MSGPACK_UNPACK_SUCCESS || (a = rn_mp_get(&up.data, "topics")) ==
@@ -440,14 +438,8 @@ auto_create_as_create_topics(struct ctl_op *op)
 	for (i = 0; i < a->via.array.size; i++) {
 		const msgpack_object *o = &a->via.array.ptr[i];
 
-		if (o->type != MSGPACK_OBJECT_STR)
-			continue;
-		rn_CreateTopicsRequest_CreatableTopic_init(&ts[req.topics_count]);
-		ts[req.topics_count].name.ptr = o->via.str.ptr;
-		ts[req.topics_count].name.len = (int32_t)o->via.str.size;
-		ts[req.topics_count].num_partitions = -1;
-		ts[req.topics_count].replication_factor = -1;
-		req.topics_count++;
+		if (ctl_auto_create_entry(op, o, &ts[req.topics_count]))
+			req.topics_count++;
 	}
 	req.topics = ts;
 	req.timeout_ms = 30000;

@@ -161,6 +161,13 @@ int ctl_op_delete_topics(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r);
 /* An RN_IPC_AUTO_CREATE: create what the names lack, no answer. */
 int ctl_op_auto_create(struct ctl_op *op);
+/*
+ * One entry of an AUTO_CREATE message as a CreateTopics topic: a name
+ * (broker defaults; only with auto.create.topics.enable) or the map of an
+ * internal topic's settings (always). false if it is not to be created.
+ */
+bool ctl_auto_create_entry(struct ctl_op *op, const msgpack_object *o,
+    struct rn_CreateTopicsRequest_CreatableTopic *t);
 
 /* configs.c: AlterConfigs, IncrementalAlterConfigs, effective configs */
 int ctl_op_alter_configs(struct ctl_op *op, struct rn_kreader *r);

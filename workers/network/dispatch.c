@@ -37,6 +37,17 @@ static const struct {
 	{ RN_KAPI_INIT_PRODUCER_ID, 0, 4, net_init_producer_id },
 	{ RN_KAPI_ELECT_LEADERS, 0, 2, net_admin_forward },
 	{ RN_KAPI_DESCRIBE_QUORUM, 0, 2, net_admin_forward },
+	{ RN_KAPI_FIND_COORDINATOR, 0, 4, net_find_coordinator },
+	{ RN_KAPI_OFFSET_COMMIT, 0, 8, net_group_forward },
+	{ RN_KAPI_OFFSET_FETCH, 0, 8, net_group_forward },
+	{ RN_KAPI_JOIN_GROUP, 0, 9, net_group_forward },
+	{ RN_KAPI_SYNC_GROUP, 0, 5, net_group_forward },
+	{ RN_KAPI_HEARTBEAT, 0, 4, net_group_forward },
+	{ RN_KAPI_LEAVE_GROUP, 0, 5, net_group_forward },
+	{ RN_KAPI_LIST_GROUPS, 0, 4, net_group_forward },
+	{ RN_KAPI_DESCRIBE_GROUPS, 0, 5, net_group_forward },
+	{ RN_KAPI_DELETE_GROUPS, 0, 2, net_group_forward },
+	{ RN_KAPI_OFFSET_DELETE, 0, 0, net_group_forward },
 };
 
 #define N_SERVED (sizeof(served) / sizeof(served[0]))

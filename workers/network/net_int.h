@@ -38,6 +38,7 @@ enum conn_wait {
 	CONN_WAIT_FETCH,         /* a fetch parked until data or max.wait.ms */
 	CONN_WAIT_CONTROLLER,    /* an admin request forwarded to the controller */
 	CONN_WAIT_ACKS,          /* an acks=all produce waiting for the ISR */
+	CONN_WAIT_COORDINATOR,   /* a group request forwarded to the coordinator */
 };
 
 /* An acks=all partition append waiting for the high watermark. */
@@ -68,7 +69,8 @@ struct conn {
 	struct rn_arena arena;
 	void *req;               /* decoded request (in arena) */
 	struct rn_arena_mark req_mark; /* the arena after the request */
-	uint64_t admin_req;      /* id of the request forwarded to the controller */
+	uint64_t admin_req;      /* id of the request forwarded to the controller
+				  * or the group coordinator */
 	void *resp;              /* a response being completed (acks=all) */
 	struct produce_wait *pw;
 	int n_pw;
@@ -112,6 +114,11 @@ struct net {
 	uint64_t lead_view_version;
 	int64_t lead_epoch;
 	bool lead_ok;
+	/* the group coordinator (coord_channel.c) */
+	struct rn_ringq to_coord;     /* not yet in the ring to it */
+	struct rn_ringq_in from_coord;
+	int32_t coord_pid;            /* its pid when last drained */
+	int64_t next_offsets_create_ms;
 };
 
 /*
@@ -181,6 +188,12 @@ int net_ctl_drain(struct net *n);
 void net_auto_create(struct net *n, const struct rn_kstr *names, int count);
 int net_alter_partition(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp, const int32_t *isr, int n_isr);
+
+/* coord_channel.c: consumer groups */
+int net_find_coordinator(struct net *n, struct conn *c);
+int net_group_forward(struct net *n, struct conn *c);
+int net_coord_drain(struct net *n);
+bool net_coord_pump(struct net *n);
 
 /* Map a storage error to a Kafka error code. */
 int16_t net_storage_kerr(int rc);

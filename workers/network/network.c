@@ -100,6 +100,8 @@ net_deadlines(struct net *n, int64_t now)
 				net_fetch_recheck(n, c, true);
 			else if (c->wait == CONN_WAIT_ACKS)
 				net_produce_recheck(n, c, true);
+			else if (c->wait == CONN_WAIT_COORDINATOR)
+				net_conn_close(n, c, "group coordinator timeout");
 			else {
 				log_warnx("%s: no answer from the controller "
 				    "in time: closing", c->peer);
@@ -293,8 +295,9 @@ net_wait_ms(struct net *n, int64_t now, int64_t next)
 	timeout = (int)(next - now);
 	if (timeout < 0)
 		timeout = 0;
-	/* the controller wakes us as it drains; poll too, to be sure */
-	if (rn_worker_pump_ctl(n->w) && timeout > 10)
+	/* the controller and the coordinator wake us as they drain; poll
+	 * too, to be sure */
+	if ((rn_worker_pump_ctl(n->w) | net_coord_pump(n)) && timeout > 10)
 		timeout = 10;
 	return timeout;
 }
@@ -369,13 +372,19 @@ rn_network_main(struct rn_worker *w)
 		if (net_housekeeping(&n, now))
 			next = now; /* more of the pass after this turn */
 		rn_ring_consumer_sleeping(in, true);
+		rn_ring_consumer_sleeping(rn_shm_ring_from_coord(w->env->shm,
+		    w->slot), true);
 		if (net_ctl_drain(&n) != 0) {
 			log_errx("bad message from the controller: restarting");
 			return RN_WORKER_EXIT_RESTART;
 		}
+		if (net_coord_drain(&n) != 0)
+			log_warnx("bad message from the group coordinator");
 		k = epoll_wait(n.epfd, evs, MAX_EVENTS,
 		    net_wait_ms(&n, now, next));
 		rn_ring_consumer_sleeping(in, false);
+		rn_ring_consumer_sleeping(rn_shm_ring_from_coord(w->env->shm,
+		    w->slot), false);
 		/*
 		 * Requests are answered from the image published before they
 		 * arrived: a client that got an admin answer from another

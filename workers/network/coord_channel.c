@@ -1,0 +1,307 @@
+/*
+ * Consumer groups on the network side. FindCoordinator is answered here
+ * from the image (the leader of the group's __consumer_offsets partition),
+ * asking the controller to create that topic on first use. Every other
+ * group API goes to this node's group coordinator over this worker's
+ * ring pair to it, as the client sent it; the connection waits for the
+ * reply, which may come much later (a JoinGroup waits for the rebalance).
+ * A coordinator that restarts meanwhile costs the waiting clients their
+ * connection: they reconnect and ask again, as after a coordinator move.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "common/ctlproto.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "ipc/msgtypes.h"
+#include "protocol/kerrors.h"
+#include "protocol/kframe.h"
+#include "workers/coordinator/records.h"
+#include "workers/network/net_int.h"
+
+/* A client whose coordinator never answers gives up long before this. */
+#define GROUP_TIMEOUT_MS (35 * 60 * 1000)
+
+static unsigned
+coord_slot(const struct net *n)
+{
+	return rn_worker_slot_of(n->w->env, RN_ROLE_W_COORDINATOR, 0);
+}
+
+static int
+coord_send(struct net *n, const void *buf, size_t len)
+{
+	const struct rn_worker_env *env = n->w->env;
+	struct rn_ring *r = rn_shm_ring_to_coord(env->shm, n->w->slot);
+	int rc;
+
+	if ((rc = rn_ringq_send(&n->to_coord, r, RN_IPC_GROUP_REQUEST, buf,
+	    len, 0)) != 0)
+		return rc;
+	rc = rn_ring_notify(r, env->efd[coord_slot(n)]);
+	return rc < 0 ? rc : 0;
+}
+
+/* Push what is queued for the coordinator; true if some is left. */
+bool
+net_coord_pump(struct net *n)
+{
+	const struct rn_worker_env *env = n->w->env;
+	struct rn_ring *r = rn_shm_ring_to_coord(env->shm, n->w->slot);
+
+	if (!rn_ringq_pending(&n->to_coord))
+		return false;
+	if (rn_ringq_pump(&n->to_coord, r, 0) == 1)
+		(void)rn_ring_notify(r, env->efd[coord_slot(n)]);
+	return rn_ringq_pending(&n->to_coord);
+}
+
+int
+net_group_forward(struct net *n, struct conn *c)
+{
+	struct rn_kreader r;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	size_t body_off, hl;
+	char host[64];
+	const char *colon;
+	int rc;
+
+	uint32_t st = atomic_load(&rn_shm_worker(n->w->env->shm,
+	    coord_slot(n))->state);
+
+	/* given up on: nobody would answer; the client tries elsewhere */
+	if (st == RN_WS_FAILED || st == RN_WS_STOPPED)
+		return -EHOSTDOWN;
+	rn_kreader_init(&r, c->rbuf + c->frame_off + 4, c->frame_len);
+	if (rn_krequest_header_decode(&r, &c->hdr) < 0)
+		return -EPROTO;
+	body_off = (size_t)(r.p - (c->rbuf + c->frame_off + 4));
+	/* Kafka names a member's host as "/address" */
+	colon = strrchr(c->peer, ':');
+	hl = colon != NULL ? (size_t)(colon - c->peer) : strlen(c->peer);
+	snprintf(host, sizeof(host), "/%.*s", (int)hl, c->peer);
+
+	c->admin_req = ++n->next_admin_id;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 7);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "req");
+	msgpack_pack_uint64(&pk, c->admin_req);
+	rn_mp_pack_str(&pk, "key");
+	msgpack_pack_int16(&pk, c->hdr.api_key);
+	rn_mp_pack_str(&pk, "ver");
+	msgpack_pack_int16(&pk, c->hdr.api_version);
+	rn_mp_pack_str(&pk, "client");
+	msgpack_pack_str(&pk, c->hdr.client_id.len > 0 ?
+	    (size_t)c->hdr.client_id.len : 0);
+	msgpack_pack_str_body(&pk, c->hdr.client_id.ptr,
+	    c->hdr.client_id.len > 0 ? (size_t)c->hdr.client_id.len : 0);
+	rn_mp_pack_str(&pk, "host");
+	rn_mp_pack_str(&pk, host);
+	rn_mp_pack_str(&pk, "body");
+	msgpack_pack_bin(&pk, c->frame_len - body_off);
+	msgpack_pack_bin_body(&pk, c->rbuf + c->frame_off + 4 + body_off,
+	    c->frame_len - body_off);
+	rc = coord_send(n, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+	if (rc != 0)
+		return rc;
+	c->wait = CONN_WAIT_COORDINATOR;
+	c->deadline_ms = rn_now_ms() + GROUP_TIMEOUT_MS;
+	return 0;
+}
+
+static void
+group_reply(struct net *n, const msgpack_object *m)
+{
+	const msgpack_object *body = rn_mp_get(m, "body");
+	uint64_t req = (uint64_t)rn_mp_get_int(m, "req", 0);
+	struct net_out *o;
+	struct conn *c;
+	size_t mark;
+
+	for (c = n->conns; c != NULL; c = c->next_all)
+		if (c->wait == CONN_WAIT_COORDINATOR && c->admin_req == req)
+			break;
+	if (c == NULL)
+		return; /* the client went away */
+	if (body == NULL || body->type != MSGPACK_OBJECT_BIN ||
+	    (o = net_out_begin(c, &mark)) == NULL) {
+		c->closing = true;
+		net_conn_request_done(n, c);
+		return;
+	}
+	rn_kw_raw(&o->w, body->via.bin.ptr, body->via.bin.size);
+	net_out_finish(n, c, o, mark);
+	net_conn_request_done(n, c);
+}
+
+static int
+coord_channel_handle(void *arg, pid_t sender, uint16_t type,
+    const msgpack_object *m)
+{
+	(void)sender;
+	if (type != RN_IPC_GROUP_RESPONSE)
+		return -EBADMSG;
+	group_reply(arg, m);
+	return 0;
+}
+
+/*
+ * Replies from the coordinator; and when it was restarted, the requests
+ * it held are lost: their connections close so the clients ask again.
+ */
+int
+net_coord_drain(struct net *n)
+{
+	const struct rn_worker_env *env = n->w->env;
+	struct rn_worker_slot *ws = rn_shm_worker(env->shm, coord_slot(n));
+	int32_t pid = atomic_load(&ws->pid);
+	struct rn_drain d = {
+		.ring = rn_shm_ring_from_coord(env->shm, n->w->slot),
+		.sender_pid = &ws->pid,
+		.in = &n->from_coord,
+		.wake_fd = env->efd[coord_slot(n)],
+		.max_len = (size_t)n->cfg->socket_request_max_bytes + 65536,
+		.from = "the group coordinator",
+		.handle = coord_channel_handle,
+		.arg = n,
+	};
+	struct conn *c, *nc;
+
+	if (n->coord_pid != 0 && pid != n->coord_pid)
+		for (c = n->conns; c != NULL; c = nc) {
+			nc = c->next_all;
+			if (c->wait == CONN_WAIT_COORDINATOR)
+				net_conn_close(n, c, "group coordinator "
+				    "restarted");
+		}
+	n->coord_pid = pid;
+	return rn_worker_drain(&d);
+}
+
+/* ---- FindCoordinator ------------------------------------------------ */
+
+/* Ask the controller for __consumer_offsets, at most once a second. */
+static void
+offsets_topic_create(struct net *n)
+{
+	struct rn_group_settings gs;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	char seg[32];
+	int64_t now = rn_now_ms();
+
+	if (now < n->next_offsets_create_ms)
+		return;
+	n->next_offsets_create_ms = now + 1000;
+	rn_group_settings_load(n->cfg, &gs);
+	snprintf(seg, sizeof(seg), "%lld", (long long)gs.offsets_segment_bytes);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "topics");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 4);
+	rn_mp_pack_str(&pk, "name");
+	rn_mp_pack_str(&pk, RN_OFFSETS_TOPIC);
+	rn_mp_pack_str(&pk, "partitions");
+	msgpack_pack_int32(&pk, gs.offsets_partitions);
+	rn_mp_pack_str(&pk, "rf");
+	msgpack_pack_int32(&pk, gs.offsets_rf);
+	rn_mp_pack_str(&pk, "configs");
+	msgpack_pack_map(&pk, 3);
+	rn_mp_pack_str(&pk, "cleanup.policy");
+	rn_mp_pack_str(&pk, "compact");
+	rn_mp_pack_str(&pk, "compression.type");
+	rn_mp_pack_str(&pk, "producer");
+	rn_mp_pack_str(&pk, "segment.bytes");
+	rn_mp_pack_str(&pk, seg);
+	if (rn_worker_send_ctl(n->w, RN_IPC_AUTO_CREATE, sb.data,
+	    (uint32_t)sb.size) != 0)
+		log_warnx("cannot ask the controller to create %s",
+		    RN_OFFSETS_TOPIC);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+/* The coordinator of one key: error code, and the broker when 0. */
+static int16_t
+find_one(struct net *n, struct rn_kstr key, int8_t key_type,
+    const struct rn_mdv_broker **out)
+{
+	const struct rn_mdv_topic *t;
+	const struct rn_mdv_partition *mp;
+	const struct rn_mdv_broker *b;
+	int32_t p;
+
+	*out = NULL;
+	if (key_type == 1)
+		/* transactions are not offered (as InitProducerId says) */
+		return RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	if (key_type != 0)
+		return RN_KERR_INVALID_REQUEST;
+	if (key.len < 0)
+		return RN_KERR_INVALID_REQUEST;
+	t = rn_mdview_topic(&n->view, RN_OFFSETS_TOPIC,
+	    strlen(RN_OFFSETS_TOPIC));
+	if (t == NULL || t->n_parts <= 0) {
+		offsets_topic_create(n);
+		return RN_KERR_COORDINATOR_NOT_AVAILABLE;
+	}
+	p = rn_group_partition(key.ptr, (size_t)key.len, t->n_parts);
+	if ((mp = rn_mdview_partition(t, p)) == NULL || mp->leader < 0 ||
+	    (b = rn_mdview_broker(&n->view, mp->leader)) == NULL || b->fenced)
+		return RN_KERR_COORDINATOR_NOT_AVAILABLE;
+	*out = b;
+	return RN_KERR_NONE;
+}
+
+int
+net_find_coordinator(struct net *n, struct conn *c)
+{
+	const struct rn_FindCoordinatorRequest *req = c->req;
+	struct rn_FindCoordinatorResponse r;
+	const struct rn_mdv_broker *b;
+	int32_t i;
+
+	rn_FindCoordinatorResponse_init(&r);
+	if (c->hdr.api_version < 4) {
+		r.error_code = find_one(n, req->key, req->key_type, &b);
+		r.error_message = rn_kstr_c(r.error_code ?
+		    rn_kerr_name(r.error_code) : NULL);
+		r.node_id = b ? b->id : -1;
+		r.host = rn_kstr_c(b ? b->host : "");
+		r.port = b ? b->port : -1;
+		return net_respond(n, c, &r);
+	}
+	r.coordinators_count = req->coordinator_keys_count;
+	r.coordinators = net_array(c, req->coordinator_keys_count,
+	    sizeof(*r.coordinators));
+	if (r.coordinators == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req->coordinator_keys_count; i++) {
+		struct rn_FindCoordinatorResponse_Coordinator *o =
+		    &r.coordinators[i];
+
+		rn_FindCoordinatorResponse_Coordinator_init(o);
+		o->key = req->coordinator_keys[i];
+		o->error_code = find_one(n, o->key, req->key_type, &b);
+		o->error_message = rn_kstr_c(o->error_code ?
+		    rn_kerr_name(o->error_code) : NULL);
+		o->node_id = b ? b->id : -1;
+		o->host = rn_kstr_c(b ? b->host : "");
+		o->port = b ? b->port : -1;
+	}
+	return net_respond(n, c, &r);
+}
