@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "tests/lib/tap.h"
-#include "workers/coordinator/records.h"
+#include "protocol/group_records.h"
 
 static int32_t
 hash(const char *s)

@@ -17,7 +17,7 @@
 #include "protocol/kcodec.h"
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
-#include "workers/coordinator/records.h"
+#include "protocol/group_records.h"
 #include "workers/partition/partition.h"
 #include "workers/worker.h"
 

@@ -22,7 +22,7 @@
 #include "ipc/msgtypes.h"
 #include "protocol/kerrors.h"
 #include "protocol/kframe.h"
-#include "workers/coordinator/records.h"
+#include "protocol/group_records.h"
 #include "workers/network/net_int.h"
 
 /* A client whose coordinator never answers gives up long before this. */

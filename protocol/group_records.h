@@ -6,8 +6,8 @@
  * value schemas (offset commit key v1 / value v3, group metadata key v2 /
  * value v4), and the group settings read from the configuration.
  */
-#ifndef RN_COORD_RECORDS_H
-#define RN_COORD_RECORDS_H
+#ifndef RN_GROUP_RECORDS_H
+#define RN_GROUP_RECORDS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -97,4 +97,4 @@ struct rn_group_settings {
 void rn_group_settings_load(const struct rn_config *cfg,
     struct rn_group_settings *s);
 
-#endif /* RN_COORD_RECORDS_H */
+#endif /* RN_GROUP_RECORDS_H */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/coordinator/records.h"
+#include "protocol/group_records.h"
 
 /* One code point of UTF-8; a malformed byte is U+FFFD, as Java decodes. */
 static uint32_t
