@@ -120,31 +120,6 @@ net_group_forward(struct net *n, struct conn *c)
 	return 0;
 }
 
-static void
-group_reply(struct net *n, const msgpack_object *m)
-{
-	const msgpack_object *body = rn_mp_get(m, "body");
-	uint64_t req = (uint64_t)rn_mp_get_int(m, "req", 0);
-	struct net_out *o;
-	struct conn *c;
-	size_t mark;
-
-	for (c = n->conns; c != NULL; c = c->next_all)
-		if (c->wait == CONN_WAIT_COORDINATOR && c->admin_req == req)
-			break;
-	if (c == NULL)
-		return; /* the client went away */
-	if (body == NULL || body->type != MSGPACK_OBJECT_BIN ||
-	    (o = net_out_begin(c, &mark)) == NULL) {
-		c->closing = true;
-		net_conn_request_done(n, c);
-		return;
-	}
-	rn_kw_raw(&o->w, body->via.bin.ptr, body->via.bin.size);
-	net_out_finish(n, c, o, mark);
-	net_conn_request_done(n, c);
-}
-
 static int
 coord_channel_handle(void *arg, pid_t sender, uint16_t type,
     const msgpack_object *m)
@@ -152,7 +127,8 @@ coord_channel_handle(void *arg, pid_t sender, uint16_t type,
 	(void)sender;
 	if (type != RN_IPC_GROUP_RESPONSE)
 		return -EBADMSG;
-	group_reply(arg, m);
+	net_forwarded_reply(arg, CONN_WAIT_COORDINATOR, m,
+	    "the group coordinator");
 	return 0;
 }
 

@@ -72,47 +72,6 @@ net_admin_forward(struct net *n, struct conn *c)
 	return 0;
 }
 
-static struct conn *
-conn_by_admin_req(struct net *n, uint64_t req)
-{
-	struct conn *c;
-
-	for (c = n->conns; c != NULL; c = c->next_all)
-		if (c->wait == CONN_WAIT_CONTROLLER && c->admin_req == req)
-			return c;
-	return NULL;
-}
-
-static void
-admin_reply(struct net *n, const msgpack_object *m)
-{
-	const msgpack_object *body = rn_mp_get(m, "body");
-	uint64_t req = (uint64_t)rn_mp_get_int(m, "req", 0);
-	struct conn *c = conn_by_admin_req(n, req);
-	struct net_out *o;
-	size_t mark;
-
-	if (c == NULL)
-		return; /* the client went away */
-	if (body == NULL || body->type != MSGPACK_OBJECT_BIN ||
-	    rn_mp_get_int(m, "err", 0) != 0) {
-		log_warnx("%s: the controller could not answer %s (error %lld)",
-		    c->peer, rn_kapi_find(c->hdr.api_key)->name,
-		    (long long)rn_mp_get_int(m, "err", 0));
-		c->closing = true;
-		net_conn_request_done(n, c);
-		return;
-	}
-	if ((o = net_out_begin(c, &mark)) == NULL) {
-		c->closing = true;
-		net_conn_request_done(n, c);
-		return;
-	}
-	rn_kw_raw(&o->w, body->via.bin.ptr, body->via.bin.size);
-	net_out_finish(n, c, o, mark);
-	net_conn_request_done(n, c);
-}
-
 /* One message from the controller: a reply, or the answer to hello. */
 static int
 ctl_channel_handle(void *arg, pid_t sender, uint16_t type,
@@ -120,7 +79,8 @@ ctl_channel_handle(void *arg, pid_t sender, uint16_t type,
 {
 	(void)sender;
 	if (type == RN_IPC_ADMIN_RESPONSE)
-		admin_reply(arg, m);
+		net_forwarded_reply(arg, CONN_WAIT_CONTROLLER, m,
+		    "the controller");
 	else if (type != RN_IPC_HELLO_ACK)
 		return -EBADMSG;
 	return 0;

@@ -33,6 +33,8 @@ struct net_out {
 	int n_slices;
 };
 
+struct msgpack_object;
+
 enum conn_wait {
 	CONN_IDLE = 0,
 	CONN_WAIT_FETCH,         /* a fetch parked until data or max.wait.ms */
@@ -145,6 +147,14 @@ void net_out_free(struct net *n, struct net_out *o);
 /* dispatch.c: a frame to its API handler, and the response back */
 /* Handle the frame at c->frame_off; returns false if the connection must close. */
 bool net_dispatch(struct net *n, struct conn *c);
+/*
+ * The reply to a request forwarded to another worker (m: {"req", "body"
+ * (the encoded response body), "err"}) goes to the connection waiting
+ * for it in state wait; a reply without a body closes that connection,
+ * so its client asks again.
+ */
+void net_forwarded_reply(struct net *n, enum conn_wait wait,
+    const struct msgpack_object *m, const char *from);
 /* Start a response for the request being handled. */
 struct net_out *net_out_begin(struct conn *c, size_t *mark);
 void net_out_finish(struct net *n, struct conn *c, struct net_out *o,
