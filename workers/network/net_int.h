@@ -112,10 +112,12 @@ struct net {
 	 * by network.c): conn.c calls nothing above it.
 	 */
 	bool (*dispatch)(struct net *n, struct conn *c);
-	/* net_leads' answer for this image version and registration */
-	uint64_t lead_view_version;
-	int64_t lead_epoch;
-	bool lead_ok;
+	/* this node's own registration as the image shows it, cached per
+	 * image version and registered epoch (network.c) */
+	uint64_t self_view_version;
+	int64_t self_epoch;
+	bool self_registered, self_unfenced;
+	bool serving;            /* the client listeners are being accepted on */
 	/* the group coordinator (coord_channel.c) */
 	struct rn_ringq to_coord;     /* not yet in the ring to it */
 	struct rn_ringq_in from_coord;

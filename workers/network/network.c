@@ -140,7 +140,6 @@ net_setup(struct net *n, struct rn_worker *w)
 	const struct rn_worker_env *env = w->env;
 	struct epoll_event ev;
 	unsigned i;
-	int l;
 
 	memset(n, 0, sizeof(*n));
 	n->w = w;
@@ -151,8 +150,6 @@ net_setup(struct net *n, struct rn_worker *w)
 		    RN_ROLE_W_NETWORK, i)];
 	if ((n->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return -errno;
-	if ((l = net_listen(n, true)) != 0)
-		return l;
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	ev.data.ptr = &tag_wakeup;
@@ -262,23 +259,56 @@ net_refresh(struct net *n)
 	}
 }
 
-bool
-net_leads(struct net *n, const struct rn_mdv_partition *mp)
+/* What the image says of this incarnation's own registration. */
+static void
+net_self_refresh(struct net *n)
 {
 	int64_t e = atomic_load_explicit(
 	    &n->w->env->shm->hdr->registered_epoch, memory_order_relaxed);
 	const struct rn_mdv_broker *self;
 
+	if (n->self_view_version == n->view.version && n->self_epoch == e)
+		return;
+	self = rn_mdview_broker(&n->view, n->cfg->node_id);
+	n->self_registered = e > 0 && self != NULL && self->epoch == e;
+	n->self_unfenced = n->self_registered && !self->fenced;
+	n->self_view_version = n->view.version;
+	n->self_epoch = e;
+}
+
+bool
+net_leads(struct net *n, const struct rn_mdv_partition *mp)
+{
 	if (mp->leader != n->cfg->node_id)
 		return false;
-	if (n->lead_view_version != n->view.version || n->lead_epoch != e) {
-		self = rn_mdview_broker(&n->view, n->cfg->node_id);
-		n->lead_ok = e > 0 && self != NULL && self->epoch == e &&
-		    !self->fenced;
-		n->lead_view_version = n->view.version;
-		n->lead_epoch = e;
+	net_self_refresh(n);
+	return n->self_unfenced;
+}
+
+/*
+ * Clients are accepted (they wait in the backlog until then) once this
+ * incarnation's registration is in the image: before, the image may be
+ * one the node left off with or one replayed only part way (topics since
+ * deleted, others not yet re-created), and a client told that a topic
+ * it reads is gone drops it.
+ */
+static void
+net_start_serving(struct net *n)
+{
+	int rc;
+
+	if (n->serving)
+		return;
+	net_self_refresh(n);
+	if (!n->self_registered)
+		return;
+	if ((rc = net_listen(n, true)) != 0) {
+		log_warnx("cannot listen for clients: %s", strerror(-rc));
+		return;
 	}
-	return n->lead_ok;
+	n->serving = true;
+	log_info("serving clients: this broker's registration is in the "
+	    "metadata image");
 }
 
 /* How long the next wait may last: deadlines, accept pause, the ring. */
@@ -368,6 +398,7 @@ rn_network_main(struct rn_worker *w)
 		int64_t now = rn_now_ms(), next;
 
 		net_refresh(&n);
+		net_start_serving(&n);
 		next = net_deadlines(&n, now);
 		if (net_housekeeping(&n, now))
 			next = now; /* more of the pass after this turn */
