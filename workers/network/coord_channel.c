@@ -65,10 +65,8 @@ net_coord_pump(struct net *n)
 int
 net_group_forward(struct net *n, struct conn *c)
 {
-	struct rn_kreader r;
 	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	size_t body_off, hl;
+	size_t hl;
 	char host[64];
 	const char *colon;
 	int rc;
@@ -79,38 +77,12 @@ net_group_forward(struct net *n, struct conn *c)
 	/* given up on: nobody would answer; the client tries elsewhere */
 	if (st == RN_WS_FAILED || st == RN_WS_STOPPED)
 		return -EHOSTDOWN;
-	rn_kreader_init(&r, c->rbuf + c->frame_off + 4, c->frame_len);
-	if (rn_krequest_header_decode(&r, &c->hdr) < 0)
-		return -EPROTO;
-	body_off = (size_t)(r.p - (c->rbuf + c->frame_off + 4));
 	/* Kafka names a member's host as "/address" */
 	colon = strrchr(c->peer, ':');
 	hl = colon != NULL ? (size_t)(colon - c->peer) : strlen(c->peer);
 	snprintf(host, sizeof(host), "/%.*s", (int)hl, c->peer);
-
-	c->admin_req = ++n->next_admin_id;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 7);
-	rn_mp_pack_str(&pk, "v");
-	msgpack_pack_int(&pk, RN_IPC_VERSION);
-	rn_mp_pack_str(&pk, "req");
-	msgpack_pack_uint64(&pk, c->admin_req);
-	rn_mp_pack_str(&pk, "key");
-	msgpack_pack_int16(&pk, c->hdr.api_key);
-	rn_mp_pack_str(&pk, "ver");
-	msgpack_pack_int16(&pk, c->hdr.api_version);
-	rn_mp_pack_str(&pk, "client");
-	msgpack_pack_str(&pk, c->hdr.client_id.len > 0 ?
-	    (size_t)c->hdr.client_id.len : 0);
-	msgpack_pack_str_body(&pk, c->hdr.client_id.ptr,
-	    c->hdr.client_id.len > 0 ? (size_t)c->hdr.client_id.len : 0);
-	rn_mp_pack_str(&pk, "host");
-	rn_mp_pack_str(&pk, host);
-	rn_mp_pack_str(&pk, "body");
-	msgpack_pack_bin(&pk, c->frame_len - body_off);
-	msgpack_pack_bin_body(&pk, c->rbuf + c->frame_off + 4 + body_off,
-	    c->frame_len - body_off);
+	if ((rc = net_forward_pack(n, c, host, &sb)) != 0)
+		return rc;
 	rc = coord_send(n, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
 	if (rc != 0)

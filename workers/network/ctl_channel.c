@@ -25,38 +25,11 @@
 int
 net_admin_forward(struct net *n, struct conn *c)
 {
-	struct rn_kreader r;
 	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	size_t body_off;
 	int rc;
 
-	/* find where the body starts: decode the header again */
-	rn_kreader_init(&r, c->rbuf + c->frame_off + 4, c->frame_len);
-	if (rn_krequest_header_decode(&r, &c->hdr) < 0)
-		return -EPROTO;
-	body_off = (size_t)(r.p - (c->rbuf + c->frame_off + 4));
-
-	c->admin_req = ++n->next_admin_id;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 6);
-	rn_mp_pack_str(&pk, "v");
-	msgpack_pack_int(&pk, RN_IPC_VERSION);
-	rn_mp_pack_str(&pk, "req");
-	msgpack_pack_uint64(&pk, c->admin_req);
-	rn_mp_pack_str(&pk, "key");
-	msgpack_pack_int16(&pk, c->hdr.api_key);
-	rn_mp_pack_str(&pk, "ver");
-	msgpack_pack_int16(&pk, c->hdr.api_version);
-	rn_mp_pack_str(&pk, "client");
-	msgpack_pack_str(&pk, c->hdr.client_id.len > 0 ? (size_t)c->hdr.client_id.len : 0);
-	msgpack_pack_str_body(&pk, c->hdr.client_id.ptr,
-	    c->hdr.client_id.len > 0 ? (size_t)c->hdr.client_id.len : 0);
-	rn_mp_pack_str(&pk, "body");
-	msgpack_pack_bin(&pk, c->frame_len - body_off);
-	msgpack_pack_bin_body(&pk, c->rbuf + c->frame_off + 4 + body_off,
-	    c->frame_len - body_off);
+	if ((rc = net_forward_pack(n, c, NULL, &sb)) != 0)
+		return rc;
 	rc = rn_worker_send_ctl(n->w, RN_IPC_ADMIN_REQUEST, sb.data,
 	    (uint32_t)sb.size);
 	msgpack_sbuffer_destroy(&sb);

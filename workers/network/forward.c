@@ -5,11 +5,56 @@
  */
 #include "autoconf.h"
 
+#include <errno.h>
+
 #include <msgpack.h>
 
 #include "common/ctlproto.h"
 #include "common/log.h"
+#include "ipc/msgtypes.h"
+#include "protocol/kframe.h"
 #include "workers/network/net_int.h"
+
+int
+net_forward_pack(struct net *n, struct conn *c, const char *host,
+    msgpack_sbuffer *sb)
+{
+	const uint8_t *frame = c->rbuf + c->frame_off + 4;
+	size_t body_off, client_len;
+	struct rn_kreader r;
+	msgpack_packer pk;
+
+	/* find where the body starts: decode the header again */
+	rn_kreader_init(&r, frame, c->frame_len);
+	if (rn_krequest_header_decode(&r, &c->hdr) < 0)
+		return -EPROTO;
+	body_off = (size_t)(r.p - frame);
+	client_len = c->hdr.client_id.len > 0 ? (size_t)c->hdr.client_id.len :
+	    0;
+	c->admin_req = ++n->next_admin_id;
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, host != NULL ? 7 : 6);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "req");
+	msgpack_pack_uint64(&pk, c->admin_req);
+	rn_mp_pack_str(&pk, "key");
+	msgpack_pack_int16(&pk, c->hdr.api_key);
+	rn_mp_pack_str(&pk, "ver");
+	msgpack_pack_int16(&pk, c->hdr.api_version);
+	rn_mp_pack_str(&pk, "client");
+	msgpack_pack_str(&pk, client_len);
+	msgpack_pack_str_body(&pk, c->hdr.client_id.ptr, client_len);
+	if (host != NULL) {
+		rn_mp_pack_str(&pk, "host");
+		rn_mp_pack_str(&pk, host);
+	}
+	rn_mp_pack_str(&pk, "body");
+	msgpack_pack_bin(&pk, c->frame_len - body_off);
+	msgpack_pack_bin_body(&pk, frame + body_off, c->frame_len - body_off);
+	return 0;
+}
 
 static struct conn *
 conn_waiting(struct net *n, enum conn_wait wait, uint64_t req)

@@ -34,6 +34,7 @@ struct net_out {
 };
 
 struct msgpack_object;
+struct msgpack_sbuffer;
 
 enum conn_wait {
 	CONN_IDLE = 0,
@@ -149,6 +150,14 @@ void net_out_free(struct net *n, struct net_out *o);
 /* dispatch.c: a frame to its API handler, and the response back */
 /* Handle the frame at c->frame_off; returns false if the connection must close. */
 bool net_dispatch(struct net *n, struct conn *c);
+/*
+ * The ring message that forwards the request being handled to another
+ * worker (its header, a fresh request id in c->admin_req, the client id,
+ * the peer's host for the group coordinator when host is not NULL, the
+ * body as the client sent it) into sb, which the caller destroys.
+ */
+int net_forward_pack(struct net *n, struct conn *c, const char *host,
+    struct msgpack_sbuffer *sb);
 /*
  * The reply to a request forwarded to another worker (m: {"req", "body"
  * (the encoded response body), "err"}) goes to the connection waiting
