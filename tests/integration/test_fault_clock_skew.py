@@ -3,11 +3,9 @@ minutes behind (libfaketime on the wall clock only; the monotonic clock
 that times leases and timeouts is left alone). Leader elections under
 the skew lose nothing acknowledged, and ListOffsets by time answers from
 the records' timestamps whichever node leads."""
-import os
 
 import history
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from rnnet import NetCluster
 from rntest import Tap, TempDir, wait_for
 
@@ -41,12 +39,7 @@ with TempDir() as tmp, NetCluster(tmp, 3, props=PROPS) as cl:
                 else None)
     t.ok(cl.wait_running(), "three nodes up, two with skewed wall clocks "
          "(+10 min, -10 min)")
-    admin = AdminClient({"bootstrap.servers": cl.bootstrap})
-    for name in ("skew", "times"):
-        admin.create_topics([NewTopic(name, PARTS, 3)])[name].result(30)
-        t.ok(wait_for(lambda: history.fully_replicated(
-            cl.bootstrap, name, PARTS, 3), 30),
-            "topic %s: 3 partitions, RF 3, fully replicated" % name)
+    history.create_topics(t, cl, ("skew", "times"), PARTS)
 
     # records stamped by the client at 1,000,000 ms steps, 10 per partition
     p = Producer({"bootstrap.servers": cl.bootstrap, "acks": "all"})

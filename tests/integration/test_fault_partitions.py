@@ -7,7 +7,7 @@ import random
 import threading
 
 import history
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from rnnet import NetCluster
 from rntest import Tap, TempDir, wait_for
 
@@ -16,18 +16,6 @@ PARTS = 3
 PROPS = {"min.insync.replicas": "2", "replica.lag.time.max.ms": "4000",
          "broker.session.timeout.ms": "6000",
          "unclean.leader.election.enable": "false"}
-
-
-def judge(res, what):
-    t.ok(res["acknowledged"] > 1000, "%s: writers were acknowledged (%d)"
-         % (what, res["acknowledged"]))
-    for k, name in (("lost", "no acknowledged write lost"),
-                    ("duplicated", "no value at two offsets"),
-                    ("inconsistent", "no offset read with two values"),
-                    ("misplaced", "every value at its acknowledged offset"),
-                    ("reordered", "each writer's values in send order"),
-                    ("unexpected", "nothing read that was not sent")):
-        t.eq(len(res[k]), 0, "%s: %s" % (what, name))
 
 
 class Flapper(threading.Thread):
@@ -57,26 +45,21 @@ class Flapper(threading.Thread):
 with TempDir() as tmp, NetCluster(tmp, 3, props=PROPS) as cl:
     cl.start()
     t.ok(cl.wait_running(), "three nodes in three namespaces are up")
-    admin = AdminClient({"bootstrap.servers": cl.bootstrap})
-    for name in ("bridge", "split", "flap"):
-        admin.create_topics([NewTopic(name, PARTS, 3)])[name].result(30)
-        t.ok(wait_for(lambda: history.fully_replicated(
-            cl.bootstrap, name, PARTS, 3), 30),
-            "topic %s: 3 partitions, RF 3, fully replicated" % name)
+    history.create_topics(t, cl, ("bridge", "split", "flap"), PARTS)
 
     # the leader of partition 0 keeps one peer; the other two lose each other
     a = history.leader_of(cl.bootstrap, "bridge", 0)
     b, c = [i for i in (1, 2, 3) if i != a]
     res = history.run(t, cl, "bridge", PARTS, inject=lambda: cl.cut(b, c),
                       heal=cl.heal, hold=12.0)
-    judge(res, "bridge through node %d" % a)
+    history.judge(t, res, "bridge through node %d" % a)
 
     # the active controller alone on one side, the other two on the other
     ctl = AdminClient({"bootstrap.servers": cl.bootstrap}).list_topics(
         timeout=5).controller_id
     res = history.run(t, cl, "split", PARTS, inject=lambda: cl.isolate(ctl),
                       heal=cl.heal, hold=12.0)
-    judge(res, "controller %d in the minority" % ctl)
+    history.judge(t, res, "controller %d in the minority" % ctl)
     t.ok(wait_for(lambda: AdminClient({"bootstrap.servers": cl.bootstrap})
                   .list_topics(timeout=3).controller_id > 0, 30),
          "a controller is active after the split heals")
@@ -85,7 +68,7 @@ with TempDir() as tmp, NetCluster(tmp, 3, props=PROPS) as cl:
     res = history.run(t, cl, "flap", PARTS, inject=flapper.start,
                       heal=flapper.stop, hold=20.0)
     t.diag("%d cuts while flapping" % flapper.flaps)
-    judge(res, "flapping partitions")
+    history.judge(t, res, "flapping partitions")
     t.eq(cl.crashes(), [], "no worker crashed")
 
 t.done()

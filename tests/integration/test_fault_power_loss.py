@@ -6,7 +6,6 @@ comes back consistent: contiguous offsets, every record's CRC good, the
 high watermark not past the log. One node of three cut loses nothing
 acknowledged: replication covers it."""
 import os
-import shutil
 
 import history
 import powercut

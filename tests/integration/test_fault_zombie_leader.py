@@ -5,9 +5,8 @@ acknowledged write is lost, duplicated or reordered, and no offset is
 read with two values. Nodes live in network namespaces; the cut is a
 pair of prohibit routes."""
 import history
-from confluent_kafka.admin import AdminClient, NewTopic
 from rnnet import NetCluster
-from rntest import Tap, TempDir, wait_for
+from rntest import Tap, TempDir
 
 t = Tap()
 PARTS = 3
@@ -18,12 +17,7 @@ PROPS = {"min.insync.replicas": "2", "replica.lag.time.max.ms": "4000",
 with TempDir() as tmp, NetCluster(tmp, 3, props=PROPS) as cl:
     cl.start()
     t.ok(cl.wait_running(), "three nodes in three namespaces are up")
-    admin = AdminClient({"bootstrap.servers": cl.bootstrap})
-    for name in ("hist", "acks1"):
-        admin.create_topics([NewTopic(name, PARTS, 3)])[name].result(30)
-    t.ok(wait_for(lambda: history.fully_replicated(cl.bootstrap, "hist",
-                                                   PARTS, 3), 30),
-         "topic hist: 3 partitions, RF 3, fully replicated")
+    history.create_topics(t, cl, ("hist", "acks1"), PARTS)
     zombie = history.leader_of(cl.bootstrap, "hist", 0)
     if not t.ok(zombie > 0, "partition 0 is led by node %d" % zombie):
         t.done()

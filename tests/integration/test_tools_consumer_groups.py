@@ -2,7 +2,6 @@
 describe with lag, members and state, resets (dry run and execute, each
 specification), offset deletion and group deletion."""
 import os
-import re
 import subprocess
 import time
 

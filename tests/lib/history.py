@@ -264,3 +264,38 @@ def run(t, cl, topic, partitions, inject, heal, hold=15.0, writers=3,
         if res[k]:
             t.diag("%s (first 5): %r" % (k, res[k][:5]))
     return res
+
+
+# what each anomaly means to a user, in the order judge() checks them
+ANOMALIES = (("lost", "no acknowledged write lost"),
+             ("duplicated", "no value at two offsets"),
+             ("inconsistent", "no offset read with two values"),
+             ("misplaced", "every value at its acknowledged offset"),
+             ("reordered", "each writer's values in send order"),
+             ("unexpected", "nothing read that was not sent"))
+
+
+def judge(t, res, what, during=True):
+    """The TAP lines of one run: writers were acknowledged (during the
+    fault too, unless during is False) and no anomaly."""
+    t.ok(res["acknowledged"] > 1000, "%s: writers were acknowledged (%d)"
+         % (what, res["acknowledged"]))
+    if during:
+        t.ok(res["acked_during_fault"] > 0, "%s: writes went on being "
+             "acknowledged during the fault (%d)"
+             % (what, res["acked_during_fault"]))
+    for k, name in ANOMALIES:
+        t.eq(len(res[k]), 0, "%s: %s" % (what, name))
+
+
+def create_topics(t, cl, names, partitions, rf=3):
+    """Topics created and fully replicated, one TAP line each."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from rntest import wait_for
+    admin = AdminClient({"bootstrap.servers": cl.bootstrap})
+    for name in names:
+        admin.create_topics([NewTopic(name, partitions, rf)])[name].result(30)
+        t.ok(wait_for(lambda: fully_replicated(cl.bootstrap, name,
+                                               partitions, rf), 30),
+             "topic %s: %d partitions, RF %d, fully replicated"
+             % (name, partitions, rf))

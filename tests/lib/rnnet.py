@@ -28,12 +28,16 @@ class NetCluster:
 
     def __init__(self, tmp, count=3, props=None):
         self.cuts = set()
+        self.nodes = []
         self._claim_bridge()
         self.ns = ["%s-n%d" % (self.bridge, i) for i in range(1, count + 1)]
-        self._make_network()
+        try:
+            self._make_network()
+        except Exception:
+            self.destroy()
+            raise
         voters = ",".join("%d@%s:%d" % (i, self.addr(i), self.CTL_PORT)
                           for i in range(1, count + 1))
-        self.nodes = []
         for i in range(1, count + 1):
             n = Node(tmp, node_id=i, voters=voters, props=dict(props or {}))
             a = self.addr(i)
@@ -65,6 +69,9 @@ class NetCluster:
         _ip("link", "set", self.bridge, "up")
         for i, ns in enumerate(self.ns, 1):
             veth = "%sv%d" % (self.bridge, i)  # at most 12 characters
+            # what a killed run under this bridge's name left behind
+            _ip("link", "del", veth, check=False)
+            _ip("netns", "del", ns, check=False)
             _ip("netns", "add", ns)
             _ip("link", "add", veth, "type", "veth", "peer", "name", "eth0",
                 "netns", ns)
