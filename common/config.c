@@ -540,6 +540,20 @@ keep_kafka_key(struct rn_config *cfg, const char *key, const char *value)
 	return 0;
 }
 
+void
+rn_config_free(struct rn_config *cfg)
+{
+	int i;
+
+	for (i = 0; i < cfg->n_kafka_keys; i++) {
+		free(cfg->kafka_keys[i].key);
+		free(cfg->kafka_keys[i].value);
+	}
+	free(cfg->kafka_keys);
+	cfg->kafka_keys = NULL;
+	cfg->n_kafka_keys = cfg->cap_kafka_keys = 0;
+}
+
 const char *
 rn_config_static(const struct rn_config *cfg, const char *key)
 {

@@ -128,6 +128,8 @@ int rn_config_load(struct rn_config *cfg, const char *path, char *err,
 
 /* The value server.properties gave Kafka key key, NULL if it did not. */
 const char *rn_config_static(const struct rn_config *cfg, const char *key);
+/* What parsing allocated (the Kafka keys kept for DescribeConfigs). */
+void rn_config_free(struct rn_config *cfg);
 
 const struct rn_listener *rn_config_listener(const struct rn_config *cfg,
     const char *name);
