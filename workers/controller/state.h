@@ -65,6 +65,11 @@ struct ctl_partition {
 	int32_t leader, leader_epoch, partition_epoch;
 	uint8_t (*dirs)[16];     /* per replica: its log dir's directory.id */
 	int32_t *slots;          /* per replica: slot on that broker */
+	/* a reassignment in progress: replicas = target + removing */
+	int32_t n_adding;
+	int32_t *adding;
+	int32_t n_removing;
+	int32_t *removing;
 };
 
 struct ctl_topic {
@@ -116,6 +121,10 @@ struct ctl_state {
 	uint64_t last_term;
 	/* Called before a topic is removed (its local dirs go away). */
 	void (*on_remove_topic)(void *arg, const struct ctl_topic *t);
+	/* Called when a Partition record drops broker's replica of t-p
+	 * (a reassignment), with the slot and log dir it had. */
+	void (*on_remove_replica)(void *arg, const struct ctl_topic *t,
+	    int32_t p, int32_t broker, int32_t slot, const uint8_t dir[16]);
 	void *hook_arg;
 };
 
