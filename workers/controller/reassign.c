@@ -77,6 +77,19 @@ original(const struct ctl_partition *p, int32_t *out)
 	return minus(p->replicas, p->n_replicas, p->adding, p->n_adding, out);
 }
 
+static void
+sort_ids(int32_t *v, int32_t n)
+{
+	int32_t i, j, x;
+
+	for (i = 1; i < n; i++)
+		for (j = i, x = v[i]; j > 0 && v[j - 1] > x; j--) {
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+}
+
+/* Done once every replica of the target is in the ISR. */
 bool
 ctl_reassign_complete(const struct ctl_partition *p, ctl_bstate_fn fn,
     void *arg, struct ctl_reassign *out)
@@ -85,27 +98,34 @@ ctl_reassign_complete(const struct ctl_partition *p, ctl_bstate_fn fn,
 
 	if (!ctl_reassigning(p))
 		return false;
-	for (i = 0; i < p->n_adding; i++)
-		if (!has(p->isr, p->n_isr, p->adding[i]))
-			return false;
 	memset(out, 0, sizeof(*out));
 	out->n_replicas = minus(p->replicas, p->n_replicas, p->removing,
 	    p->n_removing, out->replicas);
-	return settle(p, fn, arg, out);
+	for (i = 0; i < out->n_replicas; i++)
+		if (!has(p->isr, p->n_isr, out->replicas[i]))
+			return false;
+	return out->n_replicas > 0 && settle(p, fn, arg, out);
 }
 
+/*
+ * As KRaft: the current replicas (the widened set when a reassignment
+ * is replaced) against the target; adding and removing sorted.
+ */
 int16_t
 ctl_reassign_start(const struct ctl_partition *p, const int32_t *target,
     int32_t n, ctl_bstate_fn fn, void *arg, struct ctl_reassign *out)
 {
-	int32_t orig[CTL_MAX_RF], n_orig, i;
 	struct ctl_reassign tmp;
 	struct ctl_partition wide;
+	int32_t i;
 
 	memset(out, 0, sizeof(*out));
-	n_orig = original(p, orig);
-	out->n_removing = minus(orig, n_orig, target, n, out->removing);
-	out->n_adding = minus(target, n, orig, n_orig, out->adding);
+	out->n_removing = minus(p->replicas, p->n_replicas, target, n,
+	    out->removing);
+	out->n_adding = minus(target, n, p->replicas, p->n_replicas,
+	    out->adding);
+	sort_ids(out->removing, out->n_removing);
+	sort_ids(out->adding, out->n_adding);
 	if (n + out->n_removing > CTL_MAX_RF)
 		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
 	for (i = 0; i < n; i++)
@@ -247,7 +267,10 @@ alter_one(struct ctl_op *op, struct ctl_placer *pl, const struct ctl_topic *t,
 	pp = &t->parts[rp->partition_index];
 	if (rp->replicas_count < 0) {
 		if ((e = ctl_reassign_cancel(pp, ctl_broker_state, st,
-		    &ra)) != 0)
+		    &ra)) == RN_KERR_INVALID_REPLICA_ASSIGNMENT)
+			*msg = ctl_op_msg(op, "Unable to revert the partition "
+			    "assignment: only adding replicas are in sync.");
+		if (e != 0)
 			return e;
 	} else {
 		if ((e = ctl_place_check_manual(op, st, rp->replicas,
@@ -262,6 +285,11 @@ alter_one(struct ctl_op *op, struct ctl_placer *pl, const struct ctl_topic *t,
 		if ((e = ctl_place_check_slots(op, ra.adding, ra.n_adding,
 		    msg)) != 0)
 			return e;
+		/* already there, in that order: no record */
+		if (!ctl_reassigning(pp) && ra.n_replicas == pp->n_replicas &&
+		    memcmp(ra.replicas, pp->replicas, sizeof(int32_t) *
+		    (size_t)ra.n_replicas) == 0)
+			return 0;
 	}
 	log_step(t, rp->partition_index, &ra, rp->replicas_count < 0 ?
 	    "cancelled" : ra.n_adding + ra.n_removing > 0 ? "started" :

@@ -1,11 +1,13 @@
 /*
  * Partition reassignment as KRaft does it, as pure functions of a
  * partition and its brokers' states: a move first widens the replicas to
- * target + removing (adding = target - original), the adding replicas
- * catch up and join the ISR, then the replicas become the target, the
- * removed ones leave the ISR and the leader moves if it was removed. A
- * cancel goes back to the original replicas. Callers turn the outcome
- * into a Partition record.
+ * target + removing (removing = current - target, adding = target -
+ * current, each sorted), the adding replicas catch up and join the ISR,
+ * and once the whole target is in the ISR the replicas become the
+ * target, the removed ones leave the ISR and the leader moves if it was
+ * removed. A cancel takes the adding replicas out again (the others keep
+ * the widened order, as in KRaft). Callers turn the outcome into a
+ * Partition record.
  */
 #ifndef RN_CTL_REASSIGN_H
 #define RN_CTL_REASSIGN_H
@@ -43,7 +45,7 @@ int16_t ctl_reassign_start(const struct ctl_partition *p,
 /* Back to the original replicas: 0, or NO_REASSIGNMENT_IN_PROGRESS. */
 int16_t ctl_reassign_cancel(const struct ctl_partition *p, ctl_bstate_fn fn,
     void *arg, struct ctl_reassign *out);
-/* True (out filled) when p's adding replicas are all in its ISR and an
+/* True (out filled) when p's target replicas are all in its ISR and an
  * up broker of the target can lead. */
 bool ctl_reassign_complete(const struct ctl_partition *p, ctl_bstate_fn fn,
     void *arg, struct ctl_reassign *out);
