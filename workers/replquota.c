@@ -3,17 +3,30 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/kconfig_catalogue.h"
-#include "common/util.h"
 #include "workers/replquota.h"
 
+#define BURST_US 1000000
+
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void
-rn_replquota_init(struct rn_replquota *q, bool leader)
+rn_replquota_init(struct rn_replquota *q, bool leader,
+    _Atomic int64_t *shared_tat)
 {
 	memset(q, 0, sizeof(*q));
 	q->leader = leader;
-	q->last_ms = rn_now_ms();
+	atomic_store(&q->own_tat, now_us());
+	q->tat = shared_tat != NULL ? shared_tat : &q->own_tat;
 }
 
 void
@@ -38,11 +51,9 @@ rn_replquota_update(struct rn_replquota *q, const struct rn_mdview *v,
 		rate = 0;
 	else if (n_sharing > 1)
 		rate /= n_sharing;
-	if (rate != q->rate) {
-		/* a new rate starts from an empty bucket: no banked burst */
-		q->tokens = 0;
-		q->last_ms = rn_now_ms();
-	}
+	/* a new rate starts with nothing banked */
+	if (rate != q->rate)
+		atomic_store(q->tat, now_us());
 	q->rate = rate;
 }
 
@@ -75,23 +86,29 @@ rn_replquota_applies(const struct rn_replquota *q,
 int32_t
 rn_replquota_allowance(struct rn_replquota *q, int32_t cap)
 {
-	int64_t now = rn_now_ms();
+	int64_t now = now_us(), tat = atomic_load(q->tat);
+	double avail;
 
 	if (q->rate <= 0)
 		return cap;
-	q->tokens += q->rate * (double)(now - q->last_ms) / 1000.0;
-	q->last_ms = now;
-	/* at most a second's worth banked */
-	if (q->tokens > q->rate)
-		q->tokens = q->rate;
-	if (q->tokens < 1)
+	if (tat < now - BURST_US)
+		tat = now - BURST_US;
+	avail = (double)(now - tat) * q->rate / 1e6;
+	if (avail < 1)
 		return 0;
-	return q->tokens < (double)cap ? (int32_t)q->tokens : cap;
+	return avail < (double)cap ? (int32_t)avail : cap;
 }
 
 void
 rn_replquota_charge(struct rn_replquota *q, size_t bytes)
 {
-	if (q->rate > 0)
-		q->tokens -= (double)bytes;
+	int64_t now = now_us(), tat, base;
+
+	if (q->rate <= 0 || bytes == 0)
+		return;
+	tat = atomic_load(q->tat);
+	do {
+		base = tat < now - BURST_US ? now - BURST_US : tat;
+	} while (!atomic_compare_exchange_weak(q->tat, &tat, base +
+	    (int64_t)((double)bytes * 1e6 / q->rate)));
 }

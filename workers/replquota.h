@@ -4,12 +4,17 @@
  * cap the bytes of the replicas a topic's *.replication.throttled.replicas
  * names, and only while the replica being fed is out of the ISR (a
  * reassignment's new replica catching up), as in Kafka. The follower's
- * fetcher and the leader's network workers each keep a token bucket;
- * a process sharing the rate with others of its role gets its share.
+ * fetcher keeps its own account (split among num.replica.fetchers); the
+ * leader's network workers share one in the segment's header.
+ *
+ * The account is a theoretical arrival time (GCRA): sending b bytes
+ * pushes it b / rate later; bytes may go while it is not ahead of now,
+ * and at most one second's worth is banked.
  */
 #ifndef RN_REPLQUOTA_H
 #define RN_REPLQUOTA_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,13 +25,14 @@
 struct rn_replquota {
 	bool leader;            /* which side's keys */
 	double rate;            /* bytes/s; 0: unlimited */
-	double tokens;          /* below zero: a response larger than the
-	                         * budget, paid off before the next */
-	int64_t last_ms;
+	_Atomic int64_t *tat;   /* µs, CLOCK_MONOTONIC: own or shared */
+	_Atomic int64_t own_tat;
 	uint64_t version;       /* the view's, when the rate was read */
 };
 
-void rn_replquota_init(struct rn_replquota *q, bool leader);
+/* shared_tat NULL: a private account. */
+void rn_replquota_init(struct rn_replquota *q, bool leader,
+    _Atomic int64_t *shared_tat);
 /* Read the side's rate from the view (dynamic, else server.properties)
  * and keep 1/n_sharing of it; cheap when the view did not change. */
 void rn_replquota_update(struct rn_replquota *q, const struct rn_mdview *v,

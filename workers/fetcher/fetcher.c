@@ -729,7 +729,7 @@ fetcher_setup(struct fetcher *f, struct rn_worker *w, struct fpart ***mine)
 	memset(f, 0, sizeof(*f));
 	f->w = w;
 	f->cfg = w->env->cfg;
-	rn_replquota_init(&f->quota, false);
+	rn_replquota_init(&f->quota, false, NULL);
 	rn_mdview_init(&f->view);
 	if (rn_part_table_init(&f->parts, w->env->shm, f->cfg) != 0 ||
 	    (f->fp = calloc(max, sizeof(*f->fp))) == NULL ||

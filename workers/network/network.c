@@ -161,7 +161,8 @@ net_setup(struct net *n, struct rn_worker *w)
 	n->parts.worker = w;
 	n->dispatch = net_dispatch;
 	rn_mdview_init(&n->view);
-	rn_replquota_init(&n->lquota, true);
+	rn_replquota_init(&n->lquota, true,
+	    &w->env->shm->hdr->leader_quota_tat_us);
 	return 0;
 }
 
@@ -258,9 +259,7 @@ net_refresh(struct net *n)
 		rn_part_table_sync(&n->parts, &n->view);
 		net_wakeup(n);
 	}
-	/* the network workers share the leader's rate */
-	rn_replquota_update(&n->lquota, &n->view, n->cfg,
-	    n->cfg->num_network_threads);
+	rn_replquota_update(&n->lquota, &n->view, n->cfg, 1);
 }
 
 /* What the image says of this incarnation's own registration. */
