@@ -71,6 +71,22 @@ pair_add(struct rn_arena *a, char **s, int32_t p, int32_t b)
 	*s = ns;
 }
 
+/* Room for a resource per topic and per broker, in a new arena a. */
+static iac_res *
+res_alloc(struct rn_arena *a, const struct ra_plan *plan, char *err,
+    size_t errlen)
+{
+	iac_res *res;
+
+	rn_arena_init(a, 64u << 20);
+	res = rn_arena_alloc(a, sizeof(*res) * (size_t)(plan->n + 1024));
+	if (res == NULL) {
+		rn_arena_free(a);
+		snprintf(err, errlen, "out of memory");
+	}
+	return res;
+}
+
 /* Send the resources; 0, or -1 with err (the first refusal). */
 static int
 iac_send(int fd, iac_res *res, int n, struct rn_arena *a, char *err,
@@ -162,13 +178,8 @@ ra_throttle_set(int fd, const struct ra_plan *plan, const struct ra_plan *cur,
 	char rbuf[32], *rates[2] = { rbuf, rbuf }, names[1024][16];
 	int i, n = 0, nb = 0, rc;
 
-	rn_arena_init(&a, 64u << 20);
-	res = rn_arena_alloc(&a, sizeof(*res) * (size_t)(plan->n + 1024));
-	if (res == NULL) {
-		rn_arena_free(&a);
-		snprintf(err, errlen, "out of memory");
+	if ((res = res_alloc(&a, plan, err, errlen)) == NULL)
 		return -1;
-	}
 	for (i = 0; i < plan->n; i++) {
 		char *lists[2];
 
@@ -199,13 +210,8 @@ ra_throttle_clear(int fd, const struct ra_plan *plan,
 	char names[1024][16];
 	int i, n = 0, rc;
 
-	rn_arena_init(&a, 64u << 20);
-	res = rn_arena_alloc(&a, sizeof(*res) * (size_t)(plan->n + 1024));
-	if (res == NULL) {
-		rn_arena_free(&a);
-		snprintf(err, errlen, "out of memory");
+	if ((res = res_alloc(&a, plan, err, errlen)) == NULL)
 		return -1;
-	}
 	for (i = 0; i < br->n && i < 1024; i++) {
 		snprintf(names[i], sizeof(names[i]), "%d", br->ids[i]);
 		res_fill(&a, &res[n++], RES_BROKER, names[i], rate_keys,

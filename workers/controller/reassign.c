@@ -19,17 +19,6 @@
 
 /* ---- the rules ------------------------------------------------------- */
 
-static bool
-has(const int32_t *v, int32_t n, int32_t id)
-{
-	int32_t i;
-
-	for (i = 0; i < n; i++)
-		if (v[i] == id)
-			return true;
-	return false;
-}
-
 /* out = the members of a (n) not in b (nb); returns the count. */
 static int32_t
 minus(const int32_t *a, int32_t n, const int32_t *b, int32_t nb,
@@ -38,7 +27,7 @@ minus(const int32_t *a, int32_t n, const int32_t *b, int32_t nb,
 	int32_t i, k = 0;
 
 	for (i = 0; i < n && k < CTL_MAX_RF; i++)
-		if (!has(b, nb, a[i]))
+		if (!ctl_ids_has(b, nb, a[i]))
 			out[k++] = a[i];
 	return k;
 }
@@ -55,14 +44,14 @@ settle(const struct ctl_partition *p, ctl_bstate_fn fn, void *arg,
 	int32_t i, k = 0;
 
 	for (i = 0; i < p->n_isr && k < CTL_MAX_RF; i++)
-		if (has(out->replicas, out->n_replicas, p->isr[i]))
+		if (ctl_ids_has(out->replicas, out->n_replicas, p->isr[i]))
 			out->isr[k++] = p->isr[i];
 	out->n_isr = k;
 	out->leader = -1;
-	if (p->leader >= 0 && has(out->isr, k, p->leader))
+	if (p->leader >= 0 && ctl_ids_has(out->isr, k, p->leader))
 		out->leader = p->leader;
 	for (i = 0; out->leader < 0 && i < out->n_replicas; i++)
-		if (has(out->isr, k, out->replicas[i]) &&
+		if (ctl_ids_has(out->isr, k, out->replicas[i]) &&
 		    fn(arg, out->replicas[i]) == CTL_B_UP)
 			out->leader = out->replicas[i];
 	out->leader_epoch = p->leader_epoch + (out->leader != p->leader);
@@ -102,7 +91,7 @@ ctl_reassign_complete(const struct ctl_partition *p, ctl_bstate_fn fn,
 	out->n_replicas = minus(p->replicas, p->n_replicas, p->removing,
 	    p->n_removing, out->replicas);
 	for (i = 0; i < out->n_replicas; i++)
-		if (!has(p->isr, p->n_isr, out->replicas[i]))
+		if (!ctl_ids_has(p->isr, p->n_isr, out->replicas[i]))
 			return false;
 	return out->n_replicas > 0 && settle(p, fn, arg, out);
 }

@@ -149,6 +149,18 @@ int ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec);
 int ctl_state_snapshot(const struct ctl_state *st, msgpack_sbuffer *sb);
 int ctl_state_restore(struct ctl_state *st, const void *buf, size_t len);
 
+/* Is id among the n ids of v (replica lists, ISRs)? */
+static inline bool
+ctl_ids_has(const int32_t *v, int32_t n, int32_t id)
+{
+	int32_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
 /* Lookups. */
 struct ctl_topic *ctl_state_topic(const struct ctl_state *st,
     const char *name, size_t len);
