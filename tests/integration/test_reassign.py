@@ -182,6 +182,8 @@ def cancel(c, tmp):
     t.ok(rc == 0, "the move starts: %r" % out[-160:])
     st = wait_state(c.bootstrap, "stays", lambda l, r, i: sorted(r) == [1, 2, 3, 4], 20 * SLOW)
     t.ok(st is not None, "the replicas are widened to 1,2,3,4 meanwhile: %s" % (st,))
+    t.ok(wait_for(lambda: os.path.isdir(part_dir(c.node(4), "stays")), 20 * SLOW),
+         "broker 4 created its new replica's directory")
     rc, out = tool(c, "--verify", "--reassignment-json-file", path)
     t.ok("Reassignment of partition stays-0 is still in progress." in out,
          "--verify says it is in progress: %r" % out[-160:])

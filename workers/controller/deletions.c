@@ -69,6 +69,17 @@ queue_deletion(struct ctl *c, const struct ctl_topic *t, int32_t p,
 	c->deletions = d;
 }
 
+static int32_t
+replica_index(const struct ctl_partition *pp, int32_t broker)
+{
+	int32_t r;
+
+	for (r = 0; r < pp->n_replicas; r++)
+		if (pp->replicas[r] == broker)
+			return r;
+	return -1;
+}
+
 void
 ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t)
 {
@@ -98,17 +109,6 @@ ctl_admin_replica_removed(struct ctl *c, const struct ctl_topic *t,
 		if (memcmp(loc.dir_ids[i], dir_id, 16) == 0)
 			dir = i;
 	queue_deletion(c, t, p, slot, dir, true);
-}
-
-static int32_t
-replica_index(const struct ctl_partition *pp, int32_t broker)
-{
-	int32_t r;
-
-	for (r = 0; r < pp->n_replicas; r++)
-		if (pp->replicas[r] == broker)
-			return r;
-	return -1;
 }
 
 void
@@ -237,6 +237,9 @@ stray_dir(struct ctl *c, const char *root, const char *name,
 	else if (strcmp(t->name, topic) != 0 || p >= t->n_parts)
 		snprintf(why, whylen, "topic id %s is %s with %d partitions",
 		    enc, t->name, t->n_parts);
+	else if (replica_index(&t->parts[p], c->cfg->node_id) < 0)
+		snprintf(why, whylen, "%s-%d was reassigned to other brokers",
+		    t->name, p);
 	else
 		return false;
 	return true;
@@ -245,7 +248,8 @@ stray_dir(struct ctl *c, const char *root, const char *name,
 /*
  * Once this node has caught up with the metadata log (its broker is
  * unfenced in this incarnation), replicas of topics deleted while it was
- * down are known to be stray: remove them as Kafka does.
+ * down, and replicas reassigned away meanwhile, are known to be stray:
+ * remove them as Kafka does.
  */
 void
 ctl_admin_sweep_strays(struct ctl *c)
