@@ -7,7 +7,8 @@
 - a cancelled reassignment (the new replica kept from catching up) leaves the
   original replicas, and the would-be new replica's directory goes;
 - a throttled reassignment (--throttle) moves a few MB no faster than the rate, and
-  --verify removes the throttle configs once it is complete;
+  --verify removes the throttle configs once it is complete; the leader's side alone
+  (a dynamic rate on the current replicas' brokers, "*" on the topic) holds as well;
 - --generate proposes replicas on the brokers given."""
 import json
 import os
@@ -205,13 +206,7 @@ def throttled(c, tmp):
     rate = 100 * 1024
     st = create(c, "slow", [1, 2, 3])
     t.ok(st is not None, "topic slow on 1,2,3")
-    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 20})
-    value = os.urandom(1000)
-    for i in range(1536 * SLOW if SLOW == 1 else 1024):
-        p.produce("slow", value)
-        if i % 500 == 0:
-            p.poll(0)
-    p.flush(60)
+    fill(c, "slow", 1536 if SLOW == 1 else 1024)
     path = plan_file(tmp, "slow.json", [("slow", 0, [2, 3, 4])])
     t0 = time.monotonic()
     rc, out = tool(c, "--execute", "--reassignment-json-file", path, "--throttle", str(rate))
@@ -243,6 +238,44 @@ def throttled(c, tmp):
     t.ok(bcfg.get("follower.replication.throttled.rate") in (None, "9223372036854775807"),
          "broker 4's follower rate is back to its default (%s)"
          % bcfg.get("follower.replication.throttled.rate"))
+
+
+def leader_side(c, tmp):
+    """The leader's quota alone: a dynamic rate on brokers 1-3, "*" on the topic."""
+    rate = 100 * 1024
+    st = create(c, "slow2", [1, 2, 3], {"leader.replication.throttled.replicas": "*"})
+    t.ok(st is not None, "topic slow2 on 1,2,3, every replica throttled as a leader")
+    fill(c, "slow2", 1024)
+    a = admin(c)
+    for b in (1, 2, 3):
+        r = ConfigResource("broker", str(b), set_config={
+            "leader.replication.throttled.rate": str(rate)})
+        list(a.alter_configs([r]).values())[0].result(30)
+    path = plan_file(tmp, "slow2.json", [("slow2", 0, [2, 3, 4])])
+    t0 = time.monotonic()
+    rc, out = tool(c, "--execute", "--reassignment-json-file", path)
+    t.ok(rc == 0, "the move starts without --throttle")
+    out = verify_done(c, path, 120 * SLOW)
+    took = time.monotonic() - t0
+    size = dir_bytes(part_dir(c.node(4), "slow2"))
+    t.diag("leader side only: %d bytes in %.1f s: %.1f KB/s" % (size, took,
+                                                              size / took / 1024))
+    t.ok(out is not None and size >= 900 * 1000 and size / took <= rate * 1.15,
+         "a leader-side throttle alone (dynamic broker rate) holds: %.1f KB/s"
+         % (size / took / 1024))
+    for b in (1, 2, 3):
+        r = ConfigResource("broker", str(b), set_config={})
+        list(a.alter_configs([r]).values())[0].result(30)
+
+
+def fill(c, topic, n):
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 20})
+    value = os.urandom(1000)
+    for i in range(n):
+        p.produce(topic, value)
+        if i % 500 == 0:
+            p.poll(0)
+    p.flush(60)
 
 
 def describe(c, res):
@@ -283,6 +316,7 @@ with TempDir() as tmp:
         errors(c, tmp)
         cancel(c, tmp)
         throttled(c, tmp)
+        leader_side(c, tmp)
         generate(c, tmp)
         t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
