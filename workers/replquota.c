@@ -3,9 +3,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/kconfig_catalogue.h"
+#include "common/util.h"
 #include "workers/replquota.h"
 
 #define BURST_US 1000000
@@ -13,10 +13,7 @@
 static int64_t
 now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return rn_now_ns() / 1000;
 }
 
 void

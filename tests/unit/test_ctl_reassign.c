@@ -55,20 +55,6 @@ part_of(struct ctl_partition *p, int32_t *rep, int32_t nr, int32_t *isr,
 	p->partition_epoch = 9;
 }
 
-/* A struct ctl_reassign seen as a partition (for the next step). */
-static void
-part_from(struct ctl_partition *p, struct ctl_reassign *ra)
-{
-	part_of(p, ra->replicas, ra->n_replicas, ra->isr, ra->n_isr,
-	    ra->leader);
-	p->adding = ra->adding;
-	p->n_adding = ra->n_adding;
-	p->removing = ra->removing;
-	p->n_removing = ra->n_removing;
-	p->leader_epoch = ra->leader_epoch;
-	p->partition_epoch = ra->partition_epoch;
-}
-
 static void
 test_rules(void)
 {
@@ -86,7 +72,7 @@ test_rules(void)
 	    "replicas widened to target + removing, adding 4, removing 1");
 	ok(ra.leader == 1 && ra.leader_epoch == 5 && ra.partition_epoch == 10,
 	    "the leader stays meanwhile; a new partition epoch");
-	part_from(&w, &ra);
+	ctl_reassign_as_partition(&ra, &w);
 	ok(!ctl_reassign_complete(&w, all_up, NULL, &done),
 	    "not complete while 4 is out of the ISR");
 	w.isr = isr4;
@@ -154,14 +140,7 @@ record(struct ctl_batch *b, const struct ctl_reassign *ra)
 {
 	struct ctl_partition np;
 
-	part_of(&np, (int32_t *)ra->replicas, ra->n_replicas,
-	    (int32_t *)ra->isr, ra->n_isr, ra->leader);
-	np.adding = (int32_t *)ra->adding;
-	np.n_adding = ra->n_adding;
-	np.removing = (int32_t *)ra->removing;
-	np.n_removing = ra->n_removing;
-	np.leader_epoch = ra->leader_epoch;
-	np.partition_epoch = ra->partition_epoch;
+	ctl_reassign_as_partition(ra, &np);
 	ctl_rec_partition(b, tid, 0, &np, false);
 }
 

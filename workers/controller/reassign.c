@@ -78,6 +78,24 @@ sort_ids(int32_t *v, int32_t n)
 		}
 }
 
+void
+ctl_reassign_as_partition(const struct ctl_reassign *ra,
+    struct ctl_partition *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->n_replicas = ra->n_replicas;
+	p->replicas = (int32_t *)ra->replicas;
+	p->n_isr = ra->n_isr;
+	p->isr = (int32_t *)ra->isr;
+	p->n_adding = ra->n_adding;
+	p->adding = (int32_t *)ra->adding;
+	p->n_removing = ra->n_removing;
+	p->removing = (int32_t *)ra->removing;
+	p->leader = ra->leader;
+	p->leader_epoch = ra->leader_epoch;
+	p->partition_epoch = ra->partition_epoch;
+}
+
 /* Done once every replica of the target is in the ISR. */
 bool
 ctl_reassign_complete(const struct ctl_partition *p, ctl_bstate_fn fn,
@@ -126,17 +144,7 @@ ctl_reassign_start(const struct ctl_partition *p, const int32_t *target,
 		return RN_KERR_INVALID_REPLICA_ASSIGNMENT;
 	/* nothing to catch up: the move completes in the same record */
 	tmp = *out;
-	memset(&wide, 0, sizeof(wide));
-	wide.replicas = tmp.replicas;
-	wide.n_replicas = tmp.n_replicas;
-	wide.isr = tmp.isr;
-	wide.n_isr = tmp.n_isr;
-	wide.adding = tmp.adding;
-	wide.n_adding = tmp.n_adding;
-	wide.removing = tmp.removing;
-	wide.n_removing = tmp.n_removing;
-	wide.leader = tmp.leader;
-	wide.leader_epoch = tmp.leader_epoch;
+	ctl_reassign_as_partition(&tmp, &wide);
 	wide.partition_epoch = p->partition_epoch;
 	if (!ctl_reassign_complete(&wide, fn, arg, out))
 		*out = tmp;
@@ -171,7 +179,7 @@ reassign_record(struct ctl_batch *b, struct ctl_placer *pl,
 	uint8_t dirs[CTL_MAX_RF][16];
 	int32_t i, j;
 
-	memset(&np, 0, sizeof(np));
+	ctl_reassign_as_partition(ra, &np);
 	for (i = 0; i < ra->n_replicas; i++) {
 		for (j = 0; j < old->n_replicas; j++)
 			if (old->replicas[j] == ra->replicas[i])
@@ -183,19 +191,20 @@ reassign_record(struct ctl_batch *b, struct ctl_placer *pl,
 		else
 			memset(dirs[i], 0, 16);
 	}
-	np.n_replicas = ra->n_replicas;
-	np.replicas = (int32_t *)ra->replicas;
-	np.n_isr = ra->n_isr;
-	np.isr = (int32_t *)ra->isr;
-	np.leader = ra->leader;
-	np.leader_epoch = ra->leader_epoch;
-	np.partition_epoch = ra->partition_epoch;
 	np.dirs = dirs;
-	np.n_adding = ra->n_adding;
-	np.adding = (int32_t *)ra->adding;
-	np.n_removing = ra->n_removing;
-	np.removing = (int32_t *)ra->removing;
 	ctl_rec_partition(b, t->id, p, &np, false);
+}
+
+static void
+ids_str(const int32_t *v, int32_t n, char *buf, size_t len)
+{
+	size_t k = 0;
+	int32_t i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && k < len - 16; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s%d", i ? "," : "",
+		    v[i]);
 }
 
 static void
@@ -204,16 +213,9 @@ log_step(const struct ctl_topic *t, int32_t p, const struct ctl_reassign *ra,
 {
 	const char *fields[3] = { NULL, NULL, NULL };
 	char tf[300], pf[32], rs[256], as[256];
-	size_t n = 0, m = 0;
-	int32_t i;
 
-	rs[0] = as[0] = '\0';
-	for (i = 0; i < ra->n_replicas && n < sizeof(rs) - 16; i++)
-		n += (size_t)snprintf(rs + n, sizeof(rs) - n, "%s%d",
-		    i ? "," : "", ra->replicas[i]);
-	for (i = 0; i < ra->n_adding && m < sizeof(as) - 16; i++)
-		m += (size_t)snprintf(as + m, sizeof(as) - m, "%s%d",
-		    i ? "," : "", ra->adding[i]);
+	ids_str(ra->replicas, ra->n_replicas, rs, sizeof(rs));
+	ids_str(ra->adding, ra->n_adding, as, sizeof(as));
 	snprintf(tf, sizeof(tf), "TOPIC=%s", t->name);
 	snprintf(pf, sizeof(pf), "PARTITION=%d", p);
 	fields[0] = tf;

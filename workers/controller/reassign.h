@@ -33,6 +33,11 @@ ctl_reassigning(const struct ctl_partition *p)
 	return p->n_adding > 0 || p->n_removing > 0;
 }
 
+/* p as the partition ra describes (its arrays point into ra; no slots
+ * or dirs). */
+void ctl_reassign_as_partition(const struct ctl_reassign *ra,
+    struct ctl_partition *p);
+
 /*
  * Start (or replace) a move of p to target[0..n-1], checked by the caller
  * for duplicates and unknown brokers. It completes at once when nothing
