@@ -105,6 +105,14 @@ OP_ENCODE(enc_bh, BrokerHeartbeatResponse, bh)
 OP_ENCODE(enc_ap, AlterPartitionResponse, ap)
 OP_ENCODE(enc_el, ElectLeadersResponse, el)
 OP_ENCODE(enc_dq, DescribeQuorumResponse, dq)
+OP_ENCODE(enc_ub, UnregisterBrokerResponse, ub)
+
+static void
+fail_ub(struct ctl_op *op, int16_t e)
+{
+	if (op->resp.ub.error_code == 0)
+		op->resp.ub.error_code = e;
+}
 
 /* What the controller answers, one row per API (op.h). */
 const struct ctl_op_api ctl_op_apis[] = {
@@ -118,6 +126,8 @@ const struct ctl_op_api ctl_op_apis[] = {
 	{ RN_KAPI_ELECT_LEADERS, ctl_op_elect_leaders, enc_el, fail_el,
 	    false },
 	{ RN_KAPI_DESCRIBE_QUORUM, ctl_op_describe_quorum, enc_dq, NULL,
+	    false },
+	{ RN_KAPI_UNREGISTER_BROKER, ctl_op_unregister_broker, enc_ub, fail_ub,
 	    false },
 	{ RN_KAPI_BROKER_REGISTRATION, ctl_op_broker_registration, enc_br,
 	    fail_br, true },

@@ -158,7 +158,7 @@ ctl_reconcile(struct ctl *c, struct ctl_batch *b)
 			continue;
 		log_warnx("fencing broker %d: no heartbeat for %lld ms",
 		    br->id, (long long)(now - l->last_hb_ms));
-		ctl_rec_broker_change(b, br->id, 1, -1);
+		ctl_rec_broker_absent(b, br->id, wall_ms());
 		if (bs.n_down < (int)RN_ARRAY_SIZE(bs.down))
 			bs.down[bs.n_down++] = br->id;
 	}
