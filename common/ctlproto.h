@@ -16,6 +16,8 @@
 #define RN_CTL_MAX_REQUEST (64 * 1024)
 #define RN_CTL_MAX_REPLY (4 * 1024 * 1024)
 
+/* A connected control socket at path, or -errno. */
+int rn_ctl_connect(const char *path);
 /* Blocking send of one frame; 0 or -errno. */
 int rn_ctl_send(int fd, const void *buf, size_t len);
 /*

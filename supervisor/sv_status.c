@@ -7,6 +7,7 @@
 
 #include "common/ctlproto.h"
 #include "common/util.h"
+#include "ipc/mdimage.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
 
@@ -105,4 +106,70 @@ sv_control_pack_status(struct sv *sv, msgpack_packer *pk)
 		if (ws->duties & RN_DUTY_STORAGE)
 			rn_mp_pack_str(pk, "storage");
 	}
+}
+
+static const char *
+broker_state(const struct rn_mdv_broker *b)
+{
+	if (b->fenced && b->absent_since_ms > 0)
+		return "absent";
+	if (b->shutdown)
+		return "controlled-shutdown";
+	return b->fenced ? "fenced" : "unfenced";
+}
+
+static void
+pack_broker(msgpack_packer *pk, const struct rn_mdv_broker *b)
+{
+	msgpack_pack_map(pk, 6);
+	rn_mp_pack_str(pk, "id");
+	msgpack_pack_int32(pk, b->id);
+	rn_mp_pack_str(pk, "host");
+	rn_mp_pack_str(pk, b->host);
+	rn_mp_pack_str(pk, "port");
+	msgpack_pack_uint16(pk, b->port);
+	rn_mp_pack_str(pk, "rack");
+	if (b->rack != NULL)
+		rn_mp_pack_str(pk, b->rack);
+	else
+		msgpack_pack_nil(pk);
+	rn_mp_pack_str(pk, "state");
+	rn_mp_pack_str(pk, broker_state(b));
+	rn_mp_pack_str(pk, "absent_since_ms");
+	msgpack_pack_int64(pk, b->absent_since_ms);
+}
+
+/*
+ * Every node's image holds every observed broker, so any node answers.
+ * The view is kept between calls: a refresh copies only a newer image.
+ */
+void
+sv_control_pack_brokers(struct sv *sv, msgpack_packer *pk)
+{
+	static struct rn_mdview v;
+	static bool inited;
+	int i, rc;
+
+	if (!inited) {
+		rn_mdview_init(&v);
+		inited = true;
+	}
+	rc = rn_mdview_refresh(&v, &sv->shm);
+	if (rc < 0 && v.version == 0) {
+		msgpack_pack_map(pk, 2);
+		rn_mp_pack_str(pk, "ok");
+		msgpack_pack_false(pk);
+		rn_mp_pack_str(pk, "error");
+		rn_mp_pack_str(pk, "no metadata image yet");
+		return;
+	}
+	msgpack_pack_map(pk, 3);
+	rn_mp_pack_str(pk, "ok");
+	msgpack_pack_true(pk);
+	rn_mp_pack_str(pk, "cluster_id");
+	rn_mp_pack_str(pk, v.cluster_id);
+	rn_mp_pack_str(pk, "brokers");
+	msgpack_pack_array(pk, (size_t)v.n_brokers);
+	for (i = 0; i < v.n_brokers; i++)
+		pack_broker(pk, &v.brokers[i]);
 }

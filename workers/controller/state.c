@@ -1159,6 +1159,8 @@ enc_broker(struct rn_mdimage_enc *e, const struct ctl_broker *b)
 		.port = b->n_listeners ? b->listeners[0].port : 0,
 		.rack = b->rack[0] != '\0' ? b->rack : NULL,
 		.fenced = b->fenced,
+		.shutdown = b->in_controlled_shutdown,
+		.absent_since_ms = b->absent_since_ms,
 		.epoch = b->epoch,
 		.n_listeners = b->n_listeners,
 	};
