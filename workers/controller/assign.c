@@ -474,8 +474,6 @@ place_observed(struct ctl_op *op, int32_t np, int32_t rf, int32_t start,
 
 	if ((ids = observed_brokers(op, &n)) == NULL)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
-	if (rf > n)
-		return ctl_place_rf_unreachable(op, rf, n, msg);
 	first = rand_below(n);
 	shift = rand_below(n);
 	for (k = 0; k < n; k++) {
@@ -501,7 +499,7 @@ ctl_place_new(struct ctl_op *op, int32_t np, int32_t rf, int32_t start,
     int min_isr, int32_t *out, struct rn_kstr *msg)
 {
 	int32_t *live_ids;
-	int live;
+	int live, observed = op->c->st.n_brokers;
 
 	if ((live_ids = ctl_place_live_brokers(op, &live)) == NULL)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
@@ -513,6 +511,8 @@ ctl_place_new(struct ctl_op *op, int32_t np, int32_t rf, int32_t start,
 	}
 	if (!op->c->cfg->under_replicated_creation)
 		return ctl_place_rf_unreachable(op, rf, live, msg);
+	if (rf > observed)
+		return ctl_place_rf_unreachable(op, rf, observed, msg);
 	if (live < min_isr || live == 0) {
 		*msg = op_msg(op, "%d replicas need at least %d live brokers "
 		    "(min.insync.replicas=%d); %d live", rf, min_isr, min_isr,
