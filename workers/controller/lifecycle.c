@@ -64,6 +64,7 @@ ctl_live_reset(struct ctl *c)
 	free(c->live);
 	c->live = NULL;
 	c->n_live = 0;
+	c->rebalance_due_ms = 0; /* the first balancing pass an interval on */
 	for (i = 0; i < c->st.n_brokers; i++)
 		live_get(c, c->st.brokers[i].id);
 }
