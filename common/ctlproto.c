@@ -124,3 +124,12 @@ rn_mp_pack_str(msgpack_packer *pk, const char *s)
 	msgpack_pack_str(pk, n);
 	msgpack_pack_str_body(pk, s, n);
 }
+
+void
+rn_mp_pack_nstr(msgpack_packer *pk, const char *s)
+{
+	if (s != NULL)
+		rn_mp_pack_str(pk, s);
+	else
+		msgpack_pack_nil(pk);
+}

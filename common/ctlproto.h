@@ -36,5 +36,7 @@ int64_t rn_mp_get_int(const msgpack_object *map, const char *key,
 
 /* Pack a NUL-terminated string (key or value). */
 void rn_mp_pack_str(msgpack_packer *pk, const char *s);
+/* The same, or nil for NULL. */
+void rn_mp_pack_nstr(msgpack_packer *pk, const char *s);
 
 #endif /* RN_CTLPROTO_H */

@@ -57,10 +57,7 @@ rn_mdimage_enc_broker(struct rn_mdimage_enc *e,
 	rn_mp_pack_str(pk, "port");
 	msgpack_pack_uint16(pk, b->port);
 	rn_mp_pack_str(pk, "rack");
-	if (b->rack != NULL)
-		rn_mp_pack_str(pk, b->rack);
-	else
-		msgpack_pack_nil(pk);
+	rn_mp_pack_nstr(pk, b->rack);
 	rn_mp_pack_str(pk, "fenced");
 	pack_bool(pk, b->fenced);
 	rn_mp_pack_str(pk, "shutdown");

@@ -8,6 +8,7 @@
 #include "common/ctlproto.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
+#include "ipc/mdimage_write.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
 
@@ -108,35 +109,18 @@ sv_control_pack_status(struct sv *sv, msgpack_packer *pk)
 	}
 }
 
-static const char *
-broker_state(const struct rn_mdv_broker *b)
-{
-	if (b->fenced && b->absent_since_ms > 0)
-		return "absent";
-	if (b->shutdown)
-		return "controlled-shutdown";
-	return b->fenced ? "fenced" : "unfenced";
-}
-
+/* A broker as the image has it (its listeners left out). */
 static void
 pack_broker(msgpack_packer *pk, const struct rn_mdv_broker *b)
 {
-	msgpack_pack_map(pk, 6);
-	rn_mp_pack_str(pk, "id");
-	msgpack_pack_int32(pk, b->id);
-	rn_mp_pack_str(pk, "host");
-	rn_mp_pack_str(pk, b->host);
-	rn_mp_pack_str(pk, "port");
-	msgpack_pack_uint16(pk, b->port);
-	rn_mp_pack_str(pk, "rack");
-	if (b->rack != NULL)
-		rn_mp_pack_str(pk, b->rack);
-	else
-		msgpack_pack_nil(pk);
-	rn_mp_pack_str(pk, "state");
-	rn_mp_pack_str(pk, broker_state(b));
-	rn_mp_pack_str(pk, "absent_since_ms");
-	msgpack_pack_int64(pk, b->absent_since_ms);
+	struct rn_mdimage_enc e = { .pk = *pk };
+	struct rn_mdimage_enc_broker eb = {
+		.id = b->id, .host = b->host, .port = b->port, .rack = b->rack,
+		.fenced = b->fenced, .shutdown = b->shutdown,
+		.absent_since_ms = b->absent_since_ms, .epoch = b->epoch,
+	};
+
+	rn_mdimage_enc_broker(&e, &eb);
 }
 
 /*

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,19 +189,34 @@ unregister(const struct args *a)
 	return 1;
 }
 
+/* The state runnel-cluster shows for an image's broker map. */
+static const char *
+broker_state(const msgpack_object *b, int64_t since)
+{
+	const msgpack_object *f = rn_mp_get(b, "fenced"),
+	    *s = rn_mp_get(b, "shutdown");
+	bool fenced = f != NULL && f->type == MSGPACK_OBJECT_BOOLEAN &&
+	    f->via.boolean;
+
+	if (fenced && since > 0)
+		return "absent";
+	if (s != NULL && s->type == MSGPACK_OBJECT_BOOLEAN && s->via.boolean)
+		return "controlled-shutdown";
+	return fenced ? "fenced" : "unfenced";
+}
+
 static void
 print_broker(const msgpack_object *b)
 {
-	char state[32], host[256], hp[300], rack[256], when[64] = "";
-	int64_t since = rn_mp_get_int(b, "absent_since_ms", 0);
+	char host[256], hp[300], rack[256], when[64] = "";
+	int64_t since = rn_mp_get_int(b, "absent_since", 0);
+	const char *state = broker_state(b, since);
 
-	if (rn_mp_get_str(b, "state", state, sizeof(state)) != 0)
-		strlcpy(state, "?", sizeof(state));
 	if (rn_mp_get_str(b, "host", host, sizeof(host)) != 0)
 		host[0] = '\0';
 	if (rn_mp_get_str(b, "rack", rack, sizeof(rack)) != 0)
 		strlcpy(rack, "-", sizeof(rack));
-	if (strcmp(state, "absent") == 0 && since > 0) {
+	if (strcmp(state, "absent") == 0) {
 		time_t t = (time_t)(since / 1000);
 		struct tm tm;
 

@@ -31,28 +31,26 @@ BASE = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "30
         "leader.imbalance.check.interval.seconds": "2"}
 
 
-def create(bootstrap, name, parts, rf, config=None, validate=False):
-    """None when created, else (error code, message)."""
-    a = admin(bootstrap)
-    f = a.create_topics([NewTopic(name, parts, rf, config=config or {})],
-                        validate_only=validate, operation_timeout=30)[name]
+def outcome(f):
+    """None when the admin future succeeds, else (error code, message)."""
     try:
         f.result(40)
         return None
     except Exception as e:
         err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
         return (err.code(), err.str()) if err else (None, str(e))
+
+
+def create(bootstrap, name, parts, rf, config=None, validate=False):
+    a = admin(bootstrap)  # the client must outlive its future
+    return outcome(a.create_topics([NewTopic(name, parts, rf, config=config or {})],
+                                   validate_only=validate, operation_timeout=30)[name])
 
 
 def grow(bootstrap, name, count):
     a = admin(bootstrap)
-    f = a.create_partitions([NewPartitions(name, count)], operation_timeout=30)[name]
-    try:
-        f.result(40)
-        return None
-    except Exception as e:
-        err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
-        return (err.code(), err.str()) if err else (None, str(e))
+    return outcome(a.create_partitions([NewPartitions(name, count)],
+                                       operation_timeout=30)[name])
 
 
 def metadata(bootstrap, topic):

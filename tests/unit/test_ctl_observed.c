@@ -13,6 +13,7 @@
 
 #include "ipc/mdimage.h"
 #include "tests/lib/tap.h"
+#include "tests/unit/seed002.h"
 #include "workers/controller/assign.h"
 #include "workers/controller/elect.h"
 #include "workers/controller/op.h"
@@ -21,13 +22,7 @@
 
 #define ABSENT_AT 1796150000000LL
 
-/* The placement description's table: brokers 1000..1004, start 0, shift 3. */
-static const int32_t seed[10][3] = {
-	{ 1000, 1004, 1001 }, { 1001, 1000, 1002 }, { 1002, 1001, 1003 },
-	{ 1003, 1002, 1004 }, { 1004, 1003, 1000 }, { 1000, 1001, 1002 },
-	{ 1001, 1002, 1003 }, { 1002, 1003, 1004 }, { 1003, 1004, 1000 },
-	{ 1004, 1000, 1001 },
-};
+#define seed seed002_table
 
 static void
 apply_batch(struct ctl_state *st, struct ctl_batch *b, uint64_t index)

@@ -170,11 +170,12 @@ ctl_assign_rack_aware(const int32_t *brokers, const char *const *racks,
 /* ---- placing the replicas of an operation's new partitions ---------- */
 
 /*
- * Brokers that may take new replicas: registered, unfenced, staying; in
- * the op's arena (however many the cluster has). NULL: no memory.
+ * The ids of the registered brokers (only the unfenced, staying ones when
+ * live), by id, in the op's arena (however many the cluster has). NULL:
+ * no memory.
  */
-int32_t *
-ctl_place_live_brokers(struct ctl_op *op, int *n)
+static int32_t *
+place_brokers(struct ctl_op *op, bool live, int *n)
 {
 	const struct ctl_state *st = &op->c->st;
 	int32_t *ids;
@@ -185,10 +186,17 @@ ctl_place_live_brokers(struct ctl_op *op, int *n)
 	    (size_t)(st->n_brokers > 0 ? st->n_brokers : 1))) == NULL)
 		return NULL;
 	for (i = 0; i < st->n_brokers; i++)
-		if (!st->brokers[i].fenced &&
-		    !st->brokers[i].in_controlled_shutdown)
+		if (!live || (!st->brokers[i].fenced &&
+		    !st->brokers[i].in_controlled_shutdown))
 			ids[(*n)++] = st->brokers[i].id;
 	return ids;
+}
+
+/* Brokers that may take new replicas: registered, unfenced, staying. */
+int32_t *
+ctl_place_live_brokers(struct ctl_op *op, int *n)
+{
+	return place_brokers(op, true, n);
 }
 
 static int
@@ -425,23 +433,6 @@ ctl_place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
 
 /* ---- under-replicated creation over the observed brokers (seed 000) -- */
 
-/* Every broker that registered and was not unregistered, by id. */
-static int32_t *
-observed_brokers(struct ctl_op *op, int *n)
-{
-	const struct ctl_state *st = &op->c->st;
-	int32_t *ids;
-	int i;
-
-	*n = 0;
-	if ((ids = rn_arena_alloc(&op->arena, sizeof(*ids) *
-	    (size_t)(st->n_brokers > 0 ? st->n_brokers : 1))) == NULL)
-		return NULL;
-	for (i = 0; i < st->n_brokers; i++)
-		ids[(*n)++] = st->brokers[i].id;
-	return ids;
-}
-
 /* True when each of the np partitions in out has a live replica. */
 static bool
 each_has_live(const struct ctl_state *st, const int32_t *out, int32_t np,
@@ -472,7 +463,7 @@ place_observed(struct ctl_op *op, int32_t np, int32_t rf, int32_t start,
 	int32_t *ids;
 	int n, first, shift, k;
 
-	if ((ids = observed_brokers(op, &n)) == NULL)
+	if ((ids = place_brokers(op, false, &n)) == NULL)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	first = rand_below(n);
 	shift = rand_below(n);
