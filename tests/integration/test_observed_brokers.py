@@ -189,6 +189,9 @@ def three_nodes(tmp):
         prefers3 = [p for p, (_l, r, _i, _o) in (md or {}).items() if r[0] == 3]
         t.ok(md and all(md[p][0] == 3 for p in prefers3),
              "node 3 leads the %d partitions it prefers" % len(prefers3))
+        moves = sum(n.logtext().count("(automatic rebalance)") for n in c.nodes)
+        t.ok(moves >= len(prefers3), "the controller's balancing passes moved %d "
+             "leaders back" % moves)
 
         got = set()
         for p in range(6):
