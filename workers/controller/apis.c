@@ -74,6 +74,13 @@ fail_ap(struct ctl_op *op, int16_t e)
 }
 
 static void
+fail_ub(struct ctl_op *op, int16_t e)
+{
+	if (op->resp.ub.error_code == 0)
+		op->resp.ub.error_code = e;
+}
+
+static void
 fail_el(struct ctl_op *op, int16_t e)
 {
 	int32_t i, k;
@@ -100,19 +107,12 @@ OP_ENCODE(enc_dt, DeleteTopicsResponse, dt)
 OP_ENCODE(enc_cp, CreatePartitionsResponse, cp)
 OP_ENCODE(enc_ac, AlterConfigsResponse, ac)
 OP_ENCODE(enc_iac, IncrementalAlterConfigsResponse, iac)
+OP_ENCODE(enc_ub, UnregisterBrokerResponse, ub)
 OP_ENCODE(enc_br, BrokerRegistrationResponse, br)
 OP_ENCODE(enc_bh, BrokerHeartbeatResponse, bh)
 OP_ENCODE(enc_ap, AlterPartitionResponse, ap)
 OP_ENCODE(enc_el, ElectLeadersResponse, el)
 OP_ENCODE(enc_dq, DescribeQuorumResponse, dq)
-OP_ENCODE(enc_ub, UnregisterBrokerResponse, ub)
-
-static void
-fail_ub(struct ctl_op *op, int16_t e)
-{
-	if (op->resp.ub.error_code == 0)
-		op->resp.ub.error_code = e;
-}
 
 /* What the controller answers, one row per API (op.h). */
 const struct ctl_op_api ctl_op_apis[] = {
@@ -127,14 +127,14 @@ const struct ctl_op_api ctl_op_apis[] = {
 	    false },
 	{ RN_KAPI_DESCRIBE_QUORUM, ctl_op_describe_quorum, enc_dq, NULL,
 	    false },
-	{ RN_KAPI_UNREGISTER_BROKER, ctl_op_unregister_broker, enc_ub, fail_ub,
-	    false },
 	{ RN_KAPI_BROKER_REGISTRATION, ctl_op_broker_registration, enc_br,
 	    fail_br, true },
 	{ RN_KAPI_BROKER_HEARTBEAT, ctl_op_broker_heartbeat, enc_bh, fail_bh,
 	    true },
 	{ RN_KAPI_ALTER_PARTITION, ctl_op_alter_partition, enc_ap, fail_ap,
 	    true },
+	{ RN_KAPI_UNREGISTER_BROKER, ctl_op_unregister_broker, enc_ub, fail_ub,
+	    false },
 };
 
 const size_t ctl_op_n_apis = RN_ARRAY_SIZE(ctl_op_apis);

@@ -55,6 +55,7 @@ struct ctl_op {
 		struct rn_CreateTopicsResponse ct;
 		struct rn_DeleteTopicsResponse dt;
 		struct rn_CreatePartitionsResponse cp;
+		struct rn_UnregisterBrokerResponse ub;
 		struct rn_AlterConfigsResponse ac;
 		struct rn_IncrementalAlterConfigsResponse iac;
 		struct rn_BrokerRegistrationResponse br;
@@ -62,7 +63,6 @@ struct ctl_op {
 		struct rn_AlterPartitionResponse ap;
 		struct rn_ElectLeadersResponse el;
 		struct rn_DescribeQuorumResponse dq;
-		struct rn_UnregisterBrokerResponse ub;
 	} resp;
 };
 
@@ -206,8 +206,6 @@ int16_t ctl_place_check_slots(struct ctl_op *op, const int32_t *replicas,
     int32_t n, struct rn_kstr *msg);
 int16_t ctl_place_rf_unreachable(struct ctl_op *op, int32_t rf, int live,
     struct rn_kstr *msg);
-int ctl_place_auto(const struct ctl_state *st, const int32_t *brokers,
-    int live, int32_t np, int32_t rf, int32_t start_partition, int32_t *out);
 int ctl_place_auto_at(const struct ctl_state *st, const int32_t *brokers,
     int n, int32_t np, int32_t rf, int32_t start_partition, int start_index,
     int shift, int32_t *out);
@@ -215,6 +213,8 @@ int ctl_place_auto_at(const struct ctl_state *st, const int32_t *brokers,
  * enable.under.replicated.topic.creation) over the observed ones. */
 int16_t ctl_place_new(struct ctl_op *op, int32_t np, int32_t rf,
     int32_t start, int min_isr, int32_t *out, struct rn_kstr *msg);
+int ctl_place_auto(const struct ctl_state *st, const int32_t *brokers,
+    int live, int32_t np, int32_t rf, int32_t start_partition, int32_t *out);
 
 /* lifecycle.c: the operations behind the broker APIs */
 int ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r);
