@@ -4,7 +4,10 @@
  * through a snapshot and a restore; placement over them is the seed-002
  * rack-unaware table with a fixed start index and shift, and rack-aware
  * with the racks absent brokers registered with; an unregistered broker
- * is gone from the set; the image marks them for the readers.
+ * is gone from the set; the image marks them for the readers. The
+ * automatic leader rebalance moves leaders back only past
+ * leader.imbalance.per.broker.percentage, and only to a preferred replica
+ * that is live and in the ISR.
  */
 #include "autoconf.h"
 
@@ -197,6 +200,84 @@ test_image(void)
 	ctl_state_free(&st);
 }
 
+/* Topic "t": 10 partitions preferring 1 ([1,2,3]); the first moved of
+ * them led by 2; partition 9's ISR without 1 when out_of_isr. */
+static void
+build_leaders(struct ctl_state *st, int moved, bool out_of_isr)
+{
+	struct ctl_listener l = { "PLAINTEXT", "h", 1 };
+	int32_t reps[3] = { 1, 2, 3 }, isr23[2] = { 2, 3 };
+	struct ctl_batch b;
+	struct ctl_broker br;
+	struct ctl_partition part;
+	uint8_t tid[16];
+	int i;
+
+	ctl_state_init(st);
+	ctl_batch_init(&b);
+	for (i = 1; i <= 3; i++) {
+		memset(&br, 0, sizeof(br));
+		br.id = i;
+		br.listeners = &l;
+		br.n_listeners = 1;
+		ctl_rec_register_broker(&b, &br, false);
+		ctl_rec_broker_change(&b, i, 0, -1);
+	}
+	memset(tid, 0x7e, sizeof(tid));
+	ctl_rec_topic(&b, "t", 1, tid);
+	for (i = 0; i < 10; i++) {
+		memset(&part, 0, sizeof(part));
+		part.n_replicas = 3;
+		part.replicas = reps;
+		part.n_isr = out_of_isr && i == 9 ? 2 : 3;
+		part.isr = out_of_isr && i == 9 ? isr23 : reps;
+		part.leader = i < moved || (out_of_isr && i == 9) ? 2 : 1;
+		ctl_rec_partition(&b, tid, i, &part, false);
+	}
+	apply_batch(st, &b, 2);
+	ctl_batch_free(&b);
+}
+
+/* Partition changes a due balancing pass proposes. */
+static int
+balance(int moved, bool out_of_isr, int pct, bool enabled)
+{
+	static struct ctl c;
+	struct rn_config cfg;
+	struct ctl_batch b;
+	int n;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.auto_leader_rebalance_enable = enabled;
+	cfg.leader_imbalance_check_interval_s = 300;
+	cfg.leader_imbalance_per_broker_pct = pct;
+	memset(&c, 0, sizeof(c));
+	c.cfg = &cfg;
+	build_leaders(&c.st, moved, out_of_isr);
+	c.rebalance_due_ms = 1; /* due */
+	ctl_batch_init(&b);
+	ctl_rebalance(&c, &b);
+	n = (int)b.n;
+	ctl_batch_free(&b);
+	if (ctl_rebalance(&c, &b))
+		n = -1; /* the next pass is an interval away */
+	ctl_state_free(&c.st);
+	return n;
+}
+
+static void
+test_rebalance(void)
+{
+	is_int(balance(1, false, 10, true), 0, "1 of 10 led elsewhere (10%%): "
+	    "not above leader.imbalance.per.broker.percentage=10");
+	is_int(balance(2, false, 10, true), 2, "2 of 10 (20%%): both move back");
+	is_int(balance(1, false, 0, true), 1, "percentage 0: any imbalance");
+	is_int(balance(2, true, 10, true), 2, "a preferred replica out of the "
+	    "ISR keeps its partition where it is");
+	is_int(balance(5, false, 10, false), 0, "auto.leader.rebalance.enable"
+	    "=false: nothing moves");
+}
+
 int
 main(void)
 {
@@ -205,5 +286,6 @@ main(void)
 	test_rack_aware();
 	test_unregistered();
 	test_image();
+	test_rebalance();
 	return done_testing();
 }
