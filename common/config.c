@@ -92,6 +92,12 @@ static const struct cfg_key cfg_keys[] = {
 	    0, 0, NULL },
 	{ "unclean.leader.election.enable", T_BOOL,
 	    F(unclean_leader_election_enable), 0, 0, 0, NULL },
+	{ "auto.leader.rebalance.enable", T_BOOL,
+	    F(auto_leader_rebalance_enable), 0, 0, 0, NULL },
+	{ "leader.imbalance.check.interval.seconds", T_LONG,
+	    F(leader_imbalance_check_interval_s), 0, 1, INT32_MAX, NULL },
+	{ "leader.imbalance.per.broker.percentage", T_INT,
+	    F(leader_imbalance_per_broker_pct), 0, 0, INT32_MAX, NULL },
 	{ "log.segment.bytes", T_LONG, F(log_segment_bytes), 0, 14,
 	    INT32_MAX, NULL },
 	{ "log.roll.ms", T_LONG, F(log_roll_ms), 0, 1, INT64_MAX, NULL },
@@ -133,6 +139,8 @@ static const struct cfg_key cfg_keys[] = {
 	    INT32_MAX, NULL },
 	{ "shm.max.partitions", T_INT, F(shm_max_partitions), 0, 1, 1 << 20,
 	    NULL },
+	{ "enable.under.replicated.topic.creation", T_BOOL,
+	    F(under_replicated_creation), 0, 0, 0, NULL },
 	{ "shm.ring.bytes", T_LONG, F(shm_ring_bytes), 0, 262144, 1 << 30,
 	    NULL },
 	{ "log.verbose", T_BOOL, F(log_verbose), 0, 0, 0, NULL },
@@ -154,6 +162,9 @@ config_defaults(struct rn_config *cfg)
 	cfg->default_replication_factor = 1;
 	cfg->min_insync_replicas = 1;
 	cfg->auto_create_topics_enable = true;
+	cfg->auto_leader_rebalance_enable = true;
+	cfg->leader_imbalance_check_interval_s = 300;
+	cfg->leader_imbalance_per_broker_pct = 10;
 	cfg->log_segment_bytes = 1073741824;
 	cfg->log_roll_ms = -2; /* unset: log.roll.hours decides */
 	cfg->log_retention_ms = -2;

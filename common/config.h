@@ -67,6 +67,9 @@ struct rn_config {
 	int min_insync_replicas;
 	bool auto_create_topics_enable;
 	bool unclean_leader_election_enable;
+	bool auto_leader_rebalance_enable;
+	int64_t leader_imbalance_check_interval_s;
+	int leader_imbalance_per_broker_pct;
 	int64_t log_segment_bytes;
 	int64_t log_roll_ms;
 	int64_t log_retention_ms;
@@ -88,6 +91,9 @@ struct rn_config {
 	int64_t worker_heartbeat_timeout_ms;
 	int64_t shutdown_timeout_ms;
 	int shm_max_partitions;
+	/* seed 000: create below the replication factor, over the observed
+	 * brokers, while live ones cover min.insync.replicas */
+	bool under_replicated_creation;
 	int64_t shm_ring_bytes;
 	bool log_verbose;
 	/* Test faults, off by default: named so nobody mistakes them for tuning. */

@@ -4,10 +4,33 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/ctlproto.h"
 #include "common/util.h"
+
+int
+rn_ctl_connect(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd, rc;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
+	    sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
 
 int
 rn_ctl_send(int fd, const void *buf, size_t len)
@@ -100,4 +123,13 @@ rn_mp_pack_str(msgpack_packer *pk, const char *s)
 
 	msgpack_pack_str(pk, n);
 	msgpack_pack_str_body(pk, s, n);
+}
+
+void
+rn_mp_pack_nstr(msgpack_packer *pk, const char *s)
+{
+	if (s != NULL)
+		rn_mp_pack_str(pk, s);
+	else
+		msgpack_pack_nil(pk);
 }

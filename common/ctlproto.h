@@ -16,6 +16,8 @@
 #define RN_CTL_MAX_REQUEST (64 * 1024)
 #define RN_CTL_MAX_REPLY (4 * 1024 * 1024)
 
+/* A connected control socket at path, or -errno. */
+int rn_ctl_connect(const char *path);
 /* Blocking send of one frame; 0 or -errno. */
 int rn_ctl_send(int fd, const void *buf, size_t len);
 /*
@@ -34,5 +36,7 @@ int64_t rn_mp_get_int(const msgpack_object *map, const char *key,
 
 /* Pack a NUL-terminated string (key or value). */
 void rn_mp_pack_str(msgpack_packer *pk, const char *s);
+/* The same, or nil for NULL. */
+void rn_mp_pack_nstr(msgpack_packer *pk, const char *s);
 
 #endif /* RN_CTLPROTO_H */

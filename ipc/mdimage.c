@@ -322,6 +322,10 @@ load_broker(struct mdv_priv *p, const msgpack_object *m,
 	o = rn_mp_get(m, "fenced");
 	b->fenced = o != NULL && o->type == MSGPACK_OBJECT_BOOLEAN &&
 	    o->via.boolean;
+	o = rn_mp_get(m, "shutdown");
+	b->shutdown = o != NULL && o->type == MSGPACK_OBJECT_BOOLEAN &&
+	    o->via.boolean;
+	b->absent_since_ms = mp_i64(m, "absent_since", 0);
 	b->epoch = mp_i64(m, "epoch", -1);
 	ls = rn_mp_get(m, "listeners");
 	if (ls == NULL || ls->type != MSGPACK_OBJECT_ARRAY)

@@ -11,7 +11,10 @@
  *   {"cluster_id": str, "controller_id": int, "epoch": int (raft term),
  *    "offset": int (last applied log index),
  *    "brokers": [{"id", "host", "port", "rack": str|nil, "fenced": bool,
- *                 "epoch": int, "listeners": [{"name","host","port"}]}],
+ *                 "shutdown": bool (in controlled shutdown),
+ *                 "absent_since": int (wall ms its session expired, 0),
+ *                 "epoch": int, "listeners": [{"name","host","port"}]}]
+ *               (every observed broker: fenced and absent ones too),
  *    "topics": [{"name", "id": bin16, "internal": bool,
  *                "configs": {k: v} (topic overrides only: what the
  *                user set; defaults come from the catalogue),
@@ -91,6 +94,8 @@ struct rn_mdv_broker {
 	uint16_t port;
 	const char *rack;        /* NULL: none */
 	bool fenced;
+	bool shutdown;           /* in controlled shutdown */
+	int64_t absent_since_ms; /* wall ms its session expired; 0: not absent */
 	int64_t epoch;
 	int n_listeners;
 	const struct rn_mdv_listener *listeners;

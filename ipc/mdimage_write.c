@@ -49,7 +49,7 @@ rn_mdimage_enc_broker(struct rn_mdimage_enc *e,
 {
 	msgpack_packer *pk = &e->pk;
 
-	msgpack_pack_map(pk, 7);
+	msgpack_pack_map(pk, 9);
 	rn_mp_pack_str(pk, "id");
 	msgpack_pack_int32(pk, b->id);
 	rn_mp_pack_str(pk, "host");
@@ -57,12 +57,13 @@ rn_mdimage_enc_broker(struct rn_mdimage_enc *e,
 	rn_mp_pack_str(pk, "port");
 	msgpack_pack_uint16(pk, b->port);
 	rn_mp_pack_str(pk, "rack");
-	if (b->rack != NULL)
-		rn_mp_pack_str(pk, b->rack);
-	else
-		msgpack_pack_nil(pk);
+	rn_mp_pack_nstr(pk, b->rack);
 	rn_mp_pack_str(pk, "fenced");
 	pack_bool(pk, b->fenced);
+	rn_mp_pack_str(pk, "shutdown");
+	pack_bool(pk, b->shutdown);
+	rn_mp_pack_str(pk, "absent_since");
+	msgpack_pack_int64(pk, b->absent_since_ms);
 	rn_mp_pack_str(pk, "epoch");
 	msgpack_pack_int64(pk, b->epoch);
 	rn_mp_pack_str(pk, "listeners");

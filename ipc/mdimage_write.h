@@ -44,6 +44,8 @@ struct rn_mdimage_enc_broker {
 	uint16_t port;
 	const char *rack;           /* NULL: none */
 	bool fenced;
+	bool shutdown;              /* in controlled shutdown */
+	int64_t absent_since_ms;    /* wall ms its session expired; 0: not */
 	int64_t epoch;
 	int n_listeners;
 };

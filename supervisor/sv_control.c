@@ -178,17 +178,32 @@ reply_ok(struct sv_conn *c)
 }
 
 static void
-verb_status(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+reply_packed(struct sv *sv, struct sv_conn *c,
+    void (*pack)(struct sv *, msgpack_packer *))
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
-	(void)req;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	sv_control_pack_status(sv, &pk);
+	pack(sv, &pk);
 	reply_sbuf(c, &sb);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+verb_status(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+{
+	(void)req;
+	reply_packed(sv, c, sv_control_pack_status);
+}
+
+/* The observed brokers as this node's metadata image has them. */
+static void
+verb_brokers(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+{
+	(void)req;
+	reply_packed(sv, c, sv_control_pack_brokers);
 }
 
 /* Test faults: named as faults, off unless an operator asks. */
@@ -250,6 +265,7 @@ static const struct verb {
 	bool log_refusal;
 } verbs[] = {
 	{ "status", verb_status, false, false },
+	{ "brokers", verb_brokers, false, false },
 	{ "fault", verb_fault, true, false },
 	{ "restart", verb_restart, true, true },
 	{ "stop", verb_stop, true, true },

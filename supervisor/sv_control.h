@@ -27,5 +27,7 @@ int sv_control_pollfds(struct pollfd *pfd, int max);
 void sv_control_handle(struct sv *sv, const struct pollfd *pfd, int n);
 /* sv_status.c: the status reply, shared by the control socket and STATUS= */
 void sv_control_pack_status(struct sv *sv, msgpack_packer *pk);
+/* the observed brokers of the metadata image (runnel-cluster list) */
+void sv_control_pack_brokers(struct sv *sv, msgpack_packer *pk);
 
 #endif /* SV_CONTROL_H */

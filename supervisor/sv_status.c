@@ -7,6 +7,8 @@
 
 #include "common/ctlproto.h"
 #include "common/util.h"
+#include "ipc/mdimage.h"
+#include "ipc/mdimage_write.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
 
@@ -105,4 +107,53 @@ sv_control_pack_status(struct sv *sv, msgpack_packer *pk)
 		if (ws->duties & RN_DUTY_STORAGE)
 			rn_mp_pack_str(pk, "storage");
 	}
+}
+
+/* A broker as the image has it (its listeners left out). */
+static void
+pack_broker(msgpack_packer *pk, const struct rn_mdv_broker *b)
+{
+	struct rn_mdimage_enc e = { .pk = *pk };
+	struct rn_mdimage_enc_broker eb = {
+		.id = b->id, .host = b->host, .port = b->port, .rack = b->rack,
+		.fenced = b->fenced, .shutdown = b->shutdown,
+		.absent_since_ms = b->absent_since_ms, .epoch = b->epoch,
+	};
+
+	rn_mdimage_enc_broker(&e, &eb);
+}
+
+/*
+ * Every node's image holds every observed broker, so any node answers.
+ * The view is kept between calls: a refresh copies only a newer image.
+ */
+void
+sv_control_pack_brokers(struct sv *sv, msgpack_packer *pk)
+{
+	static struct rn_mdview v;
+	static bool inited;
+	int i, rc;
+
+	if (!inited) {
+		rn_mdview_init(&v);
+		inited = true;
+	}
+	rc = rn_mdview_refresh(&v, &sv->shm);
+	if (rc < 0 && v.version == 0) {
+		msgpack_pack_map(pk, 2);
+		rn_mp_pack_str(pk, "ok");
+		msgpack_pack_false(pk);
+		rn_mp_pack_str(pk, "error");
+		rn_mp_pack_str(pk, "no metadata image yet");
+		return;
+	}
+	msgpack_pack_map(pk, 3);
+	rn_mp_pack_str(pk, "ok");
+	msgpack_pack_true(pk);
+	rn_mp_pack_str(pk, "cluster_id");
+	rn_mp_pack_str(pk, v.cluster_id);
+	rn_mp_pack_str(pk, "brokers");
+	msgpack_pack_array(pk, (size_t)v.n_brokers);
+	for (i = 0; i < v.n_brokers; i++)
+		pack_broker(pk, &v.brokers[i]);
 }

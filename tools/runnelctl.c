@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <msgpack.h>
@@ -32,30 +30,6 @@ usage(FILE *f)
 	    "       runnelctl [-s SOCKET] fault stall-fetch on|off   (test fault)\n"
 	    "SOCKET defaults to $RUNNEL_CONTROL_SOCKET, else %s\n",
 	    DEFAULT_SOCKET);
-}
-
-static int
-ctl_connect(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
-	    sizeof(sun.sun_path)) {
-		fprintf(stderr, "runnelctl: socket path too long\n");
-		return -1;
-	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		fprintf(stderr, "runnelctl: cannot connect to %s: %s\n", path,
-		    strerror(errno));
-		if (fd != -1)
-			close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 static void
@@ -388,8 +362,11 @@ main(int argc, char **argv)
 		c.path = DEFAULT_SOCKET;
 	if ((rc = parse_args(argc, argv, &c)) >= 0)
 		return rc;
-	if ((fd = ctl_connect(c.path)) == -1)
+	if ((fd = rn_ctl_connect(c.path)) < 0) {
+		fprintf(stderr, "runnelctl: cannot connect to %s: %s\n", c.path,
+		    strerror(-fd));
 		return 1;
+	}
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	pack_request(&pk, &c);

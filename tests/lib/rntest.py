@@ -24,6 +24,16 @@ RUNNELCTL = os.path.join(BUILDDIR, "runnelctl")
 SANITIZED = os.environ.get("RUNNEL_SANITIZERS") == "1"
 
 
+def _over_time(signum, frame):
+    # timeout(1) in tests/Makefile.inc: say so, then unwind through the
+    # tests' finally blocks, which stop their nodes
+    print("Bail out! the test ran over its time limit (SIGTERM)", flush=True)
+    raise SystemExit(1)
+
+
+signal.signal(signal.SIGTERM, _over_time)
+
+
 def rss_bound_kib(kib):
     """A resident-memory bound in KiB for this build."""
     return kib * 3 if SANITIZED else kib

@@ -10,14 +10,10 @@
 #include <stdlib.h>
 
 #include "tests/lib/tap.h"
+#include "tests/unit/seed002.h"
 #include "workers/controller/assign.h"
 
-static const int32_t expected[10][3] = {
-	{ 1000, 1004, 1001 }, { 1001, 1000, 1002 }, { 1002, 1001, 1003 },
-	{ 1003, 1002, 1004 }, { 1004, 1003, 1000 }, { 1000, 1001, 1002 },
-	{ 1001, 1002, 1003 }, { 1002, 1003, 1004 }, { 1003, 1004, 1000 },
-	{ 1004, 1000, 1001 },
-};
+#define expected seed002_table
 
 static void
 test_seed_table(void)

@@ -322,10 +322,26 @@ create_manual(struct ctl_op *op,
 	return 0;
 }
 
+/* The topic's own min.insync.replicas in the request, else the default. */
+static int
+create_min_isr(struct ctl_op *op,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t)
+{
+	char val[64];
+	int32_t i;
+
+	for (i = t->configs_count - 1; i >= 0; i--)
+		if (rn_kstr_eq(t->configs[i].name, "min.insync.replicas") &&
+		    kstr_copy(t->configs[i].value, val, sizeof(val)))
+			return ctl_topic_min_isr(op->c, val);
+	return ctl_topic_min_isr(op->c, NULL);
+}
+
 /* Counts from the request or the broker defaults, placed like Kafka. */
 static int16_t
-create_auto(struct ctl_op *op, const int32_t *brokers, int live,
-    int32_t *np, int32_t *rf, int32_t **replicas, struct rn_kstr *msg)
+create_auto(struct ctl_op *op,
+    const struct rn_CreateTopicsRequest_CreatableTopic *t, int32_t *np,
+    int32_t *rf, int32_t **replicas, struct rn_kstr *msg)
 {
 	const struct rn_config *cfg = op->c->cfg;
 
@@ -343,16 +359,12 @@ create_auto(struct ctl_op *op, const int32_t *brokers, int live,
 		*np = cfg->num_partitions;
 	if (*rf == -1)
 		*rf = cfg->default_replication_factor;
-	if (*rf > live)
-		return ctl_place_rf_unreachable(op, *rf, live, msg);
 	*replicas = rn_arena_alloc(&op->arena, sizeof(int32_t) *
 	    (size_t)*np * (size_t)*rf);
 	if (*replicas == NULL)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
-	if (ctl_place_auto(&op->c->st, brokers, live, *np, *rf, 0,
-	    *replicas) != 0)
-		return RN_KERR_UNKNOWN_SERVER_ERROR;
-	return 0;
+	return ctl_place_new(op, *np, *rf, 0, create_min_isr(op, t),
+	    *replicas, msg);
 }
 
 /* The topic's records: the topic, its configs, then its partitions. */
@@ -384,20 +396,17 @@ create_one(struct ctl_op *op, struct ctl_placer *pl,
     const struct nameidx *earlier, struct rn_kstr *msg)
 {
 	int32_t np = t->num_partitions, rf = t->replication_factor;
-	int32_t *brokers, *replicas = NULL;
+	int32_t *replicas = NULL;
 	uint8_t tid[16];
 	int16_t e;
-	int live;
 
 	if ((e = create_check_name(op, t, earlier, msg)) != 0 ||
 	    (e = create_check_configs(op, t, msg)) != 0)
 		return e;
-	if ((brokers = ctl_place_live_brokers(op, &live)) == NULL)
-		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	if (t->assignments_count > 0)
 		e = create_manual(op, t, &np, &rf, &replicas, msg);
 	else
-		e = create_auto(op, brokers, live, &np, &rf, &replicas, msg);
+		e = create_auto(op, t, &np, &rf, &replicas, msg);
 	if (e != 0 ||
 	    (e = ctl_place_check_slots(op, replicas, np * rf, msg)) != 0)
 		return e;
@@ -736,8 +745,7 @@ grow_check(struct ctl_op *op, const struct rn_CreatePartitionsRequest *req,
 static int16_t
 grow_place(struct ctl_op *op,
     const struct rn_CreatePartitionsRequest_CreatePartitionsTopic *tp,
-    const struct ctl_topic *t, const int32_t *brokers, int live,
-    int32_t **out, struct rn_kstr *msg)
+    const struct ctl_topic *t, int32_t **out, struct rn_kstr *msg)
 {
 	const struct ctl_state *st = &op->c->st;
 	int32_t cur = t->n_parts, add = tp->count - cur, rf = grow_rf(t), j;
@@ -758,11 +766,10 @@ grow_place(struct ctl_op *op,
 				    tp->assignments[j].broker_ids,
 				    sizeof(int32_t) * (size_t)rf);
 		}
-	} else if (rf > live)
-		e = ctl_place_rf_unreachable(op, rf, live, msg);
-	else if (ctl_place_auto(st, brokers, live, add, rf, cur,
-	    replicas) != 0)
-		e = RN_KERR_UNKNOWN_SERVER_ERROR;
+	} else
+		e = ctl_place_new(op, add, rf, cur, ctl_topic_min_isr(op->c,
+		    ctl_configs_get(&t->configs, "min.insync.replicas")),
+		    replicas, msg);
 	if (e == 0)
 		e = ctl_place_check_slots(op, replicas, add * rf, msg);
 	*out = replicas;
@@ -775,8 +782,8 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	struct rn_CreatePartitionsRequest req;
 	struct rn_CreatePartitionsResponse *resp = &op->resp.cp;
 	struct ctl_placer pl;
-	int32_t i, p, *brokers;
-	int rc, live;
+	int32_t i, p;
+	int rc;
 
 	if ((rc = rn_CreatePartitionsRequest_decode(r, op->ver, &op->arena,
 	    &req)) != 0)
@@ -785,8 +792,6 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 	memset(&pl, 0, sizeof(pl));
 	pl.st = &op->c->st;
 	pl.arena = &op->arena;
-	if ((brokers = ctl_place_live_brokers(op, &live)) == NULL)
-		return -ENOMEM;
 	rn_CreatePartitionsResponse_init(resp);
 	resp->results_count = req.topics_count;
 	resp->results = rn_arena_alloc(&op->arena, sizeof(*resp->results) *
@@ -808,8 +813,7 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 		res->name = tp->name;
 		res->error_message.len = -1;
 		if ((e = grow_check(op, &req, i, &t, &msg)) == 0)
-			e = grow_place(op, tp, t, brokers, live, &replicas,
-			    &msg);
+			e = grow_place(op, tp, t, &replicas, &msg);
 		res->error_code = e;
 		res->error_message = msg;
 		if (e != 0 || op->validate_only)

@@ -89,6 +89,13 @@ fail_ap(struct ctl_op *op, int16_t e)
 }
 
 static void
+fail_ub(struct ctl_op *op, int16_t e)
+{
+	if (op->resp.ub.error_code == 0)
+		op->resp.ub.error_code = e;
+}
+
+static void
 fail_el(struct ctl_op *op, int16_t e)
 {
 	int32_t i, k;
@@ -115,6 +122,7 @@ OP_ENCODE(enc_dt, DeleteTopicsResponse, dt)
 OP_ENCODE(enc_cp, CreatePartitionsResponse, cp)
 OP_ENCODE(enc_ac, AlterConfigsResponse, ac)
 OP_ENCODE(enc_iac, IncrementalAlterConfigsResponse, iac)
+OP_ENCODE(enc_ub, UnregisterBrokerResponse, ub)
 OP_ENCODE(enc_br, BrokerRegistrationResponse, br)
 OP_ENCODE(enc_bh, BrokerHeartbeatResponse, bh)
 OP_ENCODE(enc_ap, AlterPartitionResponse, ap)
@@ -146,6 +154,8 @@ const struct ctl_op_api ctl_op_apis[] = {
 	    true },
 	{ RN_KAPI_ALTER_PARTITION, ctl_op_alter_partition, enc_ap, fail_ap,
 	    true },
+	{ RN_KAPI_UNREGISTER_BROKER, ctl_op_unregister_broker, enc_ub, fail_ub,
+	    false },
 };
 
 const size_t ctl_op_n_apis = RN_ARRAY_SIZE(ctl_op_apis);

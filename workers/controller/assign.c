@@ -170,11 +170,12 @@ ctl_assign_rack_aware(const int32_t *brokers, const char *const *racks,
 /* ---- placing the replicas of an operation's new partitions ---------- */
 
 /*
- * Brokers that may take new replicas: registered, unfenced, staying; in
- * the op's arena (however many the cluster has). NULL: no memory.
+ * The ids of the registered brokers (only the unfenced, staying ones when
+ * live), by id, in the op's arena (however many the cluster has). NULL:
+ * no memory.
  */
-int32_t *
-ctl_place_live_brokers(struct ctl_op *op, int *n)
+static int32_t *
+place_brokers(struct ctl_op *op, bool live, int *n)
 {
 	const struct ctl_state *st = &op->c->st;
 	int32_t *ids;
@@ -185,10 +186,17 @@ ctl_place_live_brokers(struct ctl_op *op, int *n)
 	    (size_t)(st->n_brokers > 0 ? st->n_brokers : 1))) == NULL)
 		return NULL;
 	for (i = 0; i < st->n_brokers; i++)
-		if (!st->brokers[i].fenced &&
-		    !st->brokers[i].in_controlled_shutdown)
+		if (!live || (!st->brokers[i].fenced &&
+		    !st->brokers[i].in_controlled_shutdown))
 			ids[(*n)++] = st->brokers[i].id;
 	return ids;
+}
+
+/* Brokers that may take new replicas: registered, unfenced, staying. */
+int32_t *
+ctl_place_live_brokers(struct ctl_op *op, int *n)
+{
+	return place_brokers(op, true, n);
 }
 
 static int
@@ -383,33 +391,124 @@ ctl_place_rf_unreachable(struct ctl_op *op, int32_t rf, int live,
 }
 
 /*
- * Automatic placement over the live brokers: rack-aware when every one of
- * them has a rack, else rack-unaware; random start and shift.
+ * Automatic placement over brokers: rack-aware when every one of them has
+ * a rack (absent brokers keep the rack they registered with), else
+ * rack-unaware; start index and shift as given.
  */
 int
-ctl_place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
-    int32_t np, int32_t rf, int32_t start_partition, int32_t *out)
+ctl_place_auto_at(const struct ctl_state *st, const int32_t *brokers, int n,
+    int32_t np, int32_t rf, int32_t start_partition, int start_index,
+    int shift, int32_t *out)
 {
 	const char **racks;
 	int i, rc;
 
-	if ((racks = calloc((size_t)(live > 0 ? live : 1),
-	    sizeof(*racks))) == NULL)
+	if ((racks = calloc((size_t)(n > 0 ? n : 1), sizeof(*racks))) == NULL)
 		return -ENOMEM;
-	for (i = 0; i < live; i++) {
+	for (i = 0; i < n; i++) {
 		const struct ctl_broker *b = ctl_state_broker(st, brokers[i]);
 
 		if (b == NULL || b->rack[0] == '\0')
 			break;
 		racks[i] = b->rack;
 	}
-	if (i == live && live > 0) {
-		rc = ctl_assign_rack_aware(brokers, racks, live, np, rf,
-		    rand_below(live), rand_below(live), start_partition, out);
-		free(racks);
-		return rc;
-	}
+	if (i == n && n > 0)
+		rc = ctl_assign_rack_aware(brokers, racks, n, np, rf,
+		    start_index, shift, start_partition, out);
+	else
+		rc = ctl_assign_rack_unaware(brokers, n, np, rf, start_index,
+		    shift, start_partition, out);
 	free(racks);
-	return ctl_assign_rack_unaware(brokers, live, np, rf,
-	    rand_below(live), rand_below(live), start_partition, out);
+	return rc;
+}
+
+/* The same with a random start index and shift, as Kafka draws them. */
+int
+ctl_place_auto(const struct ctl_state *st, const int32_t *brokers, int live,
+    int32_t np, int32_t rf, int32_t start_partition, int32_t *out)
+{
+	return ctl_place_auto_at(st, brokers, live, np, rf, start_partition,
+	    rand_below(live), rand_below(live), out);
+}
+
+/* ---- under-replicated creation over the observed brokers (seed 000) -- */
+
+/* True when each of the np partitions in out has a live replica. */
+static bool
+each_has_live(const struct ctl_state *st, const int32_t *out, int32_t np,
+    int32_t rf)
+{
+	int32_t i, j;
+
+	for (i = 0; i < np; i++) {
+		for (j = 0; j < rf; j++)
+			if (ctl_broker_state((void *)st, out[i * rf + j]) ==
+			    CTL_B_UP)
+				break;
+		if (j == rf)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Over the observed brokers: the random start index first, then the next
+ * ones, until every partition has a live replica to lead it.
+ */
+static int16_t
+place_observed(struct ctl_op *op, int32_t np, int32_t rf, int32_t start,
+    int32_t *out, struct rn_kstr *msg)
+{
+	const struct ctl_state *st = &op->c->st;
+	int32_t *ids;
+	int n, first, shift, k;
+
+	if ((ids = place_brokers(op, false, &n)) == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	first = rand_below(n);
+	shift = rand_below(n);
+	for (k = 0; k < n; k++) {
+		if (ctl_place_auto_at(st, ids, n, np, rf, start,
+		    (first + k) % n, shift, out) != 0)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+		if (each_has_live(st, out, np, rf))
+			return 0;
+	}
+	*msg = op_msg(op, "No placement of %d replicas over the %d observed "
+	    "brokers gives every partition a live broker.", rf, n);
+	return RN_KERR_INVALID_REPLICATION_FACTOR;
+}
+
+/*
+ * Automatic placement of np new partitions from start with rf replicas
+ * each: over the live brokers when there are rf of them (Kafka's rule);
+ * else, with enable.under.replicated.topic.creation, over the observed
+ * brokers, provided min_isr brokers are live. 0 or an error with msg.
+ */
+int16_t
+ctl_place_new(struct ctl_op *op, int32_t np, int32_t rf, int32_t start,
+    int min_isr, int32_t *out, struct rn_kstr *msg)
+{
+	int32_t *live_ids;
+	int live, observed = op->c->st.n_brokers;
+
+	if ((live_ids = ctl_place_live_brokers(op, &live)) == NULL)
+		return RN_KERR_UNKNOWN_SERVER_ERROR;
+	if (rf <= live) {
+		if (ctl_place_auto(&op->c->st, live_ids, live, np, rf, start,
+		    out) != 0)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+		return 0;
+	}
+	if (!op->c->cfg->under_replicated_creation)
+		return ctl_place_rf_unreachable(op, rf, live, msg);
+	if (rf > observed)
+		return ctl_place_rf_unreachable(op, rf, observed, msg);
+	if (live < min_isr || live == 0) {
+		*msg = op_msg(op, "%d replicas need at least %d live brokers "
+		    "(min.insync.replicas=%d); %d live", rf, min_isr, min_isr,
+		    live);
+		return RN_KERR_INVALID_REPLICATION_FACTOR;
+	}
+	return place_observed(op, np, rf, start, out, msg);
 }

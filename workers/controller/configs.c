@@ -512,18 +512,41 @@ ctl_op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r)
 	return 0;
 }
 
-bool
-ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t)
+/* A topic config's effective value: override, dynamic, static, default. */
+static const char *
+topic_value(struct ctl *c, const char *key, const char *override, char *buf,
+    size_t len)
 {
-	const struct rn_kcfg *d =
-	    rn_kcfg_topic_find("unclean.leader.election.enable");
-	const char *v;
-	char buf[64];
+	const struct rn_kcfg *d = rn_kcfg_topic_find(key);
 	int8_t src;
 
 	if (d == NULL)
+		return NULL;
+	return effective_config(c, d, override, &src, buf, len);
+}
+
+bool
+ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t)
+{
+	const char *key = "unclean.leader.election.enable", *v;
+	char buf[64];
+
+	if (rn_kcfg_topic_find(key) == NULL)
 		return c->cfg->unclean_leader_election_enable;
-	v = effective_config(c, d, t != NULL ? ctl_configs_get(&t->configs,
-	    d->name) : NULL, &src, buf, sizeof(buf));
+	v = topic_value(c, key, t != NULL ? ctl_configs_get(&t->configs, key) :
+	    NULL, buf, sizeof(buf));
 	return v != NULL && strcasecmp(v, "true") == 0;
+}
+
+int
+ctl_topic_min_isr(struct ctl *c, const char *override)
+{
+	const char *v;
+	char buf[64];
+	long n;
+
+	v = topic_value(c, "min.insync.replicas", override, buf, sizeof(buf));
+	if (v == NULL || (n = strtol(v, NULL, 10)) < 1)
+		return c->cfg->min_insync_replicas;
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }

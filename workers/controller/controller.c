@@ -280,7 +280,7 @@ static const struct ctl_op_hooks ctl_op_hooks = {
 	.forward = ctl_agent_forward,
 	.auto_create = ctl_op_auto_create,
 	.committed = ctl_op_committed,
-	.reconcile = ctl_reconcile,
+	.reconcile = ctl_reconcile_all,
 };
 
 /* What the raft layer and the operation engine report, and who hears it. */

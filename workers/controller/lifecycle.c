@@ -64,6 +64,7 @@ ctl_live_reset(struct ctl *c)
 	free(c->live);
 	c->live = NULL;
 	c->n_live = 0;
+	c->rebalance_due_ms = 0; /* the first balancing pass an interval on */
 	for (i = 0; i < c->st.n_brokers; i++)
 		live_get(c, c->st.brokers[i].id);
 }
@@ -158,7 +159,7 @@ ctl_reconcile(struct ctl *c, struct ctl_batch *b)
 			continue;
 		log_warnx("fencing broker %d: no heartbeat for %lld ms",
 		    br->id, (long long)(now - l->last_hb_ms));
-		ctl_rec_broker_change(b, br->id, 1, -1);
+		ctl_rec_broker_absent(b, br->id, wall_ms());
 		if (bs.n_down < (int)RN_ARRAY_SIZE(bs.down))
 			bs.down[bs.n_down++] = br->id;
 	}

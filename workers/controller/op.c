@@ -225,6 +225,9 @@ op_not_controller(struct ctl_op *op)
 	case RN_KAPI_ALTER_PARTITION:
 		rn_AlterPartitionResponse_init(&op->resp.ap);
 		break;
+	case RN_KAPI_UNREGISTER_BROKER:
+		rn_UnregisterBrokerResponse_init(&op->resp.ub);
+		break;
 	default:
 		ctl_op_reply_raw(op, RN_KERR_NOT_CONTROLLER, NULL, 0);
 		return;

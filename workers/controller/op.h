@@ -56,6 +56,7 @@ struct ctl_op {
 		struct rn_CreateTopicsResponse ct;
 		struct rn_DeleteTopicsResponse dt;
 		struct rn_CreatePartitionsResponse cp;
+		struct rn_UnregisterBrokerResponse ub;
 		struct rn_AlterConfigsResponse ac;
 		struct rn_IncrementalAlterConfigsResponse iac;
 		struct rn_BrokerRegistrationResponse br;
@@ -183,6 +184,9 @@ int ctl_op_alter_configs(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r);
 /* Effective unclean.leader.election.enable of a topic. */
 bool ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t);
+/* Effective min.insync.replicas of a topic whose own value is override
+ * (NULL: none). */
+int ctl_topic_min_isr(struct ctl *c, const char *override);
 /* CreateTopics v5+: every topic config with value and source */
 int16_t ctl_created_configs(struct ctl_op *op,
     const struct rn_CreateTopicsRequest_CreatableTopic *t,
@@ -211,6 +215,13 @@ int16_t ctl_place_check_slots(struct ctl_op *op, const int32_t *replicas,
     int32_t n, struct rn_kstr *msg);
 int16_t ctl_place_rf_unreachable(struct ctl_op *op, int32_t rf, int live,
     struct rn_kstr *msg);
+int ctl_place_auto_at(const struct ctl_state *st, const int32_t *brokers,
+    int n, int32_t np, int32_t rf, int32_t start_partition, int start_index,
+    int shift, int32_t *out);
+/* New partitions placed automatically: over the live brokers, or (with
+ * enable.under.replicated.topic.creation) over the observed ones. */
+int16_t ctl_place_new(struct ctl_op *op, int32_t np, int32_t rf,
+    int32_t start, int min_isr, int32_t *out, struct rn_kstr *msg);
 int ctl_place_auto(const struct ctl_state *st, const int32_t *brokers,
     int live, int32_t np, int32_t rf, int32_t start_partition, int32_t *out);
 
@@ -235,6 +246,13 @@ bool ctl_reconcile(struct ctl *c, struct ctl_batch *b);
 /* Liveness bookkeeping of the active controller. */
 void ctl_live_reset(struct ctl *c);
 void ctl_quorum_track(struct ctl *c);
+
+/* observed.c: UnregisterBroker and the automatic leader rebalance */
+int ctl_op_unregister_broker(struct ctl_op *op, struct rn_kreader *r);
+/* Records of a leader balancing pass when one is due; false if none. */
+bool ctl_rebalance(struct ctl *c, struct ctl_batch *b);
+/* ctl_reconcile, then ctl_rebalance: the engine's reconcile hook. */
+bool ctl_reconcile_all(struct ctl *c, struct ctl_batch *b);
 
 /* server.c: Kafka protocol on the controller listener */
 void ctl_server_init(struct ctl *c);

@@ -128,6 +128,7 @@ struct ctl {
 	struct ctl_live *live;
 	int n_live;
 	bool reconcile;           /* records applied since the last pass */
+	int64_t rebalance_due_ms; /* next leader balancing pass; 0: unset */
 	int64_t voter_caught_up_ms[RN_CONFIG_MAX_VOTERS]; /* wall clock */
 	int64_t voter_fetch_ms[RN_CONFIG_MAX_VOTERS];     /* wall clock */
 

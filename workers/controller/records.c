@@ -217,7 +217,7 @@ ctl_rec_register_broker(struct ctl_batch *b, const struct ctl_broker *br,
 	msgpack_packer *pk = &b->pk;
 	int i;
 
-	rec_begin(b, CTL_REC_REGISTER_BROKER, with_epoch ? 8 : 6);
+	rec_begin(b, CTL_REC_REGISTER_BROKER, with_epoch ? 9 : 6);
 	rn_mp_pack_str(pk, "id");
 	msgpack_pack_int32(pk, br->id);
 	rn_mp_pack_str(pk, "incarnation");
@@ -255,6 +255,8 @@ ctl_rec_register_broker(struct ctl_batch *b, const struct ctl_broker *br,
 			msgpack_pack_true(pk);
 		else
 			msgpack_pack_false(pk);
+		rn_mp_pack_str(pk, "absent_since");
+		msgpack_pack_int64(pk, br->absent_since_ms);
 	}
 }
 
@@ -364,6 +366,20 @@ ctl_rec_broker_change(struct ctl_batch *b, int32_t id, int fenced,
 		else
 			msgpack_pack_false(pk);
 	}
+}
+
+void
+ctl_rec_broker_absent(struct ctl_batch *b, int32_t id, int64_t since_ms)
+{
+	msgpack_packer *pk = &b->pk;
+
+	rec_begin(b, CTL_REC_BROKER_CHANGE, 3);
+	rn_mp_pack_str(pk, "id");
+	msgpack_pack_int32(pk, id);
+	rn_mp_pack_str(pk, "fenced");
+	msgpack_pack_true(pk);
+	rn_mp_pack_str(pk, "absent_since");
+	msgpack_pack_int64(pk, since_ms);
 }
 
 void

@@ -18,12 +18,15 @@
  *                   key: str, value: str|nil (nil deletes)}
  *   RemoveTopic    {id: bin16}
  *   BrokerChange   {id, fenced: bool (absent: unchanged),
- *                   in_controlled_shutdown: bool (absent: unchanged)}
+ *                   in_controlled_shutdown: bool (absent: unchanged)
+ *                   [, absent_since: int (wall ms its session expired)]}
  *   UnregisterBroker {id}
  *   PartitionChange {topic_id: bin16, partition, leader, isr: [],
  *                   leader_epoch, partition_epoch} (replicas unchanged)
  *
- * RegisterBroker in snapshots also carries in_controlled_shutdown.
+ * RegisterBroker in snapshots also carries in_controlled_shutdown and
+ * absent_since. A broker stays in the state (the observed brokers) until
+ * an UnregisterBroker record removes it.
  */
 #ifndef RN_CTL_RECORDS_H
 #define RN_CTL_RECORDS_H
@@ -83,6 +86,8 @@ void ctl_rec_remove_topic(struct ctl_batch *b, const uint8_t id[16]);
 /* fenced / shutdown: 1 set, 0 clear, -1 leave as is. */
 void ctl_rec_broker_change(struct ctl_batch *b, int32_t id, int fenced,
     int shutdown);
+/* Fenced because its session expired at since_ms (wall clock). */
+void ctl_rec_broker_absent(struct ctl_batch *b, int32_t id, int64_t since_ms);
 void ctl_rec_unregister_broker(struct ctl_batch *b, int32_t id);
 void ctl_rec_partition_change(struct ctl_batch *b, const uint8_t topic_id[16],
     int32_t partition, int32_t leader, const int32_t *isr, int32_t n_isr,

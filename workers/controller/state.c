@@ -577,6 +577,8 @@ apply_register_broker(struct ctl_state *st, const msgpack_object *rec)
 	o = rn_mp_get(rec, "in_controlled_shutdown");
 	b.in_controlled_shutdown = o != NULL && o->type ==
 	    MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
+	if (!ctl_mp_int(rn_mp_get(rec, "absent_since"), &b.absent_since_ms))
+		b.absent_since_ms = 0;
 	a = rn_mp_get(rec, "listeners");
 	if (a != NULL && a->type == MSGPACK_OBJECT_ARRAY &&
 	    a->via.array.size > 0) {
@@ -915,6 +917,11 @@ apply_broker_change(struct ctl_state *st, const msgpack_object *rec)
 	if ((o = rn_mp_get(rec, "in_controlled_shutdown")) != NULL &&
 	    o->type == MSGPACK_OBJECT_BOOLEAN)
 		b->in_controlled_shutdown = o->via.boolean;
+	if (!b->fenced)
+		b->absent_since_ms = 0;
+	else
+		ctl_mp_int(rn_mp_get(rec, "absent_since"),
+		    &b->absent_since_ms);
 	return 0;
 }
 
@@ -1184,6 +1191,8 @@ enc_broker(struct rn_mdimage_enc *e, const struct ctl_broker *b)
 		.port = b->n_listeners ? b->listeners[0].port : 0,
 		.rack = b->rack[0] != '\0' ? b->rack : NULL,
 		.fenced = b->fenced,
+		.shutdown = b->in_controlled_shutdown,
+		.absent_since_ms = b->absent_since_ms,
 		.epoch = b->epoch,
 		.n_listeners = b->n_listeners,
 	};

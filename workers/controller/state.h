@@ -55,6 +55,9 @@ struct ctl_broker {
 	int n_log_dirs;
 	bool fenced;
 	bool in_controlled_shutdown;
+	/* wall ms its session expired (0: it has one, or went in a controlled
+	 * shutdown); recorded so every controller tells the same story */
+	int64_t absent_since_ms;
 };
 
 struct ctl_partition {

@@ -33,6 +33,7 @@ static const struct {
 	{ RN_KAPI_ALTER_CONFIGS, 0, 2, net_admin_forward },
 	{ RN_KAPI_CREATE_PARTITIONS, 0, 3, net_admin_forward },
 	{ RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, net_admin_forward },
+	{ RN_KAPI_UNREGISTER_BROKER, 0, 0, net_admin_forward },
 	{ RN_KAPI_DESCRIBE_CLUSTER, 0, 1, net_describe_cluster },
 	{ RN_KAPI_INIT_PRODUCER_ID, 0, 4, net_init_producer_id },
 	{ RN_KAPI_ELECT_LEADERS, 0, 2, net_admin_forward },
