@@ -226,6 +226,35 @@ throttled_ok(const char *v)
 	}
 }
 
+bool
+rn_kcfg_throttled_has(const char *v, int32_t partition, int32_t broker)
+{
+	const char *p = v;
+	char *end;
+
+	if (v == NULL || *v == '\0')
+		return false;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p == '*')
+		return true;
+	while (*p != '\0') {
+		long pp = strtol(p, &end, 10), bb;
+
+		if (end == p || *end != ':')
+			return false;
+		bb = strtol(end + 1, &end, 10);
+		if (pp == partition && bb == broker)
+			return true;
+		while (isspace((unsigned char)*end))
+			end++;
+		if (*end != ',')
+			return false;
+		p = end + 1;
+	}
+	return false;
+}
+
 static int
 fail(const struct rn_kcfg *k, const char *value, char *err, size_t errlen,
     const char *why)

@@ -88,6 +88,10 @@ const struct rn_kcfg *rn_kcfg_listener_find(const char *name);
  * value ("Invalid value x for configuration retention.ms: Not a number
  * of type LONG").
  */
+/* A *.replication.throttled.replicas value names (partition, broker):
+ * "*" or one of its partition:broker pairs. */
+bool rn_kcfg_throttled_has(const char *list, int32_t partition,
+    int32_t broker);
 int rn_kcfg_validate(const struct rn_kcfg *k, const char *value, char *err,
     size_t errlen);
 

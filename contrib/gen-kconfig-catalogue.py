@@ -709,8 +709,12 @@ FIXED_DEFAULTS = {
  "inter.broker.protocol.version": "3.9-IV0",
 }
 
+THROTTLE_RATES = ["leader.replication.throttled.rate",
+  "follower.replication.throttled.rate",
+  "replica.alter.log.dirs.io.max.bytes.per.second"]
 # what runnel acts on
-ACT_TOPIC = {"flush.messages", "flush.ms", "max.message.bytes", "message.timestamp.type",
+ACT_TOPIC = {"leader.replication.throttled.replicas",
+  "follower.replication.throttled.replicas", "flush.messages", "flush.ms", "max.message.bytes", "message.timestamp.type",
   "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms",
   "unclean.leader.election.enable", "cleanup.policy", "delete.retention.ms",
   "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio"}
@@ -729,7 +733,8 @@ ACT_BROKER = {"node.id", "broker.id", "process.roles", "listeners", "advertised.
   "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
   "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy",
   "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
-  "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"}
+  "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
+  "leader.replication.throttled.rate", "follower.replication.throttled.rate"}
 
 SSL_RECONF = {"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
   "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
@@ -756,7 +761,8 @@ DYN = (SSL_RECONF | {"log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "l
   | {"producer.id.expiration.ms", "transaction.partition.verification.enable"}
   | {"remote.log.index.file.cache.total.size.bytes", "remote.fetch.max.wait.ms",
      "remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.fetch.max.bytes.per.second",
-     "remote.list.offsets.request.timeout.ms"})
+     "remote.list.offsets.request.timeout.ms"}
+  | set(THROTTLE_RATES))
 PER_BROKER = (SSL_RECONF | LISTENER_DYN) - CLUSTER_LISTENER
 
 def jdouble(v):
@@ -843,6 +849,11 @@ def rows(entries, topic):
     return out
 
 broker = [x for x in d["broker"] if "name" in x]
+# Kafka's DynamicConfig.Broker quotas: dynamic only, in no ConfigDef read
+# above (LONG, Long.MAX_VALUE, at least 0)
+for k in THROTTLE_RATES:
+    broker.append({"name": k, "type": "LONG", "default": 9223372036854775807,
+                   "validator": ("range", 0)})
 names = {x["name"] for x in broker}
 for l in KAFKA4_LISTING.strip().splitlines():
     k, _, v = l.partition(" =")

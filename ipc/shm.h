@@ -122,6 +122,12 @@ struct rn_shm_hdr {
 	 * network workers lead nothing until the image shows it.
 	 */
 	_Atomic int64_t registered_epoch;
+	/*
+	 * The leader replication quota the network workers share
+	 * (workers/replquota.c): the time, in CLOCK_MONOTONIC µs, by which
+	 * the throttled bytes sent so far are paid for.
+	 */
+	_Atomic int64_t leader_quota_tat_us;
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };
 

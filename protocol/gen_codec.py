@@ -268,7 +268,8 @@ def resolve_fields(msg, st, ctx):
         names.add(cname)
         if f.is_array:
             names.add(cname + '_count')
-        if f.nr is not None and f.kind in ('prim',) and f.base != 'uuid':
+        if f.nr is not None and f.kind == 'prim' and not f.is_array \
+                and f.base != 'uuid':
             raise DefError('%s: %s cannot be nullable' % (f.where, f.raw_type))
         if f.tag is not None and msg.flex is None:
             raise DefError('%s: tagged field in a message with no flexible versions' % f.where)

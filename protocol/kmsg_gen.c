@@ -285,6 +285,352 @@ rn_AlterConfigsResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_AlterPartitionReassignmentsRequest_ReassignablePartition_init(struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *o)
+{
+	o->partition_index = 0;
+	o->replicas = NULL;
+	o->replicas_count = 0;
+}
+
+static void
+dec_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, true);
+		int32_t i;
+
+		o->replicas = rn_kr_array(r, a, n, sizeof(*o->replicas), 4);
+		o->replicas_count = r->err ? 0 : n;
+		for (i = 0; i < o->replicas_count && !r->err; i++)
+			o->replicas[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(struct rn_kwriter *w, int16_t v, const struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->replicas_count, flex, true, true);
+		for (i = 0; i < o->replicas_count && !w->err; i++)
+			rn_kw_int32(w, o->replicas[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterPartitionReassignmentsRequest_ReassignableTopic_init(struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 6);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(struct rn_kwriter *w, int16_t v, const struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterPartitionReassignmentsRequest_init(struct rn_AlterPartitionReassignmentsRequest *o)
+{
+	o->timeout_ms = 60000;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_AlterPartitionReassignmentsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterPartitionReassignmentsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->timeout_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 3);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AlterPartitionReassignmentsRequest(struct rn_kwriter *w, int16_t v, const struct rn_AlterPartitionReassignmentsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->timeout_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AlterPartitionReassignmentsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterPartitionReassignmentsRequest *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AlterPartitionReassignmentsRequest(r, version, arena, out);
+}
+
+int
+rn_AlterPartitionReassignmentsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterPartitionReassignmentsRequest *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AlterPartitionReassignmentsRequest(w, version, in);
+}
+
+void
+rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_init(struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *o)
+{
+	o->partition_index = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = 0;
+}
+
+static void
+dec_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(struct rn_kwriter *w, int16_t v, const struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_init(struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 8);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(struct rn_kwriter *w, int16_t v, const struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterPartitionReassignmentsResponse_init(struct rn_AlterPartitionReassignmentsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = 0;
+	o->responses = NULL;
+	o->responses_count = 0;
+}
+
+static int
+dec_rn_AlterPartitionReassignmentsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterPartitionReassignmentsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->responses = rn_kr_array(r, a, n, sizeof(*o->responses), 3);
+		o->responses_count = r->err ? 0 : n;
+		for (i = 0; i < o->responses_count && !r->err; i++)
+			dec_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(r, v, a, &o->responses[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AlterPartitionReassignmentsResponse(struct rn_kwriter *w, int16_t v, const struct rn_AlterPartitionReassignmentsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->responses_count, flex, true, false);
+		for (i = 0; i < o->responses_count && !w->err; i++)
+			enc_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(w, v, &o->responses[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AlterPartitionReassignmentsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterPartitionReassignmentsResponse *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AlterPartitionReassignmentsResponse(r, version, arena, out);
+}
+
+int
+rn_AlterPartitionReassignmentsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterPartitionReassignmentsResponse *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AlterPartitionReassignmentsResponse(w, version, in);
+}
+
+void
 rn_AlterPartitionRequest_BrokerState_init(struct rn_AlterPartitionRequest_BrokerState *o)
 {
 	o->broker_id = 0;
@@ -8301,6 +8647,349 @@ rn_ListOffsetsResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_init(struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partition_indexes = NULL;
+	o->partition_indexes_count = 0;
+}
+
+static void
+dec_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partition_indexes = rn_kr_array(r, a, n, sizeof(*o->partition_indexes), 4);
+		o->partition_indexes_count = r->err ? 0 : n;
+		for (i = 0; i < o->partition_indexes_count && !r->err; i++)
+			o->partition_indexes[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(struct rn_kwriter *w, int16_t v, const struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partition_indexes_count, flex, true, false);
+		for (i = 0; i < o->partition_indexes_count && !w->err; i++)
+			rn_kw_int32(w, o->partition_indexes[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_ListPartitionReassignmentsRequest_init(struct rn_ListPartitionReassignmentsRequest *o)
+{
+	o->timeout_ms = 60000;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_ListPartitionReassignmentsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_ListPartitionReassignmentsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->timeout_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, true);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 3);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_ListPartitionReassignmentsRequest(struct rn_kwriter *w, int16_t v, const struct rn_ListPartitionReassignmentsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->timeout_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, true);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_ListPartitionReassignmentsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_ListPartitionReassignmentsRequest *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_ListPartitionReassignmentsRequest(r, version, arena, out);
+}
+
+int
+rn_ListPartitionReassignmentsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_ListPartitionReassignmentsRequest *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_ListPartitionReassignmentsRequest(w, version, in);
+}
+
+void
+rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_init(struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *o)
+{
+	o->partition_index = 0;
+	o->replicas = NULL;
+	o->replicas_count = 0;
+	o->adding_replicas = NULL;
+	o->adding_replicas_count = 0;
+	o->removing_replicas = NULL;
+	o->removing_replicas_count = 0;
+}
+
+static void
+dec_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->replicas = rn_kr_array(r, a, n, sizeof(*o->replicas), 4);
+		o->replicas_count = r->err ? 0 : n;
+		for (i = 0; i < o->replicas_count && !r->err; i++)
+			o->replicas[i] = rn_kr_int32(r);
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->adding_replicas = rn_kr_array(r, a, n, sizeof(*o->adding_replicas), 4);
+		o->adding_replicas_count = r->err ? 0 : n;
+		for (i = 0; i < o->adding_replicas_count && !r->err; i++)
+			o->adding_replicas[i] = rn_kr_int32(r);
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->removing_replicas = rn_kr_array(r, a, n, sizeof(*o->removing_replicas), 4);
+		o->removing_replicas_count = r->err ? 0 : n;
+		for (i = 0; i < o->removing_replicas_count && !r->err; i++)
+			o->removing_replicas[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(struct rn_kwriter *w, int16_t v, const struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->replicas_count, flex, true, false);
+		for (i = 0; i < o->replicas_count && !w->err; i++)
+			rn_kw_int32(w, o->replicas[i]);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->adding_replicas_count, flex, true, false);
+		for (i = 0; i < o->adding_replicas_count && !w->err; i++)
+			rn_kw_int32(w, o->adding_replicas[i]);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->removing_replicas_count, flex, true, false);
+		for (i = 0; i < o->removing_replicas_count && !w->err; i++)
+			rn_kw_int32(w, o->removing_replicas[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment_init(struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 8);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(struct rn_kwriter *w, int16_t v, const struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_ListPartitionReassignmentsResponse_init(struct rn_ListPartitionReassignmentsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_ListPartitionReassignmentsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_ListPartitionReassignmentsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 3);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_ListPartitionReassignmentsResponse(struct rn_kwriter *w, int16_t v, const struct rn_ListPartitionReassignmentsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_ListPartitionReassignmentsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_ListPartitionReassignmentsResponse *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_ListPartitionReassignmentsResponse(r, version, arena, out);
+}
+
+int
+rn_ListPartitionReassignmentsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_ListPartitionReassignmentsResponse *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_ListPartitionReassignmentsResponse(w, version, in);
+}
+
+void
 rn_MetadataRequest_MetadataRequestTopic_init(struct rn_MetadataRequest_MetadataRequestTopic *o)
 {
 	memset(&o->topic_id, 0, sizeof(o->topic_id));
@@ -11874,6 +12563,54 @@ venc_IncrementalAlterConfigsResponse(struct rn_kwriter *w, int16_t v, const void
 }
 
 static int
+vdec_AlterPartitionReassignmentsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AlterPartitionReassignmentsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_AlterPartitionReassignmentsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AlterPartitionReassignmentsRequest_encode(w, v, o);
+}
+
+static int
+vdec_AlterPartitionReassignmentsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AlterPartitionReassignmentsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_AlterPartitionReassignmentsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AlterPartitionReassignmentsResponse_encode(w, v, o);
+}
+
+static int
+vdec_ListPartitionReassignmentsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_ListPartitionReassignmentsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_ListPartitionReassignmentsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_ListPartitionReassignmentsRequest_encode(w, v, o);
+}
+
+static int
+vdec_ListPartitionReassignmentsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_ListPartitionReassignmentsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_ListPartitionReassignmentsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_ListPartitionReassignmentsResponse_encode(w, v, o);
+}
+
+static int
 vdec_OffsetDeleteRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_OffsetDeleteRequest_decode(r, v, a, o);
@@ -12116,6 +12853,10 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_ElectLeadersRequest, venc_ElectLeadersRequest, vdec_ElectLeadersResponse, venc_ElectLeadersResponse },
 	{ 44, 0, 1, 1, "IncrementalAlterConfigs", sizeof(struct rn_IncrementalAlterConfigsRequest), sizeof(struct rn_IncrementalAlterConfigsResponse),
 	    vdec_IncrementalAlterConfigsRequest, venc_IncrementalAlterConfigsRequest, vdec_IncrementalAlterConfigsResponse, venc_IncrementalAlterConfigsResponse },
+	{ 45, 0, 0, 0, "AlterPartitionReassignments", sizeof(struct rn_AlterPartitionReassignmentsRequest), sizeof(struct rn_AlterPartitionReassignmentsResponse),
+	    vdec_AlterPartitionReassignmentsRequest, venc_AlterPartitionReassignmentsRequest, vdec_AlterPartitionReassignmentsResponse, venc_AlterPartitionReassignmentsResponse },
+	{ 46, 0, 0, 0, "ListPartitionReassignments", sizeof(struct rn_ListPartitionReassignmentsRequest), sizeof(struct rn_ListPartitionReassignmentsResponse),
+	    vdec_ListPartitionReassignmentsRequest, venc_ListPartitionReassignmentsRequest, vdec_ListPartitionReassignmentsResponse, venc_ListPartitionReassignmentsResponse },
 	{ 47, 0, 0, -1, "OffsetDelete", sizeof(struct rn_OffsetDeleteRequest), sizeof(struct rn_OffsetDeleteResponse),
 	    vdec_OffsetDeleteRequest, venc_OffsetDeleteRequest, vdec_OffsetDeleteResponse, venc_OffsetDeleteResponse },
 	{ 55, 0, 2, 0, "DescribeQuorum", sizeof(struct rn_DescribeQuorumRequest), sizeof(struct rn_DescribeQuorumResponse),
@@ -12137,9 +12878,9 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
 	12, -1, 13, 14, 15, 16, 17, 18, -1, -1, -1, -1, -1, -1, -1, -1,
-	19, 20, -1, -1, -1, 21, -1, -1, -1, -1, 22, 23, 24, -1, -1, 25,
-	-1, -1, -1, -1, -1, -1, -1, 26, 27, -1, -1, -1, 28, -1, 29, 30,
-	31, -1, -1, -1, -1, -1, -1, -1, -1, 32,
+	19, 20, -1, -1, -1, 21, -1, -1, -1, -1, 22, 23, 24, 25, 26, 27,
+	-1, -1, -1, -1, -1, -1, -1, 28, 29, -1, -1, -1, 30, -1, 31, 32,
+	33, -1, -1, -1, -1, -1, -1, -1, -1, 34,
 };
 
 const struct rn_kapi *

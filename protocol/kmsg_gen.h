@@ -38,6 +38,46 @@ struct rn_AlterConfigsResponse {
 	int32_t responses_count;
 };
 
+/* AlterPartitionReassignmentsRequest (API key 45), versions 0-0, flexible 0+ */
+struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition {
+	int32_t partition_index;
+	int32_t *replicas; /* nullable, default null */
+	int32_t replicas_count;
+};
+
+struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic {
+	struct rn_kstr name;
+	struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_AlterPartitionReassignmentsRequest {
+	int32_t timeout_ms; /* default 60000 */
+	struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *topics;
+	int32_t topics_count;
+};
+
+/* AlterPartitionReassignmentsResponse (API key 45), versions 0-0, flexible 0+ */
+struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse {
+	int32_t partition_index;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable */
+};
+
+struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse {
+	struct rn_kstr name;
+	struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_AlterPartitionReassignmentsResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable */
+	struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *responses;
+	int32_t responses_count;
+};
+
 /* AlterPartitionRequest (API key 56), versions 0-3, flexible 0+ */
 struct rn_AlterPartitionRequest_BrokerState {
 	int32_t broker_id;
@@ -930,6 +970,44 @@ struct rn_ListOffsetsResponse {
 	int32_t topics_count;
 };
 
+/* ListPartitionReassignmentsRequest (API key 46), versions 0-0, flexible 0+ */
+struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics {
+	struct rn_kstr name;
+	int32_t *partition_indexes;
+	int32_t partition_indexes_count;
+};
+
+struct rn_ListPartitionReassignmentsRequest {
+	int32_t timeout_ms; /* default 60000 */
+	struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *topics; /* nullable, default null */
+	int32_t topics_count;
+};
+
+/* ListPartitionReassignmentsResponse (API key 46), versions 0-0, flexible 0+ */
+struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment {
+	int32_t partition_index;
+	int32_t *replicas;
+	int32_t replicas_count;
+	int32_t *adding_replicas;
+	int32_t adding_replicas_count;
+	int32_t *removing_replicas;
+	int32_t removing_replicas_count;
+};
+
+struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment {
+	struct rn_kstr name;
+	struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_ListPartitionReassignmentsResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable */
+	struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *topics;
+	int32_t topics_count;
+};
+
 /* MetadataRequest (API key 3), versions 0-12, flexible 9+ */
 struct rn_MetadataRequest_MetadataRequestTopic {
 	struct rn_uuid topic_id; /* v10+ */
@@ -1278,6 +1356,20 @@ int rn_AlterConfigsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_AlterConfigsResponse *out);
 int rn_AlterConfigsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_AlterConfigsResponse *in);
+void rn_AlterPartitionReassignmentsRequest_ReassignablePartition_init(struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *o);
+void rn_AlterPartitionReassignmentsRequest_ReassignableTopic_init(struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *o);
+void rn_AlterPartitionReassignmentsRequest_init(struct rn_AlterPartitionReassignmentsRequest *o);
+int rn_AlterPartitionReassignmentsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterPartitionReassignmentsRequest *out);
+int rn_AlterPartitionReassignmentsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterPartitionReassignmentsRequest *in);
+void rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_init(struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *o);
+void rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_init(struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *o);
+void rn_AlterPartitionReassignmentsResponse_init(struct rn_AlterPartitionReassignmentsResponse *o);
+int rn_AlterPartitionReassignmentsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterPartitionReassignmentsResponse *out);
+int rn_AlterPartitionReassignmentsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterPartitionReassignmentsResponse *in);
 void rn_AlterPartitionRequest_BrokerState_init(struct rn_AlterPartitionRequest_BrokerState *o);
 void rn_AlterPartitionRequest_PartitionData_init(struct rn_AlterPartitionRequest_PartitionData *o);
 void rn_AlterPartitionRequest_TopicData_init(struct rn_AlterPartitionRequest_TopicData *o);
@@ -1588,6 +1680,19 @@ int rn_ListOffsetsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_ListOffsetsResponse *out);
 int rn_ListOffsetsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_ListOffsetsResponse *in);
+void rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_init(struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *o);
+void rn_ListPartitionReassignmentsRequest_init(struct rn_ListPartitionReassignmentsRequest *o);
+int rn_ListPartitionReassignmentsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_ListPartitionReassignmentsRequest *out);
+int rn_ListPartitionReassignmentsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_ListPartitionReassignmentsRequest *in);
+void rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_init(struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *o);
+void rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment_init(struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *o);
+void rn_ListPartitionReassignmentsResponse_init(struct rn_ListPartitionReassignmentsResponse *o);
+int rn_ListPartitionReassignmentsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_ListPartitionReassignmentsResponse *out);
+int rn_ListPartitionReassignmentsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_ListPartitionReassignmentsResponse *in);
 void rn_MetadataRequest_MetadataRequestTopic_init(struct rn_MetadataRequest_MetadataRequestTopic *o);
 void rn_MetadataRequest_init(struct rn_MetadataRequest *o);
 int rn_MetadataRequest_decode(struct rn_kreader *r, int16_t version,
@@ -1715,7 +1820,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 33
+#define RN_KAPI_COUNT 35
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -1758,6 +1863,8 @@ enum rn_kapi_key {
 	RN_KAPI_DELETE_GROUPS = 42,
 	RN_KAPI_ELECT_LEADERS = 43,
 	RN_KAPI_INCREMENTAL_ALTER_CONFIGS = 44,
+	RN_KAPI_ALTER_PARTITION_REASSIGNMENTS = 45,
+	RN_KAPI_LIST_PARTITION_REASSIGNMENTS = 46,
 	RN_KAPI_OFFSET_DELETE = 47,
 	RN_KAPI_DESCRIBE_QUORUM = 55,
 	RN_KAPI_ALTER_PARTITION = 56,
@@ -1794,6 +1901,8 @@ union rn_krequest {
 	struct rn_DeleteGroupsRequest delete_groups;
 	struct rn_ElectLeadersRequest elect_leaders;
 	struct rn_IncrementalAlterConfigsRequest incremental_alter_configs;
+	struct rn_AlterPartitionReassignmentsRequest alter_partition_reassignments;
+	struct rn_ListPartitionReassignmentsRequest list_partition_reassignments;
 	struct rn_OffsetDeleteRequest offset_delete;
 	struct rn_DescribeQuorumRequest describe_quorum;
 	struct rn_AlterPartitionRequest alter_partition;
@@ -1830,6 +1939,8 @@ union rn_kresponse {
 	struct rn_DeleteGroupsResponse delete_groups;
 	struct rn_ElectLeadersResponse elect_leaders;
 	struct rn_IncrementalAlterConfigsResponse incremental_alter_configs;
+	struct rn_AlterPartitionReassignmentsResponse alter_partition_reassignments;
+	struct rn_ListPartitionReassignmentsResponse list_partition_reassignments;
 	struct rn_OffsetDeleteResponse offset_delete;
 	struct rn_DescribeQuorumResponse describe_quorum;
 	struct rn_AlterPartitionResponse alter_partition;

@@ -20,6 +20,24 @@ static int tg_eq_rn_AlterConfigsResponse_AlterConfigsResourceResponse(const stru
 static void tg_fill_rn_AlterConfigsResponse(struct tg *t, int16_t v, struct rn_AlterConfigsResponse *o);
 static int tg_eq_rn_AlterConfigsResponse(const struct rn_AlterConfigsResponse *a, const struct rn_AlterConfigsResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *o);
+static int tg_eq_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(const struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *a, const struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *o);
+static int tg_eq_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(const struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *a, const struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterPartitionReassignmentsRequest(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsRequest *o);
+static int tg_eq_rn_AlterPartitionReassignmentsRequest(const struct rn_AlterPartitionReassignmentsRequest *a, const struct rn_AlterPartitionReassignmentsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *o);
+static int tg_eq_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(const struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *a, const struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *o);
+static int tg_eq_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(const struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *a, const struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterPartitionReassignmentsResponse(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsResponse *o);
+static int tg_eq_rn_AlterPartitionReassignmentsResponse(const struct rn_AlterPartitionReassignmentsResponse *a, const struct rn_AlterPartitionReassignmentsResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_AlterPartitionRequest_BrokerState(struct tg *t, int16_t v, struct rn_AlterPartitionRequest_BrokerState *o);
 static int tg_eq_rn_AlterPartitionRequest_BrokerState(const struct rn_AlterPartitionRequest_BrokerState *a, const struct rn_AlterPartitionRequest_BrokerState *b,
     int16_t v, const char *path);
@@ -374,6 +392,21 @@ static int tg_eq_rn_ListOffsetsResponse_ListOffsetsTopicResponse(const struct rn
 static void tg_fill_rn_ListOffsetsResponse(struct tg *t, int16_t v, struct rn_ListOffsetsResponse *o);
 static int tg_eq_rn_ListOffsetsResponse(const struct rn_ListOffsetsResponse *a, const struct rn_ListOffsetsResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *o);
+static int tg_eq_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(const struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *a, const struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_ListPartitionReassignmentsRequest(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsRequest *o);
+static int tg_eq_rn_ListPartitionReassignmentsRequest(const struct rn_ListPartitionReassignmentsRequest *a, const struct rn_ListPartitionReassignmentsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *o);
+static int tg_eq_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(const struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *a, const struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *o);
+static int tg_eq_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(const struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *a, const struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_ListPartitionReassignmentsResponse(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsResponse *o);
+static int tg_eq_rn_ListPartitionReassignmentsResponse(const struct rn_ListPartitionReassignmentsResponse *a, const struct rn_ListPartitionReassignmentsResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_MetadataRequest_MetadataRequestTopic(struct tg *t, int16_t v, struct rn_MetadataRequest_MetadataRequestTopic *o);
 static int tg_eq_rn_MetadataRequest_MetadataRequestTopic(const struct rn_MetadataRequest_MetadataRequestTopic *a, const struct rn_MetadataRequest_MetadataRequestTopic *b,
     int16_t v, const char *path);
@@ -664,6 +697,200 @@ tg_eq_rn_AlterConfigsResponse(const struct rn_AlterConfigsResponse *a, const str
 		return 0;
 	for (int i = 0; i < a->responses_count; i++)
 		if (!tg_eq_rn_AlterConfigsResponse_AlterConfigsResourceResponse(&a->responses[i], &b->responses[i], v, "responses"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *o)
+{
+	rn_AlterPartitionReassignmentsRequest_ReassignablePartition_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->replicas_count = tg_count(t, true);
+	o->replicas = o->replicas_count > 0 ? tg_alloc(t, o->replicas_count * sizeof(*o->replicas)) : NULL;
+	for (int i = 0; i < o->replicas_count; i++) {
+		o->replicas[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(const struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *a, const struct rn_AlterPartitionReassignmentsRequest_ReassignablePartition *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int(a->replicas_count, b->replicas_count, path, "replicas_count"))
+		return 0;
+	for (int i = 0; i < a->replicas_count; i++)
+		if (!tg_eq_int((long long)a->replicas[i], (long long)b->replicas[i], path, "replicas"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *o)
+{
+	rn_AlterPartitionReassignmentsRequest_ReassignableTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(const struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *a, const struct rn_AlterPartitionReassignmentsRequest_ReassignableTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_AlterPartitionReassignmentsRequest_ReassignablePartition(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterPartitionReassignmentsRequest(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsRequest *o)
+{
+	rn_AlterPartitionReassignmentsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->timeout_ms = (int32_t)tg_rand(t);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterPartitionReassignmentsRequest(const struct rn_AlterPartitionReassignmentsRequest *a, const struct rn_AlterPartitionReassignmentsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->timeout_ms, (long long)b->timeout_ms, path, "timeout_ms"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_AlterPartitionReassignmentsRequest_ReassignableTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *o)
+{
+	rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+}
+
+static int
+tg_eq_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(const struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *a, const struct rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *o)
+{
+	rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(const struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *a, const struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterPartitionReassignmentsResponse(struct tg *t, int16_t v, struct rn_AlterPartitionReassignmentsResponse *o)
+{
+	rn_AlterPartitionReassignmentsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->responses_count = tg_count(t, false);
+	o->responses = o->responses_count > 0 ? tg_alloc(t, o->responses_count * sizeof(*o->responses)) : NULL;
+	for (int i = 0; i < o->responses_count; i++) {
+		tg_fill_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(t, v, &o->responses[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterPartitionReassignmentsResponse(const struct rn_AlterPartitionReassignmentsResponse *a, const struct rn_AlterPartitionReassignmentsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->responses_count, b->responses_count, path, "responses_count"))
+		return 0;
+	for (int i = 0; i < a->responses_count; i++)
+		if (!tg_eq_rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(&a->responses[i], &b->responses[i], v, "responses"))
 			return 0;
 	return 1;
 }
@@ -5137,6 +5364,192 @@ tg_eq_rn_ListOffsetsResponse(const struct rn_ListOffsetsResponse *a, const struc
 }
 
 static void
+tg_fill_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *o)
+{
+	rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partition_indexes_count = tg_count(t, false);
+	o->partition_indexes = o->partition_indexes_count > 0 ? tg_alloc(t, o->partition_indexes_count * sizeof(*o->partition_indexes)) : NULL;
+	for (int i = 0; i < o->partition_indexes_count; i++) {
+		o->partition_indexes[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(const struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *a, const struct rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partition_indexes_count, b->partition_indexes_count, path, "partition_indexes_count"))
+		return 0;
+	for (int i = 0; i < a->partition_indexes_count; i++)
+		if (!tg_eq_int((long long)a->partition_indexes[i], (long long)b->partition_indexes[i], path, "partition_indexes"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_ListPartitionReassignmentsRequest(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsRequest *o)
+{
+	rn_ListPartitionReassignmentsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->timeout_ms = (int32_t)tg_rand(t);
+	o->topics_count = tg_count(t, true);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_ListPartitionReassignmentsRequest(const struct rn_ListPartitionReassignmentsRequest *a, const struct rn_ListPartitionReassignmentsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->timeout_ms, (long long)b->timeout_ms, path, "timeout_ms"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *o)
+{
+	rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->replicas_count = tg_count(t, false);
+	o->replicas = o->replicas_count > 0 ? tg_alloc(t, o->replicas_count * sizeof(*o->replicas)) : NULL;
+	for (int i = 0; i < o->replicas_count; i++) {
+		o->replicas[i] = (int32_t)tg_rand(t);
+	}
+	o->adding_replicas_count = tg_count(t, false);
+	o->adding_replicas = o->adding_replicas_count > 0 ? tg_alloc(t, o->adding_replicas_count * sizeof(*o->adding_replicas)) : NULL;
+	for (int i = 0; i < o->adding_replicas_count; i++) {
+		o->adding_replicas[i] = (int32_t)tg_rand(t);
+	}
+	o->removing_replicas_count = tg_count(t, false);
+	o->removing_replicas = o->removing_replicas_count > 0 ? tg_alloc(t, o->removing_replicas_count * sizeof(*o->removing_replicas)) : NULL;
+	for (int i = 0; i < o->removing_replicas_count; i++) {
+		o->removing_replicas[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(const struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *a, const struct rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int(a->replicas_count, b->replicas_count, path, "replicas_count"))
+		return 0;
+	for (int i = 0; i < a->replicas_count; i++)
+		if (!tg_eq_int((long long)a->replicas[i], (long long)b->replicas[i], path, "replicas"))
+			return 0;
+	if (!tg_eq_int(a->adding_replicas_count, b->adding_replicas_count, path, "adding_replicas_count"))
+		return 0;
+	for (int i = 0; i < a->adding_replicas_count; i++)
+		if (!tg_eq_int((long long)a->adding_replicas[i], (long long)b->adding_replicas[i], path, "adding_replicas"))
+			return 0;
+	if (!tg_eq_int(a->removing_replicas_count, b->removing_replicas_count, path, "removing_replicas_count"))
+		return 0;
+	for (int i = 0; i < a->removing_replicas_count; i++)
+		if (!tg_eq_int((long long)a->removing_replicas[i], (long long)b->removing_replicas[i], path, "removing_replicas"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *o)
+{
+	rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(const struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *a, const struct rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_ListPartitionReassignmentsResponse(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsResponse *o)
+{
+	rn_ListPartitionReassignmentsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_ListPartitionReassignmentsResponse(const struct rn_ListPartitionReassignmentsResponse *a, const struct rn_ListPartitionReassignmentsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
 tg_fill_rn_MetadataRequest_MetadataRequestTopic(struct tg *t, int16_t v, struct rn_MetadataRequest_MetadataRequestTopic *o)
 {
 	rn_MetadataRequest_MetadataRequestTopic_init(o);
@@ -6897,6 +7310,30 @@ tgv_eq_AlterConfigsResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_AlterPartitionReassignmentsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AlterPartitionReassignmentsRequest(t, v, o);
+}
+
+static int
+tgv_eq_AlterPartitionReassignmentsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AlterPartitionReassignmentsRequest(a, b, v, "AlterPartitionReassignmentsRequest");
+}
+
+static void
+tgv_fill_AlterPartitionReassignmentsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AlterPartitionReassignmentsResponse(t, v, o);
+}
+
+static int
+tgv_eq_AlterPartitionReassignmentsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AlterPartitionReassignmentsResponse(a, b, v, "AlterPartitionReassignmentsResponse");
+}
+
+static void
 tgv_fill_AlterPartitionRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_AlterPartitionRequest(t, v, o);
@@ -7473,6 +7910,30 @@ tgv_eq_ListOffsetsResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_ListPartitionReassignmentsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_ListPartitionReassignmentsRequest(t, v, o);
+}
+
+static int
+tgv_eq_ListPartitionReassignmentsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_ListPartitionReassignmentsRequest(a, b, v, "ListPartitionReassignmentsRequest");
+}
+
+static void
+tgv_fill_ListPartitionReassignmentsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_ListPartitionReassignmentsResponse(t, v, o);
+}
+
+static int
+tgv_eq_ListPartitionReassignmentsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_ListPartitionReassignmentsResponse(a, b, v, "ListPartitionReassignmentsResponse");
+}
+
+static void
 tgv_fill_MetadataRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_MetadataRequest(t, v, o);
@@ -7667,6 +8128,8 @@ tgv_eq_UnregisterBrokerResponse(const void *a, const void *b, int16_t v)
 static const struct tg_msg tg_msgs[] = {
 	{ "AlterConfigsRequest", 33, true, 0, 2, sizeof(struct rn_AlterConfigsRequest), tgv_fill_AlterConfigsRequest, tgv_eq_AlterConfigsRequest },
 	{ "AlterConfigsResponse", 33, false, 0, 2, sizeof(struct rn_AlterConfigsResponse), tgv_fill_AlterConfigsResponse, tgv_eq_AlterConfigsResponse },
+	{ "AlterPartitionReassignmentsRequest", 45, true, 0, 0, sizeof(struct rn_AlterPartitionReassignmentsRequest), tgv_fill_AlterPartitionReassignmentsRequest, tgv_eq_AlterPartitionReassignmentsRequest },
+	{ "AlterPartitionReassignmentsResponse", 45, false, 0, 0, sizeof(struct rn_AlterPartitionReassignmentsResponse), tgv_fill_AlterPartitionReassignmentsResponse, tgv_eq_AlterPartitionReassignmentsResponse },
 	{ "AlterPartitionRequest", 56, true, 0, 3, sizeof(struct rn_AlterPartitionRequest), tgv_fill_AlterPartitionRequest, tgv_eq_AlterPartitionRequest },
 	{ "AlterPartitionResponse", 56, false, 0, 3, sizeof(struct rn_AlterPartitionResponse), tgv_fill_AlterPartitionResponse, tgv_eq_AlterPartitionResponse },
 	{ "ApiVersionsRequest", 18, true, 0, 3, sizeof(struct rn_ApiVersionsRequest), tgv_fill_ApiVersionsRequest, tgv_eq_ApiVersionsRequest },
@@ -7715,6 +8178,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "ListGroupsResponse", 16, false, 0, 4, sizeof(struct rn_ListGroupsResponse), tgv_fill_ListGroupsResponse, tgv_eq_ListGroupsResponse },
 	{ "ListOffsetsRequest", 2, true, 1, 7, sizeof(struct rn_ListOffsetsRequest), tgv_fill_ListOffsetsRequest, tgv_eq_ListOffsetsRequest },
 	{ "ListOffsetsResponse", 2, false, 1, 7, sizeof(struct rn_ListOffsetsResponse), tgv_fill_ListOffsetsResponse, tgv_eq_ListOffsetsResponse },
+	{ "ListPartitionReassignmentsRequest", 46, true, 0, 0, sizeof(struct rn_ListPartitionReassignmentsRequest), tgv_fill_ListPartitionReassignmentsRequest, tgv_eq_ListPartitionReassignmentsRequest },
+	{ "ListPartitionReassignmentsResponse", 46, false, 0, 0, sizeof(struct rn_ListPartitionReassignmentsResponse), tgv_fill_ListPartitionReassignmentsResponse, tgv_eq_ListPartitionReassignmentsResponse },
 	{ "MetadataRequest", 3, true, 0, 12, sizeof(struct rn_MetadataRequest), tgv_fill_MetadataRequest, tgv_eq_MetadataRequest },
 	{ "MetadataResponse", 3, false, 0, 12, sizeof(struct rn_MetadataResponse), tgv_fill_MetadataResponse, tgv_eq_MetadataResponse },
 	{ "OffsetCommitRequest", 8, true, 0, 8, sizeof(struct rn_OffsetCommitRequest), tgv_fill_OffsetCommitRequest, tgv_eq_OffsetCommitRequest },

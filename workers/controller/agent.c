@@ -661,8 +661,10 @@ image_apply(struct ctl *c, int32_t controller, int64_t epoch,
 	for (i = 0; i < c->st.n_topics; i++)
 		if (ctl_state_topic_by_id(&nst, c->st.topics[i]->id) == NULL)
 			ctl_admin_topic_removed(c, c->st.topics[i]);
+	ctl_admin_replicas_moved(c, &nst);
 	strlcpy(before, c->st.cluster_id, sizeof(before));
 	nst.on_remove_topic = c->st.on_remove_topic;
+	nst.on_remove_replica = c->st.on_remove_replica;
 	nst.hook_arg = c->st.hook_arg;
 	ctl_state_free(&c->st);
 	c->st = nst;

@@ -56,6 +56,21 @@ OP_FAIL_EACH(fail_ac, ac.responses, ac.responses_count)
 OP_FAIL_EACH(fail_iac, iac.responses, iac.responses_count)
 
 static void
+fail_apr(struct ctl_op *op, int16_t e)
+{
+	int32_t i, k;
+
+	for (i = 0; i < op->resp.apr.responses_count; i++) {
+		struct rn_AlterPartitionReassignmentsResponse_ReassignableTopicResponse
+		    *t = &op->resp.apr.responses[i];
+
+		for (k = 0; k < t->partitions_count; k++)
+			if (t->partitions[k].error_code == 0)
+				t->partitions[k].error_code = e;
+	}
+}
+
+static void
 fail_br(struct ctl_op *op, int16_t e)
 {
 	op->resp.br.error_code = e;
@@ -113,6 +128,8 @@ OP_ENCODE(enc_bh, BrokerHeartbeatResponse, bh)
 OP_ENCODE(enc_ap, AlterPartitionResponse, ap)
 OP_ENCODE(enc_el, ElectLeadersResponse, el)
 OP_ENCODE(enc_dq, DescribeQuorumResponse, dq)
+OP_ENCODE(enc_apr, AlterPartitionReassignmentsResponse, apr)
+OP_ENCODE(enc_lpr, ListPartitionReassignmentsResponse, lpr)
 
 /* What the controller answers, one row per API (op.h). */
 const struct ctl_op_api ctl_op_apis[] = {
@@ -127,6 +144,10 @@ const struct ctl_op_api ctl_op_apis[] = {
 	    false },
 	{ RN_KAPI_DESCRIBE_QUORUM, ctl_op_describe_quorum, enc_dq, NULL,
 	    false },
+	{ RN_KAPI_ALTER_PARTITION_REASSIGNMENTS, ctl_op_alter_reassignments,
+	    enc_apr, fail_apr, false },
+	{ RN_KAPI_LIST_PARTITION_REASSIGNMENTS, ctl_op_list_reassignments,
+	    enc_lpr, NULL, false },
 	{ RN_KAPI_BROKER_REGISTRATION, ctl_op_broker_registration, enc_br,
 	    fail_br, true },
 	{ RN_KAPI_BROKER_HEARTBEAT, ctl_op_broker_heartbeat, enc_bh, fail_bh,

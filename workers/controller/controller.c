@@ -254,6 +254,13 @@ ctl_remove_topic_hook(void *arg, const struct ctl_topic *t)
 }
 
 static void
+ctl_remove_replica_hook(void *arg, const struct ctl_topic *t, int32_t p,
+    int32_t broker, int32_t slot, const uint8_t dir[16])
+{
+	ctl_admin_replica_removed(arg, t, p, broker, slot, dir);
+}
+
+static void
 ctl_before_publish(struct ctl *c)
 {
 	ctl_admin_run_deletions(c);
@@ -309,6 +316,7 @@ rn_controller_main(struct rn_worker *w)
 	c->n_dirs = c->cfg->n_log_dirs;
 	ctl_state_init(&c->st);
 	c->st.on_remove_topic = ctl_remove_topic_hook;
+	c->st.on_remove_replica = ctl_remove_replica_hook;
 	c->st.hook_arg = c;
 	ctl_wire(c);
 	rn_worker_heartbeat(w);

@@ -1,8 +1,9 @@
 /*
- * Deleting the local partition dirs of removed topics: queued as the
- * state applies the removal, renamed "-delete" and removed after the
- * image no longer names them; a crash's leftovers are removed at start,
- * and replicas of topic ids the metadata log lacks once caught up.
+ * Deleting the local partition dirs of removed topics and of replicas a
+ * reassignment moved away: queued as the state applies the removal,
+ * renamed "-delete" and removed after the image no longer names them; a
+ * crash's leftovers are removed at start, and replicas of topic ids the
+ * metadata log lacks once caught up.
  */
 #include "autoconf.h"
 
@@ -42,9 +43,42 @@ struct ctl_deletion {
 	int32_t partition;
 	int32_t slot;            /* its shared-memory slot here, or -1 */
 	uint8_t id[16];          /* the removed topic's id */
+	bool replica_only;       /* the topic stays; this node's replica goes */
 };
 
 /* ---- deleting the dirs of removed topics ----------------------------- */
+
+static void
+queue_deletion(struct ctl *c, const struct ctl_topic *t, int32_t p,
+    int32_t slot, int32_t dir, bool replica_only)
+{
+	struct ctl_deletion *d;
+
+	if (dir < 0 || dir >= c->cfg->n_log_dirs ||
+	    (d = calloc(1, sizeof(*d))) == NULL)
+		return;
+	strlcpy(d->dir, c->cfg->log_dirs[dir], sizeof(d->dir));
+	strlcpy(d->topic, t->name, sizeof(d->topic));
+	d->partition = p;
+	d->slot = slot;
+	d->replica_only = replica_only;
+	memcpy(d->id, t->id, 16);
+	snprintf(d->name, sizeof(d->name), "%s-%d", t->name, p);
+	snprintf(d->path, sizeof(d->path), "%s/%s", d->dir, d->name);
+	d->next = c->deletions;
+	c->deletions = d;
+}
+
+static int32_t
+replica_index(const struct ctl_partition *pp, int32_t broker)
+{
+	int32_t r;
+
+	for (r = 0; r < pp->n_replicas; r++)
+		if (pp->replicas[r] == broker)
+			return r;
+	return -1;
+}
 
 void
 ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t)
@@ -54,22 +88,48 @@ ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t)
 
 	ctl_local(c, &loc);
 	for (p = 0; p < t->n_parts; p++) {
-		struct ctl_deletion *d;
-
 		ctl_state_local_placement(&c->st, &loc, t, p, &slot, &dir);
-		if (dir < 0 || dir >= c->cfg->n_log_dirs)
+		queue_deletion(c, t, p, slot, dir, false);
+	}
+}
+
+void
+ctl_admin_replica_removed(struct ctl *c, const struct ctl_topic *t,
+    int32_t p, int32_t broker, int32_t slot, const uint8_t dir_id[16])
+{
+	struct ctl_local loc;
+	int i, dir = 0;
+
+	if (broker != c->cfg->node_id)
+		return;
+	ctl_local(c, &loc);
+	if ((uint32_t)slot >= loc.max_partitions)
+		slot = -1;
+	for (i = 0; i < loc.n_dirs; i++)
+		if (memcmp(loc.dir_ids[i], dir_id, 16) == 0)
+			dir = i;
+	queue_deletion(c, t, p, slot, dir, true);
+}
+
+void
+ctl_admin_replicas_moved(struct ctl *c, const struct ctl_state *next)
+{
+	int32_t node = c->cfg->node_id, p, r;
+	int i;
+
+	for (i = 0; i < c->st.n_topics; i++) {
+		const struct ctl_topic *t = c->st.topics[i], *nt;
+
+		if ((nt = ctl_state_topic_by_id(next, t->id)) == NULL)
 			continue;
-		if ((d = calloc(1, sizeof(*d))) == NULL)
-			continue;
-		strlcpy(d->dir, c->cfg->log_dirs[dir], sizeof(d->dir));
-		strlcpy(d->topic, t->name, sizeof(d->topic));
-		d->partition = p;
-		d->slot = slot;
-		memcpy(d->id, t->id, 16);
-		snprintf(d->name, sizeof(d->name), "%s-%d", t->name, p);
-		snprintf(d->path, sizeof(d->path), "%s/%s", d->dir, d->name);
-		d->next = c->deletions;
-		c->deletions = d;
+		for (p = 0; p < t->n_parts && p < nt->n_parts; p++) {
+			const struct ctl_partition *pp = &t->parts[p];
+
+			if ((r = replica_index(pp, node)) >= 0 &&
+			    replica_index(&nt->parts[p], node) < 0)
+				ctl_admin_replica_removed(c, t, p, node,
+				    pp->slots[r], pp->dirs[r]);
+		}
 	}
 }
 
@@ -139,6 +199,21 @@ deletion_is_ours(struct ctl *c, const struct ctl_deletion *d)
 	return dir < 0;
 }
 
+/* A reassignment put this node's replica of d's partition back. */
+static bool
+replica_here_again(struct ctl *c, const struct ctl_deletion *d)
+{
+	const struct ctl_topic *t = ctl_state_topic_by_id(&c->st, d->id);
+	struct ctl_local loc;
+	int32_t slot, dir;
+
+	if (t == NULL || d->partition >= t->n_parts)
+		return false;
+	ctl_local(c, &loc);
+	ctl_state_local_placement(&c->st, &loc, t, d->partition, &slot, &dir);
+	return dir >= 0;
+}
+
 /* Is dir (of log dir root) a replica the metadata log does not know? */
 static bool
 stray_dir(struct ctl *c, const char *root, const char *name,
@@ -162,6 +237,9 @@ stray_dir(struct ctl *c, const char *root, const char *name,
 	else if (strcmp(t->name, topic) != 0 || p >= t->n_parts)
 		snprintf(why, whylen, "topic id %s is %s with %d partitions",
 		    enc, t->name, t->n_parts);
+	else if (replica_index(&t->parts[p], c->cfg->node_id) < 0)
+		snprintf(why, whylen, "%s-%d was reassigned to other brokers",
+		    t->name, p);
 	else
 		return false;
 	return true;
@@ -170,7 +248,8 @@ stray_dir(struct ctl *c, const char *root, const char *name,
 /*
  * Once this node has caught up with the metadata log (its broker is
  * unfenced in this incarnation), replicas of topics deleted while it was
- * down are known to be stray: remove them as Kafka does.
+ * down, and replicas reassigned away meanwhile, are known to be stray:
+ * remove them as Kafka does.
  */
 void
 ctl_admin_sweep_strays(struct ctl *c)
@@ -215,6 +294,11 @@ ctl_admin_run_deletions(struct ctl *c)
 		int i;
 
 		c->deletions = d->next;
+		/* moved away and back again before this ran: it stays */
+		if (d->replica_only && replica_here_again(c, d)) {
+			free(d);
+			continue;
+		}
 		/* every worker lets go of the old id's fds and mappings */
 		rn_part_release(c->shm, d->slot, d->id, d->partition,
 		    (int64_t)c->st.last_index);

@@ -174,8 +174,11 @@ ctl_reconcile(struct ctl *c, struct ctl_batch *b)
 			struct ctl_pchange ch;
 
 			if (!ctl_elect(&t->parts[p], bstates_fn, &bs, unclean,
-			    &ch))
+			    &ch)) {
+				(void)ctl_reassign_reconcile(b, t, p,
+				    bstates_fn, &bs);
 				continue;
+			}
 			log_change(t, p, &t->parts[p], &ch, "broker state");
 			rec_change(b, t, p, &ch);
 		}

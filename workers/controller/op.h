@@ -12,6 +12,7 @@
 
 #include "protocol/kcodec.h"
 #include "protocol/kmsg_gen.h"
+#include "workers/controller/elect.h"
 #include "workers/controller/raft.h"
 
 /* runnel-private API keys on the controller listener (request header v1,
@@ -63,6 +64,8 @@ struct ctl_op {
 		struct rn_AlterPartitionResponse ap;
 		struct rn_ElectLeadersResponse el;
 		struct rn_DescribeQuorumResponse dq;
+		struct rn_AlterPartitionReassignmentsResponse apr;
+		struct rn_ListPartitionReassignmentsResponse lpr;
 	} resp;
 };
 
@@ -128,9 +131,15 @@ void ctl_admin_kick(struct ctl *c);
 /* Stopping: answer everything queued with NOT_CONTROLLER. */
 void ctl_admin_fail_all(struct ctl *c);
 
-/* deletions.c: the local dirs of removed topics */
+/* deletions.c: the local dirs of removed topics and moved replicas */
 /* Remove the local dirs of a topic being removed (called by the FSM). */
 void ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t);
+/* Remove broker's replica of t-p if it is this node's (the FSM: a
+ * Partition record left it out). */
+void ctl_admin_replica_removed(struct ctl *c, const struct ctl_topic *t,
+    int32_t p, int32_t broker, int32_t slot, const uint8_t dir_id[16]);
+/* A broker-only node's next state: its replicas next no longer has. */
+void ctl_admin_replicas_moved(struct ctl *c, const struct ctl_state *next);
 /* After a publish: rename and remove the dirs queued above. */
 void ctl_admin_run_deletions(struct ctl *c);
 /* At start: remove "-delete" dirs a crash left behind. */
@@ -215,6 +224,14 @@ int16_t ctl_place_new(struct ctl_op *op, int32_t np, int32_t rf,
     int32_t start, int min_isr, int32_t *out, struct rn_kstr *msg);
 int ctl_place_auto(const struct ctl_state *st, const int32_t *brokers,
     int live, int32_t np, int32_t rf, int32_t start_partition, int32_t *out);
+
+/* reassign.c: partition reassignment */
+int ctl_op_alter_reassignments(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_list_reassignments(struct ctl_op *op, struct rn_kreader *r);
+/* Reconcile: record the completion of t-p's reassignment if its adding
+ * replicas are all in the ISR. */
+bool ctl_reassign_reconcile(struct ctl_batch *b, const struct ctl_topic *t,
+    int32_t p, ctl_bstate_fn fn, void *arg);
 
 /* lifecycle.c: the operations behind the broker APIs */
 int ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r);

@@ -278,7 +278,8 @@ ctl_rec_partition(struct ctl_batch *b, const uint8_t topic_id[16],
 	msgpack_packer *pk = &b->pk;
 	int32_t i;
 
-	rec_begin(b, CTL_REC_PARTITION, with_slots ? 9 : 8);
+	rec_begin(b, CTL_REC_PARTITION, (with_slots ? 9 : 8) +
+	    (p->n_adding > 0) + (p->n_removing > 0));
 	rn_mp_pack_str(pk, "topic_id");
 	ctl_mp_bin16(pk, topic_id);
 	rn_mp_pack_str(pk, "partition");
@@ -303,6 +304,14 @@ ctl_rec_partition(struct ctl_batch *b, const uint8_t topic_id[16],
 	if (with_slots) {
 		rn_mp_pack_str(pk, "slots");
 		pack_i32s(pk, p->slots, p->n_replicas);
+	}
+	if (p->n_adding > 0) {
+		rn_mp_pack_str(pk, "adding");
+		pack_i32s(pk, p->adding, p->n_adding);
+	}
+	if (p->n_removing > 0) {
+		rn_mp_pack_str(pk, "removing");
+		pack_i32s(pk, p->removing, p->n_removing);
 	}
 }
 

@@ -11,7 +11,9 @@
  *   Topic          {name: str, id: bin16}
  *   Partition      {topic_id: bin16, partition, replicas: [], isr: [],
  *                   leader, leader_epoch, partition_epoch,
- *                   directories: [bin16] [, slots: [] (snapshots only)]}
+ *                   directories: [bin16] [, slots: [] (snapshots only)]
+                   [, adding: [], removing: [] (a reassignment in
+                   progress: absent when none)]}
  *   Config         {resource_type: 2 topic | 4 broker, resource_name: str,
  *                   key: str, value: str|nil (nil deletes)}
  *   RemoveTopic    {id: bin16}

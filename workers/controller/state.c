@@ -200,6 +200,8 @@ part_free(struct ctl_partition *p)
 	free(p->isr);
 	free(p->dirs);
 	free(p->slots);
+	free(p->adding);
+	free(p->removing);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -248,11 +250,14 @@ void
 ctl_state_reset(struct ctl_state *st)
 {
 	void (*hook)(void *, const struct ctl_topic *) = st->on_remove_topic;
+	void (*rhook)(void *, const struct ctl_topic *, int32_t, int32_t,
+	    int32_t, const uint8_t *) = st->on_remove_replica;
 	void *arg = st->hook_arg;
 
 	ctl_state_free(st);
 	ctl_state_init(st);
 	st->on_remove_topic = hook;
+	st->on_remove_replica = rhook;
 	st->hook_arg = arg;
 }
 
@@ -685,6 +690,12 @@ part_decode(const msgpack_object *rec, struct ctl_partition *np)
 	    !get_i32(rec, "leader_epoch", &np->leader_epoch) ||
 	    !get_i32(rec, "partition_epoch", &np->partition_epoch))
 		return -EINVAL;
+	/* absent: no reassignment in progress */
+	if ((rn_mp_get(rec, "adding") != NULL && get_i32s(rec, "adding",
+	    &np->adding, &np->n_adding) != 0) || (rn_mp_get(rec,
+	    "removing") != NULL && get_i32s(rec, "removing", &np->removing,
+	    &np->n_removing) != 0))
+		return -EINVAL;
 	if (np->n_replicas > 0) {
 		np->dirs = calloc((size_t)np->n_replicas, 16);
 		np->slots = calloc((size_t)np->n_replicas, sizeof(int32_t));
@@ -739,6 +750,25 @@ part_slots(struct ctl_state *st, const struct ctl_partition *old,
 	return 0;
 }
 
+/* Tell the hook of each replica of old that np no longer has. */
+static void
+replicas_dropped(struct ctl_state *st, const struct ctl_topic *t, int32_t p,
+    const struct ctl_partition *old, const struct ctl_partition *np)
+{
+	int32_t i, j;
+
+	if (st->on_remove_replica == NULL)
+		return;
+	for (j = 0; j < old->n_replicas; j++) {
+		for (i = 0; i < np->n_replicas; i++)
+			if (np->replicas[i] == old->replicas[j])
+				break;
+		if (i == np->n_replicas)
+			st->on_remove_replica(st->hook_arg, t, p,
+			    old->replicas[j], old->slots[j], old->dirs[j]);
+	}
+}
+
 static int
 apply_partition(struct ctl_state *st, const msgpack_object *rec)
 {
@@ -769,6 +799,8 @@ apply_partition(struct ctl_state *st, const msgpack_object *rec)
 		goto out;
 	if (p < t->n_parts)
 		old = &t->parts[p];
+	if (old != NULL)
+		replicas_dropped(st, t, p, old, &np);
 	if ((rc = part_slots(st, old, &np, given_slots)) != 0)
 		goto out;
 	if (old != NULL) {

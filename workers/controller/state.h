@@ -68,6 +68,11 @@ struct ctl_partition {
 	int32_t leader, leader_epoch, partition_epoch;
 	uint8_t (*dirs)[16];     /* per replica: its log dir's directory.id */
 	int32_t *slots;          /* per replica: slot on that broker */
+	/* a reassignment in progress: replicas = target + removing */
+	int32_t n_adding;
+	int32_t *adding;
+	int32_t n_removing;
+	int32_t *removing;
 };
 
 struct ctl_topic {
@@ -119,6 +124,10 @@ struct ctl_state {
 	uint64_t last_term;
 	/* Called before a topic is removed (its local dirs go away). */
 	void (*on_remove_topic)(void *arg, const struct ctl_topic *t);
+	/* Called when a Partition record drops broker's replica of t-p
+	 * (a reassignment), with the slot and log dir it had. */
+	void (*on_remove_replica)(void *arg, const struct ctl_topic *t,
+	    int32_t p, int32_t broker, int32_t slot, const uint8_t dir[16]);
 	void *hook_arg;
 };
 
@@ -142,6 +151,18 @@ int ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec);
  * broker epochs), deterministic byte for byte. */
 int ctl_state_snapshot(const struct ctl_state *st, msgpack_sbuffer *sb);
 int ctl_state_restore(struct ctl_state *st, const void *buf, size_t len);
+
+/* Is id among the n ids of v (replica lists, ISRs)? */
+static inline bool
+ctl_ids_has(const int32_t *v, int32_t n, int32_t id)
+{
+	int32_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
 
 /* Lookups. */
 struct ctl_topic *ctl_state_topic(const struct ctl_state *st,

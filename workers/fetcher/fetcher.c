@@ -31,6 +31,7 @@
 #include "workers/fetcher/fetcher.h"
 #include "workers/partition/partition.h"
 #include "workers/peer.h"
+#include "workers/replquota.h"
 
 #define FETCH_VERSION 13         /* topic ids: never another topic's data */
 #define OFFSETS_VERSION 3
@@ -52,6 +53,7 @@ struct fpart {
 	uint8_t id[16];         /* topic id the state above is for */
 	int32_t leader;         /* as of the last round (mp may be stale) */
 	uint64_t round;         /* t and mp are valid only in this round */
+	bool throttled;         /* under the follower replication quota */
 };
 
 struct leader {
@@ -84,6 +86,7 @@ struct fetcher {
 	int32_t next_corr;
 	uint64_t round;         /* bumped every time the image is read */
 	bool id_moved;          /* a slot changed topic id in this round */
+	struct rn_replquota quota; /* follower.replication.throttled.rate */
 };
 
 static uint32_t
@@ -271,6 +274,8 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 		return;
 	}
 	if (pd->records.len > 0) {
+		if (fp->throttled)
+			rn_replquota_charge(&f->quota, (size_t)pd->records.len);
 		rc = rn_part_append_follower(p, pd->records.ptr,
 		    (size_t)pd->records.len);
 		if (rc == RN_PART_STALE)
@@ -486,6 +491,22 @@ kick_epochs(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	return true;
 }
 
+/*
+ * The bytes each throttled replica may fetch in this request (the
+ * quota's allowance shared among them); 0: leave them out.
+ */
+static int32_t
+throttled_share(struct fetcher *f, struct fpart **mine, int n)
+{
+	int i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += mine[i]->throttled;
+	if (k == 0)
+		return PARTITION_MAX_BYTES;
+	return rn_replquota_allowance(&f->quota, PARTITION_MAX_BYTES) / k;
+}
+
 static void
 kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 {
@@ -493,7 +514,8 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	struct rn_FetchRequest_FetchTopic *t = NULL;
 	struct rn_FetchRequest_FetchPartition *pp;
 	struct rn_arena *a = &l->arena;
-	int i;
+	int32_t share = throttled_share(f, mine, n);
+	int i, k = 0;
 
 	rn_FetchRequest_init(&req);
 	req.replica_id = f->cfg->node_id;
@@ -509,24 +531,30 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	for (i = 0; i < n; i++) {
 		struct fpart *fp = mine[i];
 
-		if (i == 0 || mine[i - 1]->t != fp->t) {
+		if (fp->throttled && share <= 0)
+			continue; /* over the quota: not this time */
+		if (t == NULL || l->parts[l->n_parts - 1]->t != fp->t) {
 			t = &req.topics[req.topics_count++];
 			rn_FetchRequest_FetchTopic_init(t);
 			t->topic = (struct rn_kstr){ fp->t->name,
 			    (int32_t)fp->t->name_len };
 			memcpy(t->topic_id.b, fp->t->id, 16);
-			t->partitions = &pp[i];
+			t->partitions = &pp[k];
 		}
-		rn_FetchRequest_FetchPartition_init(&pp[i]);
-		pp[i].partition = fp->mp->p;
-		pp[i].current_leader_epoch = fp->mp->leader_epoch;
-		pp[i].fetch_offset = rn_log_end_offset(fp->p->log);
-		pp[i].log_start_offset = rn_log_start_offset(fp->p->log);
-		pp[i].partition_max_bytes = PARTITION_MAX_BYTES;
+		rn_FetchRequest_FetchPartition_init(&pp[k]);
+		pp[k].partition = fp->mp->p;
+		pp[k].current_leader_epoch = fp->mp->leader_epoch;
+		pp[k].fetch_offset = rn_log_end_offset(fp->p->log);
+		pp[k].log_start_offset = rn_log_start_offset(fp->p->log);
+		pp[k].partition_max_bytes = fp->throttled ? share :
+		    PARTITION_MAX_BYTES;
 		t->partitions_count++;
 		l->parts[l->n_parts++] = fp;
+		k++;
 	}
-	l->resp_max = response_bound(mine, n, true);
+	if (k == 0)
+		return;
+	l->resp_max = response_bound(l->parts, l->n_parts, true);
 	if (send_request(f, l, RN_KAPI_FETCH, FETCH_VERSION, &req) != 0)
 		leader_close(l, "send failed");
 }
@@ -634,6 +662,8 @@ collect(struct fetcher *f, struct fpart **out, int max)
 			if ((fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
 				continue;
 			fp->round = f->round;
+			fp->throttled = rn_replquota_applies(&f->quota, t, mp,
+			    self, self);
 			out[n++] = fp;
 		}
 	}
@@ -699,6 +729,7 @@ fetcher_setup(struct fetcher *f, struct rn_worker *w, struct fpart ***mine)
 	memset(f, 0, sizeof(*f));
 	f->w = w;
 	f->cfg = w->env->cfg;
+	rn_replquota_init(&f->quota, false, NULL);
 	rn_mdview_init(&f->view);
 	if (rn_part_table_init(&f->parts, w->env->shm, f->cfg) != 0 ||
 	    (f->fp = calloc(max, sizeof(*f->fp))) == NULL ||
@@ -792,6 +823,8 @@ rn_fetcher_main(struct rn_worker *w)
 		 */
 		if ((changed = rn_mdview_refresh(&f.view, w->env->shm) == 1))
 			rn_part_table_sync(&f.parts, &f.view);
+		rn_replquota_update(&f.quota, &f.view, f.cfg,
+		    (int)w->env->n_fetchers);
 		if (changed || rn_now_ms() >= next_collect_ms) {
 			f.round++;
 			f.id_moved = false;

@@ -38,6 +38,8 @@ static const struct {
 	{ RN_KAPI_INIT_PRODUCER_ID, 0, 4, net_init_producer_id },
 	{ RN_KAPI_ELECT_LEADERS, 0, 2, net_admin_forward },
 	{ RN_KAPI_DESCRIBE_QUORUM, 0, 2, net_admin_forward },
+	{ RN_KAPI_ALTER_PARTITION_REASSIGNMENTS, 0, 0, net_admin_forward },
+	{ RN_KAPI_LIST_PARTITION_REASSIGNMENTS, 0, 0, net_admin_forward },
 	{ RN_KAPI_FIND_COORDINATOR, 0, 4, net_find_coordinator },
 	{ RN_KAPI_OFFSET_COMMIT, 0, 8, net_group_forward },
 	{ RN_KAPI_OFFSET_FETCH, 0, 8, net_group_forward },

@@ -117,6 +117,26 @@ fetch_read(struct fetch_state *fs, struct rn_part *p,
 	*budget -= sl.len;
 }
 
+/*
+ * A follower's fetch of a partition under the leader's replication
+ * quota: no more than the quota allows now, nothing when it is spent.
+ */
+static void
+fetch_throttled(struct net *n, struct fetch_state *fs, struct rn_part *p,
+    const struct rn_FetchRequest_FetchPartition *fp,
+    struct rn_FetchResponse_PartitionData *pd, int64_t *budget)
+{
+	struct rn_FetchRequest_FetchPartition capped = *fp;
+	int64_t before = fs->bytes;
+
+	capped.partition_max_bytes = rn_replquota_allowance(&n->lquota,
+	    fp->partition_max_bytes);
+	if (capped.partition_max_bytes <= 0)
+		return;
+	fetch_read(fs, p, &capped, pd, -1, budget);
+	rn_replquota_charge(&n->lquota, (size_t)(fs->bytes - before));
+}
+
 /* One partition of the request: checks, follower progress, then data. */
 static void
 fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
@@ -170,7 +190,11 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 		return;
 	if (limit < 0 && fp->fetch_offset >= rn_log_end_offset(p->log))
 		return;
-	fetch_read(fs, p, fp, pd, limit, budget);
+	if (req->replica_id >= 0 && rn_replquota_applies(&n->lquota, t, mp,
+	    n->cfg->node_id, req->replica_id))
+		fetch_throttled(n, fs, p, fp, pd, budget);
+	else
+		fetch_read(fs, p, fp, pd, limit, budget);
 }
 
 /*

@@ -14,6 +14,7 @@
 #include "protocol/kcodec.h"
 #include "protocol/kmsg_gen.h"
 #include "workers/partition/partition.h"
+#include "workers/replquota.h"
 #include "workers/worker.h"
 #include "ipc/mdimage.h"
 
@@ -95,6 +96,7 @@ struct net {
 	unsigned n_conns;
 	struct rn_mdview view;
 	struct rn_part_table parts;
+	struct rn_replquota lquota; /* leader.replication.throttled.rate */
 	int net_efds[64];      /* eventfd of each network worker, by index */
 	int64_t now_ms;
 	int64_t next_retention_ms;

@@ -161,6 +161,8 @@ net_setup(struct net *n, struct rn_worker *w)
 	n->parts.worker = w;
 	n->dispatch = net_dispatch;
 	rn_mdview_init(&n->view);
+	rn_replquota_init(&n->lquota, true,
+	    &w->env->shm->hdr->leader_quota_tat_us);
 	return 0;
 }
 
@@ -257,6 +259,7 @@ net_refresh(struct net *n)
 		rn_part_table_sync(&n->parts, &n->view);
 		net_wakeup(n);
 	}
+	rn_replquota_update(&n->lquota, &n->view, n->cfg, 1);
 }
 
 /* What the image says of this incarnation's own registration. */
