@@ -251,6 +251,11 @@ def leader_side(c, tmp):
         r = ConfigResource("broker", str(b), set_config={
             "leader.replication.throttled.rate": str(rate)})
         list(a.alter_configs([r]).values())[0].result(30)
+    # committed is not yet applied: each leader's workers take the rate
+    # from their image, which DescribeConfigs of that broker answers from
+    t.ok(wait_for(lambda: all(describe(c, ConfigResource("broker", str(b))).get(
+        "leader.replication.throttled.rate") == str(rate) for b in (1, 2, 3)),
+        30 * SLOW, 0.2), "brokers 1-3 have the leader rate in their images")
     path = plan_file(tmp, "slow2.json", [("slow2", 0, [2, 3, 4])])
     t0 = time.monotonic()
     rc, out = tool(c, "--execute", "--reassignment-json-file", path)
@@ -269,7 +274,10 @@ def leader_side(c, tmp):
 
 
 def fill(c, topic, n):
-    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 20})
+    # 16 KiB batches: a fetch carries at least one whole batch, so a
+    # throttle can only pace a log of many
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 20,
+                  "batch.size": 16384})
     value = os.urandom(1000)
     for i in range(n):
         p.produce(topic, value)

@@ -353,14 +353,26 @@ chan_pump(struct chan *ch)
 {
 	struct call *k, *next;
 	int64_t now = rn_now_ms();
+	bool stale = false;
 
 	/* calls past their deadline are answered with a timeout */
 	for (k = ch->head; k != NULL; k = next) {
 		next = k->next;
 		if (k->deadline_ms != 0 && now >= k->deadline_ms) {
+			stale |= k->sent;
 			chan_unlink(ch, k);
 			k->cb(ch->c, k, RN_KERR_REQUEST_TIMED_OUT, NULL);
 		}
+	}
+	/*
+	 * A call sent and never answered: the peer accepts and says nothing
+	 * (a node whose supervisor holds the listener while its controller
+	 * worker is down). Try another controller rather than wait on it.
+	 */
+	if (stale && ch->tcp != NULL) {
+		log_warnx("controller %d answered nothing in time: trying "
+		    "another", ch->target);
+		chan_reset(ch, true);
 	}
 	if (ch->head == NULL || ch->c->stopping)
 		return;
