@@ -630,9 +630,9 @@ send_heartbeat(struct ctl *c, bool shut_down)
 	req.current_metadata_offset = c->raft_inited || c->image_loaded ?
 	    (int64_t)c->st.last_index : -1;
 	/* KIP-858: fenced while a replica is assigned to another dir than
-	 * the one it is kept in */
-	req.want_fence = c->n_dirs > 1 &&
-	    atomic_load(&c->shm->hdr->dir_mismatches) > 0;
+	 * the one it is kept in (with one dir too: its registration may
+	 * have dropped a dir that held replicas) */
+	req.want_fence = atomic_load(&c->shm->hdr->dir_mismatches) > 0;
 	req.want_shut_down = shut_down;
 	rn_kwriter_init(&w);
 	if (rn_BrokerHeartbeatRequest_encode(&w, 0, &req) == 0 &&
