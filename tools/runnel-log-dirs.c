@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -20,9 +19,9 @@
 #include "protocol/kerrors.h"
 #include "protocol/kmsg_gen.h"
 #include "tools/tool_kclient.h"
+#include "tools/tool_logdirs.h"
 
 #define TIMEOUT_MS 30000
-#define DLD_VERSION 4
 
 static const char *prog = "runnel-log-dirs";
 
@@ -89,28 +88,6 @@ in_list(const char *list, const char *name, size_t len)
 	return false;
 }
 
-static int
-get_brokers(const struct args *a, struct rn_arena *ar,
-    struct rn_MetadataResponse *md)
-{
-	struct rn_MetadataRequest req;
-	char err[256];
-	int fd, rc;
-
-	if ((fd = tkc_connect(a->bootstrap, 10000, err, sizeof(err))) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, err);
-		return -1;
-	}
-	rn_MetadataRequest_init(&req);
-	req.topics_count = 0; /* no topic: the brokers only */
-	rc = tkc_call_api(fd, RN_KAPI_METADATA, 1, &req, ar, md, TIMEOUT_MS,
-	    err, sizeof(err));
-	close(fd);
-	if (rc != 0)
-		fprintf(stderr, "%s: Metadata: %s\n", prog, err);
-	return rc;
-}
-
 static json_t *
 dir_json(const struct args *a,
     const struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *d)
@@ -156,25 +133,14 @@ static json_t *
 broker_json(const struct args *a,
     const struct rn_MetadataResponse_MetadataResponseBroker *b)
 {
-	struct rn_DescribeLogDirsRequest req;
 	struct rn_DescribeLogDirsResponse resp;
 	struct rn_arena ar;
 	json_t *o = NULL, *dirs;
-	char addr[300], err[256];
+	char err[256];
 	int32_t i;
-	int fd;
 
-	snprintf(addr, sizeof(addr), "%.*s:%d", (int)b->host.len, b->host.ptr,
-	    b->port);
-	if ((fd = tkc_connect(addr, 10000, err, sizeof(err))) < 0) {
-		fprintf(stderr, "%s: broker %d: %s\n", prog, b->node_id, err);
-		return NULL;
-	}
 	rn_arena_init(&ar, 64u << 20);
-	rn_DescribeLogDirsRequest_init(&req);
-	req.topics_count = -1; /* all; --topic-list filters the answer */
-	if (tkc_call_api(fd, RN_KAPI_DESCRIBE_LOG_DIRS, DLD_VERSION, &req,
-	    &ar, &resp, TIMEOUT_MS, err, sizeof(err)) != 0)
+	if (tld_describe(b, TIMEOUT_MS, &ar, &resp, err, sizeof(err)) != 0)
 		fprintf(stderr, "%s: broker %d: DescribeLogDirs: %s\n", prog,
 		    b->node_id, err);
 	else {
@@ -186,7 +152,6 @@ broker_json(const struct args *a,
 			    &resp.results[i]));
 		json_object_set_new(o, "logDirs", dirs);
 	}
-	close(fd);
 	rn_arena_free(&ar);
 	return o;
 }
@@ -197,12 +162,14 @@ describe(const struct args *a)
 	struct rn_MetadataResponse md;
 	struct rn_arena ar;
 	json_t *root, *brokers, *bj;
-	char ids[1024] = "", id[16], *s;
+	char ids[1024] = "", id[16], err[256], *s;
 	int32_t i;
 	int rc = 0;
 
 	rn_arena_init(&ar, 4u << 20);
-	if (get_brokers(a, &ar, &md) != 0) {
+	if (tld_brokers(a->bootstrap, TIMEOUT_MS, &ar, &md, err,
+	    sizeof(err)) != 0) {
+		fprintf(stderr, "%s: Metadata: %s\n", prog, err);
 		rn_arena_free(&ar);
 		return 1;
 	}

@@ -94,6 +94,21 @@ with TempDir() as tmp:
                  "broker %d: its replicas spread over both dirs" % b)
             t.ok(on_disk(pl[b]), "broker %d: each replica is on disk in the dir "
                  "DescribeLogDirs names" % b)
+        r = subprocess.run([os.path.join(BUILDDIR, "runnel-topics"), "--bootstrap-server",
+                            c.bootstrap, "--describe", "--topic", TOPIC],
+                           capture_output=True, text=True, timeout=60)
+        rows = [dict(f.split(": ", 1) for f in l.strip().split("\t") if ": " in f)
+                for l in r.stdout.splitlines() if l.startswith("\t")]
+        want = {}
+        for b, dirs in pl.items():
+            for d, ps in dirs.items():
+                for name in ps:
+                    want[(name, b)] = d
+        got = {("%s-%s" % (TOPIC, w["Partition"]), int(b)): d for w in rows
+               for b, d in zip(w["Replicas"].split(","), w.get("LogDirs", "").split(","))}
+        t.ok(len(rows) == NP and got == want,
+             "runnel-topics --describe shows each replica's log dir (LogDirs, aligned "
+             "with Replicas), the same as DescribeLogDirs")
         t.eq([mismatches(n) for n in c.nodes], [0, 0, 0],
              "NumMismatchingReplicaToLogDirAssignments is 0 on every broker")
         j = log_dirs(c.bootstrap, "--broker-list", "2")
