@@ -1089,7 +1089,7 @@ dirs_flush(struct ctl *c, int64_t now)
 	if (n == 0 || a->ard_inflight || a->state != AG_REGISTERED ||
 	    now < a->next_ard_ms)
 		return;
-	rn_arena_init(&ar, 1u << 20);
+	rn_arena_init(&ar, 16u << 20);
 	rn_kwriter_init(&w);
 	if ((n = ctl_dirs_report(c, a->epoch, &ar, ASSIGN_MAX, &req)) > 0 &&
 	    rn_AssignReplicasToDirsRequest_encode(&w, 0, &req) == 0)

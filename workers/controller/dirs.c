@@ -243,6 +243,9 @@ ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
 	if (st->n_topics > 0 && (dd->topics = rn_arena_alloc(ar,
 	    sizeof(*dd->topics) * (size_t)st->n_topics)) == NULL)
 		return 0;
+	req->directories = dd;
+	req->directories_count = 1;
+	/* out of arena: what is filled goes, the rest in the next report */
 	for (i = 0; i < st->n_topics && n < max; i++) {
 		const struct ctl_topic *t = st->topics[i];
 
@@ -268,7 +271,5 @@ ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
 		if (td->partitions_count > 0)
 			dd->topics_count++;
 	}
-	req->directories = dd;
-	req->directories_count = 1;
 	return n;
 }
