@@ -57,17 +57,6 @@ rec_dir(struct ctl_batch *b, const struct ctl_topic *t, int32_t p,
 	ctl_rec_partition(b, t->id, p, &np, false);
 }
 
-static int32_t
-replica_index(const struct ctl_partition *pp, int32_t broker)
-{
-	int32_t r;
-
-	for (r = 0; r < pp->n_replicas; r++)
-		if (pp->replicas[r] == broker)
-			return r;
-	return -1;
-}
-
 int
 ctl_dirs_unassign_missing(struct ctl_batch *b, const struct ctl_state *st,
     const struct ctl_broker *nb)
@@ -81,7 +70,7 @@ ctl_dirs_unassign_missing(struct ctl_batch *b, const struct ctl_state *st,
 		for (p = 0; p < t->n_parts; p++) {
 			const struct ctl_partition *pp = &t->parts[p];
 
-			if ((r = replica_index(pp, nb->id)) < 0 ||
+			if ((r = ctl_replica_index(pp, nb->id)) < 0 ||
 			    memcmp(pp->dirs[r], dir_zero, 16) == 0 ||
 			    dir_listed((const uint8_t (*)[16])nb->log_dirs,
 			    nb->n_log_dirs, pp->dirs[r]))
@@ -111,7 +100,7 @@ assign_one(struct ctl_op *op, const struct ctl_broker *b,
 	if (p < 0 || p >= t->n_parts)
 		return RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	pp = &t->parts[p];
-	if ((r = replica_index(pp, b->id)) < 0)
+	if ((r = ctl_replica_index(pp, b->id)) < 0)
 		return RN_KERR_NOT_LEADER_OR_FOLLOWER;
 	if (memcmp(dir, dir_zero, 16) != 0 && !dir_listed(
 	    (const uint8_t (*)[16])b->log_dirs, b->n_log_dirs, dir))
@@ -209,7 +198,7 @@ ctl_dirs_mismatches(const struct ctl *c)
 		const struct ctl_topic *t = st->topics[i];
 
 		for (p = 0; p < t->n_parts; p++)
-			if ((r = replica_index(&t->parts[p],
+			if ((r = ctl_replica_index(&t->parts[p],
 			    c->cfg->node_id)) >= 0 && !dir_listed(
 			    (const uint8_t (*)[16])c->dir_ids, c->n_dirs,
 			    t->parts[p].dirs[r]))
@@ -253,7 +242,7 @@ ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
 		rn_AssignReplicasToDirsRequest_TopicData_init(td);
 		memcpy(td->topic_id.b, t->id, 16);
 		for (p = 0; p < t->n_parts && n < max; p++) {
-			if ((r = replica_index(&t->parts[p],
+			if ((r = ctl_replica_index(&t->parts[p],
 			    c->cfg->node_id)) < 0 || dir_listed(
 			    (const uint8_t (*)[16])c->dir_ids, c->n_dirs,
 			    t->parts[p].dirs[r]))
