@@ -155,7 +155,7 @@ with TempDir() as tmp:
                 return f.read()
         # its old registration may still be live: wait for the new one's unfencing
         up = wait_for(lambda: "broker 3 is unfenced" in since_restart(), 60 * W, 0.2)
-        t.ok(up and live_brokers(c.bootstrap) == [1, 2, 3],
+        t.ok(up and wait_for(lambda: live_brokers(c.bootstrap) == [1, 2, 3], 20 * W, 0.2),
              "broker 3 restarted without %s is registered and unfenced" % gone_dir)
         after = since_restart()
         rep = after.find("reporting the log dir of %d replica(s)" % len(lost))
