@@ -75,7 +75,7 @@ in_list(const char *list, const char *name, size_t len)
 {
 	const char *p = list, *e;
 
-	if (list == NULL)
+	if (list == NULL || *list == '\0')
 		return true;
 	while (*p != '\0') {
 		e = strchr(p, ',');
@@ -86,6 +86,52 @@ in_list(const char *list, const char *name, size_t len)
 		p = *e == ',' ? e + 1 : e;
 	}
 	return false;
+}
+
+/* Kafka names the error by its exception class. */
+static json_t *
+error_json(int16_t e)
+{
+	char buf[128];
+
+	if (e == 0)
+		return json_null();
+	if (e == RN_KERR_KAFKA_STORAGE_ERROR)
+		return json_string("org.apache.kafka.common.errors."
+		    "KafkaStorageException");
+	snprintf(buf, sizeof(buf), "%s", rn_kerr_name(e));
+	return json_string(buf);
+}
+
+/* --broker-list ids the cluster does not have; 0 if none. */
+static int
+unknown_brokers(const struct args *a, const struct rn_MetadataResponse *md)
+{
+	const char *p = a->brokers, *e;
+	char id[16], bad[1024] = "", all[1024] = "";
+	int32_t i;
+
+	for (i = 0; i < md->brokers_count; i++)
+		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%d",
+		    i ? "," : "", md->brokers[i].node_id);
+	while (p != NULL && *p != '\0') {
+		e = p + strcspn(p, ",");
+		for (i = 0; i < md->brokers_count; i++) {
+			snprintf(id, sizeof(id), "%d", md->brokers[i].node_id);
+			if ((size_t)(e - p) == strlen(id) &&
+			    memcmp(p, id, strlen(id)) == 0)
+				break;
+		}
+		if (i == md->brokers_count && e > p)
+			snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad),
+			    "%s%.*s", bad[0] ? "," : "", (int)(e - p), p);
+		p = *e == ',' ? e + 1 : e;
+	}
+	if (bad[0] == '\0')
+		return 0;
+	fprintf(stderr, "ERROR: The given brokers do not exist from "
+	    "--broker-list: %s. Current existent brokers: %s\n", bad, all);
+	return 1;
 }
 
 static json_t *
@@ -122,8 +168,7 @@ dir_json(const struct args *a,
 	}
 	json_object_set_new(o, "logDir", json_stringn(d->log_dir.ptr,
 	    (size_t)d->log_dir.len));
-	json_object_set_new(o, "error", d->error_code == 0 ? json_null() :
-	    json_string(rn_kerr_name(d->error_code)));
+	json_object_set_new(o, "error", error_json(d->error_code));
 	json_object_set_new(o, "partitions", ps);
 	return o;
 }
@@ -170,6 +215,10 @@ describe(const struct args *a)
 	if (tld_brokers(a->bootstrap, TIMEOUT_MS, &ar, &md, err,
 	    sizeof(err)) != 0) {
 		fprintf(stderr, "%s: Metadata: %s\n", prog, err);
+		rn_arena_free(&ar);
+		return 1;
+	}
+	if (unknown_brokers(a, &md) != 0) {
 		rn_arena_free(&ar);
 		return 1;
 	}

@@ -115,6 +115,11 @@ with TempDir() as tmp:
         t.ok(j is not None and [b["broker"] for b in j["brokers"]] == [2] and
              all(d["error"] is None for d in j["brokers"][0]["logDirs"]),
              "--broker-list 2 describes broker 2 alone, no dir in error")
+        r = subprocess.run([os.path.join(BUILDDIR, "runnel-log-dirs"), "--bootstrap-server",
+                            c.bootstrap, "--describe", "--broker-list", "2,7"],
+                           capture_output=True, text=True, timeout=60)
+        t.ok(r.returncode != 0 and "do not exist from --broker-list: 7" in r.stderr,
+             "--broker-list with an unknown broker: Kafka's error")
 
         # an acks=all load through the restart
         acked, errors, stop = set(), [], threading.Event()
