@@ -114,7 +114,12 @@ struct rn_shm_hdr {
 	_Atomic uint32_t controlled_shutdown;
 	/* Test faults set through the control socket; 0 = off (default). */
 	_Atomic uint32_t fault_stall_fetch;   /* replica fetchers stop fetching */
-	uint32_t pad2;
+	/*
+	 * This node's replicas whose recorded log dir is not where it keeps
+	 * them (Kafka's NumMismatchingReplicaToLogDirAssignments; the broker
+	 * agent writes it, runnelctl status shows it).
+	 */
+	_Atomic uint32_t dir_mismatches;
 	_Atomic int64_t producer_id_counter;  /* InitProducerId, node-wide */
 	/*
 	 * This incarnation's broker epoch once the active controller took

@@ -4921,6 +4921,375 @@ rn_DescribeGroupsResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_DescribeLogDirsRequest_DescribableLogDirTopic_init(struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *o)
+{
+	o->topic.ptr = NULL;
+	o->topic.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_DescribeLogDirsRequest_DescribableLogDirTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->topic = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 4);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			o->partitions[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeLogDirsRequest_DescribableLogDirTopic(struct rn_kwriter *w, int16_t v, const struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->topic, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			rn_kw_int32(w, o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeLogDirsRequest_init(struct rn_DescribeLogDirsRequest *o)
+{
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_DescribeLogDirsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeLogDirsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, true);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_DescribeLogDirsRequest_DescribableLogDirTopic(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeLogDirsRequest(struct rn_kwriter *w, int16_t v, const struct rn_DescribeLogDirsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, true);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_DescribeLogDirsRequest_DescribableLogDirTopic(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeLogDirsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeLogDirsRequest *out)
+{
+	if (version < 0 || version > 4)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeLogDirsRequest(r, version, arena, out);
+}
+
+int
+rn_DescribeLogDirsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeLogDirsRequest *in)
+{
+	if (version < 0 || version > 4)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeLogDirsRequest(w, version, in);
+}
+
+void
+rn_DescribeLogDirsResponse_DescribeLogDirsPartition_init(struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *o)
+{
+	o->partition_index = 0;
+	o->partition_size = 0;
+	o->offset_lag = 0;
+	o->is_future_key = false;
+}
+
+static void
+dec_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->partition_size = rn_kr_int64(r);
+	o->offset_lag = rn_kr_int64(r);
+	o->is_future_key = rn_kr_bool(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(struct rn_kwriter *w, int16_t v, const struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int64(w, o->partition_size);
+	rn_kw_int64(w, o->offset_lag);
+	rn_kw_bool(w, o->is_future_key);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeLogDirsResponse_DescribeLogDirsTopic_init(struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 21);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(struct rn_kwriter *w, int16_t v, const struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeLogDirsResponse_DescribeLogDirsResult_init(struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *o)
+{
+	o->error_code = 0;
+	o->log_dir.ptr = NULL;
+	o->log_dir.len = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+	o->total_bytes = INT64_C(-1);
+	o->usable_bytes = INT64_C(-1);
+}
+
+static void
+dec_rn_DescribeLogDirsResponse_DescribeLogDirsResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	o->log_dir = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(r, v, a, &o->topics[i]);
+	}
+	if (v >= 4) {
+		o->total_bytes = rn_kr_int64(r);
+	} else {
+		o->total_bytes = INT64_C(-1);
+	}
+	if (v >= 4) {
+		o->usable_bytes = rn_kr_int64(r);
+	} else {
+		o->usable_bytes = INT64_C(-1);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeLogDirsResponse_DescribeLogDirsResult(struct rn_kwriter *w, int16_t v, const struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->log_dir, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(w, v, &o->topics[i]);
+	}
+	if (v >= 4) {
+		rn_kw_int64(w, o->total_bytes);
+	}
+	if (v >= 4) {
+		rn_kw_int64(w, o->usable_bytes);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeLogDirsResponse_init(struct rn_DescribeLogDirsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+	o->results = NULL;
+	o->results_count = 0;
+}
+
+static int
+dec_rn_DescribeLogDirsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeLogDirsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	if (v >= 3) {
+		o->error_code = rn_kr_int16(r);
+	} else {
+		o->error_code = 0;
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 4);
+		o->results_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_count && !r->err; i++)
+			dec_rn_DescribeLogDirsResponse_DescribeLogDirsResult(r, v, a, &o->results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeLogDirsResponse(struct rn_kwriter *w, int16_t v, const struct rn_DescribeLogDirsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	if (v >= 3) {
+		rn_kw_int16(w, o->error_code);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_count, flex, true, false);
+		for (i = 0; i < o->results_count && !w->err; i++)
+			enc_rn_DescribeLogDirsResponse_DescribeLogDirsResult(w, v, &o->results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeLogDirsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeLogDirsResponse *out)
+{
+	if (version < 0 || version > 4)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeLogDirsResponse(r, version, arena, out);
+}
+
+int
+rn_DescribeLogDirsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeLogDirsResponse *in)
+{
+	if (version < 0 || version > 4)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeLogDirsResponse(w, version, in);
+}
+
+void
 rn_DescribeQuorumRequest_PartitionData_init(struct rn_DescribeQuorumRequest_PartitionData *o)
 {
 	o->partition_index = 0;
@@ -12467,6 +12836,30 @@ venc_AlterConfigsResponse(struct rn_kwriter *w, int16_t v, const void *o)
 }
 
 static int
+vdec_DescribeLogDirsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeLogDirsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeLogDirsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeLogDirsRequest_encode(w, v, o);
+}
+
+static int
+vdec_DescribeLogDirsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeLogDirsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeLogDirsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeLogDirsResponse_encode(w, v, o);
+}
+
+static int
 vdec_CreatePartitionsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_CreatePartitionsRequest_decode(r, v, a, o);
@@ -12845,6 +13238,8 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_DescribeConfigsRequest, venc_DescribeConfigsRequest, vdec_DescribeConfigsResponse, venc_DescribeConfigsResponse },
 	{ 33, 0, 2, 2, "AlterConfigs", sizeof(struct rn_AlterConfigsRequest), sizeof(struct rn_AlterConfigsResponse),
 	    vdec_AlterConfigsRequest, venc_AlterConfigsRequest, vdec_AlterConfigsResponse, venc_AlterConfigsResponse },
+	{ 35, 0, 4, 2, "DescribeLogDirs", sizeof(struct rn_DescribeLogDirsRequest), sizeof(struct rn_DescribeLogDirsResponse),
+	    vdec_DescribeLogDirsRequest, venc_DescribeLogDirsRequest, vdec_DescribeLogDirsResponse, venc_DescribeLogDirsResponse },
 	{ 37, 0, 3, 2, "CreatePartitions", sizeof(struct rn_CreatePartitionsRequest), sizeof(struct rn_CreatePartitionsResponse),
 	    vdec_CreatePartitionsRequest, venc_CreatePartitionsRequest, vdec_CreatePartitionsResponse, venc_CreatePartitionsResponse },
 	{ 42, 0, 2, 2, "DeleteGroups", sizeof(struct rn_DeleteGroupsRequest), sizeof(struct rn_DeleteGroupsResponse),
@@ -12878,9 +13273,9 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
 	12, -1, 13, 14, 15, 16, 17, 18, -1, -1, -1, -1, -1, -1, -1, -1,
-	19, 20, -1, -1, -1, 21, -1, -1, -1, -1, 22, 23, 24, 25, 26, 27,
-	-1, -1, -1, -1, -1, -1, -1, 28, 29, -1, -1, -1, 30, -1, 31, 32,
-	33, -1, -1, -1, -1, -1, -1, -1, -1, 34,
+	19, 20, -1, 21, -1, 22, -1, -1, -1, -1, 23, 24, 25, 26, 27, 28,
+	-1, -1, -1, -1, -1, -1, -1, 29, 30, -1, -1, -1, 31, -1, 32, 33,
+	34, -1, -1, -1, -1, -1, -1, -1, -1, 35,
 };
 
 const struct rn_kapi *

@@ -560,6 +560,48 @@ struct rn_DescribeGroupsResponse {
 	int32_t groups_count;
 };
 
+/* DescribeLogDirsRequest (API key 35), versions 0-4, flexible 2+ */
+struct rn_DescribeLogDirsRequest_DescribableLogDirTopic {
+	struct rn_kstr topic;
+	int32_t *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_DescribeLogDirsRequest {
+	struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *topics; /* nullable, default null */
+	int32_t topics_count;
+};
+
+/* DescribeLogDirsResponse (API key 35), versions 0-4, flexible 2+ */
+struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition {
+	int32_t partition_index;
+	int64_t partition_size;
+	int64_t offset_lag;
+	bool is_future_key;
+};
+
+struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic {
+	struct rn_kstr name;
+	struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_DescribeLogDirsResponse_DescribeLogDirsResult {
+	int16_t error_code;
+	struct rn_kstr log_dir;
+	struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *topics;
+	int32_t topics_count;
+	int64_t total_bytes; /* v4, default -1 */
+	int64_t usable_bytes; /* v4, default -1 */
+};
+
+struct rn_DescribeLogDirsResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code; /* v3+ */
+	struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *results;
+	int32_t results_count;
+};
+
 /* DescribeQuorumRequest (API key 55), versions 0-2, flexible 0+ */
 struct rn_DescribeQuorumRequest_PartitionData {
 	int32_t partition_index;
@@ -1538,6 +1580,20 @@ int rn_DescribeGroupsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DescribeGroupsResponse *out);
 int rn_DescribeGroupsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_DescribeGroupsResponse *in);
+void rn_DescribeLogDirsRequest_DescribableLogDirTopic_init(struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *o);
+void rn_DescribeLogDirsRequest_init(struct rn_DescribeLogDirsRequest *o);
+int rn_DescribeLogDirsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeLogDirsRequest *out);
+int rn_DescribeLogDirsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeLogDirsRequest *in);
+void rn_DescribeLogDirsResponse_DescribeLogDirsPartition_init(struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *o);
+void rn_DescribeLogDirsResponse_DescribeLogDirsTopic_init(struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *o);
+void rn_DescribeLogDirsResponse_DescribeLogDirsResult_init(struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *o);
+void rn_DescribeLogDirsResponse_init(struct rn_DescribeLogDirsResponse *o);
+int rn_DescribeLogDirsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeLogDirsResponse *out);
+int rn_DescribeLogDirsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeLogDirsResponse *in);
 void rn_DescribeQuorumRequest_PartitionData_init(struct rn_DescribeQuorumRequest_PartitionData *o);
 void rn_DescribeQuorumRequest_TopicData_init(struct rn_DescribeQuorumRequest_TopicData *o);
 void rn_DescribeQuorumRequest_init(struct rn_DescribeQuorumRequest *o);
@@ -1820,7 +1876,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 35
+#define RN_KAPI_COUNT 36
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -1859,6 +1915,7 @@ enum rn_kapi_key {
 	RN_KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
 	RN_KAPI_DESCRIBE_CONFIGS = 32,
 	RN_KAPI_ALTER_CONFIGS = 33,
+	RN_KAPI_DESCRIBE_LOG_DIRS = 35,
 	RN_KAPI_CREATE_PARTITIONS = 37,
 	RN_KAPI_DELETE_GROUPS = 42,
 	RN_KAPI_ELECT_LEADERS = 43,
@@ -1897,6 +1954,7 @@ union rn_krequest {
 	struct rn_OffsetForLeaderEpochRequest offset_for_leader_epoch;
 	struct rn_DescribeConfigsRequest describe_configs;
 	struct rn_AlterConfigsRequest alter_configs;
+	struct rn_DescribeLogDirsRequest describe_log_dirs;
 	struct rn_CreatePartitionsRequest create_partitions;
 	struct rn_DeleteGroupsRequest delete_groups;
 	struct rn_ElectLeadersRequest elect_leaders;
@@ -1935,6 +1993,7 @@ union rn_kresponse {
 	struct rn_OffsetForLeaderEpochResponse offset_for_leader_epoch;
 	struct rn_DescribeConfigsResponse describe_configs;
 	struct rn_AlterConfigsResponse alter_configs;
+	struct rn_DescribeLogDirsResponse describe_log_dirs;
 	struct rn_CreatePartitionsResponse create_partitions;
 	struct rn_DeleteGroupsResponse delete_groups;
 	struct rn_ElectLeadersResponse elect_leaders;

@@ -230,6 +230,24 @@ static int tg_eq_rn_DescribeGroupsResponse_DescribedGroup(const struct rn_Descri
 static void tg_fill_rn_DescribeGroupsResponse(struct tg *t, int16_t v, struct rn_DescribeGroupsResponse *o);
 static int tg_eq_rn_DescribeGroupsResponse(const struct rn_DescribeGroupsResponse *a, const struct rn_DescribeGroupsResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_DescribeLogDirsRequest_DescribableLogDirTopic(struct tg *t, int16_t v, struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *o);
+static int tg_eq_rn_DescribeLogDirsRequest_DescribableLogDirTopic(const struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *a, const struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeLogDirsRequest(struct tg *t, int16_t v, struct rn_DescribeLogDirsRequest *o);
+static int tg_eq_rn_DescribeLogDirsRequest(const struct rn_DescribeLogDirsRequest *a, const struct rn_DescribeLogDirsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *o);
+static int tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(const struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *a, const struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *o);
+static int tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(const struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *a, const struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsResult(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *o);
+static int tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsResult(const struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *a, const struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeLogDirsResponse(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse *o);
+static int tg_eq_rn_DescribeLogDirsResponse(const struct rn_DescribeLogDirsResponse *a, const struct rn_DescribeLogDirsResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_DescribeQuorumRequest_PartitionData(struct tg *t, int16_t v, struct rn_DescribeQuorumRequest_PartitionData *o);
 static int tg_eq_rn_DescribeQuorumRequest_PartitionData(const struct rn_DescribeQuorumRequest_PartitionData *a, const struct rn_DescribeQuorumRequest_PartitionData *b,
     int16_t v, const char *path);
@@ -3271,6 +3289,218 @@ tg_eq_rn_DescribeGroupsResponse(const struct rn_DescribeGroupsResponse *a, const
 		return 0;
 	for (int i = 0; i < a->groups_count; i++)
 		if (!tg_eq_rn_DescribeGroupsResponse_DescribedGroup(&a->groups[i], &b->groups[i], v, "groups"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeLogDirsRequest_DescribableLogDirTopic(struct tg *t, int16_t v, struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *o)
+{
+	rn_DescribeLogDirsRequest_DescribableLogDirTopic_init(o);
+	(void)t;
+	(void)v;
+	o->topic = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		o->partitions[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_DescribeLogDirsRequest_DescribableLogDirTopic(const struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *a, const struct rn_DescribeLogDirsRequest_DescribableLogDirTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->topic, b->topic, path, "topic"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_int((long long)a->partitions[i], (long long)b->partitions[i], path, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeLogDirsRequest(struct tg *t, int16_t v, struct rn_DescribeLogDirsRequest *o)
+{
+	rn_DescribeLogDirsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->topics_count = tg_count(t, true);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_DescribeLogDirsRequest_DescribableLogDirTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeLogDirsRequest(const struct rn_DescribeLogDirsRequest *a, const struct rn_DescribeLogDirsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_DescribeLogDirsRequest_DescribableLogDirTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *o)
+{
+	rn_DescribeLogDirsResponse_DescribeLogDirsPartition_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->partition_size = (int64_t)tg_rand(t);
+	o->offset_lag = (int64_t)tg_rand(t);
+	o->is_future_key = tg_rand(t) & 1;
+}
+
+static int
+tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(const struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *a, const struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->partition_size, (long long)b->partition_size, path, "partition_size"))
+		return 0;
+	if (!tg_eq_int((long long)a->offset_lag, (long long)b->offset_lag, path, "offset_lag"))
+		return 0;
+	if (!tg_eq_int((long long)a->is_future_key, (long long)b->is_future_key, path, "is_future_key"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *o)
+{
+	rn_DescribeLogDirsResponse_DescribeLogDirsTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(const struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *a, const struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsPartition(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsResult(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *o)
+{
+	rn_DescribeLogDirsResponse_DescribeLogDirsResult_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->log_dir = tg_str(t, false);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(t, v, &o->topics[i]);
+	}
+	if (v >= 4) {
+		o->total_bytes = (int64_t)tg_rand(t);
+	}
+	if (v >= 4) {
+		o->usable_bytes = (int64_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsResult(const struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *a, const struct rn_DescribeLogDirsResponse_DescribeLogDirsResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->log_dir, b->log_dir, path, "log_dir"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	if (v >= 4) {
+		if (!tg_eq_int((long long)a->total_bytes, (long long)b->total_bytes, path, "total_bytes"))
+			return 0;
+	}
+	if (v >= 4) {
+		if (!tg_eq_int((long long)a->usable_bytes, (long long)b->usable_bytes, path, "usable_bytes"))
+			return 0;
+	}
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeLogDirsResponse(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse *o)
+{
+	rn_DescribeLogDirsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	if (v >= 3) {
+		o->error_code = (int16_t)tg_rand(t);
+	}
+	o->results_count = tg_count(t, false);
+	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+	for (int i = 0; i < o->results_count; i++) {
+		tg_fill_rn_DescribeLogDirsResponse_DescribeLogDirsResult(t, v, &o->results[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeLogDirsResponse(const struct rn_DescribeLogDirsResponse *a, const struct rn_DescribeLogDirsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (v >= 3) {
+		if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+			return 0;
+	}
+	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+		return 0;
+	for (int i = 0; i < a->results_count; i++)
+		if (!tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsResult(&a->results[i], &b->results[i], v, "results"))
 			return 0;
 	return 1;
 }
@@ -7646,6 +7876,30 @@ tgv_eq_DescribeGroupsResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_DescribeLogDirsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeLogDirsRequest(t, v, o);
+}
+
+static int
+tgv_eq_DescribeLogDirsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeLogDirsRequest(a, b, v, "DescribeLogDirsRequest");
+}
+
+static void
+tgv_fill_DescribeLogDirsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeLogDirsResponse(t, v, o);
+}
+
+static int
+tgv_eq_DescribeLogDirsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeLogDirsResponse(a, b, v, "DescribeLogDirsResponse");
+}
+
+static void
 tgv_fill_DescribeQuorumRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_DescribeQuorumRequest(t, v, o);
@@ -8156,6 +8410,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "DescribeConfigsResponse", 32, false, 0, 4, sizeof(struct rn_DescribeConfigsResponse), tgv_fill_DescribeConfigsResponse, tgv_eq_DescribeConfigsResponse },
 	{ "DescribeGroupsRequest", 15, true, 0, 5, sizeof(struct rn_DescribeGroupsRequest), tgv_fill_DescribeGroupsRequest, tgv_eq_DescribeGroupsRequest },
 	{ "DescribeGroupsResponse", 15, false, 0, 5, sizeof(struct rn_DescribeGroupsResponse), tgv_fill_DescribeGroupsResponse, tgv_eq_DescribeGroupsResponse },
+	{ "DescribeLogDirsRequest", 35, true, 0, 4, sizeof(struct rn_DescribeLogDirsRequest), tgv_fill_DescribeLogDirsRequest, tgv_eq_DescribeLogDirsRequest },
+	{ "DescribeLogDirsResponse", 35, false, 0, 4, sizeof(struct rn_DescribeLogDirsResponse), tgv_fill_DescribeLogDirsResponse, tgv_eq_DescribeLogDirsResponse },
 	{ "DescribeQuorumRequest", 55, true, 0, 2, sizeof(struct rn_DescribeQuorumRequest), tgv_fill_DescribeQuorumRequest, tgv_eq_DescribeQuorumRequest },
 	{ "DescribeQuorumResponse", 55, false, 0, 2, sizeof(struct rn_DescribeQuorumResponse), tgv_fill_DescribeQuorumResponse, tgv_eq_DescribeQuorumResponse },
 	{ "ElectLeadersRequest", 43, true, 0, 2, sizeof(struct rn_ElectLeadersRequest), tgv_fill_ElectLeadersRequest, tgv_eq_ElectLeadersRequest },

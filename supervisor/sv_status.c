@@ -41,7 +41,7 @@ pack_node(struct sv *sv, msgpack_packer *pk, int64_t now)
 		if (rn_seq_read_retry(&mi->lock, seq))
 			version = 0;
 	}
-	msgpack_pack_map(pk, 10);
+	msgpack_pack_map(pk, 11);
 	rn_mp_pack_str(pk, "node_id");
 	msgpack_pack_int32(pk, sv->cfg.node_id);
 	rn_mp_pack_str(pk, "roles");
@@ -63,6 +63,9 @@ pack_node(struct sv *sv, msgpack_packer *pk, int64_t now)
 	msgpack_pack_uint64(pk, version);
 	rn_mp_pack_str(pk, "shm_generation");
 	msgpack_pack_uint64(pk, atomic_load(&sv->shm.hdr->generation));
+	/* Kafka's metric name (KIP-858) */
+	rn_mp_pack_str(pk, "NumMismatchingReplicaToLogDirAssignments");
+	msgpack_pack_uint32(pk, atomic_load(&sv->shm.hdr->dir_mismatches));
 }
 
 void

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "tools/tool_common.h"
+#include "tools/tool_logdirs.h"
 
 enum action { A_NONE, A_CREATE, A_LIST, A_DESCRIBE, A_ALTER, A_DELETE };
 
@@ -443,12 +444,34 @@ find_config(rd_kafka_event_t *ev, const char *name)
 	return NULL;
 }
 
+/* Each replica's log dir (DescribeLogDirs), aligned with Replicas;
+ * left out when no broker told. */
+static void
+print_dirs(const struct tld_map *m, const char *topic,
+    const struct tool_part *p)
+{
+	const char *d;
+	int i;
+
+	if (m->n == 0)
+		return;
+	printf("\tLogDirs: ");
+	for (i = 0; i < p->n_replicas; i++) {
+		d = tld_map_dir(m, p->replicas[i], topic, p->id);
+		printf("%s%s", i ? "," : "", d != NULL ? d : "-");
+	}
+}
+
 static int
 do_describe(rd_kafka_t *rk, const struct opts *o, const struct tool_md *md,
     const struct tool_topic **sel, int n)
 {
 	rd_kafka_event_t *ev = describe_configs(rk, o, sel, n);
+	struct tld_map dirs = { NULL, 0, 0 };
 	int i, j;
+
+	if (n > 0)
+		(void)tld_map_fetch(o->bootstrap, o->timeout_ms, &dirs);
 
 	if (n > 0 && md->version == 0 && getenv("RUNNEL_TOOLS_DEBUG"))
 		tool_warnx("the broker does not speak Metadata v10+: no topic "
@@ -477,6 +500,7 @@ do_describe(rd_kafka_t *rk, const struct opts *o, const struct tool_md *md,
 			print_ids("Isr", p->isr, p->n_isr);
 			if (p->n_offline > 0)
 				print_ids("Offline", p->offline, p->n_offline);
+			print_dirs(&dirs, t->name, p);
 			if (p->err != 0 && p->err !=
 			    RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
 				printf("\tError: %s", tool_err_name(
@@ -486,6 +510,7 @@ do_describe(rd_kafka_t *rk, const struct opts *o, const struct tool_md *md,
 	}
 	if (ev)
 		rd_kafka_event_destroy(ev);
+	tld_map_free(&dirs);
 	return TOOL_EXIT_OK;
 }
 

@@ -475,6 +475,135 @@ test_placement(void)
 	    "assignment together with num_partitions");
 }
 
+/* 2b: KIP-858: a registration without a log dir; AssignReplicasToDirs */
+static int16_t
+register_dirless(void)
+{
+	struct rn_BrokerRegistrationRequest req;
+	struct rn_BrokerRegistrationRequest_Listener ls;
+	struct rn_BrokerRegistrationResponse resp;
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	int16_t e = -1;
+
+	rn_BrokerRegistrationRequest_init(&req);
+	rn_BrokerRegistrationRequest_Listener_init(&ls);
+	req.broker_id = 9;
+	memset(req.incarnation_id.b, 9, 16);
+	ls.name = rn_kstr_c("PLAINTEXT");
+	ls.host = rn_kstr_c("127.0.0.1");
+	ls.port = 9;
+	req.listeners = &ls;
+	req.listeners_count = 1;
+	req.log_dirs_count = 0;
+	rn_kwriter_init(&w);
+	rn_BrokerRegistrationRequest_encode(&w, 2, &req);
+	if (kafka_call(leader, RN_KAPI_BROKER_REGISTRATION, 2, &w, &r) == 0 &&
+	    rn_BrokerRegistrationResponse_decode(&r, 2, &cl.arena, &resp) == 0)
+		e = resp.error_code;
+	rn_kwriter_free(&w);
+	return e;
+}
+
+/* AssignReplicasToDirs of one replica: the request's or the partition's
+ * error. */
+static int
+assign_dir(int32_t broker, int64_t epoch, const uint8_t dir[16], int32_t p)
+{
+	struct rn_AssignReplicasToDirsRequest req;
+	struct rn_AssignReplicasToDirsRequest_DirectoryData dd;
+	struct rn_AssignReplicasToDirsRequest_TopicData td;
+	struct rn_AssignReplicasToDirsRequest_PartitionData pd;
+	struct rn_AssignReplicasToDirsResponse resp;
+	struct rn_kwriter w;
+	struct rn_kreader r;
+	int e = -1;
+
+	rn_AssignReplicasToDirsRequest_init(&req);
+	rn_AssignReplicasToDirsRequest_DirectoryData_init(&dd);
+	rn_AssignReplicasToDirsRequest_TopicData_init(&td);
+	rn_AssignReplicasToDirsRequest_PartitionData_init(&pd);
+	req.broker_id = broker;
+	req.broker_epoch = epoch;
+	memcpy(dd.id.b, dir, 16);
+	memcpy(td.topic_id.b, tid, 16);
+	pd.partition_index = p;
+	td.partitions = &pd;
+	td.partitions_count = 1;
+	dd.topics = &td;
+	dd.topics_count = 1;
+	req.directories = &dd;
+	req.directories_count = 1;
+	rn_kwriter_init(&w);
+	rn_AssignReplicasToDirsRequest_encode(&w, 0, &req);
+	if (kafka_call(leader, RN_KAPI_ASSIGN_REPLICAS_TO_DIRS, 0, &w,
+	    &r) == 0 && rn_AssignReplicasToDirsResponse_decode(&r, 0,
+	    &cl.arena, &resp) == 0)
+		e = resp.error_code != 0 ? resp.error_code :
+		    resp.directories_count == 1 &&
+		    resp.directories[0].topics_count == 1 &&
+		    resp.directories[0].topics[0].partitions_count == 1 ?
+		    resp.directories[0].topics[0].partitions[0].error_code : -1;
+	rn_kwriter_free(&w);
+	return e;
+}
+
+static const uint8_t zero_dir[16];
+static uint8_t home_dir[16];   /* the replica's directory before */
+static int home_node;
+
+static bool
+pred_home_has(void *arg)
+{
+	(void)arg;
+	return part_at(home_node, "r3", 0) != NULL;
+}
+
+static bool
+pred_dir_back(void *arg)
+{
+	const struct rn_mdv_partition *pp = part_at(home_node, "r3", 0);
+
+	(void)arg;
+	return pp != NULL && memcmp(pp->dir_id, home_dir, 16) == 0 &&
+	    atomic_load(&cl.node[home_node].shm.hdr->dir_mismatches) == 0;
+}
+
+static void
+test_log_dirs(void)
+{
+	const struct rn_mdv_partition *pp = part_at(leader, "r3", 0);
+	const struct rn_mdv_broker *b;
+	uint8_t other[16];
+	int32_t broker;
+
+	is_int(register_dirless(), RN_KERR_INVALID_REQUEST,
+	    "BrokerRegistration v2 with no online log dir: INVALID_REQUEST");
+	is_int(assign_dir(9, 1, zero_dir, 0), RN_KERR_BROKER_ID_NOT_REGISTERED,
+	    "AssignReplicasToDirs from an unregistered broker");
+	if (pp == NULL)
+		bail("no r3-0");
+	broker = pp->replicas[0];
+	home_node = broker - 1;
+	b = rn_mdview_broker(th_view(&cl, leader), broker);
+	/* a broker-only node may not have the topic in its image yet */
+	if (b == NULL || !th_wait_for(pred_home_has, NULL, 10000))
+		bail("r3-0 not in node %d's image", home_node + 1);
+	memcpy(home_dir, part_at(home_node, "r3", 0)->dir_id, 16);
+	ok(memcmp(home_dir, zero_dir, 16) != 0,
+	    "the replica's directory is in its partition record");
+	is_int(assign_dir(broker, b->epoch + 1, zero_dir, 0),
+	    RN_KERR_STALE_BROKER_EPOCH, "AssignReplicasToDirs, stale epoch");
+	memset(other, 0x5a, 16);
+	is_int(assign_dir(broker, b->epoch, other, 0), RN_KERR_INVALID_REQUEST,
+	    "a directory the broker did not register: INVALID_REQUEST");
+	is_int(assign_dir(broker, b->epoch, zero_dir, 0), 0,
+	    "the replica assigned to Uuid.ZERO");
+	ok(th_wait_for(pred_dir_back, NULL, 10000), "its broker reports where "
+	    "it keeps it (AssignReplicasToDirs) and the record says so again; "
+	    "no mismatch is left");
+}
+
 /* 3: the broker-only node's image, with its own slots */
 static void
 test_broker_only_image(void)
@@ -829,6 +958,7 @@ main(int argc, char **argv)
 		th_start(&cl, i);
 	test_registration();
 	test_placement();
+	test_log_dirs();
 	test_broker_only_image();
 	test_fencing();
 	test_alter_partition_checks();

@@ -20,6 +20,7 @@
 #include "ipc/shm.h"
 #include "protocol/kerrors.h"
 #include "tests/lib/tap.h"
+#include "workers/controller/op.h"
 #include "workers/controller/reassign.h"
 #include "workers/controller/records.h"
 #include "workers/controller/state.h"
@@ -510,6 +511,74 @@ test_reassign_state(void)
 	ctl_state_free(&rs);
 }
 
+/* KIP-858: directories in Partition records, snapshots, a dir dropped */
+static void
+test_dirs(void)
+{
+	static uint8_t d1[2][16] = { { 0xe1 }, { 0xe2 } };
+	struct ctl_state a, b2;
+	struct ctl_batch b;
+	struct ctl_broker br;
+	struct ctl_listener l = { "PLAINTEXT", "127.0.0.1", 9092 };
+	struct ctl_partition p;
+	msgpack_sbuffer sb;
+	int32_t one = 1, i;
+	uint8_t id[16], dirs[1][16];
+	const struct ctl_topic *t;
+
+	ctl_state_init(&a);
+	ctl_batch_init(&b);
+	memset(&br, 0, sizeof(br));
+	br.id = 1;
+	br.listeners = &l;
+	br.n_listeners = 1;
+	br.log_dirs = d1;
+	br.n_log_dirs = 2;
+	ctl_rec_register_broker(&b, &br, false);
+	memset(id, 0xdd, sizeof(id));
+	ctl_rec_topic(&b, "delta", 5, id);
+	for (i = 0; i < 4; i++) {
+		memset(&p, 0, sizeof(p));
+		p.n_replicas = p.n_isr = 1;
+		p.replicas = p.isr = &one;
+		p.leader = 1;
+		memcpy(dirs[0], d1[i % 2], 16);
+		p.dirs = dirs;
+		ctl_rec_partition(&b, id, i, &p, false);
+	}
+	apply_batch(&a, &b, 2);
+	t = ctl_state_topic(&a, "delta", 5);
+	ok(t != NULL && memcmp(t->parts[1].dirs[0], d1[1], 16) == 0,
+	    "a Partition record's directories are in the state");
+	msgpack_sbuffer_init(&sb);
+	ctl_state_snapshot(&a, &sb);
+	ctl_state_init(&b2);
+	ok(ctl_state_restore(&b2, sb.data, sb.size) == 0 &&
+	    memcmp(ctl_state_topic(&b2, "delta", 5)->parts[3].dirs[0], d1[1],
+	    16) == 0, "directories survive a snapshot");
+	msgpack_sbuffer_destroy(&sb);
+	ctl_state_free(&b2);
+
+	/* registered again without its second dir */
+	br.n_log_dirs = 1;
+	br.incarnation[0] = 1;
+	ctl_rec_register_broker(&b, &br, false);
+	is_int(ctl_dirs_unassign_missing(&b, &a, &br), 2,
+	    "a registration without dir 2: its two replicas unassigned");
+	apply_batch(&a, &b, 3);
+	t = ctl_state_topic(&a, "delta", 5);
+	memset(dirs[0], 0, 16);
+	ok(memcmp(t->parts[1].dirs[0], dirs[0], 16) == 0 &&
+	    memcmp(t->parts[3].dirs[0], dirs[0], 16) == 0 &&
+	    memcmp(t->parts[0].dirs[0], d1[0], 16) == 0 &&
+	    t->parts[1].slots[0] == 1 && t->parts[1].partition_epoch == 0,
+	    "to Uuid.ZERO; the others, slots and partition epochs stay");
+	is_int(ctl_dirs_unassign_missing(&b, &a, &br), 0,
+	    "nothing more to unassign");
+	ctl_batch_free(&b);
+	ctl_state_free(&a);
+}
+
 int
 main(void)
 {
@@ -520,6 +589,7 @@ main(void)
 	test_shm_publish();
 	test_reassign_rules();
 	test_reassign_state();
+	test_dirs();
 	ctl_state_free(&st);
 	return done_testing();
 }

@@ -45,6 +45,7 @@
 #define ALTER_TIMEOUT_MS 30000
 #define IMAGE_WAIT_MS 1000
 #define SHUTDOWN_HB_MS 100
+#define ASSIGN_MAX 2000         /* replicas per AssignReplicasToDirs */
 
 struct chan;
 
@@ -100,6 +101,9 @@ struct ctl_agent {
 	struct alter_item *alt;  /* ISR changes not sent yet */
 	int n_alt, cap_alt;
 	bool alt_inflight;
+	bool ard_inflight;       /* an AssignReplicasToDirs is out */
+	int64_t next_ard_ms;
+	uint64_t ard_index;       /* state counted at (+1; 0: never) */
 };
 
 static const struct rn_voter *
@@ -494,6 +498,17 @@ registered(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 	case RN_KERR_INCONSISTENT_CLUSTER_ID:
 		fatal_cluster_id(c);
 		break;
+	case RN_KERR_INVALID_REQUEST:
+		if (c->n_dirs > 0)
+			goto refused;
+		/* KIP-858: a broker without an online log dir has no place
+		 * for a replica; retrying would not change that */
+		log_errx("the active controller refused this node's "
+		    "registration (INVALID_REQUEST): it has no online log "
+		    "directory; it stops");
+		c->fatal = true;
+		c->exit_code = RN_WORKER_EXIT_FATAL;
+		break;
 	case RN_KERR_NOT_CONTROLLER:
 		chan_reset(ch, true);
 		a->next_reg_ms = now + RETRY_MS;
@@ -507,6 +522,7 @@ registered(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 		a->next_reg_ms = now + c->cfg->broker_heartbeat_interval_ms;
 		break;
 	default:
+	refused:
 		log_warnx("broker registration refused: %s",
 		    rn_kerr_name(resp.error_code));
 		a->next_reg_ms = now + 1000;
@@ -625,7 +641,10 @@ send_heartbeat(struct ctl *c, bool shut_down)
 	req.broker_epoch = a->epoch;
 	req.current_metadata_offset = c->raft_inited || c->image_loaded ?
 	    (int64_t)c->st.last_index : -1;
-	req.want_fence = false;
+	/* KIP-858: fenced while a replica is assigned to another dir than
+	 * the one it is kept in (with one dir too: its registration may
+	 * have dropped a dir that held replicas) */
+	req.want_fence = atomic_load(&c->shm->hdr->dir_mismatches) > 0;
 	req.want_shut_down = shut_down;
 	rn_kwriter_init(&w);
 	if (rn_BrokerHeartbeatRequest_encode(&w, 0, &req) == 0 &&
@@ -1029,6 +1048,75 @@ chan_check_target(struct ctl *c, struct chan *ch)
 		chan_reset(ch, false);
 }
 
+/* ---- AssignReplicasToDirs ------------------------------------------ */
+
+static void
+dirs_done(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
+{
+	struct ctl_agent *a = c->agent;
+	struct rn_AssignReplicasToDirsResponse resp;
+	struct rn_arena ar;
+
+	a->ard_inflight = false;
+	rn_arena_init(&ar, r != NULL ? 4 * rn_kr_left(r) + 4096 : 4096);
+	if (err != 0 || rn_AssignReplicasToDirsResponse_decode(r, k->ver, &ar,
+	    &resp) != 0)
+		log_warnx("AssignReplicasToDirs: no answer (%s): retrying",
+		    rn_kerr_name(err));
+	else if (resp.error_code == RN_KERR_NOT_CONTROLLER) {
+		rn_arena_free(&ar);
+		a->ard_inflight = true;
+		call_retry(k);
+		return;
+	} else if (resp.error_code != 0)
+		log_warnx("AssignReplicasToDirs refused: %s: retrying",
+		    rn_kerr_name(resp.error_code));
+	rn_arena_free(&ar);
+	call_free(k);
+}
+
+/*
+ * Count the mismatching replicas after each change of the state, and
+ * report them until the records say where they are (what is still
+ * wrong is sent again, a second later).
+ */
+static void
+dirs_flush(struct ctl *c, int64_t now)
+{
+	struct ctl_agent *a = c->agent;
+	struct rn_AssignReplicasToDirsRequest req;
+	struct rn_kwriter w;
+	struct rn_arena ar;
+	struct call *k = NULL;
+	int n;
+
+	if (!c->raft_inited && !c->image_loaded)
+		return;
+	if (a->ard_index != c->st.last_index + 1) {
+		a->ard_index = c->st.last_index + 1;
+		atomic_store(&c->shm->hdr->dir_mismatches,
+		    (uint32_t)ctl_dirs_mismatches(c));
+	}
+	n = (int)atomic_load(&c->shm->hdr->dir_mismatches);
+	if (n == 0 || a->ard_inflight || a->state != AG_REGISTERED ||
+	    now < a->next_ard_ms)
+		return;
+	rn_arena_init(&ar, 16u << 20);
+	rn_kwriter_init(&w);
+	if ((n = ctl_dirs_report(c, a->epoch, &ar, ASSIGN_MAX, &req)) > 0 &&
+	    rn_AssignReplicasToDirsRequest_encode(&w, 0, &req) == 0)
+		k = call_new(&a->fwd, RN_KAPI_ASSIGN_REPLICAS_TO_DIRS, 0, &w);
+	rn_kwriter_free(&w);
+	rn_arena_free(&ar);
+	a->next_ard_ms = now + 1000;
+	if (k == NULL)
+		return;
+	log_info("reporting the log dir of %d replica(s) to the active "
+	    "controller", n);
+	a->ard_inflight = true;
+	call_send(&a->fwd, k, ALTER_TIMEOUT_MS, dirs_done);
+}
+
 static void
 agent_tick(uv_timer_t *timer)
 {
@@ -1066,6 +1154,7 @@ agent_tick(uv_timer_t *timer)
 	if (!c->raft_inited && !a->img_inflight)
 		send_image_poll(c);
 	alter_flush(c);
+	dirs_flush(c, now);
 	chan_pump(&a->life);
 	chan_pump(&a->fwd);
 	chan_pump(&a->img);

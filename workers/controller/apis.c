@@ -83,6 +83,12 @@ fail_bh(struct ctl_op *op, int16_t e)
 }
 
 static void
+fail_ard(struct ctl_op *op, int16_t e)
+{
+	op->resp.ard.error_code = e;
+}
+
+static void
 fail_ap(struct ctl_op *op, int16_t e)
 {
 	op->resp.ap.error_code = e;
@@ -130,6 +136,7 @@ OP_ENCODE(enc_el, ElectLeadersResponse, el)
 OP_ENCODE(enc_dq, DescribeQuorumResponse, dq)
 OP_ENCODE(enc_apr, AlterPartitionReassignmentsResponse, apr)
 OP_ENCODE(enc_lpr, ListPartitionReassignmentsResponse, lpr)
+OP_ENCODE(enc_ard, AssignReplicasToDirsResponse, ard)
 
 /* What the controller answers, one row per API (op.h). */
 const struct ctl_op_api ctl_op_apis[] = {
@@ -156,6 +163,8 @@ const struct ctl_op_api ctl_op_apis[] = {
 	    true },
 	{ RN_KAPI_UNREGISTER_BROKER, ctl_op_unregister_broker, enc_ub, fail_ub,
 	    false },
+	{ RN_KAPI_ASSIGN_REPLICAS_TO_DIRS, ctl_op_assign_replicas_to_dirs,
+	    enc_ard, fail_ard, true },
 };
 
 const size_t ctl_op_n_apis = RN_ARRAY_SIZE(ctl_op_apis);

@@ -69,17 +69,6 @@ queue_deletion(struct ctl *c, const struct ctl_topic *t, int32_t p,
 	c->deletions = d;
 }
 
-static int32_t
-replica_index(const struct ctl_partition *pp, int32_t broker)
-{
-	int32_t r;
-
-	for (r = 0; r < pp->n_replicas; r++)
-		if (pp->replicas[r] == broker)
-			return r;
-	return -1;
-}
-
 void
 ctl_admin_topic_removed(struct ctl *c, const struct ctl_topic *t)
 {
@@ -125,8 +114,8 @@ ctl_admin_replicas_moved(struct ctl *c, const struct ctl_state *next)
 		for (p = 0; p < t->n_parts && p < nt->n_parts; p++) {
 			const struct ctl_partition *pp = &t->parts[p];
 
-			if ((r = replica_index(pp, node)) >= 0 &&
-			    replica_index(&nt->parts[p], node) < 0)
+			if ((r = ctl_replica_index(pp, node)) >= 0 &&
+			    ctl_replica_index(&nt->parts[p], node) < 0)
 				ctl_admin_replica_removed(c, t, p, node,
 				    pp->slots[r], pp->dirs[r]);
 		}
@@ -237,7 +226,7 @@ stray_dir(struct ctl *c, const char *root, const char *name,
 	else if (strcmp(t->name, topic) != 0 || p >= t->n_parts)
 		snprintf(why, whylen, "topic id %s is %s with %d partitions",
 		    enc, t->name, t->n_parts);
-	else if (replica_index(&t->parts[p], c->cfg->node_id) < 0)
+	else if (ctl_replica_index(&t->parts[p], c->cfg->node_id) < 0)
 		snprintf(why, whylen, "%s-%d was reassigned to other brokers",
 		    t->name, p);
 	else

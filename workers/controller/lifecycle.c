@@ -313,6 +313,7 @@ ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r)
 	br.n_log_dirs = req.log_dirs_count;
 	br.fenced = true; /* until its heartbeat shows it caught up */
 	ctl_rec_register_broker(&op->batch, &br, false);
+	ctl_dirs_unassign_missing(&op->batch, &c->st, &br);
 	log_info("registering broker %d%s%s", br.id, br.rack[0] ?
 	    " in rack " : "", br.rack);
 	return 0;
@@ -352,7 +353,9 @@ ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r)
 			ctl_rec_broker_change(&op->batch, b->id, -1, 1);
 		}
 	} else if (b->fenced && !b->in_controlled_shutdown &&
-	    req.current_metadata_offset >= b->epoch) {
+	    !req.want_fence && req.current_metadata_offset >= b->epoch) {
+		/* KIP-858: a broker with several dirs asks to stay fenced
+		 * while replicas are assigned elsewhere than it keeps them */
 		log_info("unfencing broker %d: caught up with the metadata "
 		    "log at offset %lld", b->id,
 		    (long long)req.current_metadata_offset);

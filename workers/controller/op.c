@@ -228,6 +228,9 @@ op_not_controller(struct ctl_op *op)
 	case RN_KAPI_UNREGISTER_BROKER:
 		rn_UnregisterBrokerResponse_init(&op->resp.ub);
 		break;
+	case RN_KAPI_ASSIGN_REPLICAS_TO_DIRS:
+		rn_AssignReplicasToDirsResponse_init(&op->resp.ard);
+		break;
 	default:
 		ctl_op_reply_raw(op, RN_KERR_NOT_CONTROLLER, NULL, 0);
 		return;

@@ -66,6 +66,7 @@ struct ctl_op {
 		struct rn_DescribeQuorumResponse dq;
 		struct rn_AlterPartitionReassignmentsResponse apr;
 		struct rn_ListPartitionReassignmentsResponse lpr;
+		struct rn_AssignReplicasToDirsResponse ard;
 	} resp;
 };
 
@@ -239,6 +240,16 @@ int ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_alter_partition(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_elect_leaders(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_describe_quorum(struct ctl_op *op, struct rn_kreader *r);
+/* dirs.c: log directories in the metadata (KIP-858) */
+/* Replicas of nb in dirs its new registration lacks: Uuid.ZERO. */
+int ctl_dirs_unassign_missing(struct ctl_batch *b, const struct ctl_state *st,
+    const struct ctl_broker *nb);
+int ctl_op_assign_replicas_to_dirs(struct ctl_op *op, struct rn_kreader *r);
+/* This node's replicas whose recorded dir is not one of its dirs. */
+int ctl_dirs_mismatches(const struct ctl *c);
+/* AssignReplicasToDirs for up to max of them; returns how many. */
+int ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
+    int max, struct rn_AssignReplicasToDirsRequest *req);
 /* Once the operation's records are applied (or none were needed). */
 void ctl_op_committed(struct ctl_op *op);
 /* Records the cluster needs now (fencing, elections); false if none. */

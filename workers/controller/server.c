@@ -307,6 +307,7 @@ handle_frame(struct sconn *s, const uint8_t *p, size_t n)
 	case RN_KAPI_BROKER_HEARTBEAT:
 	case RN_KAPI_ALTER_PARTITION:
 	case RN_KAPI_UNREGISTER_BROKER: /* kafka-cluster --bootstrap-controller */
+	case RN_KAPI_ASSIGN_REPLICAS_TO_DIRS:
 		rc = ctl_admin_enqueue_conn(c, s->id, h.correlation_id, key,
 		    h.api_version, false, r.p, rn_kr_left(&r));
 		break;

@@ -164,6 +164,18 @@ ctl_ids_has(const int32_t *v, int32_t n, int32_t id)
 	return false;
 }
 
+/* The index of broker among pp's replicas, -1 if it is none. */
+static inline int32_t
+ctl_replica_index(const struct ctl_partition *pp, int32_t broker)
+{
+	int32_t r;
+
+	for (r = 0; r < pp->n_replicas; r++)
+		if (pp->replicas[r] == broker)
+			return r;
+	return -1;
+}
+
 /* Lookups. */
 struct ctl_topic *ctl_state_topic(const struct ctl_state *st,
     const char *name, size_t len);

@@ -185,6 +185,8 @@ bool net_api_served(const struct net *n, int16_t key, int16_t version);
 int net_api_versions(struct net *n, struct conn *c);
 int net_metadata(struct net *n, struct conn *c);
 int net_describe_cluster(struct net *n, struct conn *c);
+/* logdirs.c */
+int net_describe_log_dirs(struct net *n, struct conn *c);
 int net_describe_configs(struct net *n, struct conn *c);
 int net_produce(struct net *n, struct conn *c);
 int net_init_producer_id(struct net *n, struct conn *c);
