@@ -14,7 +14,9 @@
 #include "common/ctlproto.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ipc/mdimage.h"
 #include "ipc/mdimage_write.h"
+#include "workers/controller/offline_dirs.h"
 #include "workers/controller/records.h"
 #include "workers/controller/state.h"
 
@@ -1158,7 +1160,9 @@ ctl_state_local_placement(const struct ctl_state *st,
 		    (uint32_t)pp->slots[r] < loc->max_partitions)
 			*slot = pp->slots[r];
 		*dir = local_dir_index(loc, pp->dirs[r]);
-		if (*dir < 0 && loc->n_dirs > 0)
+		if (ctl_dir_is_lost(pp->dirs[r]))
+			*dir = RN_MDV_DIR_LOST; /* down until placed again */
+		else if (*dir < 0 && loc->n_dirs > 0)
 			*dir = 0; /* directory unknown here: the first dir */
 		return;
 	}
@@ -1223,6 +1227,7 @@ enc_topic(struct rn_mdimage_enc *e, const struct ctl_state *st,
 			.partition_epoch = pp->partition_epoch,
 			.replicas = pp->replicas, .n_replicas = pp->n_replicas,
 			.isr = pp->isr, .n_isr = pp->n_isr,
+			.dirs = (const uint8_t (*)[16])pp->dirs,
 			.dir_id = zero,
 		};
 
@@ -1239,7 +1244,7 @@ ctl_state_encode_image(const struct ctl_state *st,
     const struct ctl_local *loc, msgpack_sbuffer *sb)
 {
 	struct rn_mdimage_enc e = { .offline = replica_offline,
-	    .arg = (void *)st };
+	    .arg = (void *)st, .lost_dir = ctl_dir_lost };
 	struct rn_mdimage_enc_head h = { .cluster_id = st->cluster_id,
 	    .controller_id = loc->controller_id, .epoch = loc->epoch,
 	    .offset = st->last_index, .n_brokers = st->n_brokers };
