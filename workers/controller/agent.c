@@ -625,7 +625,8 @@ offline_dirs(struct ctl *c, struct rn_uuid *out)
  * A dir went offline: the heartbeat that says so goes at once; when the
  * active controller has not taken it within log.dir.failure.timeout.ms,
  * the broker stops, as Kafka's does (its replicas there would look alive
- * to the cluster). True when it stops.
+ * to the cluster), and so it does when no dir is left. True when it
+ * stops.
  */
 static bool
 offline_overdue(struct ctl *c, int64_t now)
@@ -633,6 +634,13 @@ offline_overdue(struct ctl *c, int64_t now)
 	struct ctl_agent *a = c->agent;
 	uint32_t mask = rn_dirfail_mask(c->shm);
 
+	if (c->n_dirs > 0 && c->n_dirs < 32 &&
+	    mask == (1u << c->n_dirs) - 1) {
+		log_errx("shutting down: every log dir is offline");
+		c->fatal = true;
+		c->exit_code = RN_WORKER_EXIT_FATAL;
+		return true;
+	}
 	if ((mask & ~a->off_acked) == 0) {
 		a->off_since_ms = 0;
 		return false;

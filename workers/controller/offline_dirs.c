@@ -46,22 +46,27 @@ lost_fn(void *arg, int32_t id)
 	    ctl_broker_state((void *)lv->st, id);
 }
 
+static bool
+dir_listed(const uint8_t dir[16], const struct rn_uuid *dirs, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (memcmp(dir, dirs[i].b, 16) == 0)
+			return true;
+	return false;
+}
+
 /* The replica of broker in pp when it sits in one of the dirs, or -1. */
 static int32_t
 replica_in(const struct ctl_partition *pp, int32_t broker,
     const struct rn_uuid *dirs, int n)
 {
 	int32_t r;
-	int i;
 
-	for (r = 0; pp->dirs != NULL && r < pp->n_replicas; r++) {
-		if (pp->replicas[r] != broker)
-			continue;
-		for (i = 0; i < n; i++)
-			if (memcmp(pp->dirs[r], dirs[i].b, 16) == 0)
-				return r;
-		return -1;
-	}
+	for (r = 0; pp->dirs != NULL && r < pp->n_replicas; r++)
+		if (pp->replicas[r] == broker)
+			return dir_listed(pp->dirs[r], dirs, n) ? r : -1;
 	return -1;
 }
 
@@ -97,6 +102,27 @@ mark_lost(struct ctl *c, struct ctl_batch *b, const struct ctl_topic *t,
 	return 0;
 }
 
+/*
+ * The broker's registered dirs lose the offline ones, so no new replica
+ * is placed there (its last dir stays: a broker with none left stops).
+ */
+static void
+drop_dirs(struct ctl *c, struct ctl_batch *b, int32_t broker,
+    const struct rn_uuid *dirs, int n)
+{
+	const struct ctl_broker *br = ctl_state_broker(&c->st, broker);
+	uint8_t keep[RN_CONFIG_MAX_LOGDIRS][16];
+	int i, k = 0;
+
+	if (br == NULL)
+		return;
+	for (i = 0; i < br->n_log_dirs && k < RN_CONFIG_MAX_LOGDIRS; i++)
+		if (!dir_listed(br->log_dirs[i], dirs, n))
+			memcpy(keep[k++], br->log_dirs[i], 16);
+	if (k > 0 && k < br->n_log_dirs)
+		ctl_rec_broker_dirs(b, broker, (const uint8_t (*)[16])keep, k);
+}
+
 int
 ctl_dirs_offline(struct ctl *c, struct ctl_batch *b, int32_t broker,
     const struct rn_uuid *dirs, int n)
@@ -104,6 +130,7 @@ ctl_dirs_offline(struct ctl *c, struct ctl_batch *b, int32_t broker,
 	int i, marked = 0;
 	int32_t p, r;
 
+	drop_dirs(c, b, broker, dirs, n);
 	for (i = 0; n > 0 && i < c->st.n_topics; i++) {
 		const struct ctl_topic *t = c->st.topics[i];
 

@@ -268,6 +268,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 	case RN_KERR_UNKNOWN_LEADER_EPOCH:
 	case RN_KERR_UNKNOWN_TOPIC_OR_PARTITION:
 	case RN_KERR_UNKNOWN_TOPIC_ID:
+	case RN_KERR_KAFKA_STORAGE_ERROR: /* its dir failed: it moves */
 		return; /* the next image tells who leads */
 	default:
 		log_warnx("%s-%d: fetch error %s", fp->t->name, fp->mp->p,
