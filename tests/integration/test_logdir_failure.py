@@ -6,7 +6,9 @@ min.insync.replicas=2) fills it until ENOSPC:
   broker 2 from their ISR; Metadata lists broker 2 as their offline replica;
 - the producer goes on (few or no errors), broker 2's replicas on its other dir stay in
   the ISR and the ones it leads there are consumed from it;
-- every acknowledged record is read back."""
+- every acknowledged record is read back.
+Then log.dir.failure.timeout.ms: a broker-only node whose controller is gone fills its
+tmpfs dir; unable to report the failure, it stops after the timeout, saying why."""
 import os
 import re
 import subprocess
@@ -37,6 +39,21 @@ def node_tmpfs(n, size="10m"):
     n.exec_prefix = ["unshare", "-m", "--propagation", "private", "sh", "-c",
                      'mount -t tmpfs -o size=%s tmpfs "$0" && exec "$@"' % size, d2]
     return d2
+
+
+def placed(n, d2, topic, count):
+    """(partitions in n's first dir, in its tmpfs) once n opened all count of them;
+    the tmpfs is read through /proc/PID/root, in n's mount namespace."""
+    def both():
+        d1 = {int(e.rsplit("-", 1)[1]) for e in os.listdir(n.logdir)
+              if e.startswith(topic + "-")}
+        try:
+            ns = os.listdir("/proc/%d/root%s" % (n.proc.pid, d2))
+        except OSError:
+            return None
+        d2s = {int(e.rsplit("-", 1)[1]) for e in ns if e.startswith(topic + "-")}
+        return (d1, d2s) if len(d1 | d2s) == count else None
+    return wait_for(both, 30, 0.2) or (set(), set())
 
 
 class Load:
@@ -101,9 +118,7 @@ with TempDir() as tmp:
         ok = wait_for(lambda: all((lambda s: s and s[0] > 0 and len(s[2]) == 3)(
             partition_state(c.bootstrap, TOPIC, p)) for p in range(NPART)), 60, 0.2)
         t.ok(ok, "%d partitions, RF=3, every replica in sync" % NPART)
-        on_d1 = {int(e.rsplit("-", 1)[1]) for e in os.listdir(n2.logdir)
-                 if e.startswith(TOPIC + "-")}
-        on_d2 = set(range(NPART)) - on_d1
+        on_d1, on_d2 = placed(n2, d2, TOPIC, NPART)
         t.diag("broker 2: partitions %s on its first dir, %s on the tmpfs" %
                (sorted(on_d1), sorted(on_d2)))
         t.ok(on_d1 and on_d2, "broker 2's replicas are on both of its dirs")
@@ -191,4 +206,59 @@ with TempDir() as tmp:
     finally:
         c.kill()
 
+
+def timeout_case():
+    """The failure cannot be reported: the broker stops after the timeout."""
+    with TempDir() as tmp:
+        c = Cluster(tmp, 2, roles={1: "controller", 2: "broker"}, voters=[1],
+                    props=dict(PROPS, **{"log.dir.failure.timeout.ms": "3000"}))
+        b = c.node(2)
+        bd2 = node_tmpfs(b, "4m")
+        c.start()
+        try:
+            t.ok(c.wait_running(60), "a controller and a broker with a tmpfs dir are up")
+            create_topic(c.bootstrap, "lonely", 2, 1)
+            ok = wait_for(lambda: all((lambda s: s and s[0] == 2)(
+                partition_state(c.bootstrap, "lonely", p)) for p in range(2)), 30, 0.2)
+            w = Producer({"bootstrap.servers": b.bootstrap, "acks": "1"})
+            for q in range(2):  # a leader alone opens its log on first use
+                w.produce("lonely", b"warm-up", partition=q)
+            w.flush(20)
+            on_d1, on_d2 = placed(b, bd2, "lonely", 2)
+            t.ok(ok and len(on_d1) == 1 and len(on_d2) == 1,
+                 "one partition on each of the broker's dirs")
+            c.node(1).kill()
+            p = Producer({"bootstrap.servers": b.bootstrap, "acks": "1",
+                          "linger.ms": 5, "message.timeout.ms": 10000})
+            part = min(on_d2 or {0})
+            t0 = time.monotonic()
+            m = None
+            k = 0
+            while m is None and time.monotonic() - t0 < 60:
+                try:
+                    p.produce("lonely", VALUE_PAD, partition=part)
+                except BufferError:
+                    p.poll(0.1)
+                p.poll(0)
+                k += 1
+                if k % 50 == 0 and OFFLINE_RE.search(b.logtext()):
+                    m = time.monotonic()
+            t.ok(m is not None, "with the controller gone, the tmpfs dir fails after "
+                 "%.1f s of produce" % ((m or time.monotonic()) - t0))
+            try:
+                b.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+            t_exit = time.monotonic() - (m or 0)
+            line = "did not learn of the offline log dir" in b.logtext()
+            t.ok(b.proc.poll() is not None and line, "the broker stopped, saying the "
+                 "controller did not learn of the failure in time")
+            t.ok(2.0 <= t_exit <= 25, "after the timeout, not before (%.1f s after the "
+                 "failure; timeout 3 s)" % t_exit)
+            t.eq(c.crashes(), [], "no worker died of a crash")
+        finally:
+            c.kill()
+
+
+timeout_case()
 t.done()
