@@ -608,11 +608,10 @@ out:
 	call_free(k);
 }
 
-/* The directory ids of the offline log dirs, into out; their count. */
+/* The directory ids of the log dirs in mask, into out; their count. */
 static int
-offline_dirs(struct ctl *c, struct rn_uuid *out)
+offline_dirs(struct ctl *c, uint32_t mask, struct rn_uuid *out)
 {
-	uint32_t mask = rn_dirfail_mask(c->shm);
 	int i, n = 0;
 
 	for (i = 0; i < c->n_dirs && i < 32; i++)
@@ -663,12 +662,13 @@ send_heartbeat(struct ctl *c, bool shut_down)
 	struct ctl_agent *a = c->agent;
 	struct rn_BrokerHeartbeatRequest req;
 	struct rn_uuid off[RN_CONFIG_MAX_LOGDIRS];
+	uint32_t mask = rn_dirfail_mask(c->shm);
 	struct rn_kwriter w;
 	struct call *k;
 
 	rn_BrokerHeartbeatRequest_init(&req);
 	req.offline_log_dirs = off;
-	req.offline_log_dirs_count = offline_dirs(c, off);
+	req.offline_log_dirs_count = offline_dirs(c, mask, off);
 	req.broker_id = c->cfg->node_id;
 	req.broker_epoch = a->epoch;
 	req.current_metadata_offset = c->raft_inited || c->image_loaded ?
@@ -680,7 +680,7 @@ send_heartbeat(struct ctl *c, bool shut_down)
 	    (k = call_new(&a->life, RN_KAPI_BROKER_HEARTBEAT, 1, &w)) !=
 	    NULL) {
 		a->hb_inflight = true;
-		a->off_inflight = rn_dirfail_mask(c->shm);
+		a->off_inflight = mask; /* what this one says */
 		/* one lost in a dead connection is not retried: the next one
 		 * carries newer news */
 		call_send(&a->life, k, c->cfg->broker_session_timeout_ms,
