@@ -6,6 +6,8 @@ min.insync.replicas=2) fills it until ENOSPC:
   broker 2 from their ISR; Metadata lists broker 2 as their offline replica;
 - the producer goes on (few or no errors), broker 2's replicas on its other dir stay in
   the ISR and the ones it leads there are consumed from it;
+- a partition whose only replica is on the failed dir answers KAFKA_STORAGE_ERROR (56),
+  one on the healthy dir answers;
 - every acknowledged record is read back.
 Then log.dir.failure.timeout.ms: a broker-only node whose controller is gone fills its
 tmpfs dir; unable to report the failure, it stops after the timeout, saying why."""
@@ -17,7 +19,9 @@ import time
 
 from confluent_kafka import Producer
 
-from rncluster import create_topic, partition_state, read_all
+from confluent_kafka.admin import NewTopic
+
+from rncluster import admin, create_topic, partition_state, read_all
 from rntest import BUILDDIR, Cluster, Tap, TempDir, wait_for
 
 t = Tap()
@@ -54,6 +58,24 @@ def placed(n, d2, topic, count):
         d2s = {int(e.rsplit("-", 1)[1]) for e in ns if e.startswith(topic + "-")}
         return (d1, d2s) if len(d1 | d2s) == count else None
     return wait_for(both, 30, 0.2) or (set(), set())
+
+
+def list_offsets_errors(n, topic, parts):
+    """ListOffsets (v1, latest) straight to node n: {partition: error code}."""
+    from kafka.client_async import KafkaClient
+    from kafka.protocol.offset import OffsetRequest
+    cl = KafkaClient(bootstrap_servers=n.bootstrap, api_version=(2, 0))
+    try:
+        cl.poll(future=cl.cluster.request_update(), timeout_ms=10000)
+        deadline = time.time() + 20
+        while not cl.ready(n.node_id) and time.time() < deadline:
+            cl.poll(timeout_ms=200)
+        fut = cl.send(n.node_id, OffsetRequest[1](
+            replica_id=-1, topics=[(topic, [(p, -1) for p in parts])]))
+        cl.poll(future=fut, timeout_ms=10000)
+        return {e[0]: e[1] for e in fut.value.topics[0][1]}
+    finally:
+        cl.close()
 
 
 class Load:
@@ -119,6 +141,15 @@ with TempDir() as tmp:
             partition_state(c.bootstrap, TOPIC, p)) for p in range(NPART)), 60, 0.2)
         t.ok(ok, "%d partitions, RF=3, every replica in sync" % NPART)
         on_d1, on_d2 = placed(n2, d2, TOPIC, NPART)
+        # a topic only broker 2 holds, one partition on each of its dirs
+        a = admin(c)  # the client must outlive its futures
+        a.create_topics([NewTopic("solo", 2, replica_assignment=[[FAILING], [FAILING]])])[
+            "solo"].result(30)
+        w = Producer({"bootstrap.servers": c.bootstrap, "acks": "1"})
+        for q in range(2):  # a leader alone opens its log on first use
+            w.produce("solo", b"warm-up", partition=q)
+        w.flush(30)
+        solo_d1, solo_d2 = placed(n2, d2, "solo", 2)
         t.diag("broker 2: partitions %s on its first dir, %s on the tmpfs" %
                (sorted(on_d1), sorted(on_d2)))
         t.ok(on_d1 and on_d2, "broker 2's replicas are on both of its dirs")
@@ -160,6 +191,15 @@ with TempDir() as tmp:
         off = wait_for(lambda: (lambda g: g if g == on_d2 else None)(
             offline_in_describe(c.node(1).bootstrap, on_d2)), 15, 0.5)
         t.ok(off is not None, "Metadata lists broker 2 as an offline replica of them")
+        if len(solo_d1) == 1 and len(solo_d2) == 1:
+            (sd1,), (sd2,) = solo_d1, solo_d2
+            errs = list_offsets_errors(n2, "solo", [sd1, sd2])
+            t.eq((errs.get(sd2), errs.get(sd1)), (56, 0), "ListOffsets to broker 2: "
+                 "KAFKA_STORAGE_ERROR for its partition alone on the failed dir, none for "
+                 "the one on its healthy dir")
+        else:
+            t.ok(False, "solo's two partitions were not placed one on each dir: %s %s"
+                 % (solo_d1, solo_d2))
 
         errs_before = len(load.errors)
         k_after = k
