@@ -82,6 +82,11 @@ with TempDir() as tmp:
         t.ok(c.wait_running(30 * W), "three brokers with two log dirs each are up")
         create_topic(c.bootstrap, TOPIC, NP, 3, {"min.insync.replicas": "2"})
         wait_for(lambda: full_isr(c.bootstrap), 30 * W, 0.2)
+        # a replica's log is made by its first record, not by being asked about
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+        for q in range(NP):
+            p.produce(TOPIC, b"first", partition=q)
+        t.eq(p.flush(30 * W), 0, "one record in each of the %d partitions" % NP)
         pl = wait_for(lambda: (lambda x: x if x and all(
             sum(len(v) for v in x[b].values()) == NP for b in x) else None)(
             placement(c.bootstrap)), 20 * W, 0.3)
@@ -174,9 +179,11 @@ with TempDir() as tmp:
              "(Uuid.ZERO)" % len(lost))
         t.ok(wait_for(lambda: mismatches(victim) == 0, 20 * W, 0.2),
              "no mismatching replica is left on broker 3")
+        # on disk once its fetchers have made each log (asking makes none)
         pl3 = wait_for(lambda: (lambda x: x if x and len(x.get(3, {}).get(
-            victim.dirs[0], {})) == NP else None)(placement(c.bootstrap)), 30 * W, 0.3)
-        t.ok(pl3 is not None and on_disk({victim.dirs[0]: pl3[3][victim.dirs[0]]}),
+            victim.dirs[0], {})) == NP and on_disk({victim.dirs[0]: x[3][victim.dirs[0]]})
+            else None)(placement(c.bootstrap)), 30 * W, 0.3)
+        t.ok(pl3 is not None,
              "all %d replicas of broker 3 are in its remaining dir, on disk" % NP)
         isr = wait_for(lambda: full_isr(c.bootstrap), 60 * W, 0.3)
         t.ok(isr, "every re-created replica caught up and is back in its ISR")

@@ -64,7 +64,8 @@ fill_partition(struct net *n, const struct rn_mdv_topic *t,
 
 	rn_DescribeLogDirsResponse_DescribeLogDirsPartition_init(o);
 	o->partition_index = mp->p;
-	if ((pt = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL ||
+	/* a replica nobody used has no log yet: asking must not create one */
+	if (!net_part_exists(n, t, mp) || (pt = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL ||
 	    rn_part_locked(pt, replica_size, &rs) != 0)
 		return;
 	hw = rn_part_hw(pt);

@@ -167,7 +167,7 @@ net_setup(struct net *n, struct rn_worker *w)
 }
 
 /* Whether a local partition has anything on disk (or in use) here. */
-static bool
+bool
 net_part_exists(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp)
 {
