@@ -1,0 +1,65 @@
+/*
+ * The metrics region: counters the workers add to and the supervisor sums
+ * when scraped. Each worker slot has one writer (the worker in that slot,
+ * or the supervisor for its own fields), so a relaxed load and store is
+ * enough; a partition slot's counters are added to by whichever network
+ * worker serves it, with relaxed atomic adds. Nothing here is reset when
+ * a worker restarts: the segment outlives the process.
+ */
+#ifndef RN_METRICS_H
+#define RN_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rn_shm;
+struct rn_shm_params;
+
+#define RN_MET_MAX_API 80	/* above RN_KAPI_MAX_KEY */
+
+/* One per worker slot; only that worker writes it. */
+struct rn_met_worker {
+	_Atomic uint64_t msgs_in;
+	_Atomic uint64_t bytes_in;
+	_Atomic uint64_t bytes_out;	/* to consumers, not to followers */
+	_Atomic uint64_t requests[RN_MET_MAX_API];
+	uint64_t pad[5];
+};
+_Static_assert(sizeof(struct rn_met_worker) % 64 == 0, "metrics slot");
+
+/* One per partition slot, summed by topic through the metadata image. */
+struct rn_met_part {
+	_Atomic uint64_t msgs_in;
+	_Atomic uint64_t bytes_in;
+	_Atomic uint64_t bytes_out;
+	uint64_t pad;
+};
+
+size_t rn_metrics_shm_size(const struct rn_shm_params *p);
+struct rn_met_worker *rn_metrics_worker(const struct rn_shm *shm,
+    unsigned slot);
+struct rn_met_part *rn_metrics_part(const struct rn_shm *shm, unsigned slot);
+
+/* Single writer: no read-modify-write needed. */
+static inline void
+rn_met_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c,
+	    memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+/* Several writers (a partition served by more than one worker). */
+static inline void
+rn_met_add_shared(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+static inline uint64_t
+rn_met_get(const _Atomic uint64_t *c)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
+}
+
+#endif /* RN_METRICS_H */

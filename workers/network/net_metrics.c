@@ -1,0 +1,45 @@
+/*
+ * The network worker's counters (ipc/metrics.h): its own slot for the
+ * totals and requests, the partition's slot for the per-topic figures.
+ */
+#include "autoconf.h"
+
+#include "ipc/metrics.h"
+#include "workers/network/net_int.h"
+
+static struct rn_met_worker *
+self(struct net *n)
+{
+	return rn_metrics_worker(n->w->env->shm, n->w->slot);
+}
+
+void
+net_count_in(struct net *n, const struct rn_part *p, int64_t records,
+    int64_t bytes)
+{
+	struct rn_met_worker *m = self(n);
+	struct rn_met_part *mp = rn_metrics_part(n->w->env->shm,
+	    (unsigned)p->slot);
+
+	rn_met_add(&m->msgs_in, (uint64_t)records);
+	rn_met_add(&m->bytes_in, (uint64_t)bytes);
+	rn_met_add_shared(&mp->msgs_in, (uint64_t)records);
+	rn_met_add_shared(&mp->bytes_in, (uint64_t)bytes);
+}
+
+void
+net_count_out(struct net *n, const struct rn_part *p, size_t bytes)
+{
+	rn_met_add(&self(n)->bytes_out, bytes);
+	rn_met_add_shared(&rn_metrics_part(n->w->env->shm,
+	    (unsigned)p->slot)->bytes_out, bytes);
+}
+
+void
+net_count_request(struct net *n, int16_t api_key)
+{
+	if (api_key >= 0 && api_key < RN_MET_MAX_API)
+		rn_met_add(&self(n)->requests[api_key], 1);
+}
+
+_Static_assert(RN_KAPI_MAX_KEY < RN_MET_MAX_API, "a counter per API key");
