@@ -23,8 +23,10 @@ struct rn_met_worker {
 	_Atomic uint64_t msgs_in;
 	_Atomic uint64_t bytes_in;
 	_Atomic uint64_t bytes_out;	/* to consumers, not to followers */
+	_Atomic uint64_t isr_shrinks;	/* committed, of partitions led here */
+	_Atomic uint64_t isr_expands;
 	_Atomic uint64_t requests[RN_MET_MAX_API];
-	uint64_t pad[5];
+	uint64_t pad[3];
 };
 _Static_assert(sizeof(struct rn_met_worker) % 64 == 0, "metrics slot");
 
@@ -33,7 +35,10 @@ struct rn_met_part {
 	_Atomic uint64_t msgs_in;
 	_Atomic uint64_t bytes_in;
 	_Atomic uint64_t bytes_out;
-	uint64_t pad;
+	/* the ISR last seen led here, to tell shrinks from expands
+	 * (the storage-duty worker's alone): leader epoch + 1, size */
+	int32_t seen_epoch1;
+	int32_t seen_isr;
 };
 
 size_t rn_metrics_shm_size(const struct rn_shm_params *p);

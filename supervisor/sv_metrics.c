@@ -8,6 +8,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 enum fam {
 	F_MSGS_IN, F_BYTES_IN, F_BYTES_OUT,
 	F_PARTITIONS, F_LEADERS, F_URP, F_OFFLINE_REPLICAS,
+	F_SHRINKS, F_EXPANDS,
 	F_ACTIVE_CTL, F_OFFLINE_PARTS, F_FENCED,
 	F_REQUESTS, F_RESTARTS,
 };
@@ -45,6 +47,10 @@ static const struct family {
 	[F_OFFLINE_REPLICAS] = {
 	    "kafka_server_replicamanager_offlinereplicacount",
 	    "gauge", "Replicas on this broker marked offline" },
+	[F_SHRINKS] = { "kafka_server_replicamanager_isrshrinks_total",
+	    "counter", "ISR shrinks committed for partitions led here" },
+	[F_EXPANDS] = { "kafka_server_replicamanager_isrexpands_total",
+	    "counter", "ISR expands committed for partitions led here" },
 	[F_ACTIVE_CTL] = {
 	    "kafka_controller_kafkacontroller_activecontrollercount",
 	    "gauge", "1 on the active controller, else 0" },
@@ -84,6 +90,20 @@ add_plain(struct sv_metrics *m, enum fam f, uint64_t v)
 	add(m, f, NULL, NULL, 0, v);
 }
 
+/* One counter of struct rn_met_worker, summed over the worker slots. */
+#define W(field) offsetof(struct rn_met_worker, field)
+static uint64_t
+sum_workers(struct sv *sv, size_t off)
+{
+	uint64_t n = 0;
+	unsigned w;
+
+	for (w = 0; w < sv->shm.hdr->n_workers; w++)
+		n += rn_met_get((const _Atomic uint64_t *)(const void *)
+		    ((const char *)rn_metrics_worker(&sv->shm, w) + off));
+	return n;
+}
+
 /* A topic's counters: the sums over its partitions' slots here. */
 static bool
 topic_sums(struct sv *sv, const struct rn_mdv_topic *t, uint64_t sum[3])
@@ -111,18 +131,14 @@ static void
 collect_topics(struct sv *sv, const struct rn_mdview *v,
     struct sv_metrics *m)
 {
-	uint64_t total[3] = { 0, 0, 0 }, *sums;
+	uint64_t total[3], *sums;
 	bool *here;
-	unsigned w, f;
+	unsigned f;
 	int i;
 
-	for (w = 0; w < sv->shm.hdr->n_workers; w++) {
-		const struct rn_met_worker *mw = rn_metrics_worker(&sv->shm, w);
-
-		total[0] += rn_met_get(&mw->msgs_in);
-		total[1] += rn_met_get(&mw->bytes_in);
-		total[2] += rn_met_get(&mw->bytes_out);
-	}
+	total[0] = sum_workers(sv, W(msgs_in));
+	total[1] = sum_workers(sv, W(bytes_in));
+	total[2] = sum_workers(sv, W(bytes_out));
 	sums = calloc((size_t)v->n_topics + 1, 3 * sizeof(*sums));
 	here = calloc((size_t)v->n_topics + 1, sizeof(*here));
 	if (sums == NULL || here == NULL) {
@@ -187,6 +203,8 @@ collect_image(struct sv *sv, const struct rn_mdview *v, struct sv_metrics *m)
 	add_plain(m, F_LEADERS, leaders);
 	add_plain(m, F_URP, urp);
 	add_plain(m, F_OFFLINE_REPLICAS, offline);
+	add_plain(m, F_SHRINKS, sum_workers(sv, W(isr_shrinks)));
+	add_plain(m, F_EXPANDS, sum_workers(sv, W(isr_expands)));
 	add_plain(m, F_ACTIVE_CTL, active);
 	add_plain(m, F_OFFLINE_PARTS, active ? noleader : 0);
 	add_plain(m, F_FENCED, active ? fenced : 0);
@@ -195,18 +213,14 @@ collect_image(struct sv *sv, const struct rn_mdview *v, struct sv_metrics *m)
 static void
 collect_requests(struct sv *sv, struct sv_metrics *m)
 {
-	uint64_t n;
-	unsigned w;
 	int i;
 
 	for (i = 0; i < RN_KAPI_COUNT; i++) {
 		if (rn_kapis[i].key < 0 || rn_kapis[i].key >= RN_MET_MAX_API)
 			continue;
-		for (n = 0, w = 0; w < sv->shm.hdr->n_workers; w++)
-			n += rn_met_get(&rn_metrics_worker(&sv->shm,
-			    w)->requests[rn_kapis[i].key]);
 		add(m, F_REQUESTS, "request", rn_kapis[i].name,
-		    strlen(rn_kapis[i].name), n);
+		    strlen(rn_kapis[i].name), sum_workers(sv, W(requests) +
+		    (size_t)rn_kapis[i].key * sizeof(uint64_t)));
 	}
 }
 

@@ -42,4 +42,36 @@ net_count_request(struct net *n, int16_t api_key)
 		rn_met_add(&self(n)->requests[api_key], 1);
 }
 
+/*
+ * ISR shrinks and expands as the image commits them, counted like Kafka's
+ * leader counts the changes the controller accepted: a led partition
+ * whose ISR size moved within one leader epoch. One worker (the storage
+ * duty) compares, so the remembered sizes have a single writer.
+ */
+void
+net_count_isr(struct net *n)
+{
+	const struct rn_mdview *v = &n->view;
+	struct rn_met_worker *m = self(n);
+	struct rn_met_part *mp;
+	int i, j;
+
+	for (i = 0; i < v->n_topics; i++)
+		for (j = 0; j < v->topics[i].n_parts; j++) {
+			const struct rn_mdv_partition *p = &v->topics[i].parts[j];
+
+			if (p->leader != n->cfg->node_id || p->slot < 0)
+				continue;
+			mp = rn_metrics_part(n->w->env->shm, (unsigned)p->slot);
+			if (mp->seen_epoch1 == p->leader_epoch + 1 &&
+			    p->n_isr < mp->seen_isr)
+				rn_met_add(&m->isr_shrinks, 1);
+			else if (mp->seen_epoch1 == p->leader_epoch + 1 &&
+			    p->n_isr > mp->seen_isr)
+				rn_met_add(&m->isr_expands, 1);
+			mp->seen_epoch1 = p->leader_epoch + 1;
+			mp->seen_isr = p->n_isr;
+		}
+}
+
 _Static_assert(RN_KAPI_MAX_KEY < RN_MET_MAX_API, "a counter per API key");
