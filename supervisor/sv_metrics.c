@@ -280,16 +280,21 @@ sv_metrics_free(struct sv_metrics *m)
 static void
 put_label(FILE *f, const struct sv_met_sample *s)
 {
-	size_t i;
+	size_t i, run;
 
 	fprintf(f, "{%s=\"", s->lname);
-	for (i = 0; i < s->lval_len; i++)
-		switch (s->lval[i]) {
-		case '\\': fputs("\\\\", f); break;
-		case '"': fputs("\\\"", f); break;
-		case '\n': fputs("\\n", f); break;
-		default: fputc(s->lval[i], f);
-		}
+	for (i = 0; i < s->lval_len; i += run) {
+		/* the plain stretch at once: topic names need no escapes */
+		for (run = 0; i + run < s->lval_len &&
+		    memchr("\\\"\n", s->lval[i + run], 3) == NULL; run++)
+			;
+		fwrite(s->lval + i, 1, run, f);
+		if (i + run == s->lval_len)
+			break;
+		fputs(s->lval[i + run] == '\n' ? "\\n" :
+		    s->lval[i + run] == '"' ? "\\\"" : "\\\\", f);
+		run++;
+	}
 	fputs("\"}", f);
 }
 
