@@ -187,4 +187,17 @@ with TempDir() as tmp:
         t.eq(n.crashes(), [], "no worker crashed")
     finally:
         n.stop()
+
+    # never on a Kafka listener: such a config is refused at start
+    b = Node(tmp, name="bad", props={})
+    b.props["metrics.listener"] = "http://127.0.0.1:%d" % b.port
+    b.write_config()
+    b.start()
+    try:
+        rc = b.proc.wait(15)
+    except Exception:
+        rc = None
+        b.stop()
+    t.ok(rc not in (None, 0) and "metrics.listener" in b.logtext(),
+         "metrics.listener on a Kafka listener's port stops runneld at start (%s)" % rc)
 t.done()
