@@ -120,6 +120,8 @@ static const struct cfg_key cfg_keys[] = {
 	    F(broker_heartbeat_interval_ms), 0, 1, INT32_MAX, NULL },
 	{ "broker.session.timeout.ms", T_LONG, F(broker_session_timeout_ms), 0,
 	    1, INT32_MAX, NULL },
+	{ "log.dir.failure.timeout.ms", T_LONG,
+	    F(log_dir_failure_timeout_ms), 0, 1, INT32_MAX, NULL },
 
 	{ "control.socket.path", T_STR, F(control_socket_path),
 	    SZ(control_socket_path), 0, 0, NULL },
@@ -178,6 +180,7 @@ config_defaults(struct rn_config *cfg)
 	cfg->replica_lag_time_max_ms = 30000;
 	cfg->broker_heartbeat_interval_ms = 2000;
 	cfg->broker_session_timeout_ms = 9000;
+	cfg->log_dir_failure_timeout_ms = 30000;
 	strlcpy(cfg->control_socket_path, "/run/runnel/runneld.sock",
 	    sizeof(cfg->control_socket_path));
 	cfg->restart_backoff_initial_ms = 100;

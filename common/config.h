@@ -80,6 +80,7 @@ struct rn_config {
 	int64_t replica_lag_time_max_ms;
 	int64_t broker_heartbeat_interval_ms;
 	int64_t broker_session_timeout_ms;
+	int64_t log_dir_failure_timeout_ms;
 
 	/* runnel's own keys */
 	char control_socket_path[108];

@@ -24,7 +24,8 @@
  *                                unregistered brokers),
  *                                "slot": int (-1: not local),
  *                                "dir": int (cfg.log_dirs index, -1: not
- *                                local), "dir_id": bin16}]}],
+ *                                local, -2: its dir is offline, Kafka's
+ *                                DirectoryId.LOST), "dir_id": bin16}]}],
  *    "broker_configs": {k: v} (dynamic cluster-wide broker defaults),
  *    "node_configs": {k: v} (dynamic configs of this broker)}
  *
@@ -62,13 +63,16 @@ struct rn_mdv_config {
 	const char *value;
 };
 
+#define RN_MDV_DIR_LOST (-2)
+
 struct rn_mdv_partition {
 	int32_t p;
 	int32_t leader, leader_epoch, partition_epoch;
 	int32_t n_replicas, n_isr, n_offline;
 	const int32_t *replicas, *isr, *offline;
 	int32_t slot;            /* -1: no replica here */
-	int32_t dir;             /* cfg.log_dirs index, -1: no replica here */
+	int32_t dir;             /* cfg.log_dirs index, -1: no replica here,
+				  * RN_MDV_DIR_LOST: its dir went offline */
 	uint8_t dir_id[16];
 };
 

@@ -4,6 +4,8 @@
  */
 #include "autoconf.h"
 
+#include <string.h>
+
 #include "common/ctlproto.h"
 #include "ipc/mdimage_write.h"
 
@@ -134,19 +136,27 @@ pack_ids(msgpack_packer *pk, const int32_t *ids, int32_t n)
 		msgpack_pack_int32(pk, ids[i]);
 }
 
-/* The replicas on brokers unregistered or fenced. */
+static bool
+replica_down(struct rn_mdimage_enc *e, const struct rn_mdimage_enc_part *p,
+    int32_t r)
+{
+	return e->offline(e->arg, p->replicas[r]) || (e->lost_dir != NULL &&
+	    p->dirs != NULL && memcmp(p->dirs[r], e->lost_dir, 16) == 0);
+}
+
+/* The replicas on brokers unregistered or fenced, or in a lost dir. */
 static void
-pack_offline(struct rn_mdimage_enc *e, const int32_t *replicas, int32_t n)
+pack_offline(struct rn_mdimage_enc *e, const struct rn_mdimage_enc_part *p)
 {
 	int32_t r, n_off = 0;
 
-	for (r = 0; r < n; r++)
-		if (e->offline(e->arg, replicas[r]))
+	for (r = 0; r < p->n_replicas; r++)
+		if (replica_down(e, p, r))
 			n_off++;
 	msgpack_pack_array(&e->pk, (size_t)n_off);
-	for (r = 0; r < n; r++)
-		if (e->offline(e->arg, replicas[r]))
-			msgpack_pack_int32(&e->pk, replicas[r]);
+	for (r = 0; r < p->n_replicas; r++)
+		if (replica_down(e, p, r))
+			msgpack_pack_int32(&e->pk, p->replicas[r]);
 }
 
 void
@@ -169,7 +179,7 @@ rn_mdimage_enc_partition(struct rn_mdimage_enc *e,
 	rn_mp_pack_str(pk, "isr");
 	pack_ids(pk, p->isr, p->n_isr);
 	rn_mp_pack_str(pk, "offline");
-	pack_offline(e, p->replicas, p->n_replicas);
+	pack_offline(e, p);
 	rn_mp_pack_str(pk, "slot");
 	msgpack_pack_int32(pk, p->slot);
 	rn_mp_pack_str(pk, "dir");

@@ -28,6 +28,8 @@ struct rn_mdimage_enc {
 	/* a replica on a broker that is fenced or not registered */
 	bool (*offline)(void *arg, int32_t broker);
 	void *arg;
+	/* a replica whose dir is this one is offline too (NULL: none) */
+	const uint8_t *lost_dir;
 };
 
 struct rn_mdimage_enc_head {
@@ -57,6 +59,7 @@ struct rn_mdimage_enc_part {
 	int32_t n_replicas, n_isr;
 	int32_t slot, dir;          /* this node's, -1 when not local */
 	const uint8_t *dir_id;      /* 16 bytes */
+	const uint8_t (*dirs)[16];  /* per replica, NULL: unknown */
 };
 
 void rn_mdimage_enc_begin(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,

@@ -136,6 +136,13 @@ struct rn_shm_hdr {
 	 * the throttled bytes sent so far are paid for.
 	 */
 	_Atomic int64_t leader_quota_tat_us;
+	/*
+	 * Log dirs taken offline by an I/O error (bit = index in log.dirs),
+	 * set by whichever worker hit it (workers/partition/dirfail.c),
+	 * never cleared: a restart brings a dir back.
+	 */
+	_Atomic uint32_t offline_dirs;
+	uint32_t pad4;
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };
 

@@ -1,4 +1,6 @@
 /* Offset and time index files: mmap, lookup, append, trim. */
+#include "autoconf.h"
+
 #include "storage/index.h"
 
 #include <errno.h>
@@ -123,13 +125,36 @@ rn_oidx_get(const struct rn_index *ix, uint32_t i, int64_t *offset, int64_t *pos
 	*pos = (int64_t)rn_get_be32(e + 4);
 }
 
-void
+/*
+ * The file is sized ahead (sparse): before an entry is the first store
+ * into a page, give that page blocks, so a full disk is an error here
+ * and not a SIGBUS in the store. Filesystems without fallocate go on.
+ */
+static int
+index_reserve(struct rn_index *ix, uint32_t i)
+{
+	off_t start = (off_t)i * ix->entry_size;
+	long pg = 4096;
+
+	if (start % pg != 0 && start % pg + ix->entry_size <= pg)
+		return 0; /* its page had blocks for the entry before */
+	if (fallocate(ix->fd, 0, start, ix->entry_size) == 0 ||
+	    errno == EOPNOTSUPP || errno == ENOSYS)
+		return 0;
+	return -errno;
+}
+
+int
 rn_oidx_put(struct rn_index *ix, uint32_t i, int64_t offset, int64_t pos)
 {
 	uint8_t *e = ix->map + (size_t)i * RN_OFFSET_INDEX_ENTRY;
+	int rc;
 
+	if ((rc = index_reserve(ix, i)) != 0)
+		return rc;
 	rn_put_be32(e, (uint32_t)(offset - ix->base_offset));
 	rn_put_be32(e + 4, (uint32_t)pos);
+	return 0;
 }
 
 void
@@ -141,13 +166,17 @@ rn_tidx_get(const struct rn_index *ix, uint32_t i, int64_t *ts, int64_t *offset)
 	*offset = ix->base_offset + (int32_t)rn_get_be32(e + 8);
 }
 
-void
+int
 rn_tidx_put(struct rn_index *ix, uint32_t i, int64_t ts, int64_t offset)
 {
 	uint8_t *e = ix->map + (size_t)i * RN_TIME_INDEX_ENTRY;
+	int rc;
 
+	if ((rc = index_reserve(ix, i)) != 0)
+		return rc;
 	rn_put_be64(e, (uint64_t)ts);
 	rn_put_be32(e + 8, (uint32_t)(offset - ix->base_offset));
+	return 0;
 }
 
 static inline uint32_t

@@ -53,7 +53,12 @@ int rn_index_grow(struct rn_index *ix, size_t bytes);
 /* Offset index. */
 void rn_oidx_get(const struct rn_index *ix, uint32_t i, int64_t *offset,
     int64_t *pos);
-void rn_oidx_put(struct rn_index *ix, uint32_t i, int64_t offset, int64_t pos);
+/*
+ * The puts return 0, or -errno when the entry's page of the file could
+ * not be given blocks (a full disk): nothing was written then, where a
+ * store into a hole of the mapping would have raised SIGBUS.
+ */
+int rn_oidx_put(struct rn_index *ix, uint32_t i, int64_t offset, int64_t pos);
 
 /*
  * Largest entry among the first n with offset <= target and position <
@@ -69,7 +74,7 @@ int64_t rn_oidx_lookup_pos(const struct rn_index *ix, uint32_t n,
 /* Time index. */
 void rn_tidx_get(const struct rn_index *ix, uint32_t i, int64_t *ts,
     int64_t *offset);
-void rn_tidx_put(struct rn_index *ix, uint32_t i, int64_t ts, int64_t offset);
+int rn_tidx_put(struct rn_index *ix, uint32_t i, int64_t ts, int64_t offset);
 
 /* Largest entry among the first n with timestamp <= ts; slot or -1. */
 int64_t rn_tidx_lookup(const struct rn_index *ix, uint32_t n, int64_t ts,

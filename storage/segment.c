@@ -169,10 +169,12 @@ time_index_maybe_append(struct rn_segment *seg, struct rn_segment_cursor *c)
 	if (c->t_entries > 0)
 		rn_tidx_get(&seg->tidx, c->t_entries - 1, &last_ts, &last_off);
 	/* Only strictly growing timestamps are indexed (Kafka's maybeAppend). */
-	if (c->max_ts > last_ts && c->t_entries < rn_index_capacity(&seg->tidx)) {
-		rn_tidx_put(&seg->tidx, c->t_entries, c->max_ts, c->max_ts_offset);
+	/* an entry the disk has no room for is left out: the index is
+	 * sparse, and the log's next write meets the full disk itself */
+	if (c->max_ts > last_ts && c->t_entries < rn_index_capacity(&seg->tidx) &&
+	    rn_tidx_put(&seg->tidx, c->t_entries, c->max_ts,
+	    c->max_ts_offset) == 0)
 		c->t_entries++;
-	}
 }
 
 void
@@ -187,10 +189,9 @@ rn_segment_index_batch(struct rn_segment *seg, struct rn_segment_cursor *c,
 		c->max_ts_offset = last;
 	}
 	if (c->bytes_since_index > interval) {
-		if (c->o_entries < rn_index_capacity(&seg->oidx)) {
-			rn_oidx_put(&seg->oidx, c->o_entries, last, pos);
+		if (c->o_entries < rn_index_capacity(&seg->oidx) &&
+		    rn_oidx_put(&seg->oidx, c->o_entries, last, pos) == 0)
 			c->o_entries++;
-		}
 		time_index_maybe_append(seg, c);
 		c->bytes_since_index = 0;
 	}

@@ -7,7 +7,8 @@
  * ISR, cancel, reorder and removal at once) and the Partition record's
  * adding/removing replicas through the state, PartitionChange,
  * snapshots and the hook that tells a node its replica went (with the
- * slot it had).
+ * slot it had). Offline log dirs: LOST replicas and a broker's dirs less
+ * the failed one.
  */
 #include "autoconf.h"
 
@@ -20,6 +21,7 @@
 #include "ipc/shm.h"
 #include "protocol/kerrors.h"
 #include "tests/lib/tap.h"
+#include "workers/controller/offline_dirs.h"
 #include "workers/controller/op.h"
 #include "workers/controller/reassign.h"
 #include "workers/controller/records.h"
@@ -511,6 +513,115 @@ test_reassign_state(void)
 	ctl_state_free(&rs);
 }
 
+/*
+ * Log dir failure through the state: a replica marked LOST is offline and
+ * placed nowhere on its broker, the failed dir leaves the broker's
+ * registered dirs, and both survive a snapshot.
+ */
+static uint8_t off_dirs[2][16] = { { 0xe1 }, { 0xe2 } };
+static uint8_t off_tid[16] = { 0x7a };
+
+/* Broker 1 with two dirs, topic t with p0 on the first and p1 on the
+ * second; then p1's replica lost and the second dir gone. */
+static void
+build_offline(struct ctl_state *ost)
+{
+	struct ctl_batch b;
+	struct ctl_broker br;
+	struct ctl_partition p;
+	int32_t one = 1;
+	int i;
+
+	ctl_state_init(ost);
+	ctl_batch_init(&b);
+	memset(&br, 0, sizeof(br));
+	br.id = 1;
+	br.log_dirs = off_dirs;
+	br.n_log_dirs = 2;
+	ctl_rec_register_broker(&b, &br, false);
+	ctl_rec_topic(&b, "t", 1, off_tid);
+	for (i = 0; i < 2; i++) {
+		memset(&p, 0, sizeof(p));
+		p.n_replicas = p.n_isr = 1;
+		p.replicas = p.isr = &one;
+		p.leader = 1;
+		p.dirs = &off_dirs[i];
+		ctl_rec_partition(&b, off_tid, i, &p, false);
+	}
+	apply_batch(ost, &b, 2);
+	p = ost->topics[0]->parts[1];
+	p.dirs = (uint8_t (*)[16])ctl_dir_lost;
+	p.partition_epoch++;
+	ctl_rec_partition(&b, off_tid, 1, &p, false);
+	ctl_rec_broker_dirs(&b, 1, (const uint8_t (*)[16])off_dirs, 1);
+	apply_batch(ost, &b, 3);
+}
+
+/* The image lists the LOST replica as offline, and only it. */
+static void
+check_offline_image(const struct ctl_state *ost, const struct ctl_local *loc,
+    const char *what)
+{
+	const struct rn_mdv_topic *t;
+	struct rn_mdview v;
+	msgpack_sbuffer sb;
+
+	msgpack_sbuffer_init(&sb);
+	ctl_state_encode_image(ost, loc, &sb);
+	rn_mdview_init(&v);
+	if (rn_mdview_load(&v, sb.data, sb.size) != 0 ||
+	    (t = rn_mdview_topic(&v, "t", 1)) == NULL || t->n_parts != 2)
+		bail("the image of the offline dirs state does not parse");
+	ok(t->parts[0].n_offline == 0 && t->parts[1].n_offline == 1 &&
+	    t->parts[1].offline[0] == 1 && t->parts[1].dir == RN_MDV_DIR_LOST,
+	    "%s: the image's p1 has broker 1 offline, p0 nothing", what);
+	rn_mdview_free(&v);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+check_offline(const struct ctl_state *ost, const char *what)
+{
+	const uint8_t (*ids)[16] = (const uint8_t (*)[16])off_dirs;
+	struct ctl_local loc = { .node_id = 1, .n_dirs = 2, .dir_ids = ids,
+	    .max_partitions = 64 };
+	const struct ctl_topic *t = ost->topics[0];
+	int32_t slot, d0, d1;
+
+	ok(!ctl_replica_lost(&t->parts[0], 1) &&
+	    ctl_replica_lost(&t->parts[1], 1), "%s: p1's replica is lost, "
+	    "p0's is not", what);
+	ok(ost->brokers[0].n_log_dirs == 1 &&
+	    memcmp(ost->brokers[0].log_dirs[0], off_dirs[0], 16) == 0,
+	    "%s: the broker keeps only its healthy dir", what);
+	ctl_state_local_placement(ost, &loc, t, 0, &slot, &d0);
+	ctl_state_local_placement(ost, &loc, t, 1, &slot, &d1);
+	ok(d0 == 0 && d1 == RN_MDV_DIR_LOST, "%s: the image places p0 in "
+	    "dir 0 and p1 nowhere (%d, %d)", what, d0, d1);
+	check_offline_image(ost, &loc, what);
+}
+
+static void
+test_offline_dirs(void)
+{
+	struct ctl_state ost, back;
+	msgpack_sbuffer sb;
+
+	build_offline(&ost);
+	is_int(ost.topics[0]->parts[1].partition_epoch, 1,
+	    "the LOST record bumped the partition epoch");
+	check_offline(&ost, "applied");
+	msgpack_sbuffer_init(&sb);
+	ctl_state_init(&back);
+	if (ctl_state_snapshot(&ost, &sb) != 0 ||
+	    ctl_state_restore(&back, sb.data, sb.size) != 0)
+		bail("snapshot round trip failed");
+	check_offline(&back, "restored from a snapshot");
+	msgpack_sbuffer_destroy(&sb);
+	ctl_state_free(&ost);
+	ctl_state_free(&back);
+}
+
 /* KIP-858: directories in Partition records, snapshots, a dir dropped */
 static void
 test_dirs(void)
@@ -589,6 +700,7 @@ main(void)
 	test_shm_publish();
 	test_reassign_rules();
 	test_reassign_state();
+	test_offline_dirs();
 	test_dirs();
 	ctl_state_free(&st);
 	return done_testing();

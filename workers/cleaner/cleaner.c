@@ -229,12 +229,15 @@ clean_one(struct cleaner *c, struct cand *b)
 	b->prm.n_keep = rn_part_producer_last_batches(b->p, keep,
 	    RN_IDEM_PRODUCERS);
 	b->prm.keep_offsets = keep;
-	rc = cl_clean_log(&c->ctx, b->p->log, &b->r, &b->prm, &lk, &res);
+	/* writing the cleaned files in its dir fails like any write */
+	rc = rn_part_io(b->p, cl_clean_log(&c->ctx, b->p->log, &b->r, &b->prm,
+	    &lk, &res), "cleaning");
 	ms = rn_now_ms() - t0;
 	if (rc == 0) {
 		s->horizon_ms = res.horizon_ms;
-		if (cl_ckpt_set(&c->ck[b->mp->dir], topic, b->mp->p,
-		    res.next_dirty) != 0)
+		if (rn_part_io(b->p, cl_ckpt_set(&c->ck[b->mp->dir], topic,
+		    b->mp->p, res.next_dirty), "writing the cleaner checkpoint")
+		    != 0)
 			log_warnx("%s-%d: cannot write the cleaner checkpoint",
 			    topic, b->mp->p);
 		log_info("%s-%d: cleaned up to offset %lld: %d segment(s) "

@@ -37,6 +37,7 @@
 #include "ipc/msgtypes.h"
 #include "workers/controller/elect.h"
 #include "workers/controller/op.h"
+#include "workers/partition/dirfail.h"
 #include "workers/partition/partition.h"
 
 #define AGENT_TICK_MS 50
@@ -104,6 +105,11 @@ struct ctl_agent {
 	bool ard_inflight;       /* an AssignReplicasToDirs is out */
 	int64_t next_ard_ms;
 	uint64_t ard_index;       /* state counted at (+1; 0: never) */
+	/* offline log dirs (bits of the segment header's): in the heartbeat
+	 * in flight, accepted by the active controller, and since when some
+	 * are not (log.dir.failure.timeout.ms) */
+	uint32_t off_inflight, off_acked;
+	int64_t off_since_ms;
 };
 
 static const struct rn_voter *
@@ -488,6 +494,7 @@ registered(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 	case 0:
 		a->state = AG_REGISTERED;
 		a->epoch = resp.broker_epoch;
+		a->off_acked = 0; /* a new epoch: say it again */
 		a->next_hb_ms = now;
 		a->dup_logged = false;
 		atomic_store(&c->shm->hdr->registered_epoch, a->epoch);
@@ -596,6 +603,7 @@ heartbeat_done(struct ctl *c, struct call *k, int16_t err,
 		goto out;
 	switch (resp.error_code) {
 	case 0:
+		a->off_acked |= a->off_inflight;
 		if (a->fenced != resp.is_fenced)
 			log_info("broker %d is %s", c->cfg->node_id,
 			    resp.is_fenced ? "fenced" : "unfenced");
@@ -628,15 +636,67 @@ out:
 	call_free(k);
 }
 
+/* The directory ids of the log dirs in mask, into out; their count. */
+static int
+offline_dirs(struct ctl *c, uint32_t mask, struct rn_uuid *out)
+{
+	int i, n = 0;
+
+	for (i = 0; i < c->n_dirs && i < 32; i++)
+		if (mask & (1u << i))
+			memcpy(out[n++].b, c->dir_ids[i], 16);
+	return n;
+}
+
+/*
+ * A dir went offline: the heartbeat that says so goes at once; when the
+ * active controller has not taken it within log.dir.failure.timeout.ms,
+ * the broker stops, as Kafka's does (its replicas there would look alive
+ * to the cluster), and so it does when no dir is left. True when it
+ * stops.
+ */
+static bool
+offline_overdue(struct ctl *c, int64_t now)
+{
+	struct ctl_agent *a = c->agent;
+	uint32_t mask = rn_dirfail_mask(c->shm);
+
+	if (c->n_dirs > 0 && c->n_dirs < 32 &&
+	    mask == (1u << c->n_dirs) - 1) {
+		log_errx("shutting down: every log dir is offline");
+		c->fatal = true;
+		c->exit_code = RN_WORKER_EXIT_FATAL;
+		return true;
+	}
+	if ((mask & ~a->off_acked) == 0) {
+		a->off_since_ms = 0;
+		return false;
+	}
+	if (a->off_since_ms == 0)
+		a->off_since_ms = now;
+	if (now - a->off_since_ms <= c->cfg->log_dir_failure_timeout_ms)
+		return false;
+	log_errx("shutting down: the active controller did not learn of "
+	    "the offline log dir(s) within log.dir.failure.timeout.ms "
+	    "(%lld ms)", (long long)c->cfg->log_dir_failure_timeout_ms);
+	c->fatal = true;
+	c->exit_code = RN_WORKER_EXIT_FATAL;
+	return true;
+}
+
 static void
 send_heartbeat(struct ctl *c, bool shut_down)
 {
 	struct ctl_agent *a = c->agent;
 	struct rn_BrokerHeartbeatRequest req;
+	struct rn_uuid off[RN_CONFIG_MAX_LOGDIRS];
+	uint32_t mask = rn_dirfail_mask(c->shm);
 	struct rn_kwriter w;
 	struct call *k;
 
 	rn_BrokerHeartbeatRequest_init(&req);
+	req.offline_log_dirs = off;
+	req.offline_log_dirs_count = offline_dirs(c, mask, off);
 	req.broker_id = c->cfg->node_id;
 	req.broker_epoch = a->epoch;
 	req.current_metadata_offset = c->raft_inited || c->image_loaded ?
@@ -647,10 +707,11 @@ send_heartbeat(struct ctl *c, bool shut_down)
 	req.want_fence = atomic_load(&c->shm->hdr->dir_mismatches) > 0;
 	req.want_shut_down = shut_down;
 	rn_kwriter_init(&w);
-	if (rn_BrokerHeartbeatRequest_encode(&w, 0, &req) == 0 &&
-	    (k = call_new(&a->life, RN_KAPI_BROKER_HEARTBEAT, 0, &w)) !=
+	if (rn_BrokerHeartbeatRequest_encode(&w, 1, &req) == 0 &&
+	    (k = call_new(&a->life, RN_KAPI_BROKER_HEARTBEAT, 1, &w)) !=
 	    NULL) {
 		a->hb_inflight = true;
+		a->off_inflight = mask; /* what this one says */
 		/* one lost in a dead connection is not retried: the next one
 		 * carries newer news */
 		call_send(&a->life, k, c->cfg->broker_session_timeout_ms,
@@ -1136,11 +1197,15 @@ agent_tick(uv_timer_t *timer)
 	chan_check_target(c, &a->life);
 	chan_check_target(c, &a->fwd);
 	chan_check_target(c, &a->img);
+	if ((c->cfg->roles & RN_ROLE_BROKER) && offline_overdue(c, now))
+		return;
 	if (c->cfg->roles & RN_ROLE_BROKER) {
 		if (a->state == AG_UNREGISTERED && now >= a->next_reg_ms)
 			send_registration(c);
 		else if (a->state == AG_REGISTERED && !a->hb_inflight &&
-		    (now >= a->next_hb_ms || (cs == 1 && !a->sd_asked))) {
+		    (now >= a->next_hb_ms || (cs == 1 && !a->sd_asked) ||
+		    (rn_dirfail_mask(c->shm) & ~a->off_acked &
+		    ~a->off_inflight) != 0)) {
 			/* a shutdown request goes at once, not at the next
 			 * heartbeat */
 			a->sd_asked = cs == 1;

@@ -22,7 +22,9 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
+#include "workers/controller/offline_dirs.h"
 #include "workers/controller/op.h"
+#include "workers/partition/dirfail.h"
 
 /* Kafka's DirectoryId.UNASSIGNED (ZERO) */
 static const uint8_t dir_zero[16];
@@ -187,6 +189,24 @@ ctl_op_assign_replicas_to_dirs(struct ctl_op *op, struct rn_kreader *r)
 
 /* ---- the broker side ---------------------------------------------- */
 
+/*
+ * Is this node's replica r of pp one to report where it is kept? Not
+ * when its directory is known here, and not when it is LOST while a dir
+ * of this incarnation is offline: that replica stays down until the
+ * broker restarts with the dir healthy (reporting it would put an empty
+ * log in its place, served as if it were the partition).
+ */
+static bool
+dir_mismatched(const struct ctl *c, const struct ctl_partition *pp,
+    int32_t r)
+{
+	if (dir_listed((const uint8_t (*)[16])c->dir_ids, c->n_dirs,
+	    pp->dirs[r]))
+		return false;
+	return !(ctl_dir_is_lost(pp->dirs[r]) &&
+	    rn_dirfail_mask(c->shm) != 0);
+}
+
 int
 ctl_dirs_mismatches(const struct ctl *c)
 {
@@ -199,9 +219,8 @@ ctl_dirs_mismatches(const struct ctl *c)
 
 		for (p = 0; p < t->n_parts; p++)
 			if ((r = ctl_replica_index(&t->parts[p],
-			    c->cfg->node_id)) >= 0 && !dir_listed(
-			    (const uint8_t (*)[16])c->dir_ids, c->n_dirs,
-			    t->parts[p].dirs[r]))
+			    c->cfg->node_id)) >= 0 &&
+			    dir_mismatched(c, &t->parts[p], r))
 				n++;
 	}
 	return n;
@@ -243,9 +262,8 @@ ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
 		memcpy(td->topic_id.b, t->id, 16);
 		for (p = 0; p < t->n_parts && n < max; p++) {
 			if ((r = ctl_replica_index(&t->parts[p],
-			    c->cfg->node_id)) < 0 || dir_listed(
-			    (const uint8_t (*)[16])c->dir_ids, c->n_dirs,
-			    t->parts[p].dirs[r]))
+			    c->cfg->node_id)) < 0 ||
+			    !dir_mismatched(c, &t->parts[p], r))
 				continue;
 			if (td->partitions_count == 0 && (td->partitions =
 			    rn_arena_alloc(ar, sizeof(*td->partitions) *

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
+#include "workers/controller/offline_dirs.h"
 #include "workers/controller/elect.h"
 #include "workers/controller/op.h"
 
@@ -346,6 +347,11 @@ ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r)
 		return 0;
 	}
 	live_touch(c, b->id, req.current_metadata_offset);
+	if (req.offline_log_dirs_count > 0 && ctl_dirs_offline(c, &op->batch,
+	    b->id, req.offline_log_dirs, req.offline_log_dirs_count) > 0)
+		log_warnx("broker %d reports %d offline log dir(s): its "
+		    "replicas there are offline", b->id,
+		    (int)req.offline_log_dirs_count);
 	if (req.want_shut_down) {
 		if (!b->fenced && !b->in_controlled_shutdown) {
 			log_info("broker %d asks for a controlled shutdown",
@@ -416,7 +422,9 @@ alter_one(struct ctl_op *op, const struct rn_AlterPartitionRequest *req,
 	for (i = 0; i < n; i++) {
 		const struct ctl_broker *b = ctl_state_broker(&c->st, isr[i]);
 
+		/* a replica in a failed dir serves nothing */
 		if (b == NULL || b->fenced || b->in_controlled_shutdown ||
+		    ctl_replica_lost(pp, isr[i]) ||
 		    (op->ver >= 3 && pd->new_isr_with_epochs[i].broker_epoch !=
 		    -1 && pd->new_isr_with_epochs[i].broker_epoch != b->epoch))
 			return op->ver > 1 ? RN_KERR_INELIGIBLE_REPLICA :

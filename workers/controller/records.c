@@ -343,6 +343,21 @@ ctl_rec_remove_topic(struct ctl_batch *b, const uint8_t id[16])
 }
 
 void
+ctl_rec_broker_dirs(struct ctl_batch *b, int32_t id,
+    const uint8_t (*dirs)[16], int n)
+{
+	int i;
+
+	rec_begin(b, CTL_REC_BROKER_CHANGE, 2);
+	rn_mp_pack_str(&b->pk, "id");
+	msgpack_pack_int32(&b->pk, id);
+	rn_mp_pack_str(&b->pk, "log_dirs");
+	msgpack_pack_array(&b->pk, (size_t)n);
+	for (i = 0; i < n; i++)
+		ctl_mp_bin16(&b->pk, dirs[i]);
+}
+
+void
 ctl_rec_broker_change(struct ctl_batch *b, int32_t id, int fenced,
     int shutdown)
 {

@@ -83,6 +83,9 @@ void ctl_rec_config(struct ctl_batch *b, int resource_type,
     const char *resource_name, size_t rlen, const char *key,
     const char *value);
 void ctl_rec_remove_topic(struct ctl_batch *b, const uint8_t id[16]);
+/* A broker's log dirs now online, after some failed. */
+void ctl_rec_broker_dirs(struct ctl_batch *b, int32_t id,
+    const uint8_t (*dirs)[16], int n);
 /* fenced / shutdown: 1 set, 0 clear, -1 leave as is. */
 void ctl_rec_broker_change(struct ctl_batch *b, int32_t id, int fenced,
     int shutdown);

@@ -14,7 +14,9 @@
 #include "common/ctlproto.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ipc/mdimage.h"
 #include "ipc/mdimage_write.h"
+#include "workers/controller/offline_dirs.h"
 #include "workers/controller/records.h"
 #include "workers/controller/state.h"
 
@@ -554,6 +556,28 @@ apply_feature_level(struct ctl_state *st, const msgpack_object *rec)
 	return 0;
 }
 
+/* A record's list of directory ids (absent or empty: none). */
+static int
+get_dirs(const msgpack_object *a, uint8_t (**out)[16], int *n)
+{
+	uint32_t i;
+
+	*out = NULL;
+	*n = 0;
+	if (a == NULL || a->type != MSGPACK_OBJECT_ARRAY ||
+	    a->via.array.size == 0)
+		return 0;
+	if ((*out = calloc(a->via.array.size, 16)) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *d = &a->via.array.ptr[i];
+
+		if (d->type == MSGPACK_OBJECT_BIN && d->via.bin.size == 16)
+			memcpy((*out)[(*n)++], d->via.bin.ptr, 16);
+	}
+	return 0;
+}
+
 static int
 apply_register_broker(struct ctl_state *st, const msgpack_object *rec)
 {
@@ -597,22 +621,10 @@ apply_register_broker(struct ctl_state *st, const msgpack_object *rec)
 			b.n_listeners++;
 		}
 	}
-	a = rn_mp_get(rec, "log_dirs");
-	if (a != NULL && a->type == MSGPACK_OBJECT_ARRAY &&
-	    a->via.array.size > 0) {
-		b.log_dirs = calloc(a->via.array.size, 16);
-		if (b.log_dirs == NULL) {
-			broker_free(&b);
-			return -ENOMEM;
-		}
-		for (i = 0; i < a->via.array.size; i++) {
-			const msgpack_object *d = &a->via.array.ptr[i];
-
-			if (d->type == MSGPACK_OBJECT_BIN &&
-			    d->via.bin.size == 16)
-				memcpy(b.log_dirs[b.n_log_dirs++],
-				    d->via.bin.ptr, 16);
-		}
+	if (get_dirs(rn_mp_get(rec, "log_dirs"), &b.log_dirs,
+	    &b.n_log_dirs) != 0) {
+		broker_free(&b);
+		return -ENOMEM;
 	}
 	if ((slot = ctl_state_broker(st, b.id)) != NULL) {
 		broker_free(slot);
@@ -902,7 +914,9 @@ apply_broker_change(struct ctl_state *st, const msgpack_object *rec)
 {
 	const msgpack_object *o;
 	struct ctl_broker *b;
+	uint8_t (*dirs)[16] = NULL;
 	int32_t id;
+	int n_dirs = 0;
 
 	if (!get_i32(rec, "id", &id))
 		return -EINVAL;
@@ -917,6 +931,14 @@ apply_broker_change(struct ctl_state *st, const msgpack_object *rec)
 	if ((o = rn_mp_get(rec, "in_controlled_shutdown")) != NULL &&
 	    o->type == MSGPACK_OBJECT_BOOLEAN)
 		b->in_controlled_shutdown = o->via.boolean;
+	if ((o = rn_mp_get(rec, "log_dirs")) != NULL) {
+		/* the dirs still online (a dir failed) */
+		if (get_dirs(o, &dirs, &n_dirs) != 0)
+			return -ENOMEM;
+		free(b->log_dirs);
+		b->log_dirs = dirs;
+		b->n_log_dirs = n_dirs;
+	}
 	if (!b->fenced)
 		b->absent_since_ms = 0;
 	else
@@ -1158,7 +1180,9 @@ ctl_state_local_placement(const struct ctl_state *st,
 		    (uint32_t)pp->slots[r] < loc->max_partitions)
 			*slot = pp->slots[r];
 		*dir = local_dir_index(loc, pp->dirs[r]);
-		if (*dir < 0 && loc->n_dirs > 0)
+		if (ctl_dir_is_lost(pp->dirs[r]))
+			*dir = RN_MDV_DIR_LOST; /* down until placed again */
+		else if (*dir < 0 && loc->n_dirs > 0)
 			*dir = 0; /* directory unknown here: the first dir */
 		return;
 	}
@@ -1223,6 +1247,7 @@ enc_topic(struct rn_mdimage_enc *e, const struct ctl_state *st,
 			.partition_epoch = pp->partition_epoch,
 			.replicas = pp->replicas, .n_replicas = pp->n_replicas,
 			.isr = pp->isr, .n_isr = pp->n_isr,
+			.dirs = (const uint8_t (*)[16])pp->dirs,
 			.dir_id = zero,
 		};
 
@@ -1239,7 +1264,7 @@ ctl_state_encode_image(const struct ctl_state *st,
     const struct ctl_local *loc, msgpack_sbuffer *sb)
 {
 	struct rn_mdimage_enc e = { .offline = replica_offline,
-	    .arg = (void *)st };
+	    .arg = (void *)st, .lost_dir = ctl_dir_lost };
 	struct rn_mdimage_enc_head h = { .cluster_id = st->cluster_id,
 	    .controller_id = loc->controller_id, .epoch = loc->epoch,
 	    .offset = st->last_index, .n_brokers = st->n_brokers };

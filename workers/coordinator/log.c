@@ -244,7 +244,8 @@ co_log_load_step(struct co *co, int32_t partition)
 	}
 	if (cp->load_next < 0)
 		cp->load_next = rn_log_start_offset(p->log);
-	rc = rn_log_read(p->log, cp->load_next, LOAD_READ_BYTES, -1, &sl);
+	rc = rn_part_io(p, rn_log_read(p->log, cp->load_next, LOAD_READ_BYTES,
+	    -1, &sl), "reading");
 	if (rc == -ERANGE && cp->load_next < rn_log_start_offset(p->log)) {
 		cp->load_next = rn_log_start_offset(p->log);
 		return false;

@@ -29,6 +29,7 @@
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
 #include "workers/fetcher/fetcher.h"
+#include "workers/partition/dirfail.h"
 #include "workers/partition/partition.h"
 #include "workers/peer.h"
 #include "workers/replquota.h"
@@ -267,6 +268,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 	case RN_KERR_UNKNOWN_LEADER_EPOCH:
 	case RN_KERR_UNKNOWN_TOPIC_OR_PARTITION:
 	case RN_KERR_UNKNOWN_TOPIC_ID:
+	case RN_KERR_KAFKA_STORAGE_ERROR: /* its dir failed: it moves */
 		return; /* the next image tells who leads */
 	default:
 		log_warnx("%s-%d: fetch error %s", fp->t->name, fp->mp->p,
@@ -799,6 +801,7 @@ rn_fetcher_main(struct rn_worker *w)
 	struct rn_ring *in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
 	int max = (int)w->env->shm->hdr->max_partitions;
 	int64_t next_collect_ms = 0;
+	uint32_t offline = 0;
 	bool changed;
 	int n_mine = 0;
 
@@ -823,6 +826,11 @@ rn_fetcher_main(struct rn_worker *w)
 		 */
 		if ((changed = rn_mdview_refresh(&f.view, w->env->shm) == 1))
 			rn_part_table_sync(&f.parts, &f.view);
+		if (offline != rn_dirfail_mask(w->env->shm)) {
+			/* a dir went offline: its replicas are fetched no more */
+			offline = rn_dirfail_mask(w->env->shm);
+			changed = true;
+		}
 		rn_replquota_update(&f.quota, &f.view, f.cfg,
 		    (int)w->env->n_fetchers);
 		if (changed || rn_now_ms() >= next_collect_ms) {

@@ -96,7 +96,8 @@ fetch_read(struct fetch_state *fs, struct rn_part *p,
 	/* the first data always goes out whole, like Kafka */
 	if (max <= 0 && fs->bytes > 0)
 		return;
-	rc = rn_log_read(p->log, fp->fetch_offset, max, limit, &sl);
+	rc = rn_part_io(p, rn_log_read(p->log, fp->fetch_offset, max, limit,
+	    &sl), "reading");
 	if (rc != 0) {
 		pd->error_code = rc == -ERANGE ? RN_KERR_OFFSET_OUT_OF_RANGE :
 		    net_storage_kerr(rc);
@@ -410,8 +411,9 @@ net_list_offsets(struct net *n, struct conn *c)
 				pr->offset = rn_log_start_offset(p->log);
 			} else if (lp->timestamp < 0 && lp->timestamp != -3) {
 				pr->error_code = RN_KERR_INVALID_REQUEST;
-			} else if (rn_log_offset_for_time(p->log, lp->timestamp,
-			    &off, &ts) == 0 && off < hw) {
+			} else if (rn_part_io(p, rn_log_offset_for_time(p->log,
+			    lp->timestamp, &off, &ts), "reading") == 0 &&
+			    off < hw) {
 				pr->offset = off;
 				pr->timestamp = ts;
 			} else {

@@ -17,7 +17,7 @@ rn_part_locked(struct rn_part *p, int (*fn)(struct rn_log *log, void *arg),
 
 	if ((rc = rn_part_lock(p)) < 0)
 		return rc;
-	rc = fn(p->log, arg);
+	rc = rn_part_io(p, fn(p->log, arg), "swapping cleaned segments");
 	rn_part_unlock(p);
 	return rc;
 }

@@ -13,6 +13,7 @@
 #include "storage/checkpoint.h"
 #include "storage/errors.h"
 #include "storage/logdir.h"
+#include "workers/partition/dirfail.h"
 #define RN_PARTITION_INTERNAL
 #include "workers/partition/part_int.h"
 #include "workers/worker.h"
@@ -83,9 +84,12 @@ int
 rn_part_lock(struct rn_part *p)
 {
 	struct rn_part_rt *rt = p->rt;
-	int rc = rn_rlock_lock(&rt->lock, part_repair, p);
+	int rc;
 
-	if (rc < 0)
+	/* an offline dir is written no more, by anyone */
+	if (p->shm != NULL && rn_dirfail_offline(p->shm, p->dir))
+		return -EIO;
+	if ((rc = rn_rlock_lock(&rt->lock, part_repair, p)) < 0)
 		return rc;
 	if (p->incarnation != atomic_load(&rt->incarnation)) {
 		rn_rlock_unlock(&rt->lock);
@@ -405,6 +409,8 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		    RN_PARTITION_METADATA, strerror(-rc));
 	if (rc == 0 && died == 1)
 		rc = rn_log_repair(p->log);
+	(void)rn_dirfail_check(t->shm, dir, t->cfg->log_dirs[dir], rc,
+	    "opening a log");
 	if (rc == 0 && fresh)
 		part_idem_rebuild(p);
 	if (rc == 0 && atomic_load(&rt->high_watermark) < 0)
@@ -425,6 +431,9 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	}
 	p->rt = rt;
 	p->slot = mp->slot;
+	p->dir = dir;
+	p->root = t->cfg->log_dirs[dir];
+	p->shm = t->shm;
 	memcpy(p->topic_id, topic->id, sizeof(p->topic_id));
 	p->partition = mp->p;
 	if ((uint32_t)mp->slot >= t->hi)
@@ -543,6 +552,27 @@ rn_part_follower_fetched(struct rn_part *p, const struct rn_mdv_partition *mp,
 	return rn_part_advance_hw(p, mp, mp->leader);
 }
 
+/*
+ * The replica's dir is offline here, or the controller marked it lost (a
+ * dir that failed before this start: its replicas stay down until they
+ * are placed again).
+ */
+static bool
+part_dir_offline(const struct rn_part_table *t,
+    const struct rn_mdv_partition *mp)
+{
+	return mp->dir == RN_MDV_DIR_LOST || rn_dirfail_offline(t->shm,
+	    mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0);
+}
+
+int
+rn_part_io(struct rn_part *p, int rc, const char *what)
+{
+	if (p->shm == NULL)
+		return rc;
+	return rn_dirfail_check(p->shm, p->dir, p->root, rc, what);
+}
+
 struct rn_part *
 rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
@@ -553,6 +583,10 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 
 	if (mp->slot < 0 || (uint32_t)mp->slot >= t->n) {
 		*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
+		return NULL;
+	}
+	if (part_dir_offline(t, mp)) {
+		*kerr = RN_KERR_KAFKA_STORAGE_ERROR;
 		return NULL;
 	}
 	p = &t->parts[mp->slot];
@@ -668,6 +702,9 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 		char path[1100];
 		size_t n = 0;
 
+		if (rn_dirfail_offline(t->shm, d))
+			continue;
+
 		for (i = 0; i < v->n_topics; i++) {
 			const struct rn_mdv_topic *tp = &v->topics[i];
 
@@ -677,6 +714,7 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 				int64_t hw;
 
 				if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
+				    mp->dir == RN_MDV_DIR_LOST ||
 				    (mp->dir >= 0 ? mp->dir : 0) != d ||
 				    n == max || !rn_shm_slot_used(t->shm,
 				    (unsigned)mp->slot))
@@ -697,8 +735,11 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 		}
 		snprintf(path, sizeof(path), "%s/%s", t->cfg->log_dirs[d],
 		    RN_REPLICATION_CHECKPOINT);
-		if (n > 0 && (rc = rn_offset_checkpoint_write(path, e, n)) != 0)
+		if (n > 0 && (rc = rn_offset_checkpoint_write(path, e, n)) != 0) {
 			log_warnx("cannot write %s: %s", path, strerror(-rc));
+			(void)rn_dirfail_check(t->shm, d, t->cfg->log_dirs[d],
+			    rc, "writing the high-watermark checkpoint");
+		}
 	}
 	free(e);
 	return rc;

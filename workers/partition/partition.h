@@ -39,6 +39,11 @@ struct rn_part {
 	int32_t slot;
 	uint8_t topic_id[16];          /* identity: topic id and partition */
 	int32_t partition;
+	/* its log dir (index in log.dirs, and path): an I/O error there
+	 * takes the dir offline (dirfail.h) */
+	int32_t dir;
+	const char *root;
+	const struct rn_shm *shm;
 };
 
 struct rn_part_table {
@@ -67,7 +72,8 @@ void rn_part_table_close(struct rn_part_table *t);
 /*
  * The local partition for (topic, partition) as the image describes it,
  * opened (and on first use recovered from disk) if needed. NULL with a
- * Kafka error code in *kerr when it is not local or cannot be opened.
+ * Kafka error code in *kerr when it is not local or cannot be opened
+ * (KAFKA_STORAGE_ERROR when its log dir is offline).
  */
 struct rn_part *rn_part_get(struct rn_part_table *t,
     const struct rn_mdview *v, const struct rn_mdv_topic *topic,
@@ -213,6 +219,12 @@ void rn_part_config_str(const struct rn_mdview *v,
  * the local partitions this process has open), as Kafka does periodically.
  */
 int rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v);
+
+/*
+ * What a storage call on p's log returned: an I/O error takes its log
+ * dir offline (dirfail.h). Returns rc.
+ */
+int rn_part_io(struct rn_part *p, int rc, const char *what);
 
 /* Translate the storage layer's configuration from topic configs. */
 void rn_part_log_config(const struct rn_mdview *v,

@@ -35,7 +35,8 @@ rn_part_append_leader(struct rn_part *p, void *records, size_t len,
 	}
 	*dup = -1;
 	now = rn_wallclock_ms();
-	rc = rn_log_append(p->log, records, len, leader_epoch, now, info);
+	rc = rn_part_io(p, rn_log_append(p->log, records, len, leader_epoch,
+	    now, info), "appending as leader");
 	if (rc == 0)
 		rn_idem_record(&p->rt->idem, h, info->base_offset, now);
 	rn_part_unlock(p);
@@ -75,8 +76,8 @@ rn_part_append_follower(struct rn_part *p, const uint8_t *records, size_t len)
 	if (rn_part_lock(p) != 0)
 		return RN_PART_STALE;
 	note_batches(p, records, len);
-	rc = rn_log_append_replica(p->log, records, len, rn_wallclock_ms(),
-	    &info);
+	rc = rn_part_io(p, rn_log_append_replica(p->log, records, len,
+	    rn_wallclock_ms(), &info), "appending as follower");
 	rn_part_unlock(p);
 	return rc;
 }
@@ -87,7 +88,7 @@ rn_part_truncate(struct rn_part *p, int64_t cut, int64_t *from)
 	if (cut >= rn_log_end_offset(p->log) || rn_part_lock(p) != 0)
 		return false;
 	*from = rn_log_end_offset(p->log);
-	rn_log_truncate_to(p->log, cut);
+	(void)rn_part_io(p, rn_log_truncate_to(p->log, cut), "truncating");
 	/* its producers' newest batches may be gone */
 	rn_idem_reset(&p->rt->idem);
 	if (atomic_load(&p->rt->high_watermark) > cut)
@@ -104,7 +105,8 @@ rn_part_restart_at(struct rn_part *p, int64_t leader_log_start)
 	if (rn_part_lock(p) != 0)
 		return false;
 	if (rn_log_end_offset(p->log) < leader_log_start) {
-		rn_log_truncate_fully(p->log, leader_log_start);
+		(void)rn_part_io(p, rn_log_truncate_fully(p->log,
+		    leader_log_start), "truncating");
 		cut = true;
 	}
 	rn_part_unlock(p);
@@ -134,6 +136,8 @@ rn_part_delete_records(struct rn_part *p, int64_t target, int64_t *low)
 	if (rn_part_lock(p) != 0)
 		return RN_KERR_KAFKA_STORAGE_ERROR;
 	*low = rn_log_delete_records_before(p->log, target);
+	if (*low < 0)
+		(void)rn_part_io(p, (int)*low, "deleting records");
 	rn_part_unlock(p);
 	return *low < 0 ? (int16_t)rn_storage_kafka_error((int)*low) :
 	    RN_KERR_NONE;
@@ -146,9 +150,10 @@ rn_part_retention(struct rn_part *p, int64_t now_ms)
 
 	if (rn_part_lock(p) != 0)
 		return 0;
-	deleted = rn_log_retention(p->log, now_ms);
+	deleted = rn_part_io(p, rn_log_retention(p->log, now_ms),
+	    "deleting segments");
 	rn_part_unlock(p);
-	return deleted;
+	return deleted > 0 ? deleted : 0;
 }
 
 void
