@@ -26,7 +26,7 @@ enum fam {
 	F_PARTITIONS, F_LEADERS, F_URP, F_OFFLINE_REPLICAS,
 	F_SHRINKS, F_EXPANDS,
 	F_ACTIVE_CTL, F_OFFLINE_PARTS, F_FENCED,
-	F_REQUESTS, F_RESTARTS,
+	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS,
 };
 
 static const struct family {
@@ -59,6 +59,9 @@ static const struct family {
 	    "gauge", "Partitions without a leader (active controller only)" },
 	[F_FENCED] = { "kafka_controller_kafkacontroller_fencedbrokercount",
 	    "gauge", "Fenced brokers (active controller only)" },
+	[F_OFFLINE_DIRS] = {
+	    "kafka_log_logmanager_offlinelogdirectorycount", "gauge",
+	    "Log dirs taken offline by an I/O error" },
 	[F_REQUESTS] = { "kafka_network_requestmetrics_requests_total",
 	    "counter", "Requests received, per API" },
 	[F_RESTARTS] = { "runnel_worker_restarts_total", "counter",
@@ -264,6 +267,8 @@ sv_metrics_collect(struct sv *sv, struct sv_metrics *m)
 	(void)rn_mdview_refresh(&v, &sv->shm);
 	collect_topics(sv, &v, m);
 	collect_image(sv, &v, m);
+	add_plain(m, F_OFFLINE_DIRS, (uint64_t)__builtin_popcount(
+	    atomic_load(&sv->shm.hdr->offline_dirs)));
 	collect_requests(sv, m);
 	collect_restarts(sv, m);
 	return m->error;

@@ -88,6 +88,7 @@ with TempDir() as tmp:
                          (RM + "offlinereplicacount", "gauge"),
                          (KC + "activecontrollercount", "gauge"),
                          (KC + "fencedbrokercount", "gauge"),
+                         ("kafka_log_logmanager_offlinelogdirectorycount", "gauge"),
                          ("kafka_network_requestmetrics_requests", "counter"),
                          ("runnel_worker_restarts", "counter")]:
             t.eq(types.get(fam), typ, "%s is a %s" % (fam, typ))
@@ -97,6 +98,8 @@ with TempDir() as tmp:
         t.eq(got.get((KC + "activecontrollercount", ())), 1,
              "the single node is the active controller")
         t.eq(got.get((KC + "fencedbrokercount", ())), 0, "no fenced broker")
+        t.eq(got.get(("kafka_log_logmanager_offlinelogdirectorycount", ())), 0,
+             "no log dir offline")
 
         key = (BTM + "messagesin_total", (("topic", TOPIC),))
         in0 = got.get(key, 0)
