@@ -1,5 +1,5 @@
 """Produce throughput with and without /metrics scraped 100 times a second.
-Usage: PYTHONPATH=tests/lib RUNNEL_BUILDDIR=$PWD/build python3 tests/bench/metrics-scrape.py [RECORDS] [ROUNDS]
+Usage: PYTHONPATH=tests/lib RUNNEL_BUILDDIR=$PWD/build python3 tests/bench/metrics-scrape.py [RECORDS] [ROUNDS] [PATH]
 Runs are interleaved (off, on, off, on, ...) so drift hits both; prints each
 run and the medians."""
 import json
@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -18,14 +19,19 @@ from rntest import Node, TempDir, free_port
 BUILD = os.environ.get("RUNNEL_BUILDDIR", "build")
 RECORDS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+# another path (a 404 that collects nothing) isolates the client's share
+PATH = sys.argv[3] if len(sys.argv) > 3 else "/metrics"
 
 
 def scraper(port, stop, count):
-    url = "http://127.0.0.1:%d/metrics" % port
+    url = "http://127.0.0.1:%d%s" % (port, PATH)
     nxt = time.monotonic()
     while not stop.is_set():
-        with urllib.request.urlopen(url, timeout=5) as r:
-            r.read()
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                r.read()
+        except urllib.error.HTTPError:
+            pass
         count[0] += 1
         nxt += 0.01
         time.sleep(max(0, nxt - time.monotonic()))
