@@ -30,17 +30,35 @@ struct rn_met_worker {
 };
 _Static_assert(sizeof(struct rn_met_worker) % 64 == 0, "metrics slot");
 
-/* One per partition slot, summed by topic through the metadata image. */
+/*
+ * One per partition slot, summed by topic through the metadata image. A
+ * slot is reused once its topic is deleted, so the counters carry the tag
+ * of the partition they count (rn_met_tag): the first writer for a new
+ * partition zeroes them, and the reader skips a slot whose tag is not
+ * the image's partition.
+ */
 struct rn_met_part {
+	_Atomic uint64_t tag;
 	_Atomic uint64_t msgs_in;
 	_Atomic uint64_t bytes_in;
 	_Atomic uint64_t bytes_out;
 	/* the ISR last seen led here, to tell shrinks from expands
-	 * (the storage-duty worker's alone): leader epoch + 1, size */
+	 * (the storage-duty worker's alone): its tag, leader epoch + 1, size */
+	uint64_t seen_tag;
 	int32_t seen_epoch1;
 	int32_t seen_isr;
+	uint64_t pad[2];
 };
+_Static_assert(sizeof(struct rn_met_part) == 64, "metrics partition slot");
 
+#define RN_MET_TAG_BUSY UINT64_MAX	/* being zeroed for a new partition */
+
+/* A partition's tag: never 0 (an unused slot) nor RN_MET_TAG_BUSY. */
+uint64_t rn_met_tag(const uint8_t topic_id[16], int32_t partition);
+/* The slot's counters for this partition, zeroed if they were another's;
+ * NULL if another writer is stuck zeroing them (count nothing then). */
+struct rn_met_part *rn_metrics_part_for(const struct rn_shm *shm,
+    unsigned slot, uint64_t tag);
 size_t rn_metrics_shm_size(const struct rn_shm_params *p);
 struct rn_met_worker *rn_metrics_worker(const struct rn_shm *shm,
     unsigned slot);

@@ -121,10 +121,14 @@ topic_sums(struct sv *sv, const struct rn_mdv_topic *t, uint64_t sum[3])
 		    (uint32_t)t->parts[i].slot >= sv->shm.hdr->max_partitions)
 			continue;
 		mp = rn_metrics_part(&sv->shm, (unsigned)t->parts[i].slot);
+		here = true;
+		/* a slot not yet written for this partition counts nothing */
+		if (atomic_load_explicit(&mp->tag, memory_order_acquire) !=
+		    rn_met_tag(t->id, t->parts[i].p))
+			continue;
 		sum[0] += rn_met_get(&mp->msgs_in);
 		sum[1] += rn_met_get(&mp->bytes_in);
 		sum[2] += rn_met_get(&mp->bytes_out);
-		here = true;
 	}
 	return here;
 }

@@ -187,6 +187,25 @@ with TempDir() as tmp:
         r = n.ctl("metrics")
         t.ok(r.returncode == 0 and "# TYPE " + BTM + "messagesin_total counter" in r.stdout,
              "runnelctl metrics prints the exposition")
+        # a deleted topic's slot reused by a new one starts from zero
+        rkey2 = (BTM + "messagesin_total", (("topic", "recycled"),))
+        for round_, count in ((1, 7), (2, 3)):
+            a.create_topics([NewTopic("recycled", 1, 1)])["recycled"].result(20)
+            if round_ == 2:
+                t.ok(wait_for(lambda: rkey2 in samples(scrape(mport)[2])[0], 10),
+                     "the recreated topic is in /metrics")
+                t.eq(samples(scrape(mport)[2])[0].get(rkey2), 0,
+                     "the recreated topic's messagesin starts at 0")
+            p = Producer({"bootstrap.servers": n.bootstrap})
+            for i in range(count):
+                p.produce("recycled", b"r")
+            t.eq(p.flush(20), 0, "%d records to recycled" % count)
+            t.ok(wait_for(lambda: samples(scrape(mport)[2])[0].get(rkey2) == count, 5),
+                 "messagesin_total{topic=recycled} is %d" % count)
+            if round_ == 1:
+                a.delete_topics(["recycled"])["recycled"].result(20)
+                t.ok(wait_for(lambda: rkey2 not in samples(scrape(mport)[2])[0], 10),
+                     "a deleted topic leaves /metrics")
         t.eq(n.crashes(), [], "no worker crashed")
     finally:
         n.stop()

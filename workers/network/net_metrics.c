@@ -13,16 +13,25 @@ self(struct net *n)
 	return rn_metrics_worker(n->w->env->shm, n->w->slot);
 }
 
+/* The partition slot's counters, once they count this partition. */
+static struct rn_met_part *
+part(struct net *n, const struct rn_part *p)
+{
+	return rn_metrics_part_for(n->w->env->shm, (unsigned)p->slot,
+	    rn_met_tag(p->topic_id, p->partition));
+}
+
 void
 net_count_in(struct net *n, const struct rn_part *p, int64_t records,
     int64_t bytes)
 {
 	struct rn_met_worker *m = self(n);
-	struct rn_met_part *mp = rn_metrics_part(n->w->env->shm,
-	    (unsigned)p->slot);
+	struct rn_met_part *mp = part(n, p);
 
 	rn_met_add(&m->msgs_in, (uint64_t)records);
 	rn_met_add(&m->bytes_in, (uint64_t)bytes);
+	if (mp == NULL)
+		return;
 	rn_met_add_shared(&mp->msgs_in, (uint64_t)records);
 	rn_met_add_shared(&mp->bytes_in, (uint64_t)bytes);
 }
@@ -30,9 +39,11 @@ net_count_in(struct net *n, const struct rn_part *p, int64_t records,
 void
 net_count_out(struct net *n, const struct rn_part *p, size_t bytes)
 {
+	struct rn_met_part *mp = part(n, p);
+
 	rn_met_add(&self(n)->bytes_out, bytes);
-	rn_met_add_shared(&rn_metrics_part(n->w->env->shm,
-	    (unsigned)p->slot)->bytes_out, bytes);
+	if (mp != NULL)
+		rn_met_add_shared(&mp->bytes_out, bytes);
 }
 
 void
@@ -54,6 +65,8 @@ net_count_isr(struct net *n)
 	const struct rn_mdview *v = &n->view;
 	struct rn_met_worker *m = self(n);
 	struct rn_met_part *mp;
+	uint64_t tag;
+	bool same;
 	int i, j;
 
 	for (i = 0; i < v->n_topics; i++)
@@ -63,12 +76,14 @@ net_count_isr(struct net *n)
 			if (p->leader != n->cfg->node_id || p->slot < 0)
 				continue;
 			mp = rn_metrics_part(n->w->env->shm, (unsigned)p->slot);
-			if (mp->seen_epoch1 == p->leader_epoch + 1 &&
-			    p->n_isr < mp->seen_isr)
+			tag = rn_met_tag(v->topics[i].id, p->p);
+			same = mp->seen_tag == tag &&
+			    mp->seen_epoch1 == p->leader_epoch + 1;
+			if (same && p->n_isr < mp->seen_isr)
 				rn_met_add(&m->isr_shrinks, 1);
-			else if (mp->seen_epoch1 == p->leader_epoch + 1 &&
-			    p->n_isr > mp->seen_isr)
+			else if (same && p->n_isr > mp->seen_isr)
 				rn_met_add(&m->isr_expands, 1);
+			mp->seen_tag = tag;
 			mp->seen_epoch1 = p->leader_epoch + 1;
 			mp->seen_isr = p->n_isr;
 		}
