@@ -23,7 +23,8 @@ struct rn_met_worker {
 	_Atomic uint64_t msgs_in;
 	_Atomic uint64_t bytes_in;
 	_Atomic uint64_t bytes_out;	/* to consumers, not to followers */
-	_Atomic uint64_t isr_shrinks;	/* committed, of partitions led here */
+	/* ISR changes committed for partitions led here */
+	_Atomic uint64_t isr_shrinks;
 	_Atomic uint64_t isr_expands;
 	_Atomic uint64_t requests[RN_MET_MAX_API];
 	uint64_t pad[3];
@@ -82,7 +83,8 @@ rn_met_add_shared(_Atomic uint64_t *c, uint64_t v)
 static inline uint64_t
 rn_met_get(const _Atomic uint64_t *c)
 {
-	return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
+	return atomic_load_explicit((_Atomic uint64_t *)c,
+	    memory_order_relaxed);
 }
 
 #endif /* RN_METRICS_H */

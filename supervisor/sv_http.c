@@ -79,7 +79,8 @@ bind_listener(const char *host, const char *port)
 	fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC |
 	    SOCK_NONBLOCK, 0);
 	if (fd == -1 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
-	    sizeof(one)) == -1 || bind(fd, res->ai_addr, res->ai_addrlen) == -1 ||
+	    sizeof(one)) == -1 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) == -1 ||
 	    listen(fd, 16) == -1) {
 		rc = -errno;
 		if (fd != -1)
@@ -105,7 +106,8 @@ sv_http_open(struct sv *sv)
 		return -EINVAL;
 	}
 	if (on_kafka_port(sv, (unsigned)atoi(port))) {
-		log_warnx("metrics.listener %s: the port of a Kafka listener", l);
+		log_warnx("metrics.listener %s: the port of a Kafka "
+		    "listener", l);
 		return -EADDRINUSE;
 	}
 	if ((fd = bind_listener(host, port)) < 0) {
@@ -240,7 +242,8 @@ route(struct sv *sv, struct http_conn *c)
 		respond_error(c, "405 Method Not Allowed", "Allow: GET\r\n");
 		return;
 	}
-	if (plen != strlen("/metrics") || strncmp(path, "/metrics", plen) != 0) {
+	if (plen != strlen("/metrics") ||
+	    strncmp(path, "/metrics", plen) != 0) {
 		respond_error(c, "404 Not Found", "");
 		return;
 	}

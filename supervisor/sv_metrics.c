@@ -158,8 +158,9 @@ collect_topics(struct sv *sv, const struct rn_mdview *v,
 		add_plain(m, F_MSGS_IN + f, total[f]);
 		for (i = 0; i < v->n_topics; i++)
 			if (here[i])
-				add(m, F_MSGS_IN + f, "topic", v->topics[i].name,
-				    v->topics[i].name_len, sums[3 * i + f]);
+				add(m, F_MSGS_IN + f, "topic",
+				    v->topics[i].name, v->topics[i].name_len,
+				    sums[3 * i + f]);
 	}
 out:
 	free(sums);
@@ -189,7 +190,8 @@ collect_image(struct sv *sv, const struct rn_mdview *v, struct sv_metrics *m)
 
 	for (i = 0; i < v->n_topics; i++)
 		for (j = 0; j < v->topics[i].n_parts; j++) {
-			const struct rn_mdv_partition *p = &v->topics[i].parts[j];
+			const struct rn_mdv_partition *p =
+			    &v->topics[i].parts[j];
 
 			if (p->leader < 0)
 				noleader++;

@@ -71,7 +71,8 @@ net_count_isr(struct net *n)
 
 	for (i = 0; i < v->n_topics; i++)
 		for (j = 0; j < v->topics[i].n_parts; j++) {
-			const struct rn_mdv_partition *p = &v->topics[i].parts[j];
+			const struct rn_mdv_partition *p =
+			    &v->topics[i].parts[j];
 
 			if (p->leader != n->cfg->node_id || p->slot < 0)
 				continue;
