@@ -146,6 +146,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "shm.ring.bytes", T_LONG, F(shm_ring_bytes), 0, 262144, 1 << 30,
 	    NULL },
 	{ "log.verbose", T_BOOL, F(log_verbose), 0, 0, 0, NULL },
+	/* runnel's own: the Prometheus endpoint (off when unset) */
+	{ "metrics.listener", T_STR, F(metrics_listener),
+	    SZ(metrics_listener), 0, 0, NULL },
 	{ "fault.worker.exit.on.start", T_STR, F(fault_worker_exit_on_start),
 	    SZ(fault_worker_exit_on_start), 0, 0, NULL },
 };

@@ -95,6 +95,7 @@ struct rn_config {
 	/* seed 000: create below the replication factor, over the observed
 	 * brokers, while live ones cover min.insync.replicas */
 	bool under_replicated_creation;
+	char metrics_listener[128];   /* http://host:port; "" = off */
 	int64_t shm_ring_bytes;
 	bool log_verbose;
 	/* Test faults, off by default: named so nobody mistakes them for tuning. */

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ipc/mdimage.h"
+#include "ipc/metrics.h"
 #include "ipc/shm.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
@@ -208,6 +209,12 @@ struct rn_meta_image *
 rn_shm_meta(const struct rn_shm *shm)
 {
 	return region(shm, RN_REGION_METADATA);
+}
+
+void *
+rn_shm_metrics(const struct rn_shm *shm)
+{
+	return region(shm, RN_REGION_METRICS);
 }
 
 struct rn_part_slot *

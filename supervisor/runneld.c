@@ -24,6 +24,7 @@
 #include "storage/metaprops.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
+#include "supervisor/sv_http.h"
 
 extern char **environ;
 
@@ -292,12 +293,12 @@ sv_controlled_shutdown_done(struct sv *s, int64_t now)
 static void
 main_loop(const sigset_t *waitmask)
 {
-	struct pollfd pfd[1 + SV_CONTROL_MAX_CONNS];
+	struct pollfd pfd[1 + SV_CONTROL_MAX_CONNS + 1 + SV_HTTP_MAX_CONNS];
 	struct timespec tick = { 0, 100 * 1000 * 1000 };
 
 	for (;;) {
 		int64_t now = rn_now_ms();
-		int n;
+		int n, m;
 
 		if (sv_got_sigchld) {
 			sv_got_sigchld = 0;
@@ -336,10 +337,12 @@ main_loop(const sigset_t *waitmask)
 		pfd[0].events = POLLIN;
 		pfd[0].revents = 0;
 		n = 1 + sv_control_pollfds(pfd + 1, SV_CONTROL_MAX_CONNS);
-		if (ppoll(pfd, (nfds_t)n, &tick, waitmask) > 0) {
+		m = sv_http_pollfds(pfd + n, 1 + SV_HTTP_MAX_CONNS);
+		if (ppoll(pfd, (nfds_t)(n + m), &tick, waitmask) > 0) {
 			if (pfd[0].revents & POLLIN)
 				sv_control_accept(&sv);
 			sv_control_handle(&sv, pfd + 1, n - 1);
+			sv_http_handle(&sv, pfd + n, m);
 		}
 	}
 }
@@ -374,7 +377,8 @@ main(int argc, char **argv)
 		    strerror(errno));
 		return 1;
 	}
-	if (sv_listeners_bind(&sv) != 0 || setup_shared() != 0) {
+	if (sv_listeners_bind(&sv) != 0 || setup_shared() != 0 ||
+	    sv_http_open(&sv) != 0) {
 		sv_control_close(&sv);
 		return 1;
 	}
@@ -400,6 +404,7 @@ main(int argc, char **argv)
 		}
 	main_loop(&waitmask);
 
+	sv_http_close();
 	sv_control_close(&sv);
 	rn_shm_destroy(&sv.shm);
 	log_info("stopped");

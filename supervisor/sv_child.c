@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "supervisor/sv.h"
+#include "supervisor/sv_http.h"
 
 static void
 child_publish(struct sv *sv, struct sv_child *c)
@@ -153,6 +154,7 @@ sv_child_start(struct sv *sv, struct sv_child *c)
 	if (pid == 0) {
 		if (sv->ctl_fd >= 0)
 			close(sv->ctl_fd);
+		sv_http_close();
 		rn_worker_run(&sv->env, c->role, c->index,
 		    sv_role_of(c->role)->main, sv->service_uid,
 		    sv->service_gid, sv->drop_privileges);

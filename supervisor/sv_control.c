@@ -25,6 +25,7 @@
 #include "common/util.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
+#include "supervisor/sv_metrics.h"
 
 static struct sv_conn conns[SV_CONTROL_MAX_CONNS];
 
@@ -206,6 +207,14 @@ verb_brokers(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 	reply_packed(sv, c, sv_control_pack_brokers);
 }
 
+/* The figures of /metrics, as text and as samples. */
+static void
+verb_metrics(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+{
+	(void)req;
+	reply_packed(sv, c, sv_control_pack_metrics);
+}
+
 /* Test faults: named as faults, off unless an operator asks. */
 static void
 verb_fault(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
@@ -266,6 +275,7 @@ static const struct verb {
 } verbs[] = {
 	{ "status", verb_status, false, false },
 	{ "brokers", verb_brokers, false, false },
+	{ "metrics", verb_metrics, false, false },
 	{ "fault", verb_fault, true, false },
 	{ "restart", verb_restart, true, true },
 	{ "stop", verb_stop, true, true },

@@ -1,6 +1,7 @@
 /*
  * runnelctl: the operator's client of the supervisor's control socket.
  *   runnelctl [-s PATH] status [--json]
+ *   runnelctl [-s PATH] metrics [--json]
  *   runnelctl [-s PATH] restart WORKER
  *   runnelctl [-s PATH] stop
  */
@@ -25,6 +26,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: runnelctl [-s SOCKET] status [--json]\n"
+	    "       runnelctl [-s SOCKET] metrics [--json]\n"
 	    "       runnelctl [-s SOCKET] restart WORKER\n"
 	    "       runnelctl [-s SOCKET] stop\n"
 	    "       runnelctl [-s SOCKET] fault stall-fetch on|off   (test fault)\n"
@@ -212,6 +214,7 @@ static const struct verb {
 	const char *missing;
 } verbs[] = {
 	{ "status", 0, NULL },
+	{ "metrics", 0, NULL },
 	{ "stop", 0, NULL },
 	{ "restart", 1, "restart needs a worker name (see runnelctl status)" },
 	{ "fault", 2, "fault needs a name and on|off" },
@@ -311,6 +314,22 @@ pack_request(msgpack_packer *pk, const struct cmd *c)
 	}
 }
 
+/* The exposition as /metrics serves it, or the samples as JSON. */
+static void
+print_metrics(const msgpack_object *r, bool json)
+{
+	const msgpack_object *o;
+
+	o = rn_mp_get(r, json ? "metrics" : "text");
+	if (o == NULL)
+		return;
+	if (json) {
+		json_obj(o);
+		putchar('\n');
+	} else if (o->type == MSGPACK_OBJECT_STR)
+		fwrite(o->via.str.ptr, 1, o->via.str.size, stdout);
+}
+
 /* Say what runneld answered; the exit code. */
 static int
 print_reply(const char *reply, size_t n, const struct cmd *c)
@@ -335,7 +354,9 @@ print_reply(const char *reply, size_t n, const struct cmd *c)
 				putchar('\n');
 			} else
 				print_status(&up.data);
-		} else if (strcmp(c->verb, "restart") == 0)
+		} else if (strcmp(c->verb, "metrics") == 0)
+			print_metrics(&up.data, c->json);
+		else if (strcmp(c->verb, "restart") == 0)
 			printf("restarting %s\n", c->worker);
 		else if (c->fault)
 			printf("fault %s %s\n", c->fault, c->fault_state);

@@ -219,6 +219,7 @@ net_dispatch(struct net *n, struct conn *c)
 		return false;
 	}
 	api = rn_kapi_find(c->hdr.api_key);
+	net_count_request(n, c->hdr.api_key);
 	rn_arena_reset(&c->arena);
 	/* decoded arrays can never outgrow a small multiple of the frame */
 	rn_arena_set_limit(&c->arena, 4 * c->frame_len + 4096);

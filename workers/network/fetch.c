@@ -265,6 +265,9 @@ fetch_respond(struct net *n, struct conn *c, struct fetch_state *fs)
 	/* sessionless: session id 0 tells the client no session exists */
 	fs->r.session_id = 0;
 	rn_FetchResponse_encode(&o->w, c->hdr.api_version, &fs->r);
+	if (((const struct rn_FetchRequest *)c->req)->replica_id < 0)
+		for (int i = 0; i < fs->n_slices; i++)
+			net_count_out(n, fs->slice_parts[i], fs->slices[i].len);
 	/* the output owns the slices until the bytes are on the wire */
 	o->slices = fs->slices;
 	o->slice_parts = fs->slice_parts;

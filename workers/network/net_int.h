@@ -225,6 +225,13 @@ bool net_coord_pump(struct net *n);
 
 /* Map a storage error to a Kafka error code. */
 int16_t net_storage_kerr(int rc);
+
+/* net_metrics.c: the counters in shared memory (ipc/metrics.h) */
+void net_count_in(struct net *n, const struct rn_part *p, int64_t records,
+    int64_t bytes);
+void net_count_out(struct net *n, const struct rn_part *p, size_t bytes);
+void net_count_request(struct net *n, int16_t api_key);
+void net_count_isr(struct net *n);
 /* keyless.c: is the topic compacted; does a payload hold a record without
  * a key (1), none (0), or a batch that cannot be opened (-EBADMSG)? */
 bool net_policy_compact(struct net *n, const struct rn_mdv_topic *t);

@@ -257,6 +257,8 @@ net_refresh(struct net *n)
 {
 	if (rn_mdview_refresh(&n->view, n->w->env->shm) == 1) {
 		rn_part_table_sync(&n->parts, &n->view);
+		if (n->w->ws->duties & RN_DUTY_STORAGE)
+			net_count_isr(n);
 		net_wakeup(n);
 	}
 	rn_replquota_update(&n->lquota, &n->view, n->cfg, 1);

@@ -72,6 +72,7 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 		*need = dup + h.last_offset_delta + 1;
 		return RN_KERR_NONE;
 	}
+	net_count_in(n, p, info.record_count, pd->records.len);
 	/* with the leader alone in the ISR this commits at once */
 	rn_part_advance_hw(p, mp, n->cfg->node_id);
 	/* followers and consumers parked on this partition look again */

@@ -1,0 +1,90 @@
+/*
+ * The metrics region: counters the workers add to and the supervisor sums
+ * when scraped. Each worker slot has one writer (the worker in that slot,
+ * or the supervisor for its own fields), so a relaxed load and store is
+ * enough; a partition slot's counters are added to by whichever network
+ * worker serves it, with relaxed atomic adds. Nothing here is reset when
+ * a worker restarts: the segment outlives the process.
+ */
+#ifndef RN_METRICS_H
+#define RN_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rn_shm;
+struct rn_shm_params;
+
+#define RN_MET_MAX_API 80	/* above RN_KAPI_MAX_KEY */
+
+/* One per worker slot; only that worker writes it. */
+struct rn_met_worker {
+	_Atomic uint64_t msgs_in;
+	_Atomic uint64_t bytes_in;
+	_Atomic uint64_t bytes_out;	/* to consumers, not to followers */
+	/* ISR changes committed for partitions led here */
+	_Atomic uint64_t isr_shrinks;
+	_Atomic uint64_t isr_expands;
+	_Atomic uint64_t requests[RN_MET_MAX_API];
+	uint64_t pad[3];
+};
+_Static_assert(sizeof(struct rn_met_worker) % 64 == 0, "metrics slot");
+
+/*
+ * One per partition slot, summed by topic through the metadata image. A
+ * slot is reused once its topic is deleted, so the counters carry the tag
+ * of the partition they count (rn_met_tag): the first writer for a new
+ * partition zeroes them, and the reader skips a slot whose tag is not
+ * the image's partition.
+ */
+struct rn_met_part {
+	_Atomic uint64_t tag;
+	_Atomic uint64_t msgs_in;
+	_Atomic uint64_t bytes_in;
+	_Atomic uint64_t bytes_out;
+	/* the ISR last seen led here, to tell shrinks from expands
+	 * (the storage-duty worker's alone): its tag, leader epoch + 1, size */
+	uint64_t seen_tag;
+	int32_t seen_epoch1;
+	int32_t seen_isr;
+	uint64_t pad[2];
+};
+_Static_assert(sizeof(struct rn_met_part) == 64, "metrics partition slot");
+
+#define RN_MET_TAG_BUSY UINT64_MAX	/* being zeroed for a new partition */
+
+/* A partition's tag: never 0 (an unused slot) nor RN_MET_TAG_BUSY. */
+uint64_t rn_met_tag(const uint8_t topic_id[16], int32_t partition);
+/* The slot's counters for this partition, zeroed if they were another's;
+ * NULL if another writer is stuck zeroing them (count nothing then). */
+struct rn_met_part *rn_metrics_part_for(const struct rn_shm *shm,
+    unsigned slot, uint64_t tag);
+size_t rn_metrics_shm_size(const struct rn_shm_params *p);
+struct rn_met_worker *rn_metrics_worker(const struct rn_shm *shm,
+    unsigned slot);
+struct rn_met_part *rn_metrics_part(const struct rn_shm *shm, unsigned slot);
+
+/* Single writer: no read-modify-write needed. */
+static inline void
+rn_met_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c,
+	    memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+/* Several writers (a partition served by more than one worker). */
+static inline void
+rn_met_add_shared(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+static inline uint64_t
+rn_met_get(const _Atomic uint64_t *c)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)c,
+	    memory_order_relaxed);
+}
+
+#endif /* RN_METRICS_H */

@@ -1,0 +1,390 @@
+/*
+ * Collecting and rendering the node's metrics. Names follow the
+ * Prometheus JMX exporter's common rules over Kafka's MBeans
+ * (kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec becomes
+ * kafka_server_brokertopicmetrics_messagesin_total), so dashboards made
+ * for Kafka read runnel. Per-node figures are this node's, like Kafka's.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ctlproto.h"
+#include "ipc/mdimage.h"
+#include "ipc/metrics.h"
+#include "protocol/kmsg_gen.h"
+#include "supervisor/sv.h"
+#include "supervisor/sv_metrics.h"
+
+enum fam {
+	F_MSGS_IN, F_BYTES_IN, F_BYTES_OUT,
+	F_PARTITIONS, F_LEADERS, F_URP, F_OFFLINE_REPLICAS,
+	F_SHRINKS, F_EXPANDS,
+	F_ACTIVE_CTL, F_OFFLINE_PARTS, F_FENCED,
+	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS,
+};
+
+static const struct family {
+	const char *name, *type, *help;
+} families[] = {
+	[F_MSGS_IN] = { "kafka_server_brokertopicmetrics_messagesin_total",
+	    "counter", "Records appended as leader, per topic and in all" },
+	[F_BYTES_IN] = { "kafka_server_brokertopicmetrics_bytesin_total",
+	    "counter", "Produce payload bytes appended as leader" },
+	[F_BYTES_OUT] = { "kafka_server_brokertopicmetrics_bytesout_total",
+	    "counter", "Record bytes sent to consumers" },
+	[F_PARTITIONS] = { "kafka_server_replicamanager_partitioncount",
+	    "gauge", "Partitions with a replica on this broker" },
+	[F_LEADERS] = { "kafka_server_replicamanager_leadercount",
+	    "gauge", "Partitions this broker leads" },
+	[F_URP] = { "kafka_server_replicamanager_underreplicatedpartitions",
+	    "gauge", "Led partitions whose ISR is smaller than the replicas" },
+	[F_OFFLINE_REPLICAS] = {
+	    "kafka_server_replicamanager_offlinereplicacount",
+	    "gauge", "Replicas on this broker marked offline" },
+	[F_SHRINKS] = { "kafka_server_replicamanager_isrshrinks_total",
+	    "counter", "ISR shrinks committed for partitions led here" },
+	[F_EXPANDS] = { "kafka_server_replicamanager_isrexpands_total",
+	    "counter", "ISR expands committed for partitions led here" },
+	[F_ACTIVE_CTL] = {
+	    "kafka_controller_kafkacontroller_activecontrollercount",
+	    "gauge", "1 on the active controller, else 0" },
+	[F_OFFLINE_PARTS] = {
+	    "kafka_controller_kafkacontroller_offlinepartitionscount",
+	    "gauge", "Partitions without a leader (active controller only)" },
+	[F_FENCED] = { "kafka_controller_kafkacontroller_fencedbrokercount",
+	    "gauge", "Fenced brokers (active controller only)" },
+	[F_OFFLINE_DIRS] = {
+	    "kafka_log_logmanager_offlinelogdirectorycount", "gauge",
+	    "Log dirs taken offline by an I/O error" },
+	[F_REQUESTS] = { "kafka_network_requestmetrics_requests_total",
+	    "counter", "Requests received, per API" },
+	[F_RESTARTS] = { "runnel_worker_restarts_total", "counter",
+	    "Worker restarts by the supervisor, per role" },
+};
+
+static void
+add(struct sv_metrics *m, enum fam f, const char *lname, const char *lval,
+    size_t lval_len, uint64_t v)
+{
+	struct sv_met_sample *s;
+
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 128;
+
+		if ((s = reallocarray(m->s, cap, sizeof(*s))) == NULL) {
+			m->error = -ENOMEM;
+			return;
+		}
+		m->s = s;
+		m->cap = cap;
+	}
+	m->s[m->n++] = (struct sv_met_sample){ f, lname, lval, lval_len, v };
+}
+
+static void
+add_plain(struct sv_metrics *m, enum fam f, uint64_t v)
+{
+	add(m, f, NULL, NULL, 0, v);
+}
+
+/* One counter of struct rn_met_worker, summed over the worker slots. */
+#define W(field) offsetof(struct rn_met_worker, field)
+static uint64_t
+sum_workers(struct sv *sv, size_t off)
+{
+	uint64_t n = 0;
+	unsigned w;
+
+	for (w = 0; w < sv->shm.hdr->n_workers; w++)
+		n += rn_met_get((const _Atomic uint64_t *)(const void *)
+		    ((const char *)rn_metrics_worker(&sv->shm, w) + off));
+	return n;
+}
+
+/* A topic's counters: the sums over its partitions' slots here. */
+static bool
+topic_sums(struct sv *sv, const struct rn_mdv_topic *t, uint64_t sum[3])
+{
+	const struct rn_met_part *mp;
+	bool here = false;
+	int i;
+
+	sum[0] = sum[1] = sum[2] = 0;
+	for (i = 0; i < t->n_parts; i++) {
+		if (t->parts[i].slot < 0 ||
+		    (uint32_t)t->parts[i].slot >= sv->shm.hdr->max_partitions)
+			continue;
+		mp = rn_metrics_part(&sv->shm, (unsigned)t->parts[i].slot);
+		here = true;
+		/* a slot not yet written for this partition counts nothing */
+		if (atomic_load_explicit(&mp->tag, memory_order_acquire) !=
+		    rn_met_tag(t->id, t->parts[i].p))
+			continue;
+		sum[0] += rn_met_get(&mp->msgs_in);
+		sum[1] += rn_met_get(&mp->bytes_in);
+		sum[2] += rn_met_get(&mp->bytes_out);
+	}
+	return here;
+}
+
+/* BrokerTopicMetrics: the total (worker slots), then each topic. */
+static void
+collect_topics(struct sv *sv, const struct rn_mdview *v,
+    struct sv_metrics *m)
+{
+	uint64_t total[3], *sums;
+	bool *here;
+	unsigned f;
+	int i;
+
+	total[0] = sum_workers(sv, W(msgs_in));
+	total[1] = sum_workers(sv, W(bytes_in));
+	total[2] = sum_workers(sv, W(bytes_out));
+	sums = calloc((size_t)v->n_topics + 1, 3 * sizeof(*sums));
+	here = calloc((size_t)v->n_topics + 1, sizeof(*here));
+	if (sums == NULL || here == NULL) {
+		m->error = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < v->n_topics; i++)
+		here[i] = topic_sums(sv, &v->topics[i], sums + 3 * i);
+	for (f = 0; f < 3; f++) {
+		add_plain(m, F_MSGS_IN + f, total[f]);
+		for (i = 0; i < v->n_topics; i++)
+			if (here[i])
+				add(m, F_MSGS_IN + f, "topic",
+				    v->topics[i].name, v->topics[i].name_len,
+				    sums[3 * i + f]);
+	}
+out:
+	free(sums);
+	free(here);
+}
+
+static bool
+has_id(const int32_t *ids, int32_t n, int32_t id)
+{
+	int32_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/* ReplicaManager and KafkaController gauges from the image. */
+static void
+collect_image(struct sv *sv, const struct rn_mdview *v, struct sv_metrics *m)
+{
+	uint64_t parts = 0, leaders = 0, urp = 0, offline = 0, noleader = 0;
+	uint64_t fenced = 0;
+	int32_t self = sv->cfg.node_id;
+	bool active = v->version != 0 && v->controller_id == self;
+	int i, j;
+
+	for (i = 0; i < v->n_topics; i++)
+		for (j = 0; j < v->topics[i].n_parts; j++) {
+			const struct rn_mdv_partition *p =
+			    &v->topics[i].parts[j];
+
+			if (p->leader < 0)
+				noleader++;
+			if (has_id(p->replicas, p->n_replicas, self))
+				parts++;
+			if (has_id(p->offline, p->n_offline, self))
+				offline++;
+			if (p->leader != self)
+				continue;
+			leaders++;
+			if (p->n_isr < p->n_replicas)
+				urp++;
+		}
+	for (i = 0; i < v->n_brokers; i++)
+		if (v->brokers[i].fenced)
+			fenced++;
+	add_plain(m, F_PARTITIONS, parts);
+	add_plain(m, F_LEADERS, leaders);
+	add_plain(m, F_URP, urp);
+	add_plain(m, F_OFFLINE_REPLICAS, offline);
+	add_plain(m, F_SHRINKS, sum_workers(sv, W(isr_shrinks)));
+	add_plain(m, F_EXPANDS, sum_workers(sv, W(isr_expands)));
+	add_plain(m, F_ACTIVE_CTL, active);
+	add_plain(m, F_OFFLINE_PARTS, active ? noleader : 0);
+	add_plain(m, F_FENCED, active ? fenced : 0);
+}
+
+static void
+collect_requests(struct sv *sv, struct sv_metrics *m)
+{
+	int i;
+
+	for (i = 0; i < RN_KAPI_COUNT; i++) {
+		if (rn_kapis[i].key < 0 || rn_kapis[i].key >= RN_MET_MAX_API)
+			continue;
+		add(m, F_REQUESTS, "request", rn_kapis[i].name,
+		    strlen(rn_kapis[i].name), sum_workers(sv, W(requests) +
+		    (size_t)rn_kapis[i].key * sizeof(uint64_t)));
+	}
+}
+
+/* Restarts as the worker slots count them, summed by role. */
+static void
+collect_restarts(struct sv *sv, struct sv_metrics *m)
+{
+	const struct sv_role *roles;
+	size_t n_roles, r;
+	unsigned i;
+	uint64_t n;
+	bool any;
+
+	roles = sv_roles(&n_roles);
+	for (r = 0; r < n_roles; r++) {
+		const char *name = rn_worker_role_name(roles[r].role);
+
+		for (n = 0, any = false, i = 0; i < sv->n_children; i++)
+			if (sv->children[i].role == roles[r].role) {
+				n += atomic_load(&rn_shm_worker(&sv->shm,
+				    sv->children[i].slot)->restarts);
+				any = true;
+			}
+		if (any)
+			add(m, F_RESTARTS, "role", name, strlen(name), n);
+	}
+}
+
+int
+sv_metrics_collect(struct sv *sv, struct sv_metrics *m)
+{
+	static struct rn_mdview v;
+	static bool inited;
+
+	if (!inited) {
+		rn_mdview_init(&v);
+		inited = true;
+	}
+	memset(m, 0, sizeof(*m));
+	/* an old view is still a view; without one the gauges read 0 */
+	(void)rn_mdview_refresh(&v, &sv->shm);
+	collect_topics(sv, &v, m);
+	collect_image(sv, &v, m);
+	add_plain(m, F_OFFLINE_DIRS, (uint64_t)__builtin_popcount(
+	    atomic_load(&sv->shm.hdr->offline_dirs)));
+	collect_requests(sv, m);
+	collect_restarts(sv, m);
+	return m->error;
+}
+
+void
+sv_metrics_free(struct sv_metrics *m)
+{
+	free(m->s);
+	memset(m, 0, sizeof(*m));
+}
+
+/* A label value with the escapes the text format asks for. */
+static void
+put_label(FILE *f, const struct sv_met_sample *s)
+{
+	size_t i, run;
+
+	fprintf(f, "{%s=\"", s->lname);
+	for (i = 0; i < s->lval_len; i += run) {
+		/* the plain stretch at once: topic names need no escapes */
+		for (run = 0; i + run < s->lval_len &&
+		    memchr("\\\"\n", s->lval[i + run], 3) == NULL; run++)
+			;
+		fwrite(s->lval + i, 1, run, f);
+		if (i + run == s->lval_len)
+			break;
+		fputs(s->lval[i + run] == '\n' ? "\\n" :
+		    s->lval[i + run] == '"' ? "\\\"" : "\\\\", f);
+		run++;
+	}
+	fputs("\"}", f);
+}
+
+char *
+sv_metrics_text(const struct sv_metrics *m, size_t *len)
+{
+	const struct family *fam;
+	char *buf = NULL;
+	size_t i;
+	FILE *f;
+
+	if ((f = open_memstream(&buf, len)) == NULL)
+		return NULL;
+	for (i = 0; i < m->n; i++) {
+		fam = &families[m->s[i].fam];
+		if (i == 0 || m->s[i].fam != m->s[i - 1].fam)
+			fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam->name,
+			    fam->help, fam->name, fam->type);
+		fputs(fam->name, f);
+		if (m->s[i].lname != NULL)
+			put_label(f, &m->s[i]);
+		fprintf(f, " %llu\n", (unsigned long long)m->s[i].v);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+void
+sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk)
+{
+	const struct sv_met_sample *s;
+	size_t i;
+
+	msgpack_pack_array(pk, m->n);
+	for (i = 0; i < m->n; i++) {
+		s = &m->s[i];
+		msgpack_pack_map(pk, 3);
+		rn_mp_pack_str(pk, "name");
+		rn_mp_pack_str(pk, families[s->fam].name);
+		rn_mp_pack_str(pk, "labels");
+		msgpack_pack_map(pk, s->lname != NULL);
+		if (s->lname != NULL) {
+			rn_mp_pack_str(pk, s->lname);
+			msgpack_pack_str(pk, s->lval_len);
+			msgpack_pack_str_body(pk, s->lval, s->lval_len);
+		}
+		rn_mp_pack_str(pk, "value");
+		msgpack_pack_uint64(pk, s->v);
+	}
+}
+
+/* {"ok", "text": the exposition, "metrics": the samples} */
+void
+sv_control_pack_metrics(struct sv *sv, msgpack_packer *pk)
+{
+	struct sv_metrics m;
+	char *text = NULL;
+	size_t len = 0;
+
+	if (sv_metrics_collect(sv, &m) != 0 ||
+	    (text = sv_metrics_text(&m, &len)) == NULL) {
+		msgpack_pack_map(pk, 2);
+		rn_mp_pack_str(pk, "ok");
+		msgpack_pack_false(pk);
+		rn_mp_pack_str(pk, "error");
+		rn_mp_pack_str(pk, "out of memory");
+	} else {
+		msgpack_pack_map(pk, 3);
+		rn_mp_pack_str(pk, "ok");
+		msgpack_pack_true(pk);
+		rn_mp_pack_str(pk, "text");
+		msgpack_pack_str(pk, len);
+		msgpack_pack_str_body(pk, text, len);
+		rn_mp_pack_str(pk, "metrics");
+		sv_metrics_pack(&m, pk);
+	}
+	free(text);
+	sv_metrics_free(&m);
+}

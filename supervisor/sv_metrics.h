@@ -1,0 +1,42 @@
+/*
+ * The node's metrics as the supervisor reads them: the counters of the
+ * metrics region summed over worker and partition slots, the restarts of
+ * the worker slots, and gauges computed from the metadata image. Served
+ * as Prometheus text (sv_http.c) and over the control socket.
+ */
+#ifndef SV_METRICS_H
+#define SV_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+struct sv;
+
+struct sv_met_sample {
+	unsigned fam;           /* index in the family table */
+	const char *lname;      /* NULL: no label */
+	const char *lval;
+	size_t lval_len;
+	uint64_t v;
+};
+
+struct sv_metrics {
+	struct sv_met_sample *s; /* grouped by family, in table order */
+	size_t n, cap;
+	int error;              /* -ENOMEM while collecting */
+};
+
+/* Read every figure now; the labels point into a view kept until the
+ * next collection. 0 or -ENOMEM. */
+int sv_metrics_collect(struct sv *sv, struct sv_metrics *m);
+void sv_metrics_free(struct sv_metrics *m);
+/* Prometheus text exposition 0.0.4; malloc'd, NULL on ENOMEM. */
+char *sv_metrics_text(const struct sv_metrics *m, size_t *len);
+/* [{"name", "labels": {...}, "value"}, ...] */
+void sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk);
+/* the control socket's "metrics" reply */
+void sv_control_pack_metrics(struct sv *sv, msgpack_packer *pk);
+
+#endif /* SV_METRICS_H */

@@ -1,0 +1,225 @@
+"""The metrics endpoint: Prometheus text parsed by prometheus_client, counters
+that follow real produce and fetch traffic and survive a worker's SIGKILL,
+bad requests refused, and runnelctl metrics --json agreeing with /metrics."""
+import json
+import os
+import signal
+import socket
+import time
+import urllib.request
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+from rntest import Node, Tap, TempDir, free_port, wait_for
+
+BTM = "kafka_server_brokertopicmetrics_"
+RM = "kafka_server_replicamanager_"
+KC = "kafka_controller_kafkacontroller_"
+TOPIC = "orders"
+N = 10000
+PAYLOAD = 100
+
+t = Tap()
+
+
+def scrape(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                timeout=5) as r:
+        return r.status, r.headers.get("Content-Type"), r.read().decode()
+
+
+def samples(text):
+    """{(name, ((label, value), ...)): value} and {family: type}."""
+    out, types = {}, {}
+    for fam in text_string_to_metric_families(text):
+        types[fam.name] = fam.type
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out, types
+
+
+def get(port, name, **labels):
+    return samples(scrape(port)[2])[0].get((name, tuple(sorted(labels.items()))))
+
+
+def raw(port, data):
+    """Send bytes, return the status line (or None if the peer hung up)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        s.sendall(data)
+        buf = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            buf += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    finally:
+        s.close()
+    return buf.split(b"\r\n", 1)[0].decode() if buf else None
+
+
+with TempDir() as tmp:
+    mport = free_port()
+    n = Node(tmp, props={"metrics.listener": "http://127.0.0.1:%d" % mport})
+    n.start()
+    try:
+        t.ok(n.wait_running() is not None, "node is up")
+        a = AdminClient({"bootstrap.servers": n.bootstrap})
+        a.create_topics([NewTopic(TOPIC, 3, 1)])[TOPIC].result(20)
+        t.ok(wait_for(lambda: get(mport, RM + "partitioncount") == 3, 10),
+             "partitioncount is the topic's 3 partitions")
+
+        status, ctype, text = scrape(mport)
+        t.eq(status, 200, "GET /metrics answers 200")
+        t.ok(ctype.startswith("text/plain; version=0.0.4"),
+             "Content-Type is the text exposition 0.0.4 (%s)" % ctype)
+        got, types = samples(text)
+        t.ok("# HELP " + BTM + "messagesin_total" in text and
+             "# TYPE " + BTM + "messagesin_total counter" in text,
+             "HELP and TYPE lines precede the samples")
+        for fam, typ in [(BTM + "messagesin", "counter"), (BTM + "bytesin", "counter"),
+                         (BTM + "bytesout", "counter"), (RM + "partitioncount", "gauge"),
+                         (RM + "leadercount", "gauge"),
+                         (RM + "underreplicatedpartitions", "gauge"),
+                         (RM + "offlinereplicacount", "gauge"),
+                         (KC + "activecontrollercount", "gauge"),
+                         (KC + "fencedbrokercount", "gauge"),
+                         ("kafka_log_logmanager_offlinelogdirectorycount", "gauge"),
+                         ("kafka_network_requestmetrics_requests", "counter"),
+                         ("runnel_worker_restarts", "counter")]:
+            t.eq(types.get(fam), typ, "%s is a %s" % (fam, typ))
+        t.eq(got.get((RM + "leadercount", ())), 3, "this node leads all 3")
+        t.eq(got.get((RM + "underreplicatedpartitions", ())), 0,
+             "nothing under-replicated")
+        t.eq(got.get((KC + "activecontrollercount", ())), 1,
+             "the single node is the active controller")
+        t.eq(got.get((KC + "fencedbrokercount", ())), 0, "no fenced broker")
+        t.eq(got.get(("kafka_log_logmanager_offlinelogdirectorycount", ())), 0,
+             "no log dir offline")
+
+        key = (BTM + "messagesin_total", (("topic", TOPIC),))
+        in0 = got.get(key, 0)
+        bin0 = got.get((BTM + "bytesin_total", (("topic", TOPIC),)), 0)
+        p = Producer({"bootstrap.servers": n.bootstrap, "linger.ms": 5,
+                      "enable.idempotence": True})
+        for i in range(N):
+            p.produce(TOPIC, value=b"x" * PAYLOAD, partition=i % 3)
+            if i % 1000 == 0:
+                p.poll(0)
+        t.eq(p.flush(30), 0, "%d records delivered" % N)
+        got, _ = samples(scrape(mport)[2])
+        t.eq(got.get(key, 0) - in0, N, "messagesin_total{topic} rose by exactly %d" % N)
+        t.eq(got.get((BTM + "messagesin_total", ())), got.get(key),
+             "the total equals the only topic's figure")
+        bin1 = got.get((BTM + "bytesin_total", (("topic", TOPIC),)), 0)
+        t.ok(bin1 - bin0 >= N * PAYLOAD,
+             "bytesin_total{topic} rose by at least the payload (%d)" % (bin1 - bin0))
+        t.ok(got.get(("kafka_network_requestmetrics_requests_total",
+                      (("request", "Produce"),)), 0) > 0, "requests_total{Produce} > 0")
+
+        out0 = got.get((BTM + "bytesout_total", (("topic", TOPIC),)), 0)
+        c = Consumer({"bootstrap.servers": n.bootstrap, "group.id": "m",
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition(TOPIC, i, 0) for i in range(3)])
+        seen, deadline = 0, time.monotonic() + 30
+        while seen < N and time.monotonic() < deadline:
+            m = c.poll(1)
+            if m is not None and not m.error():
+                seen += 1
+        c.close()
+        t.eq(seen, N, "the consumer read all %d" % N)
+        out1 = get(mport, BTM + "bytesout_total", topic=TOPIC) or 0
+        t.ok(out1 - out0 >= N * PAYLOAD,
+             "bytesout_total{topic} rose by at least the payload (%d)" % (out1 - out0))
+
+        # a worker's SIGKILL: its slot keeps what it counted
+        rkey = ("runnel_worker_restarts_total", (("role", "network"),))
+        before, _ = samples(scrape(mport)[2])
+        old = n.workers()["network-0"]
+        os.kill(old["pid"], signal.SIGKILL)
+        t.ok(wait_for(lambda: (lambda w: w.get("state") == "running" and
+                               w["pid"] != old["pid"])(n.workers().get("network-0", {})), 10),
+             "network-0 is back after SIGKILL")
+        after, _ = samples(scrape(mport)[2])
+        t.eq(after.get(rkey, 0) - before.get(rkey, 0), 1,
+             "runnel_worker_restarts_total{role=network} rose by 1")
+        t.ok(after.get(key, 0) >= before.get(key, 0) and
+             after.get((BTM + "messagesin_total", ()), 0) >=
+             before.get((BTM + "messagesin_total", ()), 0),
+             "messagesin_total did not drop across the restart")
+
+        # bad requests get their status; the endpoint keeps serving
+        t.eq(raw(mport, b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+             "HTTP/1.1 405 Method Not Allowed", "POST gets 405")
+        t.eq(raw(mport, b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"),
+             "HTTP/1.1 404 Not Found", "another path gets 404")
+        t.eq(raw(mport, b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n"),
+             "HTTP/1.1 431 Request Header Fields Too Large",
+             "a head over 8 KiB gets 431")
+        t.eq(raw(mport, b"garbage\r\n\r\n"), "HTTP/1.1 400 Bad Request",
+             "a malformed request line gets 400")
+        t.eq(scrape(mport)[0], 200, "the endpoint still serves after them")
+        s = socket.create_connection(("127.0.0.1", n.port), timeout=5)
+        s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+        s.settimeout(5)
+        try:
+            kdata = s.recv(4096)
+        except (ConnectionResetError, socket.timeout):
+            kdata = b""
+        s.close()
+        t.ok(b"HTTP/1.1 200" not in kdata, "the Kafka listener does not serve /metrics")
+
+        # runnelctl metrics agrees (counters are quiet now: nothing produces)
+        r = n.ctl("metrics", "--json")
+        t.eq(r.returncode, 0, "runnelctl metrics --json succeeds")
+        js = {(m["name"], tuple(sorted(m["labels"].items()))): m["value"]
+              for m in json.loads(r.stdout)}
+        prom, _ = samples(scrape(mport)[2])
+        for k in [key, (BTM + "bytesin_total", (("topic", TOPIC),)),
+                  (BTM + "bytesout_total", (("topic", TOPIC),)), rkey,
+                  (RM + "partitioncount", ()), (RM + "leadercount", ()),
+                  (KC + "activecontrollercount", ())]:
+            t.eq(js.get(k), prom.get(k), "runnelctl and /metrics agree on %s%s" % k)
+        r = n.ctl("metrics")
+        t.ok(r.returncode == 0 and "# TYPE " + BTM + "messagesin_total counter" in r.stdout,
+             "runnelctl metrics prints the exposition")
+        # a deleted topic's slot reused by a new one starts from zero
+        rkey2 = (BTM + "messagesin_total", (("topic", "recycled"),))
+        for round_, count in ((1, 7), (2, 3)):
+            a.create_topics([NewTopic("recycled", 1, 1)])["recycled"].result(20)
+            if round_ == 2:
+                t.ok(wait_for(lambda: rkey2 in samples(scrape(mport)[2])[0], 10),
+                     "the recreated topic is in /metrics")
+                t.eq(samples(scrape(mport)[2])[0].get(rkey2), 0,
+                     "the recreated topic's messagesin starts at 0")
+            p = Producer({"bootstrap.servers": n.bootstrap})
+            for i in range(count):
+                p.produce("recycled", b"r")
+            t.eq(p.flush(20), 0, "%d records to recycled" % count)
+            t.ok(wait_for(lambda: samples(scrape(mport)[2])[0].get(rkey2) == count, 5),
+                 "messagesin_total{topic=recycled} is %d" % count)
+            if round_ == 1:
+                a.delete_topics(["recycled"])["recycled"].result(20)
+                t.ok(wait_for(lambda: rkey2 not in samples(scrape(mport)[2])[0], 10),
+                     "a deleted topic leaves /metrics")
+        t.eq(n.crashes(), [], "no worker crashed")
+    finally:
+        n.stop()
+
+    # never on a Kafka listener: such a config is refused at start
+    b = Node(tmp, name="bad", props={})
+    b.props["metrics.listener"] = "http://127.0.0.1:%d" % b.port
+    b.write_config()
+    b.start()
+    try:
+        rc = b.proc.wait(15)
+    except Exception:
+        rc = None
+        b.stop()
+    t.ok(rc not in (None, 0) and "metrics.listener" in b.logtext(),
+         "metrics.listener on a Kafka listener's port stops runneld at start (%s)" % rc)
+t.done()

@@ -1,0 +1,93 @@
+/*
+ * The network worker's counters (ipc/metrics.h): its own slot for the
+ * totals and requests, the partition's slot for the per-topic figures.
+ */
+#include "autoconf.h"
+
+#include "ipc/metrics.h"
+#include "workers/network/net_int.h"
+
+static struct rn_met_worker *
+self(struct net *n)
+{
+	return rn_metrics_worker(n->w->env->shm, n->w->slot);
+}
+
+/* The partition slot's counters, once they count this partition. */
+static struct rn_met_part *
+part(struct net *n, const struct rn_part *p)
+{
+	return rn_metrics_part_for(n->w->env->shm, (unsigned)p->slot,
+	    rn_met_tag(p->topic_id, p->partition));
+}
+
+void
+net_count_in(struct net *n, const struct rn_part *p, int64_t records,
+    int64_t bytes)
+{
+	struct rn_met_worker *m = self(n);
+	struct rn_met_part *mp = part(n, p);
+
+	rn_met_add(&m->msgs_in, (uint64_t)records);
+	rn_met_add(&m->bytes_in, (uint64_t)bytes);
+	if (mp == NULL)
+		return;
+	rn_met_add_shared(&mp->msgs_in, (uint64_t)records);
+	rn_met_add_shared(&mp->bytes_in, (uint64_t)bytes);
+}
+
+void
+net_count_out(struct net *n, const struct rn_part *p, size_t bytes)
+{
+	struct rn_met_part *mp = part(n, p);
+
+	rn_met_add(&self(n)->bytes_out, bytes);
+	if (mp != NULL)
+		rn_met_add_shared(&mp->bytes_out, bytes);
+}
+
+void
+net_count_request(struct net *n, int16_t api_key)
+{
+	if (api_key >= 0 && api_key < RN_MET_MAX_API)
+		rn_met_add(&self(n)->requests[api_key], 1);
+}
+
+/*
+ * ISR shrinks and expands as the image commits them, counted like Kafka's
+ * leader counts the changes the controller accepted: a led partition
+ * whose ISR size moved within one leader epoch. One worker (the storage
+ * duty) compares, so the remembered sizes have a single writer.
+ */
+void
+net_count_isr(struct net *n)
+{
+	const struct rn_mdview *v = &n->view;
+	struct rn_met_worker *m = self(n);
+	struct rn_met_part *mp;
+	uint64_t tag;
+	bool same;
+	int i, j;
+
+	for (i = 0; i < v->n_topics; i++)
+		for (j = 0; j < v->topics[i].n_parts; j++) {
+			const struct rn_mdv_partition *p =
+			    &v->topics[i].parts[j];
+
+			if (p->leader != n->cfg->node_id || p->slot < 0)
+				continue;
+			mp = rn_metrics_part(n->w->env->shm, (unsigned)p->slot);
+			tag = rn_met_tag(v->topics[i].id, p->p);
+			same = mp->seen_tag == tag &&
+			    mp->seen_epoch1 == p->leader_epoch + 1;
+			if (same && p->n_isr < mp->seen_isr)
+				rn_met_add(&m->isr_shrinks, 1);
+			else if (same && p->n_isr > mp->seen_isr)
+				rn_met_add(&m->isr_expands, 1);
+			mp->seen_tag = tag;
+			mp->seen_epoch1 = p->leader_epoch + 1;
+			mp->seen_isr = p->n_isr;
+		}
+}
+
+_Static_assert(RN_KAPI_MAX_KEY < RN_MET_MAX_API, "a counter per API key");
