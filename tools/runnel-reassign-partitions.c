@@ -27,7 +27,7 @@
 #include "storage/checkpoint.h"
 #include "tools/reassign.h"
 #include "tools/tool_kclient.h"
-#include "workers/controller/assign.h"
+#include "common/placement.h"
 
 #define MD_VERSION 9
 
@@ -285,7 +285,7 @@ propose(const struct ra_plan *cur, const int32_t *ids, int nb,
 			    c->partition, rf, nb);
 			return -1;
 		}
-		if (ctl_assign_rack_unaware(ids, nb, 1, rf, (int)((c->partition +
+		if (rn_assign_rack_unaware(ids, nb, 1, rf, (int)((c->partition +
 		    (int)random()) % nb), (int)(random() % nb), c->partition,
 		    rep) != 0 || ra_plan_add(out, c->topic, c->partition, rep,
 		    rf) != 0) {

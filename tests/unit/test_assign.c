@@ -11,7 +11,7 @@
 
 #include "tests/lib/tap.h"
 #include "tests/unit/seed002.h"
-#include "workers/controller/assign.h"
+#include "common/placement.h"
 
 #define expected seed002_table
 
@@ -21,7 +21,7 @@ test_seed_table(void)
 	int32_t brokers[5] = { 1000, 1001, 1002, 1003, 1004 }, out[30];
 	int p, j, bad = 0;
 
-	is_int(ctl_assign_rack_unaware(brokers, 5, 10, 3, 0, 3, 0, out), 0,
+	is_int(rn_assign_rack_unaware(brokers, 5, 10, 3, 0, 3, 0, out), 0,
 	    "seed table: assignment succeeds");
 	for (p = 0; p < 10; p++) {
 		int row_ok = 1;
@@ -39,7 +39,7 @@ test_seed_table(void)
 	 * the shift is the caller's (random in Kafka), so the one the table
 	 * had by then (3 + 1 after the first wrap) continues the table.
 	 */
-	is_int(ctl_assign_rack_unaware(brokers, 5, 4, 3, 0, 4, 6, out), 0,
+	is_int(rn_assign_rack_unaware(brokers, 5, 4, 3, 0, 4, 6, out), 0,
 	    "continuing from partition 6");
 	ok(out[0] == 1001 && out[1] == 1002 && out[2] == 1003 &&
 	    out[9] == 1004 && out[10] == 1000 && out[11] == 1001,
@@ -51,13 +51,13 @@ test_errors(void)
 {
 	int32_t b[2] = { 1, 2 }, out[8];
 
-	ok(ctl_assign_rack_unaware(b, 2, 2, 3, 0, 0, 0, out) < 0,
+	ok(rn_assign_rack_unaware(b, 2, 2, 3, 0, 0, 0, out) < 0,
 	    "rf above the broker count is refused");
-	ok(ctl_assign_rack_unaware(b, 2, 2, 0, 0, 0, 0, out) < 0,
+	ok(rn_assign_rack_unaware(b, 2, 2, 0, 0, 0, 0, out) < 0,
 	    "rf 0 is refused");
-	ok(ctl_assign_rack_unaware(b, 0, 2, 1, 0, 0, 0, out) < 0,
+	ok(rn_assign_rack_unaware(b, 0, 2, 1, 0, 0, 0, out) < 0,
 	    "no brokers is refused");
-	is_int(ctl_assign_rack_unaware(b, 1, 3, 1, 0, 0, 0, out), 0,
+	is_int(rn_assign_rack_unaware(b, 1, 3, 1, 0, 0, 0, out), 0,
 	    "one broker, rf 1");
 	ok(out[0] == 1 && out[1] == 1 && out[2] == 1, "all on broker 1");
 }
@@ -79,7 +79,7 @@ test_properties(void)
 			start = (int)(random() % nb);
 			shift = (int)(random() % nb);
 			out = calloc((size_t)(np * rf), sizeof(*out));
-			if (ctl_assign_rack_unaware(brokers, nb, np, rf, start,
+			if (rn_assign_rack_unaware(brokers, nb, np, rf, start,
 			    shift, 0, out) != 0)
 				bail("assignment failed for %d brokers", nb);
 			for (k = 0; k < nb; k++) {
@@ -132,12 +132,12 @@ test_rack_table(void)
 	    "rack1" };
 	int p, j, bad = 0;
 
-	is_int(ctl_assign_rack_order(brokers, racks, 6, order), 3,
+	is_int(rn_assign_rack_order(brokers, racks, 6, order), 3,
 	    "three racks");
 	ok(order[0] == 0 && order[1] == 3 && order[2] == 1 && order[3] == 5 &&
 	    order[4] == 4 && order[5] == 2, "rack-alternated order "
 	    "0,3,1,5,4,2");
-	is_int(ctl_assign_rack_aware(brokers, racks, 6, 7, 3, 0, 0, 0, out),
+	is_int(rn_assign_rack_aware(brokers, racks, 6, 7, 3, 0, 0, 0, out),
 	    0, "rack-aware assignment succeeds");
 	for (p = 0; p < 7; p++)
 		for (j = 0; j < 3; j++)
@@ -169,7 +169,7 @@ test_rack_properties(void)
 					racks[k] = names[k];
 				np = nb * (1 + (int)(random() % 3));
 				out = calloc((size_t)(np * rf), sizeof(*out));
-				if (ctl_assign_rack_aware(brokers, racks, nb,
+				if (rn_assign_rack_aware(brokers, racks, nb,
 				    np, rf, (int)(random() % nb),
 				    (int)(random() % nb), 0, out) != 0)
 					bail("rack-aware assignment failed");

@@ -36,7 +36,7 @@
 #include "storage/metaprops.h"
 #include "tests/lib/ctl_harness.h"
 #include "tests/lib/tap.h"
-#include "workers/controller/assign.h"
+#include "common/placement.h"
 #include "workers/worker.h"
 
 extern char **environ;
@@ -426,7 +426,7 @@ placed_rack_unaware(const struct rn_mdv_topic *t)
 
 	for (s = 0; s < N; s++)
 		for (sh = 0; sh < N; sh++) {
-			ctl_assign_rack_unaware(brokers, N, 6, 3, s, sh, 0,
+			rn_assign_rack_unaware(brokers, N, 6, 3, s, sh, 0,
 			    expect);
 			for (p = 0, k = 0; p < 6; p++)
 				for (i = 0; i < 3; i++)

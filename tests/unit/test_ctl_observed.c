@@ -17,7 +17,7 @@
 #include "ipc/mdimage.h"
 #include "tests/lib/tap.h"
 #include "tests/unit/seed002.h"
-#include "workers/controller/assign.h"
+#include "common/placement.h"
 #include "workers/controller/elect.h"
 #include "workers/controller/op.h"
 #include "workers/controller/records.h"
@@ -147,7 +147,7 @@ test_rack_aware(void)
 	observed_ids(&st, ids, &n);
 	is_int(ctl_place_auto_at(&st, ids, n, 6, 3, 0, 2, 1, out), 0,
 	    "rack-aware placement over the observed brokers");
-	ctl_assign_rack_aware(ids, racks, 5, 6, 3, 2, 1, 0, want);
+	rn_assign_rack_aware(ids, racks, 5, 6, 3, 2, 1, 0, want);
 	ok(memcmp(out, want, sizeof(out)) == 0,
 	    "absent brokers count with the racks they registered with");
 	ctl_state_free(&st);

@@ -27,7 +27,7 @@
 #include "protocol/kmsg_gen.h"
 #include "storage/checkpoint.h"
 #include "storage/logdir.h"
-#include "workers/controller/assign.h"
+#include "common/placement.h"
 #include "workers/controller/elect.h"
 #include "workers/controller/op.h"
 #include "workers/controller/raft.h"

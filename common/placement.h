@@ -5,8 +5,8 @@
  * list, so replicas spread instead of repeating the same pairs (the
  * placement Kafka's AdminUtils calls rack-unaware).
  */
-#ifndef RN_CTL_ASSIGN_H
-#define RN_CTL_ASSIGN_H
+#ifndef RN_PLACEMENT_H
+#define RN_PLACEMENT_H
 
 #include <stdint.h>
 
@@ -17,7 +17,7 @@
  * caller draws them at random, tests fix them. Returns 0, or -EINVAL when
  * rf < 1, rf > n_brokers or n_parts < 0.
  */
-int ctl_assign_rack_unaware(const int32_t *brokers, int n_brokers,
+int rn_assign_rack_unaware(const int32_t *brokers, int n_brokers,
     int n_parts, int rf, int start_index, int shift, int start_partition,
     int32_t *out);
 
@@ -31,12 +31,12 @@ int ctl_assign_rack_unaware(const int32_t *brokers, int n_brokers,
  * not already a replica — unless every broker already is.
  * racks[i] is broker i's rack (non-empty). Same contract as above.
  */
-int ctl_assign_rack_aware(const int32_t *brokers, const char *const *racks,
+int rn_assign_rack_aware(const int32_t *brokers, const char *const *racks,
     int n_brokers, int n_parts, int rf, int start_index, int shift,
     int start_partition, int32_t *out);
 
 /* The rack-alternated broker order (out has n_brokers entries). */
-int ctl_assign_rack_order(const int32_t *brokers, const char *const *racks,
+int rn_assign_rack_order(const int32_t *brokers, const char *const *racks,
     int n_brokers, int32_t *out);
 
-#endif /* RN_CTL_ASSIGN_H */
+#endif /* RN_PLACEMENT_H */
