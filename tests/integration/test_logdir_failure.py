@@ -135,7 +135,13 @@ with TempDir() as tmp:
     d2 = node_tmpfs(n2)
     c.start()
     try:
-        t.ok(c.wait_running(60), "three nodes are up, broker 2 with a tmpfs second log dir")
+        up = c.wait_running(60)
+        t.ok(up, "three nodes are up, broker 2 with a tmpfs second log dir")
+        if not up:
+            for n in c.nodes:
+                t.diag("node %d (%s): %s" % (n.node_id, "running" if n.proc and
+                       n.proc.poll() is None else "exited",
+                       " | ".join(n.logtext().splitlines()[-8:])))
         create_topic(c.bootstrap, TOPIC, NPART, 3, {"min.insync.replicas": "2"})
         ok = wait_for(lambda: all((lambda s: s and s[0] > 0 and len(s[2]) == 3)(
             partition_state(c.bootstrap, TOPIC, p)) for p in range(NPART)), 60, 0.2)
