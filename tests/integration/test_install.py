@@ -44,7 +44,7 @@ with TempDir() as tmp:
     m = re.search(r"^ExecStart=(\S+) --config (\S+)$", text, re.M)
     want_bin = sbin[len(dest):] if sbin else None
     t.ok(m is not None and m.group(1) == want_bin and "@" not in text,
-         "ExecStart names the installed runneld (%s), no placeholder left"
+         "ExecStart names the installed runneld (%s), no @name@ left unsubstituted"
          % (m.group(0) if m else text[:200]))
 
     # systemd-analyze checks the command exists: point it into DESTDIR
@@ -58,7 +58,7 @@ with TempDir() as tmp:
     with open(bad, "w") as f:
         f.write(re.sub(r"^ExecStart=.*$", "ExecStart=@sbindir@/runneld", text, flags=re.M))
     r = run(["systemd-analyze", "verify", "--man=no", bad])
-    t.ok(r.returncode != 0, "and it does refuse a unit with a placeholder left in it")
+    t.ok(r.returncode != 0, "and it refuses a unit whose ExecStart still reads @sbindir@")
 
     # sysusers.d and tmpfiles.d applied to a scratch root
     root = os.path.join(tmp, "root")
