@@ -372,17 +372,6 @@ ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r)
 
 /* ---- AlterPartition ------------------------------------------------- */
 
-static bool
-in_list(const int32_t *v, int32_t n, int32_t id)
-{
-	int32_t i;
-
-	for (i = 0; i < n; i++)
-		if (v[i] == id)
-			return true;
-	return false;
-}
-
 /*
  * Reads the proposed ISR into isr[] (CTL_MAX_RF long) and checks it: each
  * member a replica, once, the leader among them, each one eligible.
@@ -401,11 +390,11 @@ alter_read_isr(struct ctl_op *op, const struct ctl_partition *pp,
 		isr[i] = op->ver >= 3 ? pd->new_isr_with_epochs[i].broker_id :
 		    pd->new_isr[i];
 		/* members are replicas, each once */
-		if (!in_list(pp->replicas, pp->n_replicas, isr[i]) ||
-		    in_list(isr, i, isr[i]))
+		if (!ctl_ids_has(pp->replicas, pp->n_replicas, isr[i]) ||
+		    ctl_ids_has(isr, i, isr[i]))
 			return RN_KERR_INVALID_REQUEST;
 	}
-	if (!in_list(isr, n, pp->leader))
+	if (!ctl_ids_has(isr, n, pp->leader))
 		return RN_KERR_INVALID_REQUEST;
 	for (i = 0; i < n; i++) {
 		const struct ctl_broker *b = ctl_state_broker(&op->c->st,
