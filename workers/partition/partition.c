@@ -359,27 +359,19 @@ part_claim(struct rn_part_rt *rt, const struct rn_mdv_topic *topic,
 	atomic_fetch_add(&rt->incarnation, 1);
 }
 
+/*
+ * Takes the slot's lock and claims the slot when it holds another partition
+ * (or none). Returns the lock's died flag with the lock held, or a negative
+ * errno with it released.
+ */
 static int
-part_open(struct rn_part_table *t, const struct rn_mdview *v,
+part_lock_claim(struct rn_part_table *t, const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
-    struct rn_part *p, struct rn_part_rt *rt)
+    struct rn_part_rt *rt, bool *fresh)
 {
-	struct rn_log_config lcfg;
-	char path[2048];
-	int dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
-	int rc, died, write_md = 0;
-	bool fresh = false;
+	int died;
 
-	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
-	    topic->name, mp->p);
-	rn_part_log_config(v, topic, t->cfg, &lcfg);
-	if (p->log != NULL) {
-		rn_log_close(p->log);
-		p->log = NULL;
-	}
-	p->rt = rt; /* the rebuild below writes through it */
-	p->hw = &rt->high_watermark;
-	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
+	*fresh = false;
 	died = rn_rlock_lock(&rt->lock, no_repair, NULL);
 	if (died < 0)
 		return died;
@@ -394,15 +386,29 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 			return -EAGAIN;
 		}
 		part_claim(rt, topic, mp->p, v->offset);
-		fresh = true;
+		*fresh = true;
 	}
-	rc = 0;
+	return died;
+}
+
+/*
+ * Opens the log into the claimed slot (lock held). On failure a fresh claim
+ * is dropped, so the next open starts over.
+ */
+static int
+part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
+    const struct rn_mdv_partition *mp, struct rn_part *p, int dir,
+    const char *path, const struct rn_log_config *lcfg, bool fresh, int died)
+{
+	struct rn_part_rt *rt = p->rt;
+	int rc = 0, write_md = 0;
+
 	if (fresh)
 		rc = write_md = part_check_dir(t->cfg->log_dirs[dir], topic,
 		    mp->p);
 	/* recovers from disk when the shared state is new */
 	if (rc >= 0)
-		rc = rn_log_open(path, &lcfg, &rt->log, NULL, &p->log);
+		rc = rn_log_open(path, lcfg, &rt->log, NULL, &p->log);
 	if (rc == 0 && write_md == 1 &&
 	    (rc = rn_partition_metadata_write(path, topic->id)) != 0)
 		log_warnx("%s: cannot write %s: %s", path,
@@ -416,10 +422,38 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	if (rc == 0 && atomic_load(&rt->high_watermark) < 0)
 		part_restore_hw(p, t->cfg->log_dirs[dir], topic->name, mp->p);
 	if (rc != 0 && fresh) {
-		/* nobody holds it: the next open starts over */
+		/* nobody holds it */
 		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
 		atomic_fetch_add(&rt->incarnation, 1);
 	}
+	return rc;
+}
+
+static int
+part_open(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
+    struct rn_part *p, struct rn_part_rt *rt)
+{
+	struct rn_log_config lcfg;
+	char path[2048];
+	int dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
+	int rc, died;
+	bool fresh;
+
+	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
+	    topic->name, mp->p);
+	rn_part_log_config(v, topic, t->cfg, &lcfg);
+	if (p->log != NULL) {
+		rn_log_close(p->log);
+		p->log = NULL;
+	}
+	p->rt = rt; /* the rebuild in part_load writes through it */
+	p->hw = &rt->high_watermark;
+	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
+	died = part_lock_claim(t, v, topic, mp, rt, &fresh);
+	if (died < 0)
+		return died;
+	rc = part_load(t, topic, mp, p, dir, path, &lcfg, fresh, died);
 	rn_rlock_unlock(&rt->lock);
 	if (rc != 0) {
 		log_warnx("cannot open log %s: %s", path, strerror(-rc));
@@ -429,7 +463,6 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		}
 		return rc;
 	}
-	p->rt = rt;
 	p->slot = mp->slot;
 	p->dir = dir;
 	p->root = t->cfg->log_dirs[dir];
