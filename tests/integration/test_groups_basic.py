@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer
 
-from rntest import Node, Tap, TempDir, wait_for, BUILDDIR
+from rntest import Node, Tap, TempDir, wait_for, BUILDDIR, SANITIZED
 
 t = Tap()
 SESSION_MS = 6000
@@ -490,9 +490,20 @@ def kcat_group(n, d):
     ok = wait_for(lambda: sorted(assigned(d, 0) | assigned(d, 2)) == list(range(6)),
                   SESSION_MS / 1000.0 + 15)
     took = time.monotonic() - killed
-    t.ok(ok and took < SESSION_MS / 1000.0 + 6,
-         "the two others hold all six partitions %.1f s after the kill "
-         "(session timeout %d ms)" % (took, SESSION_MS))
+    # The dead member goes when its session expires: 6 s after its last
+    # heartbeat, which was at most heartbeat.interval.ms (0.5 s) before the
+    # kill (the lower bound allows 1 s more for a late heartbeat). Then: the
+    # coordinator looks at session deadlines every 100 ms; the survivors hear
+    # REBALANCE_IN_PROGRESS in their next heartbeat (up to 0.5 s); JoinGroup
+    # and SyncGroup round trips, kcat printing its new assignment and this
+    # test's 50 ms polling take the rest. Measured 5.9 to 6.5 s (20 runs, load
+    # about 2 on 2 cores). The margin: 0.1 + 0.5 s of those timers, 0.9 s for
+    # round trips and scheduling, 1 s more under ASan.
+    bound = SESSION_MS / 1000.0 + 1.5 + (1.0 if SANITIZED else 0.0)
+    t.ok(ok and SESSION_MS / 1000.0 - 1.5 < took < bound,
+         "the two others hold all six partitions %.1f s after the kill: once the "
+         "dead member's session (%d ms) expired, and within %.1f s"
+         % (took, SESSION_MS, bound))
     wait_for(lambda: len(set(consumed(d, 0) + consumed(d, 2) + consumed(d, 1))) >= 600, 20)
     for m in (ms[0], ms[2]):
         m.terminate()
