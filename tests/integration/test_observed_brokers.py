@@ -21,7 +21,7 @@ from kafka import KafkaAdminClient
 from kafka.protocol.metadata import MetadataRequest
 
 from rncluster import admin, read_all
-from rntest import BUILDDIR, Cluster, Tap, TempDir, wait_for
+from rntest import BUILDDIR, Cluster, Tap, TempDir, wait_for, SANITIZED
 
 t = Tap()
 CLUSTER_TOOL = os.path.join(BUILDDIR, "runnel-cluster")
@@ -29,6 +29,7 @@ QUORUM_TOOL = os.path.join(BUILDDIR, "runnel-metadata-quorum")
 BASE = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "300",
         "replica.lag.time.max.ms": "3000",
         "leader.imbalance.check.interval.seconds": "2"}
+REJOIN_S = 10
 
 
 def outcome(f):
@@ -171,8 +172,16 @@ def three_nodes(tmp):
             3 in i and 3 in r for _l, r, i, _o in m.values()) else None)(
             metadata(c.node(3).bootstrap, "obs")), 60, 0.2)
         took = time.monotonic() - t0
-        t.ok(md is not None, "the new controller kept the absent replicas: node 3 holds "
-             "them and is in every ISR %.1f s after it starts" % took)
+        # The active controller was killed just before: the quorum elects a
+        # new leader once node 3 is up to vote, node 3 registers and is
+        # unfenced, creates its replicas, catches up and joins each ISR
+        # through AlterPartition. Measured 4.8 to 5.7 s (5 runs); the bound
+        # leaves 4 s over that, 5 s more under ASan. The wait goes on to 60 s
+        # so that a slow run still prints its time.
+        bound = REJOIN_S * (1.5 if SANITIZED else 1)
+        t.ok(md is not None and took < bound, "the new controller kept the absent "
+             "replicas: node 3 holds them and is in every ISR %.1f s after it starts "
+             "(bound %.0f s)" % (took, bound))
         new = active_controller(c.node(3).bootstrap)
         t.ok(new in (3, 3 - ctl), "a new controller took over (node %s)" % new)
         seen = wait_for(lambda: (lambda s: s if s.get(ctl, "").startswith("absent since")
