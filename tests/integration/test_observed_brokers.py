@@ -76,6 +76,25 @@ def metadata(bootstrap, topic):
     return None
 
 
+def topic_error(bootstrap, topic, auto_create):
+    """The error code Metadata v5 answers for topic (0 when it exists),
+    asking for its creation or not; None if the request fails."""
+    try:
+        a = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+    except Exception:
+        return None
+    try:
+        f = a._send_request_to_node(a._client.least_loaded_node(),
+                                    MetadataRequest[5](topics=[topic],
+                                                       allow_auto_topic_creation=auto_create))
+        a._wait_for_futures([f])
+        return {name: terr for terr, name, _i, _p in f.value.topics}.get(topic)
+    except Exception:
+        return None
+    finally:
+        a.close()
+
+
 def live_brokers(bootstrap):
     try:
         return sorted(admin(bootstrap).list_topics(timeout=5).brokers)
@@ -264,12 +283,32 @@ def five_brokers(tmp):
         t.ok(e and e[0] == KafkaError.INVALID_REPLICATION_FACTOR and
              "only 5 broker(s) are registered" in e[1],
              "RF=6 over 5 observed brokers: refused (%s)" % (e,))
+        # auto-creation, as a producer meets it: its Metadata requests ask
+        # for the topic to be created, each is refused, and the record is
+        # never acknowledged (message.timeout.ms 6 s ends the wait)
+        reports = []
+        t0 = time.monotonic()
+        p = Producer({"bootstrap.servers": b, "message.timeout.ms": 6000})
+        p.produce("five-auto1", b"x", on_delivery=lambda e, m: reports.append(
+            (e, time.monotonic() - t0)))
+        left = p.flush(20)
+        t.ok(left == 0 and len(reports) == 1 and reports[0][0] is not None,
+             "auto-creation refused: a producer's record to a new topic is not "
+             "acknowledged (%s)" % ", ".join("%s after %.1f s" % r for r in reports))
+        # LEADER_NOT_AVAILABLE (5) here, as Kafka's KRaft brokers answer
+        # while they ask the controller to create the topic, whatever the
+        # controller then says
+        asked = topic_error(b, "five-auto1", auto_create=True)
+        t.ok(asked not in (None, 0), "a Metadata request asking to create it answers "
+             "error %s for the topic" % asked)
+        # several seconds after the first attempt, no broker lists it
+        wait_for(lambda: time.monotonic() - t0 > 8, 10, 0.2)
+        err = topic_error(b, "five-auto1", auto_create=False)
+        t.ok(err == KafkaError.UNKNOWN_TOPIC_OR_PART and
+             "five-auto1" not in admin(b).list_topics(timeout=5).topics,
+             "%.1f s later the topic does not exist: Metadata answers error %s "
+             "(UNKNOWN_TOPIC_OR_PARTITION)" % (time.monotonic() - t0, err))
         p = Producer({"bootstrap.servers": b})
-        p.produce("five-auto1", b"x")
-        p.flush(3)
-        time.sleep(1)
-        t.ok("five-auto1" not in admin(b).list_topics(timeout=5).topics,
-             "auto-creation is refused as well")
 
         c.node(3).start()
         t.ok(wait_for(lambda: live_brokers(b) == [2, 3], 30, 0.2), "broker 3 is back")
