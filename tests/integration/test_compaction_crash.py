@@ -110,9 +110,15 @@ with TempDir() as tmp:
         t.ok(produce(p, 3000), "first updates acknowledged")
 
         kills, steps_hit, problems = 0, {}, []
+        # every step KILLS / len(STEPS) times, in a random order within each
+        # round of len(STEPS): a random choice of 24 missed some step 7% of
+        # the time
+        order = []
+        while len(order) < KILLS:
+            order += rnd.sample(STEPS, len(STEPS))
         for it in range(KILLS):
-            step = rnd.choice(STEPS)
-            pid = cleaner_pid(n)
+            step = order[it]
+            pid = wait_for(lambda: cleaner_pid(n), timeout=10)
             if step != "random":
                 with open(crash_file, "w") as f:
                     f.write(step)
@@ -153,6 +159,8 @@ with TempDir() as tmp:
             if not wait_for(right, timeout=20, step=0.5):
                 problems.append("round %d (%s): %s" % (it, step, why))
         t.ok(kills >= 20, "the cleaner was killed %d times (%s)" % (kills, steps_hit))
+        t.eq(sorted(s for s in STEPS if steps_hit.get(s, 0) < 1), [],
+             "every swap step, and a random moment, was hit at least once")
         t.eq(problems, [], "after every kill a full read loses no key, doubles no record, "
                            "ends each key with its latest value")
 
