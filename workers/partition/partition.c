@@ -63,6 +63,14 @@ part_repair(void *arg)
 	struct rn_part_rt *rt = p->rt;
 	int rc;
 
+	/* it died swapping in a moved replica: finished, or undone */
+	if (p->cfg != NULL && rn_part_move_repair(p->cfg, rt, rt->topic_id.b) ==
+	    1) {
+		/* the log is in another dir now: recovered there */
+		atomic_store(&rt->log.magic, 0);
+		atomic_fetch_add(&rt->incarnation, 1);
+		return;
+	}
 	if (p->incarnation == atomic_load(&rt->incarnation) && p->log != NULL) {
 		log_warnx("a partition lock holder died: repairing its log");
 		if ((rc = rn_log_repair(p->log)) == 0)
@@ -366,12 +374,11 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 {
 	struct rn_log_config lcfg;
 	char path[2048];
-	int dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
-	int rc, died, write_md = 0;
+	int image_dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ?
+	    mp->dir : 0;
+	int dir, rc, died, write_md = 0;
 	bool fresh = false;
 
-	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
-	    topic->name, mp->p);
 	rn_part_log_config(v, topic, t->cfg, &lcfg);
 	if (p->log != NULL) {
 		rn_log_close(p->log);
@@ -379,6 +386,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	}
 	p->rt = rt; /* the rebuild below writes through it */
 	p->hw = &rt->high_watermark;
+	p->cfg = t->cfg;
 	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
 	died = rn_rlock_lock(&rt->lock, no_repair, NULL);
 	if (died < 0)
@@ -396,6 +404,25 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		part_claim(rt, topic, mp->p, v->offset);
 		fresh = true;
 	}
+	if (fresh) {
+		/* where the log is on disk; a move cut short, finished or
+		 * taken up again (move.c) */
+		dir = rn_part_move_claim(t->cfg, t->shm, rt, topic->name, mp->p,
+		    topic->id, image_dir);
+	} else {
+		if (died == 1 && rn_part_move_repair(t->cfg, rt, topic->id) ==
+		    1) {
+			/* its holder died swapping it into another dir */
+			atomic_store(&rt->log.magic, 0);
+			atomic_fetch_add(&rt->incarnation, 1);
+			died = 0;
+		}
+		dir = atomic_load(&rt->cur_dir);
+		if (dir < 0 || dir >= t->cfg->n_log_dirs)
+			dir = image_dir;
+	}
+	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
+	    topic->name, mp->p);
 	rc = 0;
 	if (fresh)
 		rc = write_md = part_check_dir(t->cfg->log_dirs[dir], topic,
@@ -559,10 +586,22 @@ rn_part_follower_fetched(struct rn_part *p, const struct rn_mdv_partition *mp,
  */
 static bool
 part_dir_offline(const struct rn_part_table *t,
-    const struct rn_mdv_partition *mp)
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp)
 {
-	return mp->dir == RN_MDV_DIR_LOST || rn_dirfail_offline(t->shm,
-	    mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0);
+	int32_t d;
+
+	if (mp->dir == RN_MDV_DIR_LOST)
+		return true;
+	/* the dir the log is in (a move may have put it elsewhere) */
+	if ((d = rn_part_slot_dir(t->shm, mp->slot, topic->id, mp->p)) < 0)
+		d = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
+	return rn_dirfail_offline(t->shm, d);
+}
+
+bool
+rn_part_stale(const struct rn_part *p)
+{
+	return p->incarnation != atomic_load(&p->rt->incarnation);
 }
 
 int
@@ -585,7 +624,7 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 		*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
 		return NULL;
 	}
-	if (part_dir_offline(t, mp)) {
+	if (part_dir_offline(t, topic, mp)) {
 		*kerr = RN_KERR_KAFKA_STORAGE_ERROR;
 		return NULL;
 	}
@@ -712,10 +751,10 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 				const struct rn_mdv_partition *mp = &tp->parts[j];
 				struct rn_part_rt *rt;
 				int64_t hw;
+				int32_t ld;
 
 				if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
 				    mp->dir == RN_MDV_DIR_LOST ||
-				    (mp->dir >= 0 ? mp->dir : 0) != d ||
 				    n == max || !rn_shm_slot_used(t->shm,
 				    (unsigned)mp->slot))
 					continue;
@@ -726,6 +765,12 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 				    rt->partition != mp->p ||
 				    memcmp(rt->topic_id.b, tp->id, 16) != 0 ||
 				    (hw = atomic_load(&rt->high_watermark)) < 0)
+					continue;
+				/* the dir its log is in, which a move changes
+				 * before the image records it */
+				if ((ld = atomic_load(&rt->cur_dir)) < 0)
+					ld = mp->dir >= 0 ? mp->dir : 0;
+				if (ld != d)
 					continue;
 				strlcpy(e[n].topic, tp->name, sizeof(e[n].topic));
 				e[n].partition = mp->p;
