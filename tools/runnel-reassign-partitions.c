@@ -5,11 +5,14 @@
  *   runnel-reassign-partitions --bootstrap-server H:P
  *       --generate --topics-to-move-json-file F --broker-list 1,2,3
  *     | --execute --reassignment-json-file F [--throttle BYTES_PER_SEC]
+ *       [--timeout MS]
  *     | --verify --reassignment-json-file F [--preserve-throttles]
  *     | --cancel --reassignment-json-file F [--preserve-throttles]
  *
  * AlterPartitionReassignments, ListPartitionReassignments, Metadata and
- * IncrementalAlterConfigs over tools/tool_kclient.c.
+ * IncrementalAlterConfigs over tools/tool_kclient.c; for the replicas the
+ * plan's log_dirs name a dir, AlterReplicaLogDirs to their brokers and
+ * DescribeLogDirs (reassign_dirs.c).
  */
 #include "autoconf.h"
 
@@ -40,6 +43,7 @@ struct ra_opts {
 	enum verb verb;
 	long long throttle;     /* -1: none */
 	bool preserve;
+	long long timeout_ms;   /* for log dir moves to start */
 };
 
 static void
@@ -49,7 +53,7 @@ usage(FILE *f)
 	    "       --generate --topics-to-move-json-file FILE "
 	    "--broker-list 1,2,3\n"
 	    "     | --execute --reassignment-json-file FILE "
-	    "[--throttle BYTES_PER_SEC]\n"
+	    "[--throttle BYTES_PER_SEC] [--timeout MS]\n"
 	    "     | --verify --reassignment-json-file FILE "
 	    "[--preserve-throttles]\n"
 	    "     | --cancel --reassignment-json-file FILE "
@@ -83,6 +87,7 @@ parse_args(int argc, char **argv, struct ra_opts *o)
 		{ "broker-list", required_argument, NULL, 'l' },
 		{ "throttle", required_argument, NULL, 'T' },
 		{ "preserve-throttles", no_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -106,6 +111,12 @@ parse_args(int argc, char **argv, struct ra_opts *o)
 				rc = -1;
 			break;
 		case 'p': o->preserve = true; break;
+		case 'W':
+			o->timeout_ms = strtoll(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' ||
+			    o->timeout_ms < 0)
+				rc = -1;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: rc = -1; break;
 		}
@@ -481,7 +492,13 @@ do_execute(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 		printf("The inter-broker throttle limit was set to %lld "
 		    "B/s\n", o->throttle);
 	}
-	return apr_call(fd, plan, false) == 0 ? 0 : 1;
+	if (apr_call(fd, plan, false) != 0)
+		return 1;
+	/* then the replicas the plan puts in a given log dir */
+	if (ra_plan_has_moves(plan) && ra_moves_execute(o->bootstrap, plan,
+	    (int)o->timeout_ms) != 0)
+		return 1;
+	return 0;
 }
 
 /* The reassignments in progress among the plan's partitions. */
@@ -612,6 +629,11 @@ do_verify(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 	if (ongoing(fd, plan, &moving) != 0)
 		return 1;
 	left = report_status(plan, cur, &moving);
+	if (ra_plan_has_moves(plan)) {
+		int moves = ra_moves_verify(o->bootstrap, plan);
+
+		left += moves < 0 ? 1 : moves;
+	}
 	/* like Kafka: the throttles go once everything has moved */
 	if (left == 0 && !o->preserve)
 		rc = clear_throttles(fd, plan, br);
@@ -633,7 +655,7 @@ do_cancel(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 int
 main(int argc, char **argv)
 {
-	struct ra_opts o = { NULL, NULL, NULL, NULL, V_NONE, -1, false };
+	struct ra_opts o = { NULL, NULL, NULL, NULL, V_NONE, -1, false, 10000 };
 	struct ra_plan plan = { 0 }, cur = { 0 };
 	struct ra_brokers br = { NULL, 0 };
 	char err[512];
