@@ -69,7 +69,12 @@ int ra_moves_verify(const char *bootstrap, const struct ra_plan *pl);
 /* Set the throttles for moving cur to plan at rate bytes/s. */
 int ra_throttle_set(int fd, const struct ra_plan *plan,
     const struct ra_plan *cur, long long rate, char *err, size_t errlen);
-/* Remove them from every broker and from the plan's topics. */
+/* replica.alter.log.dirs.io.max.bytes.per.second on the brokers whose
+ * replicas the plan moves between log dirs. */
+int ra_throttle_logdirs(int fd, const struct ra_plan *plan, long long rate,
+    char *err, size_t errlen);
+/* Remove them (the log dir one too) from every broker and from the
+ * plan's topics. */
 int ra_throttle_clear(int fd, const struct ra_plan *plan,
     const struct ra_brokers *br, char *err, size_t errlen);
 

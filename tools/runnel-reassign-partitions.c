@@ -5,7 +5,7 @@
  *   runnel-reassign-partitions --bootstrap-server H:P
  *       --generate --topics-to-move-json-file F --broker-list 1,2,3
  *     | --execute --reassignment-json-file F [--throttle BYTES_PER_SEC]
- *       [--timeout MS]
+ *       [--replica-alter-log-dirs-throttle BYTES_PER_SEC] [--timeout MS]
  *     | --verify --reassignment-json-file F [--preserve-throttles]
  *     | --cancel --reassignment-json-file F [--preserve-throttles]
  *
@@ -44,6 +44,7 @@ struct ra_opts {
 	long long throttle;     /* -1: none */
 	bool preserve;
 	long long timeout_ms;   /* for log dir moves to start */
+	long long dir_throttle; /* -1: none */
 };
 
 static void
@@ -53,7 +54,9 @@ usage(FILE *f)
 	    "       --generate --topics-to-move-json-file FILE "
 	    "--broker-list 1,2,3\n"
 	    "     | --execute --reassignment-json-file FILE "
-	    "[--throttle BYTES_PER_SEC] [--timeout MS]\n"
+	    "[--throttle BYTES_PER_SEC]\n"
+	    "       [--replica-alter-log-dirs-throttle BYTES_PER_SEC] "
+	    "[--timeout MS]\n"
 	    "     | --verify --reassignment-json-file FILE "
 	    "[--preserve-throttles]\n"
 	    "     | --cancel --reassignment-json-file FILE "
@@ -88,6 +91,8 @@ parse_args(int argc, char **argv, struct ra_opts *o)
 		{ "throttle", required_argument, NULL, 'T' },
 		{ "preserve-throttles", no_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 'W' },
+		{ "replica-alter-log-dirs-throttle", required_argument, NULL,
+		    'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -111,6 +116,12 @@ parse_args(int argc, char **argv, struct ra_opts *o)
 				rc = -1;
 			break;
 		case 'p': o->preserve = true; break;
+		case 'D':
+			o->dir_throttle = strtoll(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' ||
+			    o->dir_throttle < 1)
+				rc = -1;
+			break;
 		case 'W':
 			o->timeout_ms = strtoll(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' ||
@@ -479,6 +490,10 @@ do_execute(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 	print_plan("Current partition replica assignment\n", cur);
 	printf("\nSave this to use as the --reassignment-json-file option "
 	    "during rollback\n");
+	if (o->throttle > 0 || o->dir_throttle > 0)
+		printf("Warning: You must run --verify periodically, until "
+		    "the reassignment completes, to ensure the throttle is "
+		    "removed.\n");
 	if (o->throttle > 0) {
 		if (ra_throttle_set(fd, plan, cur, o->throttle, err,
 		    sizeof(err)) != 0) {
@@ -486,11 +501,18 @@ do_execute(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 			    err);
 			return 1;
 		}
-		printf("Warning: You must run --verify periodically, until "
-		    "the reassignment completes, to ensure the throttle is "
-		    "removed.\n");
 		printf("The inter-broker throttle limit was set to %lld "
 		    "B/s\n", o->throttle);
+	}
+	if (o->dir_throttle > 0 && ra_plan_has_moves(plan)) {
+		if (ra_throttle_logdirs(fd, plan, o->dir_throttle, err,
+		    sizeof(err)) != 0) {
+			fprintf(stderr, "%s: setting the throttle: %s\n", prog,
+			    err);
+			return 1;
+		}
+		printf("The replica-alter-dir throttle limit was set to %lld "
+		    "B/s\n", o->dir_throttle);
 	}
 	if (apr_call(fd, plan, false) != 0)
 		return 1;
@@ -655,7 +677,8 @@ do_cancel(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 int
 main(int argc, char **argv)
 {
-	struct ra_opts o = { NULL, NULL, NULL, NULL, V_NONE, -1, false, 10000 };
+	struct ra_opts o = { NULL, NULL, NULL, NULL, V_NONE, -1, false, 10000,
+	    -1 };
 	struct ra_plan plan = { 0 }, cur = { 0 };
 	struct ra_brokers br = { NULL, 0 };
 	char err[512];

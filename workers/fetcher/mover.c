@@ -61,6 +61,8 @@ rn_mover_init(struct rn_mover *m, struct rn_worker *w)
 	m->w = w;
 	m->lc.dst = -1;
 	m->probe_until_ms = rn_now_ms() + PROBE_MS;
+	rn_replquota_init_key(&m->quota,
+	    "replica.alter.log.dirs.io.max.bytes.per.second");
 }
 
 static void
@@ -212,6 +214,8 @@ step(struct rn_mover *m, struct rn_part_table *parts,
 	    rn_mdview_partition(t, m->partition) : NULL;
 	struct rn_part_move_info mi;
 	struct rn_part *p;
+	int64_t before;
+	int32_t budget;
 	int16_t kerr;
 	int rc;
 
@@ -230,8 +234,12 @@ step(struct rn_mover *m, struct rn_part_table *parts,
 		stop(m);
 		return;
 	}
-	rc = rn_logcopy_step(&m->lc, p->log, rn_part_truncations(p), STEP_BYTES,
+	/* Kafka's replica.alter.log.dirs.io.max.bytes.per.second */
+	budget = rn_replquota_allowance(&m->quota, STEP_BYTES);
+	before = m->lc.copied;
+	rc = rn_logcopy_step(&m->lc, p->log, rn_part_truncations(p), budget,
 	    NEAR_BYTES);
+	rn_replquota_charge(&m->quota, (size_t)(m->lc.copied - before));
 	if (rc < 0) {
 		(void)rn_dirfail_check(shm, m->dest,
 		    m->w->env->cfg->log_dirs[m->dest], rc, "copying a replica");
@@ -273,6 +281,8 @@ rn_mover_turn(struct rn_mover *m, struct rn_part_table *parts,
 	uint32_t asked = atomic_load(&shm->hdr->moves_requested);
 	int64_t copied;
 
+	rn_replquota_update(&m->quota, v, m->w->env->cfg,
+	    (int)m->w->env->n_fetchers);
 	if (v->version != m->probed_version && now < m->probe_until_ms &&
 	    v->n_topics > 0) {
 		m->probed_version = v->version;

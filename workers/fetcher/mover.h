@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "storage/logcopy.h"
+#include "workers/replquota.h"
 
 struct rn_worker;
 struct rn_mdview;
@@ -27,6 +28,9 @@ struct rn_mover {
 	int64_t next_scan_ms, probe_until_ms;
 	uint64_t probed_version;
 	uint32_t moves_seen;     /* the segment header's request count */
+	/* replica.alter.log.dirs.io.max.bytes.per.second, this fetcher's
+	 * share */
+	struct rn_replquota quota;
 };
 
 void rn_mover_init(struct rn_mover *m, struct rn_worker *w);
