@@ -129,6 +129,14 @@ rn_logcopy_free(struct rn_logcopy *lc)
 	lc->n = lc->cap = lc->lcap = 0;
 }
 
+void
+rn_logcopy_discard(struct rn_logcopy *lc)
+{
+	io_close(lc);
+	if (lc->dst >= 0)
+		wipe(lc->dst);
+}
+
 /* The source's segments and state; lc->bases/sizes hold them. */
 static int
 list(struct rn_logcopy *lc, struct rn_log *src, struct rn_log_view *v)

@@ -60,6 +60,8 @@ struct rn_logcopy {
 /* Over the (empty or not) directory dst_dirfd, which it takes. */
 void rn_logcopy_init(struct rn_logcopy *lc, int dst_dirfd);
 void rn_logcopy_free(struct rn_logcopy *lc);
+/* The copy is not wanted: its files go (the directory stays). */
+void rn_logcopy_discard(struct rn_logcopy *lc);
 
 /*
  * One step without the lock: check the copy against the source when its

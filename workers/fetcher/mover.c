@@ -72,6 +72,30 @@ stop(struct rn_mover *m)
 	m->active = false;
 }
 
+/*
+ * The move was cancelled or sent elsewhere: whoever did it renamed its
+ * future replica "-delete" and removed the tree, but a file this copy
+ * made meanwhile may have kept it; what is left goes now. A future dir
+ * still under its own name is left alone (a restarted copy reuses it).
+ */
+static void
+stop_cancelled(struct rn_mover *m)
+{
+	char link[64], path[4400];
+	ssize_t k;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", m->lc.dst);
+	k = m->lc.dst >= 0 ? readlink(link, path, sizeof(path) - 1) : -1;
+	if (k > 7) {
+		path[k] = '\0';
+		if (strcmp(path + k - 7, "-delete") == 0) {
+			rn_logcopy_discard(&m->lc);
+			(void)rmdir(path);
+		}
+	}
+	stop(m);
+}
+
 void
 rn_mover_free(struct rn_mover *m)
 {
@@ -133,7 +157,8 @@ find(struct rn_mover *m, const struct rn_mdview *v,
 			const struct rn_mdv_partition *mp = &t->parts[j];
 
 			if (mp->slot < 0 || !rn_fetcher_owns(m->w, t->id, mp->p) ||
-			    !rn_part_slot_move(shm, mp->slot, t->id, mp->p, mi))
+			    !rn_part_slot_move(shm, mp->slot, t->id, mp->p, mi) ||
+			    mi->state == RN_MOVE_SWAPPING)
 				continue;
 			*tp = t;
 			*mpp = mp;
@@ -153,6 +178,7 @@ start(struct rn_mover *m, struct rn_part_table *parts,
 	struct rn_part_move_info mi;
 	char fut[RN_PART_DIRNAME_MAX + 64], path[4400];
 	struct rn_part *p;
+	uint32_t seq;
 	int16_t kerr;
 	int fd;
 
@@ -160,6 +186,11 @@ start(struct rn_mover *m, struct rn_part_table *parts,
 		return false;
 	if ((p = rn_part_get(parts, v, t, mp, &kerr)) == NULL)
 		return false;	/* not now: the next scan */
+	/* taking the handle may have finished a swap its worker died in */
+	seq = mi.seq;
+	if (!rn_part_slot_move(m->w->env->shm, mp->slot, t->id, mp->p, &mi) ||
+	    mi.seq != seq || mi.state == RN_MOVE_SWAPPING)
+		return false;
 	if (rn_part_future_name(fut, sizeof(fut), t->name, mp->p, t->id) != 0) {
 		rn_part_move_abandon(p, mi.seq, "its name is too long");
 		return false;
@@ -224,7 +255,7 @@ step(struct rn_mover *m, struct rn_part_table *parts,
 	    mi.seq != m->seq || mi.dest != m->dest) {
 		/* cancelled, sent elsewhere, or the replica went away: who
 		 * changed it removed the future replica */
-		stop(m);
+		stop_cancelled(m);
 		return;
 	}
 	if ((p = rn_part_get(parts, v, t, mp, &kerr)) == NULL)

@@ -24,6 +24,7 @@
  */
 #include "autoconf.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -131,6 +132,35 @@ holds_id(const char *root, const char *name, const uint8_t id[16])
 	    memcmp(have, id, 16) == 0;
 }
 
+/* The "<name>.<32 hex>-delete" trees a swap cut short left behind. */
+static void
+remove_retired_copies(const struct rn_config *cfg, const char *name)
+{
+	size_t nl = strlen(name);
+	struct dirent *de;
+	char path[4400];
+	DIR *dp;
+	int d;
+
+	for (d = 0; d < cfg->n_log_dirs; d++) {
+		if ((dp = opendir(cfg->log_dirs[d])) == NULL)
+			continue;
+		while ((de = readdir(dp)) != NULL) {
+			size_t n = strlen(de->d_name);
+
+			if (n != nl + 1 + 32 + 7 ||
+			    strncmp(de->d_name, name, nl) != 0 ||
+			    de->d_name[nl] != '.' ||
+			    strcmp(de->d_name + n - 7, "-delete") != 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", cfg->log_dirs[d],
+			    de->d_name);
+			(void)rn_logdir_remove_tree(path);
+		}
+		closedir(dp);
+	}
+}
+
 /* The marked future replica in dest becomes the replica (recovery). */
 static int
 finish_swap(const struct rn_config *cfg, const char *name, const char *fut,
@@ -159,6 +189,7 @@ finish_swap(const struct rn_config *cfg, const char *name, const char *fut,
 		(void)sync_dir(cfg->log_dirs[dest]);
 	}
 	drop_marker(cfg->log_dirs[dest], name);
+	remove_retired_copies(cfg, name);
 	log_info("%s/%s: the move cut short by a crash is finished",
 	    cfg->log_dirs[dest], name);
 	return 0;
