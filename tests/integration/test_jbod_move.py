@@ -11,8 +11,10 @@ node while its future replica is being copied: after the restart there is
 one whole replica, the move resumes and ends, and every acknowledged record
 is there. A third has the worker swapping it in killed halfway through the
 swap (its current dir already renamed away): the swap is finished by the
-next holder of the partition's lock. Then the errors Kafka answers, a move
-to the dir it is in, and a move cancelled by moving back."""
+next holder of the partition's lock. Two more have the whole node killed in
+the swap, once its future replica is marked whole and once it is renamed:
+at the restart the marked copy is the replica. Then the errors Kafka
+answers, a move to the dir it is in, and a move cancelled by moving back."""
 import json
 import os
 import socket
@@ -484,14 +486,48 @@ with TempDir() as tmp:
         time.sleep(1)
         load.finish()
         t.eq(load.errors[:3], [], "the producer saw no error")
+
+        # ---- moves 4 and 5: the node killed mid-swap ------------------------
+        here, there = dst, src
+        for step, rule in (("marked", "its marked future replica wins over the "
+                            "current one, still whole"),
+                           ("renamed", "the marker left in the replica goes")):
+            mark = len(n.logtext())
+            with open(crash_file, "w") as f:
+                f.write("node:%s\n" % step)
+            r = tool("runnel-reassign-partitions", "--bootstrap-server", n.bootstrap,
+                     "--execute", "--reassignment-json-file",
+                     plan_file(tmp, "m.json", [there]))
+            died = wait_for(lambda: "dying at step %s, the whole node" % step in
+                            n.logtext()[mark:], 120 * W, 0.1)
+            wait_for(lambda: n.proc.poll() is not None, 10, 0.1)
+            n.kill()
+            disk = (on_disk(here), on_disk(there))
+            n.start(env={"RUNNEL_MOVE_CRASH_FILE": crash_file})
+            ok = n.wait_running(30 * W) and wait_for(
+                lambda: (lambda x: x if x and x[0] == there and x[1] is None else None)(
+                    where(n)), 60 * W, 0.2) is not None
+            if not t.ok(died and ok and "the move cut short by a crash is finished"
+                        in n.logtext()[mark:] and wait_for(
+                            lambda: on_disk(here) == [] and
+                            on_disk(there) == ["mv-0"], 30 * W, 0.2),
+                        "the node SIGKILLed at swap step %s (on disk %s): at the "
+                        "restart %s; mv-0 in %s alone"
+                        % (step, disk, rule, os.path.basename(there))):
+                t.diag("%s %s %s %s" % (died, ok, on_disk(here), on_disk(there)))
+                for l in n.logtext()[mark:].splitlines():
+                    if "mv-0" in l or "dying" in l:
+                        t.diag(l)
+            here, there = there, here
         fill_ok, counts, contiguous, leo = read_all(n, nfill)
         lost, dup = check_records(loads, counts)
-        t.ok(fill_ok and contiguous, "a full read after the three moves: the fill in "
+        t.ok(fill_ok and contiguous, "a full read after the five moves: the fill in "
              "order, offsets 0..%d without a gap" % (leo - 1))
         t.eq((lost, dup), (0, 0), "none of the %d acknowledged records lost or "
              "duplicated" % sum(len(x.acked) for x in loads))
 
         # ---- errors, a move in place, a cancelled move ----------------------
+        dst, src = here, there
         for ver in (0, 1, 2):
             got = alter_raw(n, [("/no/such/dir", TOPIC, 0)], ver)
             t.eq(got, {(TOPIC, 0): 57}, "v%d: an unknown dir: LOG_DIR_NOT_FOUND" % ver)

@@ -161,7 +161,11 @@ remove_retired_copies(const struct rn_config *cfg, const char *name)
 	}
 }
 
-/* The marked future replica in dest becomes the replica (recovery). */
+/*
+ * The marked future replica in dest becomes the replica (recovery): the
+ * other copies are renamed out of the way, the future one renamed in, and
+ * then the renamed trees removed.
+ */
 static int
 finish_swap(const struct rn_config *cfg, const char *name, const char *fut,
     int dest)
@@ -170,15 +174,15 @@ finish_swap(const struct rn_config *cfg, const char *name, const char *fut,
 	int d, rc;
 
 	for (d = 0; d < cfg->n_log_dirs; d++)
-		if (d != dest && is_dir(cfg->log_dirs[d], name)) {
+		if ((d != dest || is_dir(cfg->log_dirs[dest], fut)) &&
+		    is_dir(cfg->log_dirs[d], name)) {
 			log_info("%s/%s: the move to %s was cut short after its "
 			    "copy was whole: this copy goes",
 			    cfg->log_dirs[d], name, cfg->log_dirs[dest]);
-			(void)rn_logdir_discard(cfg->log_dirs[d], name);
+			(void)rn_logdir_retire(cfg->log_dirs[d], name, to,
+			    sizeof(to));
 		}
 	if (is_dir(cfg->log_dirs[dest], fut)) {
-		if (is_dir(cfg->log_dirs[dest], name))
-			(void)rn_logdir_discard(cfg->log_dirs[dest], name);
 		snprintf(from, sizeof(from), "%s/%s", cfg->log_dirs[dest], fut);
 		snprintf(to, sizeof(to), "%s/%s", cfg->log_dirs[dest], name);
 		if (rename(from, to) != 0) {
@@ -189,9 +193,9 @@ finish_swap(const struct rn_config *cfg, const char *name, const char *fut,
 		(void)sync_dir(cfg->log_dirs[dest]);
 	}
 	drop_marker(cfg->log_dirs[dest], name);
-	remove_retired_copies(cfg, name);
 	log_info("%s/%s: the move cut short by a crash is finished",
 	    cfg->log_dirs[dest], name);
+	remove_retired_copies(cfg, name);
 	return 0;
 }
 
@@ -247,7 +251,14 @@ rn_part_move_claim(const struct rn_config *cfg, const struct rn_shm *shm,
 				actual = d;
 	if (actual < 0)
 		actual = image_dir;	/* a new log */
-	drop_marker(cfg->log_dirs[actual], rt->move.name);
+	if (has_marker(cfg->log_dirs[actual], rt->move.name)) {
+		/* cut short after its rename: only the marker is left, and
+		 * the old copy's -delete tree */
+		drop_marker(cfg->log_dirs[actual], rt->move.name);
+		remove_retired_copies(cfg, rt->move.name);
+		log_info("%s/%s: the move cut short by a crash is finished",
+		    cfg->log_dirs[actual], rt->move.name);
+	}
 	if (fut_d == actual) {
 		(void)rn_logdir_discard(cfg->log_dirs[fut_d], fut);
 		fut_d = -1;
@@ -476,13 +487,19 @@ rn_part_move_caught_up(struct rn_part *p, uint32_t seq)
 	return ok;
 }
 
-/* Test hook: RUNNEL_MOVE_CRASH_FILE names a file holding a step name. */
+/*
+ * For crash tests only: RUNNEL_MOVE_CRASH_FILE in runneld's environment
+ * names a file; when it holds a step name (finished, marked, retired,
+ * renamed), the worker swapping a moved replica in removes it and
+ * SIGKILLs itself there ("node:<step>": the whole node).
+ */
 static void
 crash_point(const char *step)
 {
 	const char *f = getenv("RUNNEL_MOVE_CRASH_FILE");
 	char buf[32];
 	ssize_t n;
+	bool node;
 	int fd;
 
 	if (f == NULL || (fd = open(f, O_RDONLY | O_CLOEXEC)) < 0)
@@ -493,10 +510,15 @@ crash_point(const char *step)
 		return;
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
-	if (strcmp(buf, step) != 0)
+	node = strncmp(buf, "node:", 5) == 0;
+	if (strcmp(buf + (node ? 5 : 0), step) != 0)
 		return;
 	(void)unlink(f);
-	log_warnx("RUNNEL_MOVE_CRASH_FILE: dying at step %s", step);
+	log_warnx("RUNNEL_MOVE_CRASH_FILE: dying at step %s%s", step,
+	    node ? ", the whole node with it" : "");
+	/* the supervisor's death takes every worker (PR_SET_PDEATHSIG) */
+	if (node)
+		(void)kill(getppid(), SIGKILL);
 	raise(SIGKILL);
 }
 

@@ -364,6 +364,11 @@ part_claim(struct rn_part_rt *rt, const struct rn_mdv_topic *topic,
 	atomic_store(&rt->leader_epoch, -1);
 	atomic_store(&rt->parked_workers, 0);
 	atomic_store(&rt->claim_offset, offset);
+	/* where its log is, and a move, are found on disk (move.c) */
+	atomic_store(&rt->cur_dir, -1);
+	atomic_store(&rt->move.dest, -1);
+	atomic_store(&rt->move.state, RN_MOVE_NONE);
+	atomic_store(&rt->move.assign_want, -1);
 	atomic_fetch_add(&rt->incarnation, 1);
 }
 
