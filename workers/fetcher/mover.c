@@ -315,8 +315,9 @@ rn_mover_turn(struct rn_mover *m, struct rn_part_table *parts,
 	rn_replquota_update(&m->quota, v, m->w->env->cfg,
 	    (int)m->w->env->n_fetchers);
 	if (v->version != m->probed_version && now < m->probe_until_ms &&
-	    v->n_topics > 0) {
+	    now >= m->next_probe_ms && v->n_topics > 0) {
 		m->probed_version = v->version;
+		m->next_probe_ms = now + SCAN_MS;
 		probe(m, parts, v);
 	}
 	if (!m->active && (now >= m->next_scan_ms || asked != m->moves_seen)) {

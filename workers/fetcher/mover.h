@@ -25,7 +25,7 @@ struct rn_mover {
 	bool asked;              /* caught up: its destination asked for */
 	struct rn_logcopy lc;
 	int64_t started_ms, caught_ms;
-	int64_t next_scan_ms, probe_until_ms;
+	int64_t next_scan_ms, probe_until_ms, next_probe_ms;
 	uint64_t probed_version;
 	uint32_t moves_seen;     /* the segment header's request count */
 	/* replica.alter.log.dirs.io.max.bytes.per.second, this fetcher's
