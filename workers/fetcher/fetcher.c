@@ -241,6 +241,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
     const struct rn_FetchResponse_PartitionData *pd)
 {
 	struct rn_part *p = fp->p;
+	int16_t kerr;
 	int rc;
 
 	switch (pd->error_code) {
@@ -271,7 +272,15 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 			rn_replquota_charge(&f->quota, (size_t)pd->records.len);
 		rc = rn_part_append_follower(p, pd->records.ptr,
 		    (size_t)pd->records.len);
-		if (rc == RN_PART_STALE)
+		if (rc == RN_PART_STALE && rn_part_stale(p) &&
+		    (p = rn_part_get(&f->parts, &f->view, fp->t, fp->mp,
+		    &kerr)) != NULL) {
+			/* its log moved to another dir (mover.c): there */
+			fp->p = p;
+			rc = rn_part_append_follower(p, pd->records.ptr,
+			    (size_t)pd->records.len);
+		}
+		if (rc == RN_PART_STALE || p == NULL)
 			return;
 		if (rc != 0 && rc != -EILSEQ) {
 			log_warnx("%s-%d: cannot append fetched records: %s",
