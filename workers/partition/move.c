@@ -413,8 +413,13 @@ rn_part_move_request(struct rn_part *p, int32_t dest)
 	}
 	if (old >= 0) {
 		/* another destination, or back home: this copy goes, and
-		 * a destination it had recorded is taken back */
+		 * a destination it had recorded is taken back; a copy under
+		 * way is removed by its fetcher, which sees the move gone at
+		 * its next step (mover.c), so no network worker spends its
+		 * clients' time unlinking gigabytes */
 		retire_future(p, old, old_to, sizeof(old_to));
+		if (atomic_load(&rt->move.future_size) > 0)
+			old_to[0] = '\0';
 		move_clear(rt);
 		want_dir(p->shm, rt, cur);
 		log_info("%s: the move to %s is cancelled", rt->move.name,
