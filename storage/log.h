@@ -237,11 +237,11 @@ int rn_log_swap_segments(struct rn_log *log, uint32_t gen, int64_t base,
     const int64_t *olds, int n);
 /* A consistent view of the log's shared state (rn_log_segments). */
 struct rn_log_view {
-	uint32_t gen;		/* generation: segments removed or cut since? */
+	uint32_t gen;		/* generation (segments removed, cut) */
 	int64_t lso, leo;
 	int64_t abase;		/* the active segment's base offset */
 	int64_t asize;		/* its committed bytes */
-	uint32_t oc, tc;	/* its committed offset and time index entries */
+	uint32_t oc, tc;	/* its committed index entries */
 };
 
 /*

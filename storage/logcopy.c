@@ -85,7 +85,8 @@ wipe(int dirfd)
 		return;
 	}
 	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
 			(void)unlinkat(dirfd, de->d_name, 0);
 	closedir(d);
 }
@@ -268,7 +269,8 @@ open_io(struct rn_logcopy *lc, struct rn_log *src, struct rn_logcopy_seg *s)
 		s->ino = st.st_ino;
 	} else if (st.st_dev != s->dev || st.st_ino != s->ino) {
 		io_close(lc);
-		return -ESTALE;	/* replaced since: the next check drops it */
+		/* replaced since: the next check drops it */
+		return -ESTALE;
 	}
 	if ((lc->out_fd = openat(lc->dst, name, O_WRONLY | O_CREAT |
 	    O_CLOEXEC, 0644)) < 0) {
@@ -303,7 +305,7 @@ copy_log(struct rn_logcopy *lc, struct rn_log *src, struct rn_logcopy_seg *s,
 		if (got < 0)
 			return (int)got;
 		if (got == 0)
-			return -ESTALE;	/* shorter than listed: cut since */
+			return -ESTALE;	/* shorter than listed */
 		/* writeback starts now, so the sync at the end waits less */
 		(void)sync_file_range(lc->out_fd, s->copied, got,
 		    SYNC_FILE_RANGE_WRITE);

@@ -92,6 +92,32 @@ print_list(const char *what, const struct mv *v, int n, int state)
 
 typedef struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir ard_dir;
 typedef struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic ard_topic;
+typedef struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
+    ard_result;
+
+/*
+ * The broker's answer for one of its replicas (topic tn): started (1),
+ * failed (-1, said), or asked again (a replica it does not have yet).
+ * 0, or -1 when it failed.
+ */
+static int
+answered(struct mv *m, struct rn_kstr tn, const ard_result *pr)
+{
+	if (m->partition != pr->partition_index ||
+	    strlen(m->topic) != (size_t)tn.len ||
+	    memcmp(m->topic, tn.ptr, (size_t)tn.len) != 0)
+		return 0;
+	if (pr->error_code == 0)
+		m->state = 1;
+	else if (pr->error_code != RN_KERR_REPLICA_NOT_AVAILABLE) {
+		fprintf(stderr, "Failed to alter dir for %s-%d-%d: %s\n",
+		    m->topic, m->partition, m->broker,
+		    rn_kerr_name(pr->error_code));
+		m->state = -1;
+		return -1;
+	}
+	return 0;
+}
 
 /*
  * One AlterReplicaLogDirs to broker b for its pending replicas: a dir
@@ -146,33 +172,13 @@ alter_broker(const struct rn_MetadataResponse_MetadataResponseBroker *b,
 	}
 	rc = 0;
 	for (i = 0; i < resp.results_count; i++)
-		for (j = 0; j < resp.results[i].partitions_count; j++) {
-			const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
-			    *pr = &resp.results[i].partitions[j];
-			struct rn_kstr tn = resp.results[i].topic_name;
-
-			for (k = 0; k < n; k++) {
-				if (v[k].broker != b->node_id ||
-				    v[k].state != 0 ||
-				    v[k].partition != pr->partition_index ||
-				    strlen(v[k].topic) != (size_t)tn.len ||
-				    memcmp(v[k].topic, tn.ptr,
-				    (size_t)tn.len) != 0)
-					continue;
-				if (pr->error_code == 0)
-					v[k].state = 1;
-				else if (pr->error_code !=
-				    RN_KERR_REPLICA_NOT_AVAILABLE) {
-					/* not there yet is asked again */
-					fprintf(stderr, "Failed to alter dir for "
-					    "%s-%d-%d: %s\n", v[k].topic,
-					    v[k].partition, v[k].broker,
-					    rn_kerr_name(pr->error_code));
-					v[k].state = -1;
+		for (j = 0; j < resp.results[i].partitions_count; j++)
+			for (k = 0; k < n; k++)
+				if (v[k].broker == b->node_id &&
+				    v[k].state == 0 &&
+				    answered(&v[k], resp.results[i].topic_name,
+				    &resp.results[i].partitions[j]) < 0)
 					rc = -1;
-				}
-			}
-		}
 	rn_arena_free(&ar);
 	return rc;
 }
@@ -237,41 +243,41 @@ ra_moves_verify(const char *bootstrap, const struct ra_plan *pl)
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		const char *cur = tld_map_dir(&m, v[i].broker, v[i].topic,
-		    v[i].partition);
-		const char *fut = tld_map_future(&m, v[i].broker, v[i].topic,
-		    v[i].partition);
+		const struct mv *x = &v[i];
+		const char *cur = tld_map_dir(&m, x->broker, x->topic,
+		    x->partition);
+		const char *fut = tld_map_future(&m, x->broker, x->topic,
+		    x->partition);
 
-		if (cur == NULL && fut == NULL) {
-			printf("Partition %s-%d cannot be found in any live log "
-			    "directory on broker %d.\n", v[i].topic,
-			    v[i].partition, v[i].broker);
-			left++;
-		} else if (cur == NULL) {
-			printf("Partition %s-%d is not found in any live log dir "
-			    "on broker %d. There is likely an offline log "
-			    "directory on the broker.\n", v[i].topic,
-			    v[i].partition, v[i].broker);
-			left++;
-		} else if (fut != NULL && strcmp(fut, v[i].dir) == 0) {
+		/* Kafka's lines (ReassignPartitionsCommand) */
+		if (cur == NULL && fut == NULL)
+			printf("Partition %s-%d cannot be found in any live "
+			    "log directory on broker %d.\n", x->topic,
+			    x->partition, x->broker);
+		else if (cur == NULL)
+			printf("Partition %s-%d is not found in any live log "
+			    "dir on broker %d. There is likely an offline log "
+			    "directory on the broker.\n", x->topic,
+			    x->partition, x->broker);
+		else if (fut != NULL && strcmp(fut, x->dir) == 0)
 			printf("Reassignment of replica %s-%d-%d is still in "
-			    "progress.\n", v[i].topic, v[i].partition,
-			    v[i].broker);
-			left++;
-		} else if (fut != NULL) {
-			printf("Partition %s-%d on broker %d is being moved to log "
-			    "dir %s instead of %s.\n", v[i].topic,
-			    v[i].partition, v[i].broker, fut, v[i].dir);
-			left++;
-		} else if (strcmp(cur, v[i].dir) == 0)
+			    "progress.\n", x->topic, x->partition, x->broker);
+		else if (fut != NULL)
+			printf("Partition %s-%d on broker %d is being moved to "
+			    "log dir %s instead of %s.\n", x->topic,
+			    x->partition, x->broker, fut, x->dir);
+		else if (strcmp(cur, x->dir) == 0)
 			printf("Reassignment of replica %s-%d-%d completed "
-			    "successfully.\n", v[i].topic, v[i].partition,
-			    v[i].broker);
+			    "successfully.\n", x->topic, x->partition,
+			    x->broker);
 		else
-			/* as Kafka: a move that is not under way is done with */
-			printf("Partition %s-%d on broker %d is not being moved "
-			    "from log dir %s to %s.\n", v[i].topic,
-			    v[i].partition, v[i].broker, cur, v[i].dir);
+			/* as Kafka: not under way, so done with */
+			printf("Partition %s-%d on broker %d is not being "
+			    "moved from log dir %s to %s.\n", x->topic,
+			    x->partition, x->broker, cur, x->dir);
+		/* the ones Kafka counts as not done */
+		if (cur == NULL || fut != NULL)
+			left++;
 	}
 	tld_map_free(&m);
 	free(v);

@@ -141,8 +141,9 @@ plan_entry(json_t *e, struct ra_plan *pl, char *err, size_t errlen)
 
 		if (strcmp(s, "any") == 0)
 			continue;
-		if ((rp->dirs == NULL && (rp->dirs = calloc(n, sizeof(char *))) ==
-		    NULL) || (rp->dirs[i] = strdup(s)) == NULL) {
+		if (rp->dirs == NULL)
+			rp->dirs = calloc(n, sizeof(char *));
+		if (rp->dirs == NULL || (rp->dirs[i] = strdup(s)) == NULL) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}

@@ -1157,7 +1157,8 @@ dirs_flush(struct ctl *c, int64_t now)
 	if (!c->raft_inited && !c->image_loaded)
 		return;
 	reports = atomic_load(&c->shm->hdr->dir_reports);
-	if (a->ard_index != c->st.last_index + 1 || reports != a->reports_seen) {
+	if (a->ard_index != c->st.last_index + 1 ||
+	    reports != a->reports_seen) {
 		a->ard_index = c->st.last_index + 1;
 		atomic_store(&c->shm->hdr->dir_mismatches,
 		    (uint32_t)ctl_dirs_mismatches(c));

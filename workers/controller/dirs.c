@@ -317,7 +317,8 @@ ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
 			if (dd[d].topics_count == 0 ||
 			    memcmp(td->topic_id.b, t->id, 16) != 0) {
 				td = &dd[d].topics[dd[d].topics_count++];
-				rn_AssignReplicasToDirsRequest_TopicData_init(td);
+				rn_AssignReplicasToDirsRequest_TopicData_init(
+				    td);
 				memcpy(td->topic_id.b, t->id, 16);
 				if ((td->partitions = rn_arena_alloc(ar,
 				    sizeof(*td->partitions) *

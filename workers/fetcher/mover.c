@@ -126,8 +126,8 @@ probe(struct rn_mover *m, struct rn_part_table *parts,
 
 			if (mp->slot < 0 || mp->dir == RN_MDV_DIR_LOST ||
 			    !rn_fetcher_owns(m->w, t->id, mp->p) ||
-			    rn_part_future_name(fut, sizeof(fut), t->name, mp->p,
-			    t->id) != 0)
+			    rn_part_future_name(fut, sizeof(fut), t->name,
+			    mp->p, t->id) != 0)
 				continue;
 			for (d = 0; d < cfg->n_log_dirs; d++) {
 				snprintf(path, sizeof(path), "%s/%s",
