@@ -13,7 +13,8 @@ is there. A third has the worker swapping it in killed halfway through the
 swap (its current dir already renamed away): the swap is finished by the
 next holder of the partition's lock. Two more have the whole node killed in
 the swap, once its future replica is marked whole and once it is renamed:
-at the restart the marked copy is the replica. Then the errors Kafka
+at the restart the marked copy is the replica. A sixth loses its replica
+fetcher mid-copy: restarted, it copies again. Then the errors Kafka
 answers, a move to the dir it is in, and a move cancelled by moving back."""
 import json
 import os
@@ -413,9 +414,33 @@ with TempDir() as tmp:
                     if "mv-0" in l or "dying" in l:
                         t.diag(l)
             here, there = there, here
+        # ---- move 6: the replica fetcher copying it SIGKILLed mid-copy ------
+        size = (describe(n) or {}).get(here, {}).get(("mv-0", False), {}).get(
+            "size", MIB << 20)
+        thr = max(size // (6 * W), 8 << 20)
+        r = tool("runnel-reassign-partitions", "--bootstrap-server", n.bootstrap,
+                 "--execute", "--replica-alter-log-dirs-throttle", str(thr),
+                 "--reassignment-json-file", plan_file(tmp, "m6.json", [there]))
+        mid = wait_for(lambda: (lambda x: x if x and x[1] == there and
+                                size // 5 < x[2] < size // 2 else None)(where(n)),
+                       60 * W, 0.1)
+        pid = n.workers().get("replica-fetcher-0", {}).get("pid")
+        if pid:
+            os.kill(pid, 9)
+        ok = wait_for(lambda: (lambda x: x if x and x[0] == there and x[1] is None
+                               else None)(where(n)), 120 * W, 0.2) is not None
+        t.ok(mid is not None and pid and ok and wait_for(
+            lambda: on_disk(here) == [] and on_disk(there) == ["mv-0"], 20 * W, 0.2),
+             "the replica fetcher SIGKILLed mid-copy (%s of %d bytes): restarted, it "
+             "copies again and the move ends, one copy of mv-0, in %s"
+             % (mid and mid[2], size, os.path.basename(there)))
+        tool("runnel-reassign-partitions", "--bootstrap-server", n.bootstrap,
+             "--verify", "--reassignment-json-file", plan_file(tmp, "m6.json", [there]))
+        here, there = there, here
+
         fill_ok, counts, contiguous, leo = read_all(n, nfill)
         lost, dup = check_records(loads, counts)
-        t.ok(fill_ok and contiguous, "a full read after the five moves: the fill in "
+        t.ok(fill_ok and contiguous, "a full read after the six moves: the fill in "
              "order, offsets 0..%d without a gap" % (leo - 1))
         t.eq((lost, dup), (0, 0), "none of the %d acknowledged records lost or "
              "duplicated" % sum(len(x.acked) for x in loads))
