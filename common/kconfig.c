@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "common/kconfig_catalogue.h"
+#include "common/util.h"
 
 #define SYN_MAX 16
 
@@ -74,23 +75,6 @@ static const char *const type_names[] = {
 	[RN_KCFG_PASSWORD] = "PASSWORD",
 };
 
-/* Copy value without surrounding blanks (Kafka trims before parsing). */
-static void
-trimmed(const char *value, char *out, size_t outlen)
-{
-	size_t n;
-
-	while (isspace((unsigned char)*value))
-		value++;
-	n = strlen(value);
-	while (n > 0 && isspace((unsigned char)value[n - 1]))
-		n--;
-	if (n >= outlen)
-		n = outlen - 1;
-	memcpy(out, value, n);
-	out[n] = '\0';
-}
-
 static bool
 parse_num(const struct rn_kcfg *k, const char *s, long long *i, double *d)
 {
@@ -148,28 +132,23 @@ is_choice(const char *choices, const char *item, size_t n, bool icase)
 	return false;
 }
 
+/* For a LIST, v is the caller's trimmed copy: cut into items in place. */
 static bool
-choices_ok(const struct rn_kcfg *k, const char *v)
+choices_ok(const struct rn_kcfg *k, const char *value, char *v)
 {
-	const char *p = v, *e;
+	char *p, *e, *item;
 
 	if (k->check != RN_KCHK_LIST)
-		return is_choice(k->choices, v, strlen(v),
+		return is_choice(k->choices, value, strlen(value),
 		    k->check == RN_KCHK_ICHOICE);
-	while (*p != '\0') {
-		size_t n;
-
-		e = strchr(p, ',');
-		if (e == NULL)
+	for (p = v; *p != '\0'; p = e) {
+		if ((e = strchr(p, ',')) != NULL)
+			*e++ = '\0';
+		else
 			e = p + strlen(p);
-		while (p < e && isspace((unsigned char)*p))
-			p++;
-		n = (size_t)(e - p);
-		while (n > 0 && isspace((unsigned char)p[n - 1]))
-			n--;
-		if (!is_choice(k->choices, p, n, false))
+		item = rn_trim(p);
+		if (!is_choice(k->choices, item, strlen(item), false))
 			return false;
-		p = *e ? e + 1 : e;
 	}
 	return true;
 }
@@ -301,9 +280,11 @@ int
 rn_kcfg_validate(const struct rn_kcfg *k, const char *value, char *err,
     size_t errlen)
 {
-	char v[4096], why[512];
+	char buf[4096], why[512], *v;
 
-	trimmed(value, v, sizeof(v));
+	/* Kafka trims before parsing */
+	strlcpy(buf, value, sizeof(buf));
+	v = rn_trim(buf);
 	switch (k->type) {
 	case RN_KCFG_BOOLEAN:
 		if (strcasecmp(v, "true") != 0 && strcasecmp(v, "false") != 0)
@@ -322,7 +303,7 @@ rn_kcfg_validate(const struct rn_kcfg *k, const char *value, char *err,
 	case RN_KCHK_CHOICE:
 	case RN_KCHK_ICHOICE:
 	case RN_KCHK_LIST:
-		if (choices_ok(k, k->check == RN_KCHK_LIST ? v : value))
+		if (choices_ok(k, value, v))
 			return 0;
 		snprintf(why, sizeof(why), "String must be one of%s: %s",
 		    k->check == RN_KCHK_ICHOICE ? " (case insensitive)" : "",

@@ -154,7 +154,8 @@ struct rn_log_slice {
  * whose last offset < max_offset (pass the high watermark, or -1 for the
  * log end), never past the committed size, never across a segment end.
  * -ERANGE if offset is below the log start or above the log end; 0 with
- * len 0 at the end. Call rn_log_slice_release when done with the fd.
+ * len 0 at the end; -EAGAIN when the segments changed under every try
+ * (call again later). Call rn_log_slice_release when done with the fd.
  */
 int rn_log_read(struct rn_log *log, int64_t offset, int64_t max_bytes,
     int64_t max_offset, struct rn_log_slice *out);

@@ -15,7 +15,11 @@ TOPIC = "ccompact"
 KEYS = 500
 UPDATES = 30000
 PROPS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "300",
-         "replica.lag.time.max.ms": "5000", "log.cleaner.backoff.ms": "200"}
+         "replica.lag.time.max.ms": "5000", "log.cleaner.backoff.ms": "200",
+         # the readers' group must outlive the killed node: with a single
+         # replica its coordinator dies with it and librdkafka's watermark
+         # query was seen to wait past its timeout, until the test's end
+         "offsets.topic.replication.factor": "3"}
 
 t = Tap()
 

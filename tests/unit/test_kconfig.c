@@ -84,6 +84,16 @@ test_validate(void)
 	    rn_kcfg_validate(k, "compact,shred", err, sizeof(err)) != 0 &&
 	    strstr(err, "String must be one of: compact,delete") != NULL,
 	    "cleanup.policy list: %s", err);
+	ok(rn_kcfg_validate(k, " compact ,\tdelete ", err, sizeof(err)) == 0 &&
+	    rn_kcfg_validate(k, ",compact", err, sizeof(err)) != 0 &&
+	    rn_kcfg_validate(k, "com pact", err, sizeof(err)) != 0 &&
+	    strstr(err, "Invalid value com pact for") != NULL,
+	    "cleanup.policy items are trimmed, inner blanks kept: %s", err);
+	k = rn_kcfg_topic_find("delete.retention.ms");
+	ok(rn_kcfg_validate(k, " 5 ", err, sizeof(err)) == 0 &&
+	    rn_kcfg_validate(k, "5 5", err, sizeof(err)) != 0 &&
+	    rn_kcfg_validate(k, "  ", err, sizeof(err)) != 0,
+	    "a number is trimmed, inner blanks kept");
 	k = rn_kcfg_topic_find("compression.gzip.level");
 	ok(rn_kcfg_validate(k, "-1", err, sizeof(err)) == 0 &&
 	    rn_kcfg_validate(k, "9", err, sizeof(err)) == 0 &&

@@ -1158,6 +1158,11 @@ chasing_reader(const char *dir, struct shm *m)
 			skips++;
 			continue;
 		}
+		if (rc == -EAGAIN) {
+			/* segments changed under each try: a reader retries */
+			sched_yield();
+			continue;
+		}
 		if (rc < 0) {
 			diag("chasing reader: read(%lld) = %d (start %lld)", (long long)off, rc,
 			    (long long)rn_log_start_offset(log));

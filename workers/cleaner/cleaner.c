@@ -23,6 +23,7 @@
 #include "workers/partition/idempotence.h"
 #include "workers/partition/partition.h"
 #include "workers/peer.h"
+#include "workers/worker.h"
 
 #define RETRY_FAILED_MS 60000   /* a log whose cleaning failed waits */
 

@@ -300,13 +300,77 @@ ctl_wire(struct ctl *c)
 	c->hooks.lost_leadership = ctl_admin_kick;
 }
 
+/*
+ * Reads the cluster and dir ids from meta.properties: the files may know
+ * more than the supervisor did at fork time.
+ */
+static int
+ctl_load_ids(struct ctl *c, const struct rn_worker_env *env)
+{
+	char err[1400];
+	int i;
+
+	strlcpy(c->known_cluster_id, env->cluster_id,
+	    sizeof(c->known_cluster_id));
+	for (i = 0; i < c->n_dirs; i++)
+		memcpy(c->dir_ids[i], env->dir_ids[i], 16);
+	if (rn_metaprops_load(c->cfg, c->known_cluster_id, c->dir_ids,
+	    err, sizeof(err)) != 0) {
+		/* a supervisor that did not write them: do it here */
+		char cid[23];
+		uint8_t ids[RN_CONFIG_MAX_LOGDIRS][16];
+
+		log_debug("%s: creating missing meta.properties", err);
+		if (rn_metaprops_ensure(c->cfg, cid, ids) != 0 ||
+		    rn_metaprops_load(c->cfg, c->known_cluster_id, c->dir_ids,
+		    err, sizeof(err)) != 0) {
+			log_errx("%s", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+ctl_loop_init(struct ctl *c, const struct rn_worker_env *env)
+{
+	int rc;
+
+	if ((rc = uv_loop_init(&c->loop)) != 0)
+		fatal("uv_loop_init: %s", uv_strerror(rc));
+	uv_timer_init(&c->loop, &c->tick);
+	c->tick.data = c;
+	uv_poll_init(&c->loop, &c->wake, env->efd[0]);
+	c->wake.data = c;
+	uv_check_init(&c->loop, &c->after);
+	c->after.data = c;
+	uv_timer_start(&c->tick, ctl_on_tick, CTL_TICK_MS, CTL_TICK_MS);
+	uv_poll_start(&c->wake, UV_READABLE, ctl_on_wake);
+	uv_check_start(&c->after, ctl_after_turn);
+}
+
+static void
+ctl_free(struct ctl *c)
+{
+	int i;
+
+	for (i = 0; i < RN_SHM_MAX_WORKERS; i++) {
+		rn_ringq_clear(&c->to_slot[i]);
+		rn_ringq_in_done(&c->from_slot[i]);
+	}
+	ctl_state_free(&c->st);
+	free(c->live);
+	free(c->server);
+	free(c->agent);
+	free(c);
+}
+
 int
 rn_controller_main(struct rn_worker *w)
 {
 	const struct rn_worker_env *env = w->env;
 	struct ctl *c;
-	char err[1400];
-	int i, rc;
+	int rc;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		fatal("out of memory");
@@ -322,41 +386,12 @@ rn_controller_main(struct rn_worker *w)
 	rn_worker_heartbeat(w);
 	log_info("controller up: node %d, roles %s", c->cfg->node_id,
 	    rn_config_roles_str(c->cfg->roles));
-
-	/* the files may know more than the supervisor did at fork time */
-	strlcpy(c->known_cluster_id, env->cluster_id,
-	    sizeof(c->known_cluster_id));
-	for (i = 0; i < c->n_dirs; i++)
-		memcpy(c->dir_ids[i], env->dir_ids[i], 16);
-	if ((rc = rn_metaprops_load(c->cfg, c->known_cluster_id, c->dir_ids,
-	    err, sizeof(err))) != 0) {
-		/* a supervisor that did not write them: do it here */
-		char cid[23];
-		uint8_t ids[RN_CONFIG_MAX_LOGDIRS][16];
-
-		log_debug("%s: creating missing meta.properties", err);
-		if (rn_metaprops_ensure(c->cfg, cid, ids) != 0 ||
-		    rn_metaprops_load(c->cfg, c->known_cluster_id, c->dir_ids,
-		    err, sizeof(err)) != 0) {
-			log_errx("%s", err);
-			free(c);
-			return RN_WORKER_EXIT_FATAL;
-		}
+	if (ctl_load_ids(c, env) != 0) {
+		free(c);
+		return RN_WORKER_EXIT_FATAL;
 	}
-
 	ctl_admin_cleanup_deleted(c);
-	if ((rc = uv_loop_init(&c->loop)) != 0)
-		fatal("uv_loop_init: %s", uv_strerror(rc));
-	uv_timer_init(&c->loop, &c->tick);
-	c->tick.data = c;
-	uv_poll_init(&c->loop, &c->wake, env->efd[0]);
-	c->wake.data = c;
-	uv_check_init(&c->loop, &c->after);
-	c->after.data = c;
-	uv_timer_start(&c->tick, ctl_on_tick, CTL_TICK_MS, CTL_TICK_MS);
-	uv_poll_start(&c->wake, UV_READABLE, ctl_on_wake);
-	uv_check_start(&c->after, ctl_after_turn);
-
+	ctl_loop_init(c, env);
 	if (ctl_uuid_random(c->incarnation) != 0)
 		fatal("no random incarnation id");
 	if (ctl_raft_start(c) != 0 || ctl_agent_start(c) != 0) {
@@ -368,15 +403,7 @@ rn_controller_main(struct rn_worker *w)
 	if (uv_loop_close(&c->loop) != 0)
 		log_debug("event loop closed with handles left");
 	rc = c->exit_code;
-	for (i = 0; i < RN_SHM_MAX_WORKERS; i++) {
-		rn_ringq_clear(&c->to_slot[i]);
-		rn_ringq_in_done(&c->from_slot[i]);
-	}
-	ctl_state_free(&c->st);
-	free(c->live);
-	free(c->server);
-	free(c->agent);
-	free(c);
+	ctl_free(c);
 	log_info("controller stopped");
 	return rc;
 }

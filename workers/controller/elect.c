@@ -15,17 +15,6 @@ ctl_broker_state(void *arg, int32_t id)
 	return b->in_controlled_shutdown ? CTL_B_LEAVING : CTL_B_UP;
 }
 
-static bool
-has(const int32_t *v, int32_t n, int32_t id)
-{
-	int32_t i;
-
-	for (i = 0; i < n; i++)
-		if (v[i] == id)
-			return true;
-	return false;
-}
-
 /* Keep the members of in not in state drop; unchanged if none remain. */
 static int32_t
 isr_without(const int32_t *in, int32_t n, enum ctl_bstate drop,
@@ -68,15 +57,15 @@ ctl_elect(const struct ctl_partition *p, ctl_bstate_fn fn, void *arg,
 	out->n_isr = isr_without(isr1, n1, CTL_B_LEAVING, fn, arg, out->isr);
 	out->leader = -1;
 	if (p->leader >= 0 && fn(arg, p->leader) == CTL_B_UP &&
-	    has(out->isr, out->n_isr, p->leader))
+	    ctl_ids_has(out->isr, out->n_isr, p->leader))
 		out->leader = p->leader;
 	for (i = 0; out->leader < 0 && i < p->n_replicas; i++)
 		if (fn(arg, p->replicas[i]) == CTL_B_UP &&
-		    has(out->isr, out->n_isr, p->replicas[i]))
+		    ctl_ids_has(out->isr, out->n_isr, p->replicas[i]))
 			out->leader = p->replicas[i];
 	if (out->leader < 0 && p->leader >= 0 &&
 	    fn(arg, p->leader) == CTL_B_LEAVING &&
-	    has(out->isr, out->n_isr, p->leader))
+	    ctl_ids_has(out->isr, out->n_isr, p->leader))
 		out->leader = p->leader; /* nowhere to move it */
 	for (i = 0; out->leader < 0 && unclean && i < p->n_replicas; i++)
 		if (fn(arg, p->replicas[i]) == CTL_B_UP) {
@@ -100,7 +89,7 @@ ctl_elect_preferred(const struct ctl_partition *p, ctl_bstate_fn fn,
 	pref = p->replicas[0];
 	if (p->leader == pref)
 		return RN_KERR_ELECTION_NOT_NEEDED;
-	if (fn(arg, pref) != CTL_B_UP || !has(p->isr, p->n_isr, pref))
+	if (fn(arg, pref) != CTL_B_UP || !ctl_ids_has(p->isr, p->n_isr, pref))
 		return RN_KERR_PREFERRED_LEADER_NOT_AVAILABLE;
 	memset(out, 0, sizeof(*out));
 	out->leader = pref;

@@ -372,15 +372,66 @@ ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r)
 
 /* ---- AlterPartition ------------------------------------------------- */
 
-static bool
-in_list(const int32_t *v, int32_t n, int32_t id)
+/*
+ * Reads the proposed ISR into isr[] (CTL_MAX_RF long) and checks it: each
+ * member a replica, once, the leader among them, each one eligible.
+ */
+static int16_t
+alter_read_isr(struct ctl_op *op, const struct ctl_partition *pp,
+    const struct rn_AlterPartitionRequest_PartitionData *pd, int32_t *isr,
+    int32_t *np)
 {
+	int32_t n, i;
+
+	n = op->ver >= 3 ? pd->new_isr_with_epochs_count : pd->new_isr_count;
+	if (n <= 0 || n > CTL_MAX_RF)
+		return RN_KERR_INVALID_REQUEST;
+	for (i = 0; i < n; i++) {
+		isr[i] = op->ver >= 3 ? pd->new_isr_with_epochs[i].broker_id :
+		    pd->new_isr[i];
+		/* members are replicas, each once */
+		if (!ctl_ids_has(pp->replicas, pp->n_replicas, isr[i]) ||
+		    ctl_ids_has(isr, i, isr[i]))
+			return RN_KERR_INVALID_REQUEST;
+	}
+	if (!ctl_ids_has(isr, n, pp->leader))
+		return RN_KERR_INVALID_REQUEST;
+	for (i = 0; i < n; i++) {
+		const struct ctl_broker *b = ctl_state_broker(&op->c->st,
+		    isr[i]);
+
+		/* a replica in a failed dir serves nothing */
+		if (b == NULL || b->fenced || b->in_controlled_shutdown ||
+		    ctl_replica_lost(pp, isr[i]) ||
+		    (op->ver >= 3 && pd->new_isr_with_epochs[i].broker_epoch !=
+		    -1 && pd->new_isr_with_epochs[i].broker_epoch != b->epoch))
+			return op->ver > 1 ? RN_KERR_INELIGIBLE_REPLICA :
+			    RN_KERR_OPERATION_NOT_ATTEMPTED;
+	}
+	*np = n;
+	return 0;
+}
+
+static void
+alter_log(const struct ctl_topic *t, const struct ctl_partition *pp,
+    int32_t partition, const int32_t *isr, int32_t n, int32_t epoch)
+{
+	const char *fields[3] = { NULL, NULL, NULL };
+	char tf[300], pf[32], s[256];
+	size_t k = 0;
 	int32_t i;
 
-	for (i = 0; i < n; i++)
-		if (v[i] == id)
-			return true;
-	return false;
+	s[0] = '\0';
+	for (i = 0; i < n && k < sizeof(s) - 16; i++)
+		k += (size_t)snprintf(s + k, sizeof(s) - k, "%s%d",
+		    i ? "," : "", isr[i]);
+	snprintf(tf, sizeof(tf), "TOPIC=%s", t->name);
+	snprintf(pf, sizeof(pf), "PARTITION=%d", partition);
+	fields[0] = tf;
+	fields[1] = pf;
+	rn_log_fields(LOG_INFO, fields, "%s-%d: ISR %s to [%s] by "
+	    "leader %d (partition epoch %d)", t->name, partition,
+	    n < pp->n_isr ? "shrinks" : "changes", s, pp->leader, epoch);
 }
 
 static int16_t
@@ -389,9 +440,9 @@ alter_one(struct ctl_op *op, const struct rn_AlterPartitionRequest *req,
     const struct rn_AlterPartitionRequest_PartitionData *pd,
     struct rn_AlterPartitionResponse_PartitionData *out)
 {
-	struct ctl *c = op->c;
 	const struct ctl_partition *pp;
-	int32_t isr[CTL_MAX_RF], n, i;
+	int32_t isr[CTL_MAX_RF], n;
+	int16_t err;
 
 	if (pd->partition_index < 0 || pd->partition_index >= t->n_parts)
 		return RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -406,30 +457,8 @@ alter_one(struct ctl_op *op, const struct rn_AlterPartitionRequest *req,
 		return RN_KERR_INVALID_REQUEST;
 	if (pd->partition_epoch < pp->partition_epoch)
 		return RN_KERR_INVALID_UPDATE_VERSION;
-	n = op->ver >= 3 ? pd->new_isr_with_epochs_count : pd->new_isr_count;
-	if (n <= 0 || n > CTL_MAX_RF)
-		return RN_KERR_INVALID_REQUEST;
-	for (i = 0; i < n; i++) {
-		isr[i] = op->ver >= 3 ? pd->new_isr_with_epochs[i].broker_id :
-		    pd->new_isr[i];
-		/* members are replicas, each once */
-		if (!in_list(pp->replicas, pp->n_replicas, isr[i]) ||
-		    in_list(isr, i, isr[i]))
-			return RN_KERR_INVALID_REQUEST;
-	}
-	if (!in_list(isr, n, pp->leader))
-		return RN_KERR_INVALID_REQUEST;
-	for (i = 0; i < n; i++) {
-		const struct ctl_broker *b = ctl_state_broker(&c->st, isr[i]);
-
-		/* a replica in a failed dir serves nothing */
-		if (b == NULL || b->fenced || b->in_controlled_shutdown ||
-		    ctl_replica_lost(pp, isr[i]) ||
-		    (op->ver >= 3 && pd->new_isr_with_epochs[i].broker_epoch !=
-		    -1 && pd->new_isr_with_epochs[i].broker_epoch != b->epoch))
-			return op->ver > 1 ? RN_KERR_INELIGIBLE_REPLICA :
-			    RN_KERR_OPERATION_NOT_ATTEMPTED;
-	}
+	if ((err = alter_read_isr(op, pp, pd, isr, &n)) != 0)
+		return err;
 	out->leader_id = pp->leader;
 	out->leader_epoch = pp->leader_epoch;
 	out->partition_epoch = pp->partition_epoch;
@@ -447,24 +476,7 @@ alter_one(struct ctl_op *op, const struct rn_AlterPartitionRequest *req,
 	out->partition_epoch = pp->partition_epoch + 1;
 	ctl_rec_partition_change(&op->batch, t->id, pd->partition_index,
 	    pp->leader, isr, n, pp->leader_epoch, out->partition_epoch);
-	{
-		const char *fields[3] = { NULL, NULL, NULL };
-		char tf[300], pf[32], s[256];
-		size_t k = 0;
-
-		s[0] = '\0';
-		for (i = 0; i < n && k < sizeof(s) - 16; i++)
-			k += (size_t)snprintf(s + k, sizeof(s) - k, "%s%d",
-			    i ? "," : "", isr[i]);
-		snprintf(tf, sizeof(tf), "TOPIC=%s", t->name);
-		snprintf(pf, sizeof(pf), "PARTITION=%d", pd->partition_index);
-		fields[0] = tf;
-		fields[1] = pf;
-		rn_log_fields(LOG_INFO, fields, "%s-%d: ISR %s to [%s] by "
-		    "leader %d (partition epoch %d)", t->name,
-		    pd->partition_index, n < pp->n_isr ? "shrinks" :
-		    "changes", s, pp->leader, out->partition_epoch);
-	}
+	alter_log(t, pp, pd->partition_index, isr, n, out->partition_epoch);
 	return 0;
 }
 

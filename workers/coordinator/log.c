@@ -255,6 +255,9 @@ co_log_load_step(struct co *co, int32_t partition)
 		cp->load_next = rn_log_start_offset(p->log);
 		return false;
 	}
+	/* segments rolled or deleted under the read: not the end, retry */
+	if (rc == -EAGAIN)
+		return true;
 	if (rc != 0 || sl.len == 0) {
 		if (rc == 0)
 			rn_log_slice_release(p->log, &sl);

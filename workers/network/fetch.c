@@ -98,6 +98,12 @@ fetch_read(struct fetch_state *fs, struct rn_part *p,
 		return;
 	rc = rn_part_io(p, rn_log_read(p->log, fp->fetch_offset, max, limit,
 	    &sl), "reading");
+	/*
+	 * The segments kept changing under the read (rolls and deletions
+	 * on a busy log): answer no data, the client's next fetch retries.
+	 */
+	if (rc == -EAGAIN)
+		return;
 	if (rc != 0) {
 		pd->error_code = rc == -ERANGE ? RN_KERR_OFFSET_OUT_OF_RANGE :
 		    net_storage_kerr(rc);

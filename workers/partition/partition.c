@@ -372,27 +372,19 @@ part_claim(struct rn_part_rt *rt, const struct rn_mdv_topic *topic,
 	atomic_fetch_add(&rt->incarnation, 1);
 }
 
+/*
+ * Takes the slot's lock and claims the slot when it holds another partition
+ * (or none). Returns the lock's died flag with the lock held, or a negative
+ * errno with it released.
+ */
 static int
-part_open(struct rn_part_table *t, const struct rn_mdview *v,
+part_lock_claim(struct rn_part_table *t, const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
-    struct rn_part *p, struct rn_part_rt *rt)
+    struct rn_part_rt *rt, bool *fresh)
 {
-	struct rn_log_config lcfg;
-	char path[2048];
-	int image_dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ?
-	    mp->dir : 0;
-	int dir, rc, died, write_md = 0;
-	bool fresh = false;
+	int died;
 
-	rn_part_log_config(v, topic, t->cfg, &lcfg);
-	if (p->log != NULL) {
-		rn_log_close(p->log);
-		p->log = NULL;
-	}
-	p->rt = rt; /* the rebuild below writes through it */
-	p->hw = &rt->high_watermark;
-	p->cfg = t->cfg;
-	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
+	*fresh = false;
 	died = rn_rlock_lock(&rt->lock, no_repair, NULL);
 	if (died < 0)
 		return died;
@@ -407,34 +399,29 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 			return -EAGAIN;
 		}
 		part_claim(rt, topic, mp->p, v->offset);
-		fresh = true;
+		*fresh = true;
 	}
-	if (fresh) {
-		/* where the log is on disk; a move cut short, finished or
-		 * taken up again (move.c) */
-		dir = rn_part_move_claim(t->cfg, t->shm, rt, topic->name, mp->p,
-		    topic->id, image_dir);
-	} else {
-		if (died == 1 && rn_part_move_repair(t->cfg, rt, topic->id) ==
-		    1) {
-			/* its holder died swapping it into another dir */
-			atomic_store(&rt->log.magic, 0);
-			atomic_fetch_add(&rt->incarnation, 1);
-			died = 0;
-		}
-		dir = atomic_load(&rt->cur_dir);
-		if (dir < 0 || dir >= t->cfg->n_log_dirs)
-			dir = image_dir;
-	}
-	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
-	    topic->name, mp->p);
-	rc = 0;
+	return died;
+}
+
+/*
+ * Opens the log into the claimed slot (lock held). On failure a fresh claim
+ * is dropped, so the next open starts over.
+ */
+static int
+part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
+    const struct rn_mdv_partition *mp, struct rn_part *p, int dir,
+    const char *path, const struct rn_log_config *lcfg, bool fresh, int died)
+{
+	struct rn_part_rt *rt = p->rt;
+	int rc = 0, write_md = 0;
+
 	if (fresh)
 		rc = write_md = part_check_dir(t->cfg->log_dirs[dir], topic,
 		    mp->p);
 	/* recovers from disk when the shared state is new */
 	if (rc >= 0)
-		rc = rn_log_open(path, &lcfg, &rt->log, NULL, &p->log);
+		rc = rn_log_open(path, lcfg, &rt->log, NULL, &p->log);
 	if (rc == 0 && write_md == 1 &&
 	    (rc = rn_partition_metadata_write(path, topic->id)) != 0)
 		log_warnx("%s: cannot write %s: %s", path,
@@ -448,10 +435,67 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	if (rc == 0 && atomic_load(&rt->high_watermark) < 0)
 		part_restore_hw(p, t->cfg->log_dirs[dir], topic->name, mp->p);
 	if (rc != 0 && fresh) {
-		/* nobody holds it: the next open starts over */
+		/* nobody holds it */
 		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
 		atomic_fetch_add(&rt->incarnation, 1);
 	}
+	return rc;
+}
+
+/*
+ * With the lock held: the log dir the slot's log is in. A fresh claim
+ * finds it on disk, finishing or taking up a move a crash cut short; a
+ * slot whose last holder died swapping a moved replica in has that swap
+ * finished or undone (*died is then cleared when its shared state must be
+ * recovered from disk instead of repaired).
+ */
+static int
+part_dir(struct rn_part_table *t, const struct rn_mdv_topic *topic,
+    const struct rn_mdv_partition *mp, struct rn_part_rt *rt, bool fresh,
+    int *died)
+{
+	int image_dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ?
+	    mp->dir : 0;
+	int dir;
+
+	if (fresh)
+		return rn_part_move_claim(t->cfg, t->shm, rt, topic->name,
+		    mp->p, topic->id, image_dir);
+	if (*died == 1 && rn_part_move_repair(t->cfg, rt, topic->id) == 1) {
+		atomic_store(&rt->log.magic, 0);
+		atomic_fetch_add(&rt->incarnation, 1);
+		*died = 0;
+	}
+	dir = atomic_load(&rt->cur_dir);
+	return dir >= 0 && dir < t->cfg->n_log_dirs ? dir : image_dir;
+}
+
+static int
+part_open(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
+    struct rn_part *p, struct rn_part_rt *rt)
+{
+	struct rn_log_config lcfg;
+	char path[2048];
+	int dir, rc, died;
+	bool fresh;
+
+	rn_part_log_config(v, topic, t->cfg, &lcfg);
+	if (p->log != NULL) {
+		rn_log_close(p->log);
+		p->log = NULL;
+	}
+	p->rt = rt; /* the rebuild in part_load writes through it */
+	p->hw = &rt->high_watermark;
+	p->cfg = t->cfg;
+	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
+	died = part_lock_claim(t, v, topic, mp, rt, &fresh);
+	if (died < 0)
+		return died;
+	dir = part_dir(t, topic, mp, rt, fresh, &died);
+	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
+	    topic->name, mp->p);
+	rc = part_load(t, topic, mp, p, dir, path, &lcfg, fresh, died);
 	rn_rlock_unlock(&rt->lock);
 	if (rc != 0) {
 		log_warnx("cannot open log %s: %s", path, strerror(-rc));
@@ -461,7 +505,6 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		}
 		return rc;
 	}
-	p->rt = rt;
 	p->slot = mp->slot;
 	p->dir = dir;
 	p->root = t->cfg->log_dirs[dir];
