@@ -290,6 +290,11 @@ copy_log(struct rn_logcopy *lc, struct rn_log *src, struct rn_logcopy_seg *s,
 {
 	int rc;
 
+	/* an empty segment is a file too: the log lists its segments by
+	 * their .log files */
+	if (s->copied == 0 && (rc = open_io(lc, src, s)) < 0)
+		return rc;
+
 	while (s->copied < target && *budget > 0) {
 		int64_t want = target - s->copied;
 		ssize_t got;

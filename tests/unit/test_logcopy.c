@@ -372,6 +372,34 @@ test_copy(void)
 	free(sh2);
 }
 
+/* An empty log (a replica just created) copies to an empty log. */
+static void
+test_copy_empty(void)
+{
+	struct rn_log_config cfg = small_config();
+	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
+	struct rn_log *log, *copy;
+	struct rn_logcopy lc;
+	char a[300], b[300], seg[400];
+
+	snprintf(a, sizeof(a), "%s/ea", root);
+	snprintf(b, sizeof(b), "%s/eb", root);
+	mkdir(b, 0755);
+	ok(rn_log_open(a, &cfg, sh, NULL, &log) == 0, "an empty log");
+	rn_logcopy_init(&lc, open(b, O_RDONLY | O_DIRECTORY));
+	ok(rn_logcopy_step(&lc, log, 0, 1 << 20, 0) == 1 &&
+	    rn_logcopy_finish(&lc, log, 0, 1 << 20) == 0, "copied at once");
+	rn_logcopy_free(&lc);
+	snprintf(seg, sizeof(seg), "%s/00000000000000000000.log", b);
+	ok(access(seg, F_OK) == 0, "its empty segment is there");
+	ok(rn_log_open(b, &cfg, sh, NULL, &copy) == 0 &&
+	    append_varied(copy, 5, 77, 1000, 1000, NULL) == 0 &&
+	    rn_log_end_offset(copy) > 0, "the copy takes appends");
+	rn_log_close(copy);
+	rn_log_close(log);
+	free(sh);
+}
+
 static void
 test_copy_range(void)
 {
@@ -414,6 +442,7 @@ main(void)
 	if (mkdtemp(root) == NULL)
 		bail("mkdtemp");
 	test_copy();
+	test_copy_empty();
 	test_copy_range();
 	rm_rf(root);
 	return done_testing();
