@@ -508,6 +508,16 @@ rn_logcopy_finish(struct rn_logcopy *lc, struct rn_log *src, uint64_t trunc,
 	if ((rc = copy_file(lc, src, RN_LEADER_EPOCH_CHECKPOINT, -1)) < 0 ||
 	    (rc = copy_file(lc, src, RN_PARTITION_METADATA, -1)) < 0)
 		return rc;
+	/* the last look before it may replace the log: every segment file
+	 * there, with the source's bytes */
+	for (i = 0; i < n; i++) {
+		struct stat st;
+
+		rn_segment_name(name, lc->bases[i], ".log");
+		if (fstatat(lc->dst, name, &st, 0) != 0 ||
+		    st.st_size != (i == n - 1 ? v.asize : lc->sizes[i]))
+			return -EUCLEAN;
+	}
 	if (fsync(lc->dst) < 0)
 		return -errno;
 	lc->end_offset = v.leo;
