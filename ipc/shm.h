@@ -142,7 +142,16 @@ struct rn_shm_hdr {
 	 * never cleared: a restart brings a dir back.
 	 */
 	_Atomic uint32_t offline_dirs;
-	uint32_t pad4;
+	/*
+	 * Moves between log dirs asked for (AlterReplicaLogDirs): bumped by
+	 * the network worker that records one in a partition slot, so the
+	 * replica fetchers look at their slots at once.
+	 */
+	_Atomic uint32_t moves_requested;
+	/* bumped when a partition slot wants its log dir recorded (a move
+	 * between dirs): the broker agent reports it at once */
+	_Atomic uint32_t dir_reports;
+	uint32_t pad5;
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };
 

@@ -1122,6 +1122,339 @@ rn_AlterPartitionResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_init(struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 4);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			o->partitions[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(struct rn_kwriter *w, int16_t v, const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			rn_kw_int32(w, o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir_init(struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *o)
+{
+	o->path.ptr = NULL;
+	o->path.len = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static void
+dec_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->path = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(struct rn_kwriter *w, int16_t v, const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->path, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterReplicaLogDirsRequest_init(struct rn_AlterReplicaLogDirsRequest *o)
+{
+	o->dirs = NULL;
+	o->dirs_count = 0;
+}
+
+static int
+dec_rn_AlterReplicaLogDirsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterReplicaLogDirsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->dirs = rn_kr_array(r, a, n, sizeof(*o->dirs), 2);
+		o->dirs_count = r->err ? 0 : n;
+		for (i = 0; i < o->dirs_count && !r->err; i++)
+			dec_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(r, v, a, &o->dirs[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AlterReplicaLogDirsRequest(struct rn_kwriter *w, int16_t v, const struct rn_AlterReplicaLogDirsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->dirs_count, flex, true, false);
+		for (i = 0; i < o->dirs_count && !w->err; i++)
+			enc_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(w, v, &o->dirs[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AlterReplicaLogDirsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterReplicaLogDirsRequest *out)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AlterReplicaLogDirsRequest(r, version, arena, out);
+}
+
+int
+rn_AlterReplicaLogDirsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterReplicaLogDirsRequest *in)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AlterReplicaLogDirsRequest(w, version, in);
+}
+
+void
+rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_init(struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *o)
+{
+	o->partition_index = 0;
+	o->error_code = 0;
+}
+
+static void
+dec_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(struct rn_kwriter *w, int16_t v, const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int16(w, o->error_code);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_init(struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *o)
+{
+	o->topic_name.ptr = NULL;
+	o->topic_name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->topic_name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 6);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(struct rn_kwriter *w, int16_t v, const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->topic_name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterReplicaLogDirsResponse_init(struct rn_AlterReplicaLogDirsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->results = NULL;
+	o->results_count = 0;
+}
+
+static int
+dec_rn_AlterReplicaLogDirsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterReplicaLogDirsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 2);
+		o->results_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_count && !r->err; i++)
+			dec_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(r, v, a, &o->results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AlterReplicaLogDirsResponse(struct rn_kwriter *w, int16_t v, const struct rn_AlterReplicaLogDirsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_count, flex, true, false);
+		for (i = 0; i < o->results_count && !w->err; i++)
+			enc_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(w, v, &o->results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AlterReplicaLogDirsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterReplicaLogDirsResponse *out)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AlterReplicaLogDirsResponse(r, version, arena, out);
+}
+
+int
+rn_AlterReplicaLogDirsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterReplicaLogDirsResponse *in)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AlterReplicaLogDirsResponse(w, version, in);
+}
+
+void
 rn_ApiVersionsRequest_init(struct rn_ApiVersionsRequest *o)
 {
 	o->client_software_name.ptr = NULL;
@@ -12836,6 +13169,30 @@ venc_AlterConfigsResponse(struct rn_kwriter *w, int16_t v, const void *o)
 }
 
 static int
+vdec_AlterReplicaLogDirsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AlterReplicaLogDirsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_AlterReplicaLogDirsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AlterReplicaLogDirsRequest_encode(w, v, o);
+}
+
+static int
+vdec_AlterReplicaLogDirsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AlterReplicaLogDirsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_AlterReplicaLogDirsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AlterReplicaLogDirsResponse_encode(w, v, o);
+}
+
+static int
 vdec_DescribeLogDirsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_DescribeLogDirsRequest_decode(r, v, a, o);
@@ -13238,6 +13595,8 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_DescribeConfigsRequest, venc_DescribeConfigsRequest, vdec_DescribeConfigsResponse, venc_DescribeConfigsResponse },
 	{ 33, 0, 2, 2, "AlterConfigs", sizeof(struct rn_AlterConfigsRequest), sizeof(struct rn_AlterConfigsResponse),
 	    vdec_AlterConfigsRequest, venc_AlterConfigsRequest, vdec_AlterConfigsResponse, venc_AlterConfigsResponse },
+	{ 34, 0, 2, 2, "AlterReplicaLogDirs", sizeof(struct rn_AlterReplicaLogDirsRequest), sizeof(struct rn_AlterReplicaLogDirsResponse),
+	    vdec_AlterReplicaLogDirsRequest, venc_AlterReplicaLogDirsRequest, vdec_AlterReplicaLogDirsResponse, venc_AlterReplicaLogDirsResponse },
 	{ 35, 0, 4, 2, "DescribeLogDirs", sizeof(struct rn_DescribeLogDirsRequest), sizeof(struct rn_DescribeLogDirsResponse),
 	    vdec_DescribeLogDirsRequest, venc_DescribeLogDirsRequest, vdec_DescribeLogDirsResponse, venc_DescribeLogDirsResponse },
 	{ 37, 0, 3, 2, "CreatePartitions", sizeof(struct rn_CreatePartitionsRequest), sizeof(struct rn_CreatePartitionsResponse),
@@ -13273,9 +13632,9 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
 	12, -1, 13, 14, 15, 16, 17, 18, -1, -1, -1, -1, -1, -1, -1, -1,
-	19, 20, -1, 21, -1, 22, -1, -1, -1, -1, 23, 24, 25, 26, 27, 28,
-	-1, -1, -1, -1, -1, -1, -1, 29, 30, -1, -1, -1, 31, -1, 32, 33,
-	34, -1, -1, -1, -1, -1, -1, -1, -1, 35,
+	19, 20, 21, 22, -1, 23, -1, -1, -1, -1, 24, 25, 26, 27, 28, 29,
+	-1, -1, -1, -1, -1, -1, -1, 30, 31, -1, -1, -1, 32, -1, 33, 34,
+	35, -1, -1, -1, -1, -1, -1, -1, -1, 36,
 };
 
 const struct rn_kapi *

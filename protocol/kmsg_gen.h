@@ -135,6 +135,42 @@ struct rn_AlterPartitionResponse {
 	int32_t topics_count;
 };
 
+/* AlterReplicaLogDirsRequest (API key 34), versions 0-2, flexible 2+ */
+struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic {
+	struct rn_kstr name;
+	int32_t *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir {
+	struct rn_kstr path;
+	struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *topics;
+	int32_t topics_count;
+};
+
+struct rn_AlterReplicaLogDirsRequest {
+	struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *dirs;
+	int32_t dirs_count;
+};
+
+/* AlterReplicaLogDirsResponse (API key 34), versions 0-2, flexible 2+ */
+struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult {
+	int32_t partition_index;
+	int16_t error_code;
+};
+
+struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult {
+	struct rn_kstr topic_name;
+	struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_AlterReplicaLogDirsResponse {
+	int32_t throttle_time_ms;
+	struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *results;
+	int32_t results_count;
+};
+
 /* ApiVersionsRequest (API key 18), versions 0-3, flexible 3+ */
 struct rn_ApiVersionsRequest {
 	struct rn_kstr client_software_name; /* v3 */
@@ -1427,6 +1463,20 @@ int rn_AlterPartitionResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_AlterPartitionResponse *out);
 int rn_AlterPartitionResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_AlterPartitionResponse *in);
+void rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_init(struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *o);
+void rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir_init(struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *o);
+void rn_AlterReplicaLogDirsRequest_init(struct rn_AlterReplicaLogDirsRequest *o);
+int rn_AlterReplicaLogDirsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterReplicaLogDirsRequest *out);
+int rn_AlterReplicaLogDirsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterReplicaLogDirsRequest *in);
+void rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_init(struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *o);
+void rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_init(struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *o);
+void rn_AlterReplicaLogDirsResponse_init(struct rn_AlterReplicaLogDirsResponse *o);
+int rn_AlterReplicaLogDirsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterReplicaLogDirsResponse *out);
+int rn_AlterReplicaLogDirsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterReplicaLogDirsResponse *in);
 void rn_ApiVersionsRequest_init(struct rn_ApiVersionsRequest *o);
 int rn_ApiVersionsRequest_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_ApiVersionsRequest *out);
@@ -1876,7 +1926,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 36
+#define RN_KAPI_COUNT 37
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -1915,6 +1965,7 @@ enum rn_kapi_key {
 	RN_KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
 	RN_KAPI_DESCRIBE_CONFIGS = 32,
 	RN_KAPI_ALTER_CONFIGS = 33,
+	RN_KAPI_ALTER_REPLICA_LOG_DIRS = 34,
 	RN_KAPI_DESCRIBE_LOG_DIRS = 35,
 	RN_KAPI_CREATE_PARTITIONS = 37,
 	RN_KAPI_DELETE_GROUPS = 42,
@@ -1954,6 +2005,7 @@ union rn_krequest {
 	struct rn_OffsetForLeaderEpochRequest offset_for_leader_epoch;
 	struct rn_DescribeConfigsRequest describe_configs;
 	struct rn_AlterConfigsRequest alter_configs;
+	struct rn_AlterReplicaLogDirsRequest alter_replica_log_dirs;
 	struct rn_DescribeLogDirsRequest describe_log_dirs;
 	struct rn_CreatePartitionsRequest create_partitions;
 	struct rn_DeleteGroupsRequest delete_groups;
@@ -1993,6 +2045,7 @@ union rn_kresponse {
 	struct rn_OffsetForLeaderEpochResponse offset_for_leader_epoch;
 	struct rn_DescribeConfigsResponse describe_configs;
 	struct rn_AlterConfigsResponse alter_configs;
+	struct rn_AlterReplicaLogDirsResponse alter_replica_log_dirs;
 	struct rn_DescribeLogDirsResponse describe_log_dirs;
 	struct rn_CreatePartitionsResponse create_partitions;
 	struct rn_DeleteGroupsResponse delete_groups;

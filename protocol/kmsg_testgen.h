@@ -59,6 +59,24 @@ static int tg_eq_rn_AlterPartitionResponse_TopicData(const struct rn_AlterPartit
 static void tg_fill_rn_AlterPartitionResponse(struct tg *t, int16_t v, struct rn_AlterPartitionResponse *o);
 static int tg_eq_rn_AlterPartitionResponse(const struct rn_AlterPartitionResponse *a, const struct rn_AlterPartitionResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *o);
+static int tg_eq_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *a, const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *o);
+static int tg_eq_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *a, const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterReplicaLogDirsRequest(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsRequest *o);
+static int tg_eq_rn_AlterReplicaLogDirsRequest(const struct rn_AlterReplicaLogDirsRequest *a, const struct rn_AlterReplicaLogDirsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *o);
+static int tg_eq_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *a, const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *o);
+static int tg_eq_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *a, const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterReplicaLogDirsResponse(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsResponse *o);
+static int tg_eq_rn_AlterReplicaLogDirsResponse(const struct rn_AlterReplicaLogDirsResponse *a, const struct rn_AlterReplicaLogDirsResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_ApiVersionsRequest(struct tg *t, int16_t v, struct rn_ApiVersionsRequest *o);
 static int tg_eq_rn_ApiVersionsRequest(const struct rn_ApiVersionsRequest *a, const struct rn_ApiVersionsRequest *b,
     int16_t v, const char *path);
@@ -1204,6 +1222,188 @@ tg_eq_rn_AlterPartitionResponse(const struct rn_AlterPartitionResponse *a, const
 		return 0;
 	for (int i = 0; i < a->topics_count; i++)
 		if (!tg_eq_rn_AlterPartitionResponse_TopicData(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *o)
+{
+	rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		o->partitions[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *a, const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_int((long long)a->partitions[i], (long long)b->partitions[i], path, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *o)
+{
+	rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir_init(o);
+	(void)t;
+	(void)v;
+	o->path = tg_str(t, false);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *a, const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->path, b->path, path, "path"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterReplicaLogDirsRequest(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsRequest *o)
+{
+	rn_AlterReplicaLogDirsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->dirs_count = tg_count(t, false);
+	o->dirs = o->dirs_count > 0 ? tg_alloc(t, o->dirs_count * sizeof(*o->dirs)) : NULL;
+	for (int i = 0; i < o->dirs_count; i++) {
+		tg_fill_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(t, v, &o->dirs[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterReplicaLogDirsRequest(const struct rn_AlterReplicaLogDirsRequest *a, const struct rn_AlterReplicaLogDirsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->dirs_count, b->dirs_count, path, "dirs_count"))
+		return 0;
+	for (int i = 0; i < a->dirs_count; i++)
+		if (!tg_eq_rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir(&a->dirs[i], &b->dirs[i], v, "dirs"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *o)
+{
+	rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *a, const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *o)
+{
+	rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_init(o);
+	(void)t;
+	(void)v;
+	o->topic_name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *a, const struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->topic_name, b->topic_name, path, "topic_name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterReplicaLogDirsResponse(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsResponse *o)
+{
+	rn_AlterReplicaLogDirsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->results_count = tg_count(t, false);
+	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+	for (int i = 0; i < o->results_count; i++) {
+		tg_fill_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(t, v, &o->results[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterReplicaLogDirsResponse(const struct rn_AlterReplicaLogDirsResponse *a, const struct rn_AlterReplicaLogDirsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+		return 0;
+	for (int i = 0; i < a->results_count; i++)
+		if (!tg_eq_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(&a->results[i], &b->results[i], v, "results"))
 			return 0;
 	return 1;
 }
@@ -7588,6 +7788,30 @@ tgv_eq_AlterPartitionResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_AlterReplicaLogDirsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AlterReplicaLogDirsRequest(t, v, o);
+}
+
+static int
+tgv_eq_AlterReplicaLogDirsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AlterReplicaLogDirsRequest(a, b, v, "AlterReplicaLogDirsRequest");
+}
+
+static void
+tgv_fill_AlterReplicaLogDirsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AlterReplicaLogDirsResponse(t, v, o);
+}
+
+static int
+tgv_eq_AlterReplicaLogDirsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AlterReplicaLogDirsResponse(a, b, v, "AlterReplicaLogDirsResponse");
+}
+
+static void
 tgv_fill_ApiVersionsRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_ApiVersionsRequest(t, v, o);
@@ -8386,6 +8610,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "AlterPartitionReassignmentsResponse", 45, false, 0, 0, sizeof(struct rn_AlterPartitionReassignmentsResponse), tgv_fill_AlterPartitionReassignmentsResponse, tgv_eq_AlterPartitionReassignmentsResponse },
 	{ "AlterPartitionRequest", 56, true, 0, 3, sizeof(struct rn_AlterPartitionRequest), tgv_fill_AlterPartitionRequest, tgv_eq_AlterPartitionRequest },
 	{ "AlterPartitionResponse", 56, false, 0, 3, sizeof(struct rn_AlterPartitionResponse), tgv_fill_AlterPartitionResponse, tgv_eq_AlterPartitionResponse },
+	{ "AlterReplicaLogDirsRequest", 34, true, 0, 2, sizeof(struct rn_AlterReplicaLogDirsRequest), tgv_fill_AlterReplicaLogDirsRequest, tgv_eq_AlterReplicaLogDirsRequest },
+	{ "AlterReplicaLogDirsResponse", 34, false, 0, 2, sizeof(struct rn_AlterReplicaLogDirsResponse), tgv_fill_AlterReplicaLogDirsResponse, tgv_eq_AlterReplicaLogDirsResponse },
 	{ "ApiVersionsRequest", 18, true, 0, 3, sizeof(struct rn_ApiVersionsRequest), tgv_fill_ApiVersionsRequest, tgv_eq_ApiVersionsRequest },
 	{ "ApiVersionsResponse", 18, false, 0, 3, sizeof(struct rn_ApiVersionsResponse), tgv_fill_ApiVersionsResponse, tgv_eq_ApiVersionsResponse },
 	{ "AssignReplicasToDirsRequest", 73, true, 0, 0, sizeof(struct rn_AssignReplicasToDirsRequest), tgv_fill_AssignReplicasToDirsRequest, tgv_eq_AssignReplicasToDirsRequest },

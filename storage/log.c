@@ -2100,3 +2100,27 @@ rn_log_dir(const struct rn_log *log)
 {
 	return log->dir;
 }
+
+int
+rn_log_segments(struct rn_log *log, int64_t *bases, int64_t *sizes, int cap,
+    struct rn_log_view *v)
+{
+	struct snap s;
+	int rc = snapshot(log, &s), i;
+
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < log->nsegs && i < cap; i++) {
+		bases[i] = log->segs[i]->base_offset;
+		sizes[i] = log->segs[i]->base_offset == s.abase ? s.asize :
+		    log->segs[i]->size;
+	}
+	v->gen = s.gen;
+	v->lso = s.lso;
+	v->leo = s.leo;
+	v->abase = s.abase;
+	v->asize = s.asize;
+	v->oc = s.oc;
+	v->tc = s.tc;
+	return log->nsegs;
+}

@@ -236,6 +236,23 @@ int rn_log_cleanable(struct rn_log *log, struct rn_log_seginfo *out, int cap,
  */
 int rn_log_swap_segments(struct rn_log *log, uint32_t gen, int64_t base,
     const int64_t *olds, int n);
+/* A consistent view of the log's shared state (rn_log_segments). */
+struct rn_log_view {
+	uint32_t gen;		/* generation (segments removed, cut) */
+	int64_t lso, leo;
+	int64_t abase;		/* the active segment's base offset */
+	int64_t asize;		/* its committed bytes */
+	uint32_t oc, tc;	/* its committed index entries */
+};
+
+/*
+ * All segments, oldest first, as one snapshot (no lock needed): up to cap
+ * base offsets and sizes (the active segment last, with its committed
+ * size) and the state they go with. Returns the number of segments (more
+ * than cap: ask again with room), or -errno.
+ */
+int rn_log_segments(struct rn_log *log, int64_t *bases, int64_t *sizes,
+    int cap, struct rn_log_view *v);
 int rn_log_dirfd(const struct rn_log *log);
 uint32_t rn_log_generation(const struct rn_log *log);
 

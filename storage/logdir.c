@@ -157,12 +157,12 @@ rn_logdir_remove_tree(const char *path)
 }
 
 int
-rn_logdir_discard(const char *root, const char *name)
+rn_logdir_retire(const char *root, const char *name, char *to, size_t tolen)
 {
-	char from[4200], to[4200], base[256], hex[33];
+	char from[4200], base[256], hex[33];
 	uint8_t raw[16];
 	size_t keep = 255 - (1 + 32 + strlen("-delete"));
-	int i;
+	int i, fd;
 
 	if (getrandom(raw, sizeof(raw), GRND_NONBLOCK) != sizeof(raw)) {
 		uint64_t x = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -176,9 +176,26 @@ rn_logdir_discard(const char *root, const char *name)
 	if (strlen(base) > keep)
 		base[keep] = '\0';
 	snprintf(from, sizeof(from), "%s/%s", root, name);
-	snprintf(to, sizeof(to), "%s/%s.%s-delete", root, base, hex);
+	if ((size_t)snprintf(to, tolen, "%s/%s.%s-delete", root, base, hex) >=
+	    tolen)
+		return -ENAMETOOLONG;
 	if (rename(from, to) != 0)
 		return -errno;
+	if ((fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+int
+rn_logdir_discard(const char *root, const char *name)
+{
+	char to[4200];
+	int rc = rn_logdir_retire(root, name, to, sizeof(to));
+
+	if (rc != 0)
+		return rc;
 	(void)rn_logdir_remove_tree(to);
 	return 0;
 }

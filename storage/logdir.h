@@ -39,6 +39,10 @@ int rn_logdir_take_clean(const char *root);
  * to fit 255 bytes), then remove that tree. 0, or -errno of the rename.
  */
 int rn_logdir_discard(const char *root, const char *name);
+/* Its first half: the rename, made durable; the new path in to (for
+ * rn_logdir_remove_tree). 0, or -errno of the rename. */
+int rn_logdir_retire(const char *root, const char *name, char *to,
+    size_t tolen);
 /* Remove a directory tree; what cannot be removed is left: 0, or the
  * -errno of the first entry that could not be removed. */
 int rn_logdir_remove_tree(const char *path);

@@ -20,6 +20,9 @@ struct ra_part {
 	int32_t partition;
 	int32_t *replicas;
 	int n;
+	/* the plan's log_dirs, aligned with replicas: NULL for "any" (and
+	 * when there are none) */
+	char **dirs;
 };
 
 struct ra_plan {
@@ -49,11 +52,29 @@ int ra_topics_read(const char *path, char ***names, int *n, char *err,
 /* The plan as Kafka writes it (malloc'd), NULL on no memory. */
 char *ra_plan_json(const struct ra_plan *pl);
 
+/* reassign_dirs.c: the replicas the plan gives a log dir (KIP-113) */
+bool ra_plan_has_moves(const struct ra_plan *pl);
+/*
+ * --execute: AlterReplicaLogDirs to each replica's broker, asked again
+ * every 100 ms while a broker does not have its replica yet
+ * (REPLICA_NOT_AVAILABLE), for up to timeout_ms, as Kafka's executeMoves.
+ * 0, or -1 (said on stderr).
+ */
+int ra_moves_execute(const char *bootstrap, const struct ra_plan *pl,
+    int timeout_ms);
+/* --verify: a line per replica, as Kafka's; how many are not done, or -1. */
+int ra_moves_verify(const char *bootstrap, const struct ra_plan *pl);
+
 /* reassign_throttle.c */
 /* Set the throttles for moving cur to plan at rate bytes/s. */
 int ra_throttle_set(int fd, const struct ra_plan *plan,
     const struct ra_plan *cur, long long rate, char *err, size_t errlen);
-/* Remove them from every broker and from the plan's topics. */
+/* replica.alter.log.dirs.io.max.bytes.per.second on the brokers whose
+ * replicas the plan moves between log dirs. */
+int ra_throttle_logdirs(int fd, const struct ra_plan *plan, long long rate,
+    char *err, size_t errlen);
+/* Remove them (the log dir one too) from every broker and from the
+ * plan's topics. */
 int ra_throttle_clear(int fd, const struct ra_plan *plan,
     const struct ra_brokers *br, char *err, size_t errlen);
 

@@ -35,6 +35,7 @@ ra_plan_add(struct ra_plan *pl, const char *topic, int32_t partition,
 		memcpy(p->replicas, replicas, sizeof(int32_t) * (size_t)n);
 	p->partition = partition;
 	p->n = n;
+	p->dirs = NULL;
 	pl->n++;
 	return 0;
 }
@@ -42,11 +43,15 @@ ra_plan_add(struct ra_plan *pl, const char *topic, int32_t partition,
 void
 ra_plan_free(struct ra_plan *pl)
 {
-	int i;
+	int i, k;
 
 	for (i = 0; i < pl->n; i++) {
 		free(pl->v[i].topic);
 		free(pl->v[i].replicas);
+		if (pl->v[i].dirs != NULL)
+			for (k = 0; k < pl->v[i].n; k++)
+				free(pl->v[i].dirs[k]);
+		free(pl->v[i].dirs);
 	}
 	free(pl->v);
 	memset(pl, 0, sizeof(*pl));
@@ -106,16 +111,19 @@ plan_entry(json_t *e, struct ra_plan *pl, char *err, size_t errlen)
 		}
 		ids[i] = (int32_t)json_integer_value(x);
 	}
-	/* log dirs other than "any" need JBOD directory moves */
-	for (i = 0; json_is_array(d) && i < json_array_size(d); i++) {
-		const char *s = json_string_value(json_array_get(d, i));
-
-		if (s == NULL || strcmp(s, "any") != 0) {
-			snprintf(err, errlen, "log_dirs other than \"any\" "
-			    "are not supported");
+	/* as Kafka: as many log dirs as replicas, or none */
+	if (d != NULL && (!json_is_array(d) || json_array_size(d) != n)) {
+		snprintf(err, errlen, "Size of replicas list is different from "
+		    "size of log dirs list for partition %s-%d",
+		    json_string_value(t), (int)json_integer_value(p));
+		return -1;
+	}
+	for (i = 0; d != NULL && i < n; i++)
+		if (!json_is_string(json_array_get(d, i))) {
+			snprintf(err, errlen, "log_dirs must be paths or "
+			    "\"any\"");
 			return -1;
 		}
-	}
 	if (ra_plan_find(pl, json_string_value(t),
 	    (int32_t)json_integer_value(p)) != NULL) {
 		snprintf(err, errlen, "partition %s-%d is given twice",
@@ -126,6 +134,19 @@ plan_entry(json_t *e, struct ra_plan *pl, char *err, size_t errlen)
 	    (int32_t)json_integer_value(p), ids, (int)n) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
+	}
+	for (i = 0; d != NULL && i < n; i++) {
+		const char *s = json_string_value(json_array_get(d, i));
+		struct ra_part *rp = &pl->v[pl->n - 1];
+
+		if (strcmp(s, "any") == 0)
+			continue;
+		if (rp->dirs == NULL)
+			rp->dirs = calloc(n, sizeof(char *));
+		if (rp->dirs == NULL || (rp->dirs[i] = strdup(s)) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
 	}
 	return 0;
 }

@@ -28,6 +28,8 @@ typedef struct rn_IncrementalAlterConfigsRequest_AlterableConfig iac_cfg;
 static const char *const rate_keys[] = {
 	"leader.replication.throttled.rate",
 	"follower.replication.throttled.rate",
+	/* moves between a broker's log dirs (set alone, cleared with them) */
+	"replica.alter.log.dirs.io.max.bytes.per.second",
 };
 static const char *const replica_keys[] = {
 	"leader.replication.throttled.replicas",
@@ -215,12 +217,42 @@ ra_throttle_clear(int fd, const struct ra_plan *plan,
 	for (i = 0; i < br->n && i < 1024; i++) {
 		snprintf(names[i], sizeof(names[i]), "%d", br->ids[i]);
 		res_fill(&a, &res[n++], RES_BROKER, names[i], rate_keys,
-		    NULL, 2);
+		    NULL, 3);
 	}
 	for (i = 0; i < plan->n; i++)
 		if (first_of_topic(plan, i))
 			res_fill(&a, &res[n++], RES_TOPIC, plan->v[i].topic,
 			    replica_keys, NULL, 2);
+	rc = iac_send(fd, res, n, &a, err, errlen);
+	rn_arena_free(&a);
+	return rc;
+}
+
+int
+ra_throttle_logdirs(int fd, const struct ra_plan *plan, long long rate,
+    char *err, size_t errlen)
+{
+	struct rn_arena a;
+	int32_t brokers[1024];
+	iac_res *res;
+	char rbuf[32], *rates[1] = { rbuf }, names[1024][16];
+	int i, k, n = 0, nb = 0, rc;
+
+	if ((res = res_alloc(&a, plan, err, errlen)) == NULL)
+		return -1;
+	/* the brokers with a replica the plan puts in a given dir */
+	for (i = 0; i < plan->n; i++)
+		for (k = 0; plan->v[i].dirs != NULL && k < plan->v[i].n; k++)
+			if (plan->v[i].dirs[k] != NULL &&
+			    !has(brokers, nb, plan->v[i].replicas[k]) &&
+			    nb < 1024)
+				brokers[nb++] = plan->v[i].replicas[k];
+	snprintf(rbuf, sizeof(rbuf), "%lld", rate);
+	for (i = 0; i < nb; i++) {
+		snprintf(names[i], sizeof(names[i]), "%d", brokers[i]);
+		res_fill(&a, &res[n++], RES_BROKER, names[i], rate_keys + 2,
+		    rates, 1);
+	}
 	rc = iac_send(fd, res, n, &a, err, errlen);
 	rn_arena_free(&a);
 	return rc;

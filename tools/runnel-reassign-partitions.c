@@ -5,11 +5,14 @@
  *   runnel-reassign-partitions --bootstrap-server H:P
  *       --generate --topics-to-move-json-file F --broker-list 1,2,3
  *     | --execute --reassignment-json-file F [--throttle BYTES_PER_SEC]
+ *       [--replica-alter-log-dirs-throttle BYTES_PER_SEC] [--timeout MS]
  *     | --verify --reassignment-json-file F [--preserve-throttles]
  *     | --cancel --reassignment-json-file F [--preserve-throttles]
  *
  * AlterPartitionReassignments, ListPartitionReassignments, Metadata and
- * IncrementalAlterConfigs over tools/tool_kclient.c.
+ * IncrementalAlterConfigs over tools/tool_kclient.c; for the replicas the
+ * plan's log_dirs name a dir, AlterReplicaLogDirs to their brokers and
+ * DescribeLogDirs (reassign_dirs.c).
  */
 #include "autoconf.h"
 
@@ -40,6 +43,8 @@ struct ra_opts {
 	enum verb verb;
 	long long throttle;     /* -1: none */
 	bool preserve;
+	long long timeout_ms;   /* for log dir moves to start */
+	long long dir_throttle; /* -1: none */
 };
 
 static void
@@ -50,6 +55,8 @@ usage(FILE *f)
 	    "--broker-list 1,2,3\n"
 	    "     | --execute --reassignment-json-file FILE "
 	    "[--throttle BYTES_PER_SEC]\n"
+	    "       [--replica-alter-log-dirs-throttle BYTES_PER_SEC] "
+	    "[--timeout MS]\n"
 	    "     | --verify --reassignment-json-file FILE "
 	    "[--preserve-throttles]\n"
 	    "     | --cancel --reassignment-json-file FILE "
@@ -83,6 +90,9 @@ parse_args(int argc, char **argv, struct ra_opts *o)
 		{ "broker-list", required_argument, NULL, 'l' },
 		{ "throttle", required_argument, NULL, 'T' },
 		{ "preserve-throttles", no_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 'W' },
+		{ "replica-alter-log-dirs-throttle", required_argument, NULL,
+		    'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -106,6 +116,18 @@ parse_args(int argc, char **argv, struct ra_opts *o)
 				rc = -1;
 			break;
 		case 'p': o->preserve = true; break;
+		case 'D':
+			o->dir_throttle = strtoll(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' ||
+			    o->dir_throttle < 1)
+				rc = -1;
+			break;
+		case 'W':
+			o->timeout_ms = strtoll(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' ||
+			    o->timeout_ms < 0)
+				rc = -1;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: rc = -1; break;
 		}
@@ -468,6 +490,10 @@ do_execute(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 	print_plan("Current partition replica assignment\n", cur);
 	printf("\nSave this to use as the --reassignment-json-file option "
 	    "during rollback\n");
+	if (o->throttle > 0 || o->dir_throttle > 0)
+		printf("Warning: You must run --verify periodically, until "
+		    "the reassignment completes, to ensure the throttle is "
+		    "removed.\n");
 	if (o->throttle > 0) {
 		if (ra_throttle_set(fd, plan, cur, o->throttle, err,
 		    sizeof(err)) != 0) {
@@ -475,13 +501,26 @@ do_execute(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 			    err);
 			return 1;
 		}
-		printf("Warning: You must run --verify periodically, until "
-		    "the reassignment completes, to ensure the throttle is "
-		    "removed.\n");
 		printf("The inter-broker throttle limit was set to %lld "
 		    "B/s\n", o->throttle);
 	}
-	return apr_call(fd, plan, false) == 0 ? 0 : 1;
+	if (o->dir_throttle > 0 && ra_plan_has_moves(plan)) {
+		if (ra_throttle_logdirs(fd, plan, o->dir_throttle, err,
+		    sizeof(err)) != 0) {
+			fprintf(stderr, "%s: setting the throttle: %s\n", prog,
+			    err);
+			return 1;
+		}
+		printf("The replica-alter-dir throttle limit was set to %lld "
+		    "B/s\n", o->dir_throttle);
+	}
+	if (apr_call(fd, plan, false) != 0)
+		return 1;
+	/* then the replicas the plan puts in a given log dir */
+	if (ra_plan_has_moves(plan) && ra_moves_execute(o->bootstrap, plan,
+	    (int)o->timeout_ms) != 0)
+		return 1;
+	return 0;
 }
 
 /* The reassignments in progress among the plan's partitions. */
@@ -612,6 +651,11 @@ do_verify(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 	if (ongoing(fd, plan, &moving) != 0)
 		return 1;
 	left = report_status(plan, cur, &moving);
+	if (ra_plan_has_moves(plan)) {
+		int moves = ra_moves_verify(o->bootstrap, plan);
+
+		left += moves < 0 ? 1 : moves;
+	}
 	/* like Kafka: the throttles go once everything has moved */
 	if (left == 0 && !o->preserve)
 		rc = clear_throttles(fd, plan, br);
@@ -633,7 +677,8 @@ do_cancel(int fd, const struct ra_opts *o, const struct ra_plan *plan,
 int
 main(int argc, char **argv)
 {
-	struct ra_opts o = { NULL, NULL, NULL, NULL, V_NONE, -1, false };
+	struct ra_opts o = { NULL, NULL, NULL, NULL, V_NONE, -1, false, 10000,
+	    -1 };
 	struct ra_plan plan = { 0 }, cur = { 0 };
 	struct ra_brokers br = { NULL, 0 };
 	char err[512];

@@ -66,7 +66,7 @@ kdup(struct rn_kstr s)
 
 static int
 map_add(struct tld_map *m, int32_t broker, struct rn_kstr topic, int32_t p,
-    struct rn_kstr dir)
+    struct rn_kstr dir, bool future)
 {
 	struct tld_replica *e;
 
@@ -85,6 +85,7 @@ map_add(struct tld_map *m, int32_t broker, struct rn_kstr topic, int32_t p,
 	e->partition = p;
 	e->topic = kdup(topic);
 	e->dir = kdup(dir);
+	e->future = future;
 	if (e->topic == NULL || e->dir == NULL) {
 		free(e->topic);
 		free(e->dir);
@@ -106,10 +107,10 @@ map_broker(struct tld_map *m, int32_t broker,
 			    *t = &r->results[i].topics[j];
 
 			for (k = 0; k < t->partitions_count; k++)
-				if (!t->partitions[k].is_future_key)
-					(void)map_add(m, broker, t->name,
-					    t->partitions[k].partition_index,
-					    r->results[i].log_dir);
+				(void)map_add(m, broker, t->name,
+				    t->partitions[k].partition_index,
+				    r->results[i].log_dir,
+				    t->partitions[k].is_future_key);
 		}
 }
 
@@ -123,7 +124,9 @@ cmp_replica(const void *a, const void *b)
 		return c;
 	if (x->partition != y->partition)
 		return x->partition < y->partition ? -1 : 1;
-	return x->broker < y->broker ? -1 : x->broker > y->broker;
+	if (x->broker != y->broker)
+		return x->broker < y->broker ? -1 : 1;
+	return (int)x->future - (int)y->future;
 }
 
 /* Best effort: brokers that do not answer are left out. */
@@ -160,12 +163,43 @@ const char *
 tld_map_dir(const struct tld_map *m, int32_t broker, const char *topic,
     int32_t p)
 {
-	struct tld_replica key = { broker, p, (char *)topic, NULL }, *e;
+	struct tld_replica key = { broker, p, (char *)topic, NULL, false }, *e;
 
 	if (m->n == 0)
 		return NULL;
 	e = bsearch(&key, m->v, (size_t)m->n, sizeof(*m->v), cmp_replica);
 	return e != NULL ? e->dir : NULL;
+}
+
+const char *
+tld_map_future(const struct tld_map *m, int32_t broker, const char *topic,
+    int32_t p)
+{
+	struct tld_replica key = { broker, p, (char *)topic, NULL, true }, *e;
+
+	if (m->n == 0)
+		return NULL;
+	e = bsearch(&key, m->v, (size_t)m->n, sizeof(*m->v), cmp_replica);
+	return e != NULL ? e->dir : NULL;
+}
+
+int
+tld_alter(const struct rn_MetadataResponse_MetadataResponseBroker *b,
+    int timeout_ms, struct rn_arena *ar,
+    const struct rn_AlterReplicaLogDirsRequest *req,
+    struct rn_AlterReplicaLogDirsResponse *resp, char *err, size_t errlen)
+{
+	char addr[300];
+	int fd, rc;
+
+	snprintf(addr, sizeof(addr), "%.*s:%d", (int)b->host.len, b->host.ptr,
+	    b->port);
+	if ((fd = tkc_connect(addr, timeout_ms, err, errlen)) < 0)
+		return -1;
+	rc = tkc_call_api(fd, RN_KAPI_ALTER_REPLICA_LOG_DIRS, 1, req, ar, resp,
+	    timeout_ms, err, errlen);
+	close(fd);
+	return rc;
 }
 
 void

@@ -24,14 +24,22 @@ rn_replquota_init(struct rn_replquota *q, bool leader,
 	q->leader = leader;
 	atomic_store(&q->own_tat, now_us());
 	q->tat = shared_tat != NULL ? shared_tat : &q->own_tat;
+	q->key = leader ? "leader.replication.throttled.rate" :
+	    "follower.replication.throttled.rate";
+}
+
+void
+rn_replquota_init_key(struct rn_replquota *q, const char *key)
+{
+	rn_replquota_init(q, false, NULL);
+	q->key = key;
 }
 
 void
 rn_replquota_update(struct rn_replquota *q, const struct rn_mdview *v,
     const struct rn_config *cfg, int n_sharing)
 {
-	const char *key = q->leader ? "leader.replication.throttled.rate" :
-	    "follower.replication.throttled.rate";
+	const char *key = q->key;
 	enum rn_config_source src;
 	const char *val = NULL;
 	char buf[64];

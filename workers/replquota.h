@@ -24,6 +24,7 @@
 
 struct rn_replquota {
 	bool leader;            /* which side's keys */
+	const char *key;        /* the broker config giving the rate */
 	double rate;            /* bytes/s; 0: unlimited */
 	_Atomic int64_t *tat;   /* µs, CLOCK_MONOTONIC: own or shared */
 	_Atomic int64_t own_tat;
@@ -33,6 +34,9 @@ struct rn_replquota {
 /* shared_tat NULL: a private account. */
 void rn_replquota_init(struct rn_replquota *q, bool leader,
     _Atomic int64_t *shared_tat);
+/* A private account for another rate: the broker config key (bytes/s,
+ * dynamic), such as replica.alter.log.dirs.io.max.bytes.per.second. */
+void rn_replquota_init_key(struct rn_replquota *q, const char *key);
 /* Read the side's rate from the view (dynamic, else server.properties)
  * and keep 1/n_sharing of it; cheap when the view did not change. */
 void rn_replquota_update(struct rn_replquota *q, const struct rn_mdview *v,

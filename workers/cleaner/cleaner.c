@@ -176,6 +176,7 @@ consider(struct cleaner *c, const struct rn_mdv_topic *t,
 	struct cl_slot *s = slot_state(c, t, mp);
 	struct cl_params prm_hw;
 	struct cl_range r;
+	struct rn_part_move_info mi;
 	struct rn_part *p;
 	uint32_t gen;
 	int16_t kerr;
@@ -185,6 +186,10 @@ consider(struct cleaner *c, const struct rn_mdv_topic *t,
 		return;
 	if ((p = rn_part_get(&c->parts, &c->view, t, mp, &kerr)) == NULL)
 		return;
+	/* a log being copied to another dir is not cleaned meanwhile (as
+	 * Kafka pauses cleaning for a future replica) */
+	if (rn_part_slot_move(c->w->env->shm, mp->slot, t->id, mp->p, &mi))
+		return;
 	if (!s->tidied && rn_part_locked(p, drop_leftovers, NULL) == 0)
 		s->tidied = true;
 	prm_hw = *prm;
@@ -192,8 +197,9 @@ consider(struct cleaner *c, const struct rn_mdv_topic *t,
 	prm = &prm_hw;
 	strlcpy(topic, t->name, t->name_len + 1 < sizeof(topic) ?
 	    t->name_len + 1 : sizeof(topic));
-	if (cl_range_of(p->log, cl_ckpt_get(&c->ck[mp->dir], topic, mp->p),
-	    prm, c->segs, &gen, &r) <= 0 || !cl_range_due(&r, prm, s->horizon_ms))
+	if (cl_range_of(p->log, cl_ckpt_get(&c->ck[rn_part_dir(p)], topic,
+	    mp->p), prm, c->segs, &gen, &r) <= 0 ||
+	    !cl_range_due(&r, prm, s->horizon_ms))
 		return;
 	score = r.overdue ? 2.0 : r.dirty_bytes > 0 ? r.ratio : 0.01;
 	if (best->p == NULL || score > best->score) {
@@ -236,8 +242,9 @@ clean_one(struct cleaner *c, struct cand *b)
 	ms = rn_now_ms() - t0;
 	if (rc == 0) {
 		s->horizon_ms = res.horizon_ms;
-		if (rn_part_io(b->p, cl_ckpt_set(&c->ck[b->mp->dir], topic,
-		    b->mp->p, res.next_dirty), "writing the cleaner checkpoint")
+		if (rn_part_io(b->p, cl_ckpt_set(&c->ck[rn_part_dir(b->p)],
+		    topic, b->mp->p, res.next_dirty),
+		    "writing the cleaner checkpoint")
 		    != 0)
 			log_warnx("%s-%d: cannot write the cleaner checkpoint",
 			    topic, b->mp->p);

@@ -105,6 +105,8 @@ struct ctl_agent {
 	bool ard_inflight;       /* an AssignReplicasToDirs is out */
 	int64_t next_ard_ms;
 	uint64_t ard_index;       /* state counted at (+1; 0: never) */
+	uint32_t reports_seen;    /* the segment header's dir_reports */
+	int wanted;               /* replicas whose slot wants a dir recorded */
 	/* offline log dirs (bits of the segment header's): in the heartbeat
 	 * in flight, accepted by the active controller, and since when some
 	 * are not (log.dir.failure.timeout.ms) */
@@ -1149,16 +1151,24 @@ dirs_flush(struct ctl *c, int64_t now)
 	struct rn_kwriter w;
 	struct rn_arena ar;
 	struct call *k = NULL;
+	uint32_t reports;
 	int n;
 
 	if (!c->raft_inited && !c->image_loaded)
 		return;
-	if (a->ard_index != c->st.last_index + 1) {
+	reports = atomic_load(&c->shm->hdr->dir_reports);
+	if (a->ard_index != c->st.last_index + 1 ||
+	    reports != a->reports_seen) {
 		a->ard_index = c->st.last_index + 1;
 		atomic_store(&c->shm->hdr->dir_mismatches,
 		    (uint32_t)ctl_dirs_mismatches(c));
+		/* a move between dirs wants its destination recorded: now */
+		if (reports != a->reports_seen)
+			a->next_ard_ms = now;
+		a->reports_seen = reports;
+		a->wanted = ctl_dirs_wanted(c);
 	}
-	n = (int)atomic_load(&c->shm->hdr->dir_mismatches);
+	n = (int)atomic_load(&c->shm->hdr->dir_mismatches) + a->wanted;
 	if (n == 0 || a->ard_inflight || a->state != AG_REGISTERED ||
 	    now < a->next_ard_ms)
 		return;

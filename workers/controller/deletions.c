@@ -122,6 +122,99 @@ ctl_admin_replicas_moved(struct ctl *c, const struct ctl_state *next)
 	}
 }
 
+/* ---- future replicas (moves between log dirs, AlterReplicaLogDirs) -- */
+
+static int
+hexval(char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ?
+	    ch - 'a' + 10 : -1;
+}
+
+/* "<topic>-<p>.<32 hex topic id>-future": its parts, or false. */
+static bool
+future_parse(const char *name, char topic[RN_TOPIC_MAX + 1], int32_t *p,
+    uint8_t id[16])
+{
+	char base[300];
+	size_t n = strlen(name), k;
+	int i;
+
+	if (n < 1 + 32 + 7 + 3 || strcmp(name + n - 7, "-future") != 0 ||
+	    name[n - 7 - 32 - 1] != '.' || n - 40 >= sizeof(base))
+		return false;
+	for (i = 0; i < 16; i++) {
+		int hi = hexval(name[n - 39 + 2 * i]);
+		int lo = hexval(name[n - 39 + 2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		id[i] = (uint8_t)(hi << 4 | lo);
+	}
+	k = n - 40;
+	memcpy(base, name, k);
+	base[k] = '\0';
+	return rn_partition_dir_parse(base, topic, p) == 0;
+}
+
+/*
+ * The other copies of a deleted replica: its future replica in any dir
+ * (a move under way), and its directory in a dir other than the one the
+ * metadata had (a move swapped before the image recorded it).
+ */
+static void
+remove_other_copies(struct ctl *c, const struct ctl_deletion *d)
+{
+	char fut[400];
+	int i;
+
+	if (rn_part_future_name(fut, sizeof(fut), d->topic, d->partition,
+	    d->id) != 0)
+		return;
+	for (i = 0; i < c->cfg->n_log_dirs; i++) {
+		char path[1400];
+		uint8_t id[16];
+
+		snprintf(path, sizeof(path), "%s/%s", c->cfg->log_dirs[i], fut);
+		if (access(path, F_OK) == 0) {
+			log_info("deleting %s, the future replica of a deleted "
+			    "one", path);
+			(void)rn_logdir_discard(c->cfg->log_dirs[i], fut);
+		}
+		snprintf(path, sizeof(path), "%s/%s", c->cfg->log_dirs[i],
+		    d->name);
+		if (strcmp(c->cfg->log_dirs[i], d->dir) != 0 &&
+		    rn_partition_metadata_read(path, id) == 0 &&
+		    memcmp(id, d->id, 16) == 0) {
+			log_info("deleting %s", path);
+			(void)rn_logdir_discard(c->cfg->log_dirs[i], d->name);
+		}
+	}
+}
+
+/* Is name (in a log dir) a future replica no move here can be for? */
+static bool
+stray_future(struct ctl *c, const char *name, char *why, size_t whylen)
+{
+	char topic[RN_TOPIC_MAX + 1];
+	const struct ctl_topic *t;
+	uint8_t id[16];
+	int32_t p;
+
+	if (!future_parse(name, topic, &p, id))
+		return false;
+	t = ctl_state_topic_by_id(&c->st, id);
+	if (t == NULL || strcmp(t->name, topic) != 0 || p >= t->n_parts)
+		snprintf(why, whylen, "the future replica of a topic the "
+		    "metadata log does not have");
+	else if (ctl_replica_index(&t->parts[p], c->cfg->node_id) < 0)
+		snprintf(why, whylen, "the future replica of %s-%d, "
+		    "reassigned to other brokers", t->name, p);
+	else
+		return false;
+	return true;
+}
+
 /* Remove a tree; what cannot be removed is left and said once. */
 static void
 rm_tree(const char *path)
@@ -260,8 +353,9 @@ ctl_admin_sweep_strays(struct ctl *c)
 			continue;
 		while ((de = readdir(dp)) != NULL) {
 			if (de->d_name[0] == '.' ||
-			    !stray_dir(c, c->cfg->log_dirs[i], de->d_name, why,
-			    sizeof(why)))
+			    (!stray_dir(c, c->cfg->log_dirs[i], de->d_name, why,
+			    sizeof(why)) && !stray_future(c, de->d_name, why,
+			    sizeof(why))))
 				continue;
 			log_warnx("%s/%s: removing stray partition directory: "
 			    "%s", c->cfg->log_dirs[i], de->d_name, why);
@@ -317,6 +411,7 @@ ctl_admin_run_deletions(struct ctl *c)
 			rm_tree(to);
 		} else if (errno != ENOENT)
 			log_warn("renaming %s for deletion", d->path);
+		remove_other_copies(c, d);
 		free(d);
 	}
 }

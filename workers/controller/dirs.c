@@ -25,6 +25,7 @@
 #include "workers/controller/offline_dirs.h"
 #include "workers/controller/op.h"
 #include "workers/partition/dirfail.h"
+#include "workers/partition/partition.h"
 
 /* Kafka's DirectoryId.UNASSIGNED (ZERO) */
 static const uint8_t dir_zero[16];
@@ -227,9 +228,55 @@ ctl_dirs_mismatches(const struct ctl *c)
 }
 
 /*
- * The report of up to max mismatching replicas: all of them are kept in
- * this node's first log dir (where the image places a replica whose
- * directory is unknown here), so one DirectoryData says it.
+ * The dir to report for this node's replica r of (t, p): the one its slot
+ * wants recorded (a move between dirs, a log found elsewhere than the
+ * metadata has it: workers/partition/move.c), else this node's first log
+ * dir for a mismatching one (where the image places a replica whose
+ * directory is unknown here), else none (-1).
+ */
+static int
+report_dir(const struct ctl *c, const struct ctl_topic *t, int32_t p,
+    int32_t r)
+{
+	const struct ctl_partition *pp = &t->parts[p];
+	int32_t w = rn_part_slot_dir_wanted(c->shm, pp->slots[r], t->id, p);
+
+	if (w >= 0 && w < c->n_dirs)
+		return memcmp(pp->dirs[r], c->dir_ids[w], 16) != 0 ? w : -1;
+	return dir_mismatched(c, pp, r) ? 0 : -1;
+}
+
+int
+ctl_dirs_wanted(const struct ctl *c)
+{
+	const struct ctl_state *st = &c->st;
+	int i, n = 0;
+	int32_t p, r, w;
+
+	for (i = 0; i < st->n_topics; i++) {
+		const struct ctl_topic *t = st->topics[i];
+
+		for (p = 0; p < t->n_parts; p++) {
+			const struct ctl_partition *pp = &t->parts[p];
+
+			if ((r = ctl_replica_index(pp, c->cfg->node_id)) < 0 ||
+			    (w = rn_part_slot_dir_wanted(c->shm, pp->slots[r],
+			    t->id, p)) < 0 || w >= c->n_dirs)
+				continue;
+			if (memcmp(pp->dirs[r], c->dir_ids[w], 16) == 0)
+				/* recorded: nothing more to say */
+				rn_part_slot_dir_recorded(c->shm, pp->slots[r],
+				    t->id, p, w);
+			else
+				n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * The report of up to max replicas: each under the dir it is to be
+ * recorded in (one DirectoryData per dir of this node that has some).
  */
 int
 ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
@@ -237,46 +284,62 @@ ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
 {
 	const struct ctl_state *st = &c->st;
 	struct rn_AssignReplicasToDirsRequest_DirectoryData *dd;
-	struct rn_AssignReplicasToDirsRequest_TopicData *td;
-	int i, n = 0;
+	int i, d, k, n = 0;
 	int32_t p, r;
 
 	rn_AssignReplicasToDirsRequest_init(req);
 	req->broker_id = c->cfg->node_id;
 	req->broker_epoch = epoch;
-	if (c->n_dirs == 0 || (dd = rn_arena_alloc(ar, sizeof(*dd))) == NULL)
+	if (c->n_dirs == 0 || (dd = rn_arena_alloc(ar, sizeof(*dd) *
+	    (size_t)c->n_dirs)) == NULL)
 		return 0;
-	rn_AssignReplicasToDirsRequest_DirectoryData_init(dd);
-	memcpy(dd->id.b, c->dir_ids[0], 16);
-	if (st->n_topics > 0 && (dd->topics = rn_arena_alloc(ar,
-	    sizeof(*dd->topics) * (size_t)st->n_topics)) == NULL)
-		return 0;
-	req->directories = dd;
-	req->directories_count = 1;
+	for (d = 0; d < c->n_dirs; d++) {
+		rn_AssignReplicasToDirsRequest_DirectoryData_init(&dd[d]);
+		memcpy(dd[d].id.b, c->dir_ids[d], 16);
+	}
 	/* out of arena: what is filled goes, the rest in the next report */
 	for (i = 0; i < st->n_topics && n < max; i++) {
 		const struct ctl_topic *t = st->topics[i];
 
-		td = &dd->topics[dd->topics_count];
-		rn_AssignReplicasToDirsRequest_TopicData_init(td);
-		memcpy(td->topic_id.b, t->id, 16);
 		for (p = 0; p < t->n_parts && n < max; p++) {
+			struct rn_AssignReplicasToDirsRequest_TopicData *td;
+
 			if ((r = ctl_replica_index(&t->parts[p],
 			    c->cfg->node_id)) < 0 ||
-			    !dir_mismatched(c, &t->parts[p], r))
+			    (d = report_dir(c, t, p, r)) < 0)
 				continue;
-			if (td->partitions_count == 0 && (td->partitions =
-			    rn_arena_alloc(ar, sizeof(*td->partitions) *
-			    (size_t)t->n_parts)) == NULL)
-				return n;
+			if (dd[d].topics == NULL && (dd[d].topics =
+			    rn_arena_alloc(ar, sizeof(*dd[d].topics) *
+			    (size_t)st->n_topics)) == NULL)
+				goto out;
+			td = &dd[d].topics[dd[d].topics_count > 0 ?
+			    dd[d].topics_count - 1 : 0];
+			if (dd[d].topics_count == 0 ||
+			    memcmp(td->topic_id.b, t->id, 16) != 0) {
+				td = &dd[d].topics[dd[d].topics_count++];
+				rn_AssignReplicasToDirsRequest_TopicData_init(
+				    td);
+				memcpy(td->topic_id.b, t->id, 16);
+				if ((td->partitions = rn_arena_alloc(ar,
+				    sizeof(*td->partitions) *
+				    (size_t)t->n_parts)) == NULL) {
+					dd[d].topics_count--;
+					goto out;
+				}
+			}
 			rn_AssignReplicasToDirsRequest_PartitionData_init(
 			    &td->partitions[td->partitions_count]);
 			td->partitions[td->partitions_count++].partition_index =
 			    p;
 			n++;
 		}
-		if (td->partitions_count > 0)
-			dd->topics_count++;
 	}
+out:
+	/* only the dirs with something to say */
+	for (d = 0, k = 0; d < c->n_dirs; d++)
+		if (dd[d].topics_count > 0)
+			dd[k++] = dd[d];
+	req->directories = dd;
+	req->directories_count = k;
 	return n;
 }

@@ -247,7 +247,11 @@ int ctl_dirs_unassign_missing(struct ctl_batch *b, const struct ctl_state *st,
 int ctl_op_assign_replicas_to_dirs(struct ctl_op *op, struct rn_kreader *r);
 /* This node's replicas whose recorded dir is not one of its dirs. */
 int ctl_dirs_mismatches(const struct ctl *c);
-/* AssignReplicasToDirs for up to max of them; returns how many. */
+/* This node's replicas whose slot wants another dir recorded (a move
+ * between dirs); the ones recorded meanwhile are told so. */
+int ctl_dirs_wanted(const struct ctl *c);
+/* AssignReplicasToDirs for up to max of them and of the wanted ones
+ * (each under its dir); returns how many. */
 int ctl_dirs_report(const struct ctl *c, int64_t epoch, struct rn_arena *ar,
     int max, struct rn_AssignReplicasToDirsRequest *req);
 /* Once the operation's records are applied (or none were needed). */

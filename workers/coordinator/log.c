@@ -104,6 +104,11 @@ co_log_append(struct co *co, int32_t partition,
 	rn_batch_parse_header(buf, &h);
 	kerr = rn_part_append_leader(p, buf, (size_t)size, &h,
 	    mp->leader_epoch, &info, &dup);
+	if (kerr == RN_KERR_KAFKA_STORAGE_ERROR && rn_part_stale(p) &&
+	    (p = rn_part_get(&co->parts, &co->view, t, mp, &kerr)) != NULL)
+		/* the log moved to another dir under it: once more there */
+		kerr = rn_part_append_leader(p, buf, (size_t)size, &h,
+		    mp->leader_epoch, &info, &dup);
 	free(buf);
 	if (kerr != RN_KERR_NONE)
 		return commit_error(kerr);

@@ -29,6 +29,7 @@
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
 #include "workers/fetcher/fetcher.h"
+#include "workers/fetcher/mover.h"
 #include "workers/partition/dirfail.h"
 #include "workers/partition/partition.h"
 #include "workers/peer.h"
@@ -88,18 +89,8 @@ struct fetcher {
 	uint64_t round;         /* bumped every time the image is read */
 	bool id_moved;          /* a slot changed topic id in this round */
 	struct rn_replquota quota; /* follower.replication.throttled.rate */
+	struct rn_mover mover;  /* moves between this node's log dirs */
 };
-
-static uint32_t
-part_hash(const uint8_t id[16], int32_t p)
-{
-	uint32_t h = 2166136261u;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		h = (h ^ id[i]) * 16777619u;
-	return (h ^ (uint32_t)p) * 16777619u;
-}
 
 static bool
 is_replica(const struct rn_mdv_partition *mp, int32_t id)
@@ -250,6 +241,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
     const struct rn_FetchResponse_PartitionData *pd)
 {
 	struct rn_part *p = fp->p;
+	int16_t kerr;
 	int rc;
 
 	switch (pd->error_code) {
@@ -280,7 +272,15 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 			rn_replquota_charge(&f->quota, (size_t)pd->records.len);
 		rc = rn_part_append_follower(p, pd->records.ptr,
 		    (size_t)pd->records.len);
-		if (rc == RN_PART_STALE)
+		if (rc == RN_PART_STALE && rn_part_stale(p) &&
+		    (p = rn_part_get(&f->parts, &f->view, fp->t, fp->mp,
+		    &kerr)) != NULL) {
+			/* its log moved to another dir (mover.c): there */
+			fp->p = p;
+			rc = rn_part_append_follower(p, pd->records.ptr,
+			    (size_t)pd->records.len);
+		}
+		if (rc == RN_PART_STALE || p == NULL)
 			return;
 		if (rc != 0 && rc != -EILSEQ) {
 			log_warnx("%s-%d: cannot append fetched records: %s",
@@ -640,8 +640,7 @@ collect(struct fetcher *f, struct fpart **out, int max)
 
 			if (mp->slot < 0 || mp->leader < 0 || mp->leader == self ||
 			    !is_replica(mp, self) ||
-			    part_hash(t->id, mp->p) % f->w->env->n_fetchers !=
-			    f->w->index || n == max)
+			    !rn_fetcher_owns(f->w, t->id, mp->p) || n == max)
 				continue;
 			fp = &f->fp[mp->slot];
 			if (memcmp(fp->id, t->id, 16) != 0) {
@@ -688,7 +687,7 @@ mine_cmp(const void *x, const void *y)
 
 /* Wait for answers from the leaders with a request in flight. */
 static void
-poll_leaders(struct fetcher *f, struct rn_ring *in)
+poll_leaders(struct fetcher *f, struct rn_ring *in, bool busy)
 {
 	struct rn_worker *w = f->w;
 	int i, np = 0;
@@ -707,11 +706,12 @@ poll_leaders(struct fetcher *f, struct rn_ring *in)
 	}
 	if (np == 0) {
 		rn_ring_consumer_sleeping(in, true);
-		rn_worker_wait(w, 200);
+		rn_worker_wait(w, busy ? 0 : 200);
 		rn_ring_consumer_sleeping(in, false);
 		return;
 	}
-	if (poll(f->pfd, (nfds_t)np, RN_WORKER_HEARTBEAT_MS) > 0)
+	/* a move under way: its next step comes at once */
+	if (poll(f->pfd, (nfds_t)np, busy ? 0 : RN_WORKER_HEARTBEAT_MS) > 0)
 		for (i = 0; i < np; i++) {
 			if (f->pfd[i].revents)
 				leader_readable(f, f->polled[i]);
@@ -738,6 +738,7 @@ fetcher_setup(struct fetcher *f, struct rn_worker *w, struct fpart ***mine)
 	    (*mine = calloc(max, sizeof(**mine))) == NULL)
 		return -ENOMEM;
 	f->parts.worker = w;
+	rn_mover_init(&f->mover, w);
 	for (i = 0; i < max; i++) {
 		f->fp[i].synced_epoch = -1;
 		f->fp[i].leader = -1;
@@ -762,6 +763,7 @@ fetcher_free(struct fetcher *f, struct fpart **mine)
 	free(f->polled);
 	free(f->fp);
 	free(mine);
+	rn_mover_free(&f->mover);
 	rn_part_table_close(&f->parts);
 }
 
@@ -802,7 +804,7 @@ rn_fetcher_main(struct rn_worker *w)
 	int max = (int)w->env->shm->hdr->max_partitions;
 	int64_t next_collect_ms = 0;
 	uint32_t offline = 0;
-	bool changed;
+	bool changed, busy;
 	int n_mine = 0;
 
 	if (fetcher_setup(&f, w, &mine) != 0) {
@@ -855,8 +857,9 @@ rn_fetcher_main(struct rn_worker *w)
 			rn_worker_wait(w, 100);
 			continue;
 		}
+		busy = rn_mover_turn(&f.mover, &f.parts, &f.view);
 		fetcher_kick(&f, mine, n_mine);
-		poll_leaders(&f, in);
+		poll_leaders(&f, in, busy);
 	}
 	fetcher_free(&f, mine);
 	return RN_WORKER_EXIT_OK;

@@ -52,6 +52,7 @@ static const struct {
 	{ RN_KAPI_DELETE_GROUPS, 0, 2, net_group_forward },
 	{ RN_KAPI_OFFSET_DELETE, 0, 0, net_group_forward },
 	{ RN_KAPI_DESCRIBE_LOG_DIRS, 0, 4, net_describe_log_dirs },
+	{ RN_KAPI_ALTER_REPLICA_LOG_DIRS, 0, 2, net_alter_replica_log_dirs },
 };
 
 #define N_SERVED (sizeof(served) / sizeof(served[0]))

@@ -1,7 +1,10 @@
 /*
  * DescribeLogDirs: this broker's log directories (capacity from statvfs)
- * and the local replicas in each, as the image places them, with their
- * size and offset lag. Replicas of the request's topics only, or all.
+ * and the local replicas in each (the dir its slot says the log is in,
+ * else the image's), with their size and offset lag, and the future
+ * replicas of moves under way. Replicas of the request's topics only, or
+ * all. AlterReplicaLogDirs: moves recorded in the partitions' slots for
+ * the replica fetchers to carry out (workers/partition/move.c).
  */
 #include "autoconf.h"
 
@@ -9,10 +12,12 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "protocol/kerrors.h"
 #include "storage/log.h"
 #include "workers/network/net_int.h"
+#include "workers/partition/dirfail.h"
 
 struct replica_size {
 	int64_t size, leo;
@@ -73,25 +78,56 @@ fill_partition(struct net *n, const struct rn_mdv_topic *t,
 	o->offset_lag = hw > rs.leo ? hw - rs.leo : 0;
 }
 
+/* A future replica: its bytes so far, and (as Kafka) how far behind the
+ * current replica's log end it is. */
+static void
+fill_future(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, const struct rn_part_move_info *mi,
+    struct rn_DescribeLogDirsResponse_DescribeLogDirsPartition *o)
+{
+	struct rn_part *pt;
+	int16_t kerr;
+	int64_t leo;
+
+	rn_DescribeLogDirsResponse_DescribeLogDirsPartition_init(o);
+	o->partition_index = mp->p;
+	o->is_future_key = true;
+	o->partition_size = mi->size;
+	if ((pt = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) != NULL &&
+	    (leo = rn_log_end_offset(pt->log)) > mi->end)
+		o->offset_lag = leo - mi->end;
+}
+
 static int
 fill_topic(struct net *n, struct conn *c,
     const struct rn_DescribeLogDirsRequest *req, int dir,
     const struct rn_mdv_topic *t,
     struct rn_DescribeLogDirsResponse_DescribeLogDirsTopic *o)
 {
-	int32_t i;
+	const struct rn_shm *shm = n->w->env->shm;
+	int32_t i, cur;
 
 	rn_DescribeLogDirsResponse_DescribeLogDirsTopic_init(o);
 	o->name = (struct rn_kstr){ t->name, (int32_t)t->name_len };
-	if ((o->partitions = net_array(c, t->n_parts,
+	/* a replica and its future one */
+	if ((o->partitions = net_array(c, 2 * t->n_parts,
 	    sizeof(*o->partitions))) == NULL)
 		return -ENOMEM;
 	for (i = 0; i < t->n_parts; i++) {
 		const struct rn_mdv_partition *mp = &t->parts[i];
+		struct rn_part_move_info mi;
 
-		if (mp->slot < 0 || mp->dir != dir || !wanted(req, t, mp->p))
+		if (mp->slot < 0 || !wanted(req, t, mp->p))
 			continue;
-		fill_partition(n, t, mp, &o->partitions[o->partitions_count++]);
+		if ((cur = rn_part_slot_dir(shm, mp->slot, t->id, mp->p)) < 0)
+			cur = mp->dir;
+		if (cur == dir)
+			fill_partition(n, t, mp,
+			    &o->partitions[o->partitions_count++]);
+		if (rn_part_slot_move(shm, mp->slot, t->id, mp->p, &mi) &&
+		    mi.dest == dir)
+			fill_future(n, t, mp, &mi,
+			    &o->partitions[o->partitions_count++]);
 	}
 	return 0;
 }
@@ -143,5 +179,141 @@ net_describe_log_dirs(struct net *n, struct conn *c)
 		if ((rc = fill_dir(n, c, req, i, &r.results[i])) != 0)
 			return rc;
 	r.results_count = n->cfg->n_log_dirs;
+	return net_respond(n, c, &r);
+}
+
+/* ---- AlterReplicaLogDirs ------------------------------------------- */
+
+/* The index in log.dirs of a path, as given or with trailing slashes. */
+static int
+dir_index(const struct net *n, struct rn_kstr path)
+{
+	size_t len = path.len > 0 ? (size_t)path.len : 0;
+	int i;
+
+	while (len > 1 && path.ptr[len - 1] == '/')
+		len--;
+	for (i = 0; i < n->cfg->n_log_dirs; i++) {
+		const char *d = n->cfg->log_dirs[i];
+		size_t dl = strlen(d);
+
+		while (dl > 1 && d[dl - 1] == '/')
+			dl--;
+		if (dl == len && memcmp(d, path.ptr, len) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* One partition to dir d; Kafka's errors (ReplicaManager.alterReplicaLogDirs). */
+static int16_t
+alter_one(struct net *n, struct rn_kstr topic, int32_t partition, int d)
+{
+	const struct rn_mdv_topic *t = net_topic(n, topic);
+	const struct rn_mdv_partition *mp;
+	char fut[RN_PART_DIRNAME_MAX + 64];
+	struct rn_part *pt;
+	int16_t kerr;
+
+	if (t == NULL || (mp = rn_mdview_partition(t, partition)) == NULL)
+		return RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	if (rn_part_future_name(fut, sizeof(fut), t->name, partition,
+	    t->id) != 0)
+		return RN_KERR_INVALID_TOPIC_EXCEPTION;	/* "too long" */
+	if (mp->slot < 0)
+		return RN_KERR_REPLICA_NOT_AVAILABLE;	/* not a replica here */
+	if (mp->dir == RN_MDV_DIR_LOST)
+		return RN_KERR_KAFKA_STORAGE_ERROR;
+	if ((pt = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL)
+		return kerr == RN_KERR_NOT_LEADER_OR_FOLLOWER ?
+		    RN_KERR_REPLICA_NOT_AVAILABLE : kerr;
+	return rn_part_move_request(pt, d);
+}
+
+/* The replica fetchers look at their partitions' slots now. */
+static void
+wake_fetchers(struct net *n)
+{
+	const struct rn_worker_env *env = n->w->env;
+	uint64_t one = 1;
+	unsigned i;
+
+	atomic_fetch_add(&env->shm->hdr->moves_requested, 1);
+	for (i = 0; i < env->n_fetchers; i++)
+		(void)!write(env->efd[rn_worker_slot_of(env, RN_ROLE_W_FETCHER,
+		    i)], &one, sizeof(one));
+}
+
+static struct rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult *
+result_for(struct rn_AlterReplicaLogDirsResponse *r, struct rn_kstr name)
+{
+	int32_t i;
+
+	for (i = 0; i < r->results_count; i++)
+		if (r->results[i].topic_name.len == name.len &&
+		    (name.len <= 0 || memcmp(r->results[i].topic_name.ptr,
+		    name.ptr, (size_t)name.len) == 0))
+			return &r->results[i];
+	rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_init(
+	    &r->results[r->results_count]);
+	r->results[r->results_count].topic_name = name;
+	return &r->results[r->results_count++];
+}
+
+int
+net_alter_replica_log_dirs(struct net *n, struct conn *c)
+{
+	const struct rn_AlterReplicaLogDirsRequest *req = c->req;
+	struct rn_AlterReplicaLogDirsResponse r;
+	int32_t i, j, k, n_topics = 0, n_parts;
+	bool moved = false;
+
+	rn_AlterReplicaLogDirsResponse_init(&r);
+	for (i = 0; i < req->dirs_count; i++)
+		n_topics += req->dirs[i].topics_count;
+	if ((r.results = net_array(c, n_topics, sizeof(*r.results))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req->dirs_count; i++) {
+		const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *ad =
+		    &req->dirs[i];
+		int d = dir_index(n, ad->path);
+		int16_t derr = d < 0 ? RN_KERR_LOG_DIR_NOT_FOUND :
+		    rn_dirfail_offline(n->w->env->shm, d) ?
+		    RN_KERR_KAFKA_STORAGE_ERROR : RN_KERR_NONE;
+
+		for (j = 0; j < ad->topics_count; j++) {
+			const struct
+			    rn_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic
+			    *at = &ad->topics[j];
+			struct
+			    rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult
+			    *o = result_for(&r, at->name);
+			struct
+			    rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
+			    *np;
+
+			/* a topic named under several dirs gets one result */
+			n_parts = o->partitions_count + at->partitions_count;
+			if ((np = net_array(c, n_parts, sizeof(*np))) == NULL)
+				return -ENOMEM;
+			if (o->partitions_count > 0)
+				memcpy(np, o->partitions, sizeof(*np) *
+				    (size_t)o->partitions_count);
+			o->partitions = np;
+			for (k = 0; k < at->partitions_count; k++) {
+				int16_t err = derr != RN_KERR_NONE ? derr :
+				    alter_one(n, at->name, at->partitions[k], d);
+
+				rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_init(
+				    &np[o->partitions_count]);
+				np[o->partitions_count].partition_index =
+				    at->partitions[k];
+				np[o->partitions_count++].error_code = err;
+				moved |= err == RN_KERR_NONE;
+			}
+		}
+	}
+	if (moved)
+		wake_fetchers(n);
 	return net_respond(n, c, &r);
 }

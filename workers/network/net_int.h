@@ -187,6 +187,7 @@ int net_metadata(struct net *n, struct conn *c);
 int net_describe_cluster(struct net *n, struct conn *c);
 /* logdirs.c */
 int net_describe_log_dirs(struct net *n, struct conn *c);
+int net_alter_replica_log_dirs(struct net *n, struct conn *c);
 int net_describe_configs(struct net *n, struct conn *c);
 /* Has a local partition a log on disk (or open) here? Asking creates none. */
 bool net_part_exists(struct net *n, const struct rn_mdv_topic *t,

@@ -173,13 +173,25 @@ net_part_exists(struct net *n, const struct rn_mdv_topic *t,
 {
 	char path[2048];
 	int dir = mp->dir >= 0 && mp->dir < n->cfg->n_log_dirs ? mp->dir : 0;
+	int d;
 
 	if ((uint32_t)mp->slot < n->parts.hi &&
 	    n->parts.parts[mp->slot].log != NULL)
 		return true;
 	snprintf(path, sizeof(path), "%s/%s-%d", n->cfg->log_dirs[dir],
 	    t->name, mp->p);
-	return access(path, F_OK) == 0;
+	if (access(path, F_OK) == 0)
+		return true;
+	/* a move cut short may have left it in another dir (move.c) */
+	for (d = 0; d < n->cfg->n_log_dirs; d++) {
+		if (d == dir)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s-%d", n->cfg->log_dirs[d],
+		    t->name, mp->p);
+		if (access(path, F_OK) == 0)
+			return true;
+	}
+	return false;
 }
 
 /*

@@ -63,6 +63,12 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	/* the records slice points into our own read buffer: writable */
 	kerr = rn_part_append_leader(p, (void *)pd->records.ptr,
 	    (size_t)pd->records.len, &h, mp->leader_epoch, &info, &dup);
+	if (kerr == RN_KERR_KAFKA_STORAGE_ERROR && rn_part_stale(p) &&
+	    (p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) != NULL)
+		/* the log moved to another dir under it: once more there */
+		kerr = rn_part_append_leader(p, (void *)pd->records.ptr,
+		    (size_t)pd->records.len, &h, mp->leader_epoch, &info,
+		    &dup);
 	if (kerr != RN_KERR_NONE)
 		return kerr;
 	if (dup >= 0) {

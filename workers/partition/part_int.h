@@ -36,6 +36,27 @@ struct rn_part_follower {
 	_Atomic int64_t last_caught_up_ms;
 };
 
+/*
+ * A move of this replica to another log dir (AlterReplicaLogDirs,
+ * move.c): the future replica <name>.<topic id hex>-future in log dir
+ * dest, copied by the replica fetcher that owns the partition. Written
+ * under the slot's lock, but progress (atomics) and assign_want (the
+ * broker agent clears it, compare-and-swap).
+ */
+struct rn_part_move {
+	_Atomic uint32_t seq;          /* bumped by every change of dest */
+	_Atomic int32_t dest;          /* log.dirs index, -1: no move */
+	_Atomic uint32_t state;        /* RN_MOVE_* */
+	/* the log dir the metadata should record for this replica (the
+	 * broker agent reports it with AssignReplicasToDirs), -1: none */
+	_Atomic int32_t assign_want;
+	_Atomic int64_t future_size;   /* bytes in the future replica */
+	_Atomic int64_t future_end;    /* it holds every offset below */
+	/* truncations of the log, counted so a copy knows its tail moved */
+	_Atomic uint64_t truncations;
+	char name[RN_PART_DIRNAME_MAX]; /* "<topic>-<partition>" */
+};
+
 /* Lives in the partition region of shared memory (struct rn_part_slot). */
 struct rn_part_rt {
 	struct rn_rlock lock;          /* first; formatted on first use */
@@ -58,6 +79,10 @@ struct rn_part_rt {
 	_Atomic int32_t isr_change_pepoch;  /* partition epoch it was sent at */
 	_Atomic int32_t leader_since_epoch; /* followers reset for this epoch */
 	struct rn_idem_state idem;          /* idempotent producers (locked) */
+	/* the log dir (index in log.dirs) holding the log, found on disk
+	 * when the slot is taken and moved by a swap; -1: not yet known */
+	_Atomic int32_t cur_dir;
+	struct rn_part_move move;
 	struct rn_log_shared log;
 };
 _Static_assert(sizeof(struct rn_part_rt) <= sizeof(struct rn_part_slot),
@@ -66,6 +91,17 @@ _Static_assert(sizeof(struct rn_part_rt) <= sizeof(struct rn_part_slot),
 /* Lock a partition for a mutation, repairing it if the last holder died. */
 int rn_part_lock(struct rn_part *p);
 void rn_part_unlock(struct rn_part *p);
+
+/* move.c: with the lock held, at the slot's claim (fresh: a node start)
+ * and after a holder died: where the log is (its dir index), and a move
+ * found on disk finished or resumed. */
+int rn_part_move_claim(const struct rn_config *cfg, const struct rn_shm *shm,
+    struct rn_part_rt *rt, const char *topic, int32_t partition,
+    const uint8_t id[16], int image_dir);
+/* A swap cut short by its holder's death: finished (1: the log moved,
+ * its shared state must be recovered from disk) or undone (0). */
+int rn_part_move_repair(const struct rn_config *cfg, struct rn_part_rt *rt,
+    const uint8_t id[16]);
 
 /* A leader's record of one follower, NULL if it never fetched. */
 struct rn_part_follower *rn_part_follower(struct rn_part *p, int32_t id);

@@ -63,6 +63,14 @@ part_repair(void *arg)
 	struct rn_part_rt *rt = p->rt;
 	int rc;
 
+	/* it died swapping in a moved replica: finished, or undone */
+	if (p->cfg != NULL && rn_part_move_repair(p->cfg, rt, rt->topic_id.b) ==
+	    1) {
+		/* the log is in another dir now: recovered there */
+		atomic_store(&rt->log.magic, 0);
+		atomic_fetch_add(&rt->incarnation, 1);
+		return;
+	}
 	if (p->incarnation == atomic_load(&rt->incarnation) && p->log != NULL) {
 		log_warnx("a partition lock holder died: repairing its log");
 		if ((rc = rn_log_repair(p->log)) == 0)
@@ -356,6 +364,11 @@ part_claim(struct rn_part_rt *rt, const struct rn_mdv_topic *topic,
 	atomic_store(&rt->leader_epoch, -1);
 	atomic_store(&rt->parked_workers, 0);
 	atomic_store(&rt->claim_offset, offset);
+	/* where its log is, and a move, are found on disk (move.c) */
+	atomic_store(&rt->cur_dir, -1);
+	atomic_store(&rt->move.dest, -1);
+	atomic_store(&rt->move.state, RN_MOVE_NONE);
+	atomic_store(&rt->move.assign_want, -1);
 	atomic_fetch_add(&rt->incarnation, 1);
 }
 
@@ -429,6 +442,34 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 	return rc;
 }
 
+/*
+ * With the lock held: the log dir the slot's log is in. A fresh claim
+ * finds it on disk, finishing or taking up a move a crash cut short; a
+ * slot whose last holder died swapping a moved replica in has that swap
+ * finished or undone (*died is then cleared when its shared state must be
+ * recovered from disk instead of repaired).
+ */
+static int
+part_dir(struct rn_part_table *t, const struct rn_mdv_topic *topic,
+    const struct rn_mdv_partition *mp, struct rn_part_rt *rt, bool fresh,
+    int *died)
+{
+	int image_dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ?
+	    mp->dir : 0;
+	int dir;
+
+	if (fresh)
+		return rn_part_move_claim(t->cfg, t->shm, rt, topic->name,
+		    mp->p, topic->id, image_dir);
+	if (*died == 1 && rn_part_move_repair(t->cfg, rt, topic->id) == 1) {
+		atomic_store(&rt->log.magic, 0);
+		atomic_fetch_add(&rt->incarnation, 1);
+		*died = 0;
+	}
+	dir = atomic_load(&rt->cur_dir);
+	return dir >= 0 && dir < t->cfg->n_log_dirs ? dir : image_dir;
+}
+
 static int
 part_open(struct rn_part_table *t, const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
@@ -436,12 +477,9 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 {
 	struct rn_log_config lcfg;
 	char path[2048];
-	int dir = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
-	int rc, died;
+	int dir, rc, died;
 	bool fresh;
 
-	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
-	    topic->name, mp->p);
 	rn_part_log_config(v, topic, t->cfg, &lcfg);
 	if (p->log != NULL) {
 		rn_log_close(p->log);
@@ -449,10 +487,14 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	}
 	p->rt = rt; /* the rebuild in part_load writes through it */
 	p->hw = &rt->high_watermark;
+	p->cfg = t->cfg;
 	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
 	died = part_lock_claim(t, v, topic, mp, rt, &fresh);
 	if (died < 0)
 		return died;
+	dir = part_dir(t, topic, mp, rt, fresh, &died);
+	snprintf(path, sizeof(path), "%s/%s-%d", t->cfg->log_dirs[dir],
+	    topic->name, mp->p);
 	rc = part_load(t, topic, mp, p, dir, path, &lcfg, fresh, died);
 	rn_rlock_unlock(&rt->lock);
 	if (rc != 0) {
@@ -592,10 +634,22 @@ rn_part_follower_fetched(struct rn_part *p, const struct rn_mdv_partition *mp,
  */
 static bool
 part_dir_offline(const struct rn_part_table *t,
-    const struct rn_mdv_partition *mp)
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp)
 {
-	return mp->dir == RN_MDV_DIR_LOST || rn_dirfail_offline(t->shm,
-	    mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0);
+	int32_t d;
+
+	if (mp->dir == RN_MDV_DIR_LOST)
+		return true;
+	/* the dir the log is in (a move may have put it elsewhere) */
+	if ((d = rn_part_slot_dir(t->shm, mp->slot, topic->id, mp->p)) < 0)
+		d = mp->dir >= 0 && mp->dir < t->cfg->n_log_dirs ? mp->dir : 0;
+	return rn_dirfail_offline(t->shm, d);
+}
+
+bool
+rn_part_stale(const struct rn_part *p)
+{
+	return p->incarnation != atomic_load(&p->rt->incarnation);
 }
 
 int
@@ -618,7 +672,7 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 		*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
 		return NULL;
 	}
-	if (part_dir_offline(t, mp)) {
+	if (part_dir_offline(t, topic, mp)) {
 		*kerr = RN_KERR_KAFKA_STORAGE_ERROR;
 		return NULL;
 	}
@@ -745,10 +799,10 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 				const struct rn_mdv_partition *mp = &tp->parts[j];
 				struct rn_part_rt *rt;
 				int64_t hw;
+				int32_t ld;
 
 				if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
 				    mp->dir == RN_MDV_DIR_LOST ||
-				    (mp->dir >= 0 ? mp->dir : 0) != d ||
 				    n == max || !rn_shm_slot_used(t->shm,
 				    (unsigned)mp->slot))
 					continue;
@@ -759,6 +813,12 @@ rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 				    rt->partition != mp->p ||
 				    memcmp(rt->topic_id.b, tp->id, 16) != 0 ||
 				    (hw = atomic_load(&rt->high_watermark)) < 0)
+					continue;
+				/* the dir its log is in, which a move changes
+				 * before the image records it */
+				if ((ld = atomic_load(&rt->cur_dir)) < 0)
+					ld = mp->dir >= 0 ? mp->dir : 0;
+				if (ld != d)
 					continue;
 				strlcpy(e[n].topic, tp->name, sizeof(e[n].topic));
 				e[n].partition = mp->p;

@@ -19,6 +19,8 @@
 #include "storage/log.h"
 
 #define RN_PART_MAX_REPLICAS 8
+/* "<topic>-<partition>" and its future "<that>.<32 hex>-future" fit */
+#define RN_PART_DIRNAME_MAX 256
 
 /*
  * A partition's slot in shared memory. Its shape is private to this
@@ -44,6 +46,7 @@ struct rn_part {
 	int32_t dir;
 	const char *root;
 	const struct rn_shm *shm;
+	const struct rn_config *cfg;
 };
 
 struct rn_part_table {
@@ -111,6 +114,10 @@ bool rn_part_follower_fetched(struct rn_part *p,
 /* Leader: the high watermark the ISR allows now; moves it forward only. */
 bool rn_part_advance_hw(struct rn_part *p, const struct rn_mdv_partition *mp,
     int32_t self);
+
+/* Has the slot changed since p was opened (its log moved to another dir,
+ * or the slot changed hands)? rn_part_get then opens it again. */
+bool rn_part_stale(const struct rn_part *p);
 
 /* The high watermark: consumers read below it (one atomic load). */
 static inline int64_t
@@ -225,6 +232,88 @@ int rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v);
  * dir offline (dirfail.h). Returns rc.
  */
 int rn_part_io(struct rn_part *p, int rc, const char *what);
+
+/* ---- moving a replica between this node's log dirs (move.c) ---- */
+
+/*
+ * AlterReplicaLogDirs (KIP-113): the replica is copied into a future
+ * replica "<topic>-<p>.<topic id hex>-future" in the destination log dir
+ * by the replica fetcher that owns the partition, while it serves; once
+ * the copy has caught up, the broker agent reports the destination with
+ * AssignReplicasToDirs, and when the image records it the fetcher swaps
+ * the two under the slot's lock. A crash keeps exactly one whole replica:
+ * the future one wins only when it holds the marker RN_FUTURE_COMPLETE
+ * (written, synced, under the lock, once the copy is whole), and
+ * recovery finishes such a swap; without it the current one wins and the
+ * copy starts over.
+ */
+#define RN_FUTURE_COMPLETE "future.complete"
+
+enum rn_move_state {
+	RN_MOVE_NONE = 0,
+	RN_MOVE_COPYING,         /* the fetcher copies */
+	RN_MOVE_CAUGHT_UP,       /* the destination is to be recorded */
+	RN_MOVE_SWAPPING,        /* under the lock only */
+};
+
+struct rn_part_move_info {
+	uint32_t seq;
+	int32_t dest;            /* log.dirs index */
+	uint32_t state;
+	int64_t size, end;       /* future replica's bytes, offsets below end */
+};
+
+/* "<topic>-<p>.<topic id hex>-future": -ENAMETOOLONG past 255 bytes. */
+int rn_part_future_name(char *buf, size_t len, const char *topic,
+    int32_t partition, const uint8_t id[16]);
+
+/* The log dir (index in log.dirs) that holds p's log. */
+int32_t rn_part_dir(const struct rn_part *p);
+
+/*
+ * Move p's replica to log dir dest (its future replica's directory is
+ * made at once), or, dest being its own dir, cancel a move under way. A
+ * Kafka error code (KAFKA_STORAGE_ERROR when dest cannot be written).
+ */
+int16_t rn_part_move_request(struct rn_part *p, int32_t dest);
+
+/*
+ * Without a handle: the dir holding the log of (id, partition) in slot
+ * (-1 if the slot is not that partition's or does not know), and the move
+ * under way there (false if none).
+ */
+int32_t rn_part_slot_dir(const struct rn_shm *shm, int32_t slot,
+    const uint8_t id[16], int32_t partition);
+bool rn_part_slot_move(const struct rn_shm *shm, int32_t slot,
+    const uint8_t id[16], int32_t partition, struct rn_part_move_info *mi);
+
+/* The fetcher's side. */
+struct rn_logcopy;
+uint64_t rn_part_truncations(const struct rn_part *p);
+void rn_part_move_progress(struct rn_part *p, uint32_t seq, int64_t size,
+    int64_t end);
+/* The copy caught up: have the destination recorded (false: the move
+ * changed meanwhile). */
+bool rn_part_move_caught_up(struct rn_part *p, uint32_t seq);
+/*
+ * Swap the caught-up future replica in, under the lock: 1 done, 0 not
+ * now (more to copy, or the handle is stale: get it again), -ESTALE the
+ * move changed, or -errno (an I/O error: abandon it).
+ */
+int rn_part_move_swap(struct rn_part *p, uint32_t seq, struct rn_logcopy *lc);
+/* Give up move seq: its future replica goes, the metadata keeps (or gets
+ * back) the dir the log is in. */
+void rn_part_move_abandon(struct rn_part *p, uint32_t seq, const char *why);
+
+/*
+ * The broker agent: the log dir the metadata should record for the
+ * replica in slot (-1: nothing to report), and, once the image records
+ * dir, the report is done.
+ */
+int32_t rn_part_slot_dir_wanted(const struct rn_shm *shm, int32_t slot,
+    const uint8_t id[16], int32_t partition);
+void rn_part_slot_dir_recorded(const struct rn_shm *shm, int32_t slot,
+    const uint8_t id[16], int32_t partition, int32_t dir);
 
 /* Translate the storage layer's configuration from topic configs. */
 void rn_part_log_config(const struct rn_mdview *v,

@@ -88,6 +88,8 @@ rn_part_truncate(struct rn_part *p, int64_t cut, int64_t *from)
 	if (cut >= rn_log_end_offset(p->log) || rn_part_lock(p) != 0)
 		return false;
 	*from = rn_log_end_offset(p->log);
+	/* a copy of this log under way copies its tail again */
+	atomic_fetch_add(&p->rt->move.truncations, 1);
 	(void)rn_part_io(p, rn_log_truncate_to(p->log, cut), "truncating");
 	/* its producers' newest batches may be gone */
 	rn_idem_reset(&p->rt->idem);
@@ -105,6 +107,7 @@ rn_part_restart_at(struct rn_part *p, int64_t leader_log_start)
 	if (rn_part_lock(p) != 0)
 		return false;
 	if (rn_log_end_offset(p->log) < leader_log_start) {
+		atomic_fetch_add(&p->rt->move.truncations, 1);
 		(void)rn_part_io(p, rn_log_truncate_fully(p->log,
 		    leader_log_start), "truncating");
 		cut = true;

@@ -1,0 +1,107 @@
+"""Raw Kafka requests the test clients lack: AlterReplicaLogDirs (v0-2, v2
+flexible) and ApiVersions v0, over a plain socket to a runnel node."""
+import socket
+import struct
+
+
+def _str(s, flex):
+    b = s.encode()
+    return (_uvarint(len(b) + 1) if flex else struct.pack(">h", len(b))) + b
+
+
+def _uvarint(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def _arr(items, flex):
+    return (_uvarint(len(items) + 1) if flex else struct.pack(">i", len(items))) + \
+        b"".join(items)
+
+
+class _R:
+    def __init__(self, b):
+        self.b, self.p = b, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.b, self.p)
+        self.p += struct.calcsize(fmt)
+        return v[0]
+
+    def uvarint(self):
+        v = s = 0
+        while True:
+            c = self.b[self.p]
+            self.p += 1
+            v |= (c & 0x7F) << s
+            s += 7
+            if c < 0x80:
+                return v
+
+    def count(self, flex):
+        return self.uvarint() - 1 if flex else self.take(">i")
+
+    def string(self, flex):
+        n = self.uvarint() - 1 if flex else self.take(">h")
+        s = self.b[self.p:self.p + n].decode()
+        self.p += n
+        return s
+
+    def tags(self, flex):
+        if flex:
+            for _ in range(self.uvarint()):
+                self.uvarint()
+                self.p += self.uvarint()
+
+
+def _call(n, key, ver, body, flex_hdr):
+    hdr = struct.pack(">hhi", key, ver, 77) + struct.pack(">h", 1) + b"t"
+    if flex_hdr:
+        hdr += b"\x00"
+    msg = hdr + body
+    with socket.create_connection(("127.0.0.1", n.port), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(msg)) + msg)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            c = s.recv(65536)
+            if not c:
+                return None
+            buf += c
+    return _R(buf[4:])
+
+
+def alter_raw(n, moves, ver):
+    """moves [(path, topic, partition)] -> {(topic, p): error code}"""
+    flex = ver >= 2
+    dirs = [_str(path, flex) + _arr([_str(tp, flex) + _arr(
+        [struct.pack(">i", p)], flex) + (b"\x00" if flex else b"")], flex) +
+        (b"\x00" if flex else b"") for path, tp, p in moves]
+    r = _call(n, 34, ver, _arr(dirs, flex) + (b"\x00" if flex else b""), flex)
+    if r is None:
+        return None
+    r.take(">i")  # correlation id
+    r.tags(flex)
+    r.take(">i")  # throttle
+    out = {}
+    for _ in range(r.count(flex)):
+        tp = r.string(flex)
+        for _ in range(r.count(flex)):
+            p = r.take(">i")
+            out[(tp, p)] = r.take(">h")
+            r.tags(flex)
+        r.tags(flex)
+    return out
+
+
+def api_versions(n):
+    r = _call(n, 18, 0, b"", False)
+    r.take(">i")
+    err = r.take(">h")
+    keys = {}
+    for _ in range(r.take(">i")):
+        k, lo, hi = r.take(">h"), r.take(">h"), r.take(">h")
+        keys[k] = (lo, hi)
+    return err, keys
