@@ -371,10 +371,8 @@ ctl_admin_run_deletions(struct ctl *c)
 	struct ctl_deletion *d;
 
 	while ((d = c->deletions) != NULL) {
-		char to[1600], hex[33], base[300];
-		uint8_t raw[16];
-		size_t keep;
-		int i;
+		char to[1600];
+		int rc;
 
 		c->deletions = d->next;
 		/* moved away and back again before this ran: it stays */
@@ -389,17 +387,8 @@ ctl_admin_run_deletions(struct ctl *c)
 			free(d);
 			continue;
 		}
-		if (ctl_uuid_random(raw) != 0)
-			memset(raw, 0, sizeof(raw));
-		for (i = 0; i < 16; i++)
-			snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-		/* a file name has 255 bytes: shorten the topic part if needed */
-		strlcpy(base, d->name, sizeof(base));
-		keep = 255 - (1 + 32 + strlen("-delete"));
-		if (strlen(base) > keep)
-			base[keep] = '\0';
-		snprintf(to, sizeof(to), "%s/%s.%s-delete", d->dir, base, hex);
-		if (rename(d->path, to) == 0) {
+		if ((rc = rn_logdir_retire(d->dir, d->name, to,
+		    sizeof(to))) == 0) {
 			const char *fields[] = { NULL, NULL, NULL };
 			char tf[320], pf[32];
 
@@ -409,8 +398,9 @@ ctl_admin_run_deletions(struct ctl *c)
 			fields[1] = pf;
 			rn_log_fields(LOG_INFO, fields, "deleting %s", to);
 			rm_tree(to);
-		} else if (errno != ENOENT)
-			log_warn("renaming %s for deletion", d->path);
+		} else if (rc != -ENOENT)
+			log_warnx("renaming %s for deletion: %s", d->path,
+			    strerror(-rc));
 		remove_other_copies(c, d);
 		free(d);
 	}
