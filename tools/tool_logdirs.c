@@ -159,11 +159,12 @@ tld_map_fetch(const char *bootstrap, int timeout_ms, struct tld_map *m)
 	return 0;
 }
 
-const char *
-tld_map_dir(const struct tld_map *m, int32_t broker, const char *topic,
-    int32_t p)
+/* The dir of the replica (future: of its future replica), or NULL. */
+static const char *
+map_find(const struct tld_map *m, int32_t broker, const char *topic,
+    int32_t p, bool future)
 {
-	struct tld_replica key = { broker, p, (char *)topic, NULL, false }, *e;
+	struct tld_replica key = { broker, p, (char *)topic, NULL, future }, *e;
 
 	if (m->n == 0)
 		return NULL;
@@ -172,15 +173,17 @@ tld_map_dir(const struct tld_map *m, int32_t broker, const char *topic,
 }
 
 const char *
+tld_map_dir(const struct tld_map *m, int32_t broker, const char *topic,
+    int32_t p)
+{
+	return map_find(m, broker, topic, p, false);
+}
+
+const char *
 tld_map_future(const struct tld_map *m, int32_t broker, const char *topic,
     int32_t p)
 {
-	struct tld_replica key = { broker, p, (char *)topic, NULL, true }, *e;
-
-	if (m->n == 0)
-		return NULL;
-	e = bsearch(&key, m->v, (size_t)m->n, sizeof(*m->v), cmp_replica);
-	return e != NULL ? e->dir : NULL;
+	return map_find(m, broker, topic, p, true);
 }
 
 int
