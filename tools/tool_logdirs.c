@@ -30,18 +30,27 @@ tld_brokers(const char *bootstrap, int timeout_ms, struct rn_arena *ar,
 	return rc;
 }
 
+/* A connection to one broker of a Metadata answer; < 0 (err says why) if none. */
+static int
+connect_broker(const struct rn_MetadataResponse_MetadataResponseBroker *b,
+    int timeout_ms, char *err, size_t errlen)
+{
+	char addr[300];
+
+	snprintf(addr, sizeof(addr), "%.*s:%d", (int)b->host.len, b->host.ptr,
+	    b->port);
+	return tkc_connect(addr, timeout_ms, err, errlen);
+}
+
 int
 tld_describe(const struct rn_MetadataResponse_MetadataResponseBroker *b,
     int timeout_ms, struct rn_arena *ar, struct rn_DescribeLogDirsResponse *r,
     char *err, size_t errlen)
 {
 	struct rn_DescribeLogDirsRequest req;
-	char addr[300];
 	int fd, rc;
 
-	snprintf(addr, sizeof(addr), "%.*s:%d", (int)b->host.len, b->host.ptr,
-	    b->port);
-	if ((fd = tkc_connect(addr, timeout_ms, err, errlen)) < 0)
+	if ((fd = connect_broker(b, timeout_ms, err, errlen)) < 0)
 		return -1;
 	rn_DescribeLogDirsRequest_init(&req);
 	req.topics_count = -1; /* all */
@@ -192,12 +201,9 @@ tld_alter(const struct rn_MetadataResponse_MetadataResponseBroker *b,
     const struct rn_AlterReplicaLogDirsRequest *req,
     struct rn_AlterReplicaLogDirsResponse *resp, char *err, size_t errlen)
 {
-	char addr[300];
 	int fd, rc;
 
-	snprintf(addr, sizeof(addr), "%.*s:%d", (int)b->host.len, b->host.ptr,
-	    b->port);
-	if ((fd = tkc_connect(addr, timeout_ms, err, errlen)) < 0)
+	if ((fd = connect_broker(b, timeout_ms, err, errlen)) < 0)
 		return -1;
 	rc = tkc_call_api(fd, RN_KAPI_ALTER_REPLICA_LOG_DIRS, 1, req, ar, resp,
 	    timeout_ms, err, errlen);
