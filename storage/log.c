@@ -188,19 +188,13 @@ has_suffix(const char *name, const char *sfx)
 static int
 list_dir(struct rn_log *log, int64_t **out, int *count, int cleanup)
 {
-	int fd = openat(log->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
+	DIR *d = rn_opendirat(log->dirfd);
 	struct dirent *de;
 	int64_t *v = NULL;
 	int n = 0, cap = 0;
 
-	if (fd < 0)
+	if (d == NULL)
 		return -errno;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return -errno;
-	}
 	while ((de = readdir(d)) != NULL) {
 		int64_t base = rn_segment_parse_name(de->d_name, ".log");
 

@@ -75,15 +75,11 @@ copy_range(struct rn_logcopy *lc, int in, int64_t ioff, int out,
 static void
 wipe(int dirfd)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent *de;
-	DIR *d;
+	DIR *d = rn_opendirat(dirfd);
 
-	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-		if (fd >= 0)
-			close(fd);
+	if (d == NULL)
 		return;
-	}
 	while ((de = readdir(d)) != NULL)
 		if (strcmp(de->d_name, ".") != 0 &&
 		    strcmp(de->d_name, "..") != 0)

@@ -247,6 +247,19 @@ rn_pwrite_full(int fd, const void *buf, size_t len, int64_t pos)
 	return 0;
 }
 
+DIR *
+rn_opendirat(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	if ((d = fdopendir(fd)) == NULL)
+		close(fd);
+	return d;
+}
+
 /* The scan's window on the file: buf holds [bpos, bpos + blen). */
 struct scanbuf {
 	uint8_t *buf;

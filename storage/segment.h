@@ -7,6 +7,7 @@
 #ifndef RN_STORAGE_SEGMENT_H
 #define RN_STORAGE_SEGMENT_H
 
+#include <dirent.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -119,5 +120,9 @@ int64_t rn_segment_largest_ts(int dirfd, const struct rn_segment *seg);
 
 ssize_t rn_pread_full(int fd, void *buf, size_t len, int64_t pos);
 int rn_pwrite_full(int fd, const void *buf, size_t len, int64_t pos);
+
+/* A directory stream on dirfd's directory, with a descriptor of its own
+ * (closedir leaves dirfd open); NULL with errno set if it cannot be had. */
+DIR *rn_opendirat(int dirfd);
 
 #endif /* RN_STORAGE_SEGMENT_H */

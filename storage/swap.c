@@ -192,17 +192,12 @@ push(int64_t **v, int *n, int *cap, int64_t x)
 static int
 scan_dir(int dirfd, struct swap_scan *s)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent *de;
-	DIR *d;
+	DIR *d = rn_opendirat(dirfd);
 	int rc = 0;
 
-	if (fd < 0)
+	if (d == NULL)
 		return -errno;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -errno;
-	}
 	while (rc == 0 && (de = readdir(d)) != NULL) {
 		int64_t b;
 		size_t l = strlen(de->d_name);
@@ -223,15 +218,11 @@ static void
 drop_orphan_index_swaps(int dirfd)
 {
 	char name[64];
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent *de;
-	DIR *d;
+	DIR *d = rn_opendirat(dirfd);
 
-	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-		if (fd >= 0)
-			close(fd);
+	if (d == NULL)
 		return;
-	}
 	while ((de = readdir(d)) != NULL) {
 		for (size_t i = 0; i < 2; i++) {
 			char sfx[32];

@@ -30,18 +30,27 @@ tld_brokers(const char *bootstrap, int timeout_ms, struct rn_arena *ar,
 	return rc;
 }
 
+/* A connection to one broker of a Metadata answer; < 0 (err says why) if none. */
+static int
+connect_broker(const struct rn_MetadataResponse_MetadataResponseBroker *b,
+    int timeout_ms, char *err, size_t errlen)
+{
+	char addr[300];
+
+	snprintf(addr, sizeof(addr), "%.*s:%d", (int)b->host.len, b->host.ptr,
+	    b->port);
+	return tkc_connect(addr, timeout_ms, err, errlen);
+}
+
 int
 tld_describe(const struct rn_MetadataResponse_MetadataResponseBroker *b,
     int timeout_ms, struct rn_arena *ar, struct rn_DescribeLogDirsResponse *r,
     char *err, size_t errlen)
 {
 	struct rn_DescribeLogDirsRequest req;
-	char addr[300];
 	int fd, rc;
 
-	snprintf(addr, sizeof(addr), "%.*s:%d", (int)b->host.len, b->host.ptr,
-	    b->port);
-	if ((fd = tkc_connect(addr, timeout_ms, err, errlen)) < 0)
+	if ((fd = connect_broker(b, timeout_ms, err, errlen)) < 0)
 		return -1;
 	rn_DescribeLogDirsRequest_init(&req);
 	req.topics_count = -1; /* all */
@@ -159,11 +168,12 @@ tld_map_fetch(const char *bootstrap, int timeout_ms, struct tld_map *m)
 	return 0;
 }
 
-const char *
-tld_map_dir(const struct tld_map *m, int32_t broker, const char *topic,
-    int32_t p)
+/* The dir of the replica (future: of its future replica), or NULL. */
+static const char *
+map_find(const struct tld_map *m, int32_t broker, const char *topic,
+    int32_t p, bool future)
 {
-	struct tld_replica key = { broker, p, (char *)topic, NULL, false }, *e;
+	struct tld_replica key = { broker, p, (char *)topic, NULL, future }, *e;
 
 	if (m->n == 0)
 		return NULL;
@@ -172,15 +182,17 @@ tld_map_dir(const struct tld_map *m, int32_t broker, const char *topic,
 }
 
 const char *
+tld_map_dir(const struct tld_map *m, int32_t broker, const char *topic,
+    int32_t p)
+{
+	return map_find(m, broker, topic, p, false);
+}
+
+const char *
 tld_map_future(const struct tld_map *m, int32_t broker, const char *topic,
     int32_t p)
 {
-	struct tld_replica key = { broker, p, (char *)topic, NULL, true }, *e;
-
-	if (m->n == 0)
-		return NULL;
-	e = bsearch(&key, m->v, (size_t)m->n, sizeof(*m->v), cmp_replica);
-	return e != NULL ? e->dir : NULL;
+	return map_find(m, broker, topic, p, true);
 }
 
 int
@@ -189,12 +201,9 @@ tld_alter(const struct rn_MetadataResponse_MetadataResponseBroker *b,
     const struct rn_AlterReplicaLogDirsRequest *req,
     struct rn_AlterReplicaLogDirsResponse *resp, char *err, size_t errlen)
 {
-	char addr[300];
 	int fd, rc;
 
-	snprintf(addr, sizeof(addr), "%.*s:%d", (int)b->host.len, b->host.ptr,
-	    b->port);
-	if ((fd = tkc_connect(addr, timeout_ms, err, errlen)) < 0)
+	if ((fd = connect_broker(b, timeout_ms, err, errlen)) < 0)
 		return -1;
 	rc = tkc_call_api(fd, RN_KAPI_ALTER_REPLICA_LOG_DIRS, 1, req, ar, resp,
 	    timeout_ms, err, errlen);

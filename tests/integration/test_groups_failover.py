@@ -14,7 +14,7 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition, KafkaException
 
-from rncluster import create_topic, partition_state, wait_state
+from rncluster import create_topic, offsets_partition, partition_state, wait_state
 from rntest import BUILDDIR, Cluster, Tap, TempDir, run_tool, wait_for, SANITIZED
 
 t = Tap()
@@ -47,19 +47,9 @@ NODE_KILL_S = 8 * (1.5 if SANITIZED else 1)
 WORKER_KILL_S = 3 * (1.5 if SANITIZED else 1)
 
 
-def java_hash(s):
-    """Java's String.hashCode: over UTF-16 code units, 32-bit wrap-around."""
-    b = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(b), 2):
-        h = (31 * h + int.from_bytes(b[i:i + 2], "big")) & 0xffffffff
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def coordinator(c):
     """The node leading the group's __consumer_offsets partition."""
-    h = java_hash(GROUP)
-    p = (0 if h == -(1 << 31) else abs(h)) % OFFSETS_PARTS
+    p = offsets_partition(GROUP, OFFSETS_PARTS)
     st = partition_state(c.bootstrap, "__consumer_offsets", p)
     return (st[0] if st else None), p
 

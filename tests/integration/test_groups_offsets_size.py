@@ -11,6 +11,7 @@ import time
 
 from confluent_kafka import Consumer, TopicPartition
 
+from rncluster import offsets_partition
 from rntest import BUILDDIR, Node, Tap, TempDir, wait_for
 
 t = Tap()
@@ -21,15 +22,6 @@ SEGMENT = 64 * 1024
 OFFSETS_PARTS = 50
 GROUP = "growth"
 TOPIC = "growth-t"
-
-
-def java_hash(s):
-    """Java's String.hashCode: over UTF-16 code units, 32-bit wrap-around."""
-    b = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(b), 2):
-        h = (31 * h + int.from_bytes(b[i:i + 2], "big")) & 0xffffffff
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def log_bytes(d):
@@ -81,8 +73,7 @@ with TempDir() as tmp:
                         n.bootstrap, "--create", "--topic", TOPIC, "--partitions",
                         str(PARTS), "--replication-factor", "1"],
                        check=True, capture_output=True, timeout=30)
-        h = java_hash(GROUP)
-        part = (0 if h == -(1 << 31) else abs(h)) % OFFSETS_PARTS
+        part = offsets_partition(GROUP, OFFSETS_PARTS)
         pdir = os.path.join(n.logdir, "__consumer_offsets-%d" % part)
         c = Consumer({"bootstrap.servers": n.bootstrap, "group.id": GROUP,
                       "enable.auto.commit": False, "on_commit": on_commit})

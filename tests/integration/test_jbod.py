@@ -17,6 +17,7 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from rncluster import admin, create_topic
+from rnlogdirs import two_log_dirs
 from rntest import BUILDDIR, Cluster, Tap, TempDir, wait_for
 
 t = Tap()
@@ -73,10 +74,7 @@ def live_brokers(bootstrap):
 
 with TempDir() as tmp:
     c = Cluster(tmp, 3, props=PROPS)
-    for n in c.nodes:
-        n.dirs = [os.path.join(n.dir, "d1"), os.path.join(n.dir, "d2")]
-        n.props["log.dirs"] = ",".join(n.dirs)
-        n.write_config()
+    two_log_dirs(c)
     c.start()
     try:
         t.ok(c.wait_running(30 * W), "three brokers with two log dirs each are up")

@@ -25,7 +25,7 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from rncluster import create_topic
-from rnlogdirs import alter_raw, api_versions
+from rnlogdirs import alter_raw, api_versions, describe_json
 from rntest import BUILDDIR, SANITIZED, Node, Tap, TempDir, wait_for
 
 t = Tap()
@@ -44,13 +44,8 @@ def tool(*args, timeout=120):
 
 def describe(n):
     """{logDir: {partition name: entry}} of broker 1, or None."""
-    r = tool("runnel-log-dirs", "--bootstrap-server", n.bootstrap, "--describe",
-             "--topic-list", TOPIC, timeout=30)
-    if r.returncode != 0:
-        return None
-    try:
-        j = json.loads(r.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    j = describe_json(n.bootstrap, TOPIC)
+    if j is None:
         return None
     return {d["logDir"]: {(p["partition"], p["isFuture"]): p
                           for p in d["partitions"]}

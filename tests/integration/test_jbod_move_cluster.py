@@ -18,7 +18,7 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from rncluster import admin, create_topic
-from rnlogdirs import alter_raw
+from rnlogdirs import alter_raw, describe_json, two_log_dirs
 from rntest import BUILDDIR, SANITIZED, Cluster, Tap, TempDir, wait_for
 
 t = Tap()
@@ -36,13 +36,8 @@ def tool(*args, timeout=120):
 
 def describe(bootstrap, topic):
     """{(broker, partition name): (current dir, future dir)}"""
-    r = tool("runnel-log-dirs", "--bootstrap-server", bootstrap, "--describe",
-             "--topic-list", topic, timeout=30)
-    if r.returncode != 0:
-        return None
-    try:
-        j = json.loads(r.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    j = describe_json(bootstrap, topic)
+    if j is None:
         return None
     out = {}
     for b in j["brokers"]:
@@ -80,10 +75,7 @@ def plan(tmp, name, topic, reps, dirs):
 
 with TempDir() as tmp:
     c = Cluster(tmp, 3, props=PROPS)
-    for n in c.nodes:
-        n.dirs = [os.path.join(n.dir, "d1"), os.path.join(n.dir, "d2")]
-        n.props["log.dirs"] = ",".join(n.dirs)
-        n.write_config()
+    two_log_dirs(c)
     c.start()
     try:
         t.ok(c.wait_running(30 * W), "three brokers with two log dirs each are up")

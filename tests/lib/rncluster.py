@@ -17,6 +17,22 @@ def create_topic(bootstrap, name, partitions, rf, config=None, timeout=30):
     a.create_topics([NewTopic(name, partitions, rf, config=config or {})])[name].result(timeout)
 
 
+def java_hash(s):
+    """Java's String.hashCode: over UTF-16 code units, 32-bit wrap-around."""
+    b = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(b), 2):
+        h = (31 * h + int.from_bytes(b[i:i + 2], "big")) & 0xffffffff
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def offsets_partition(group, nparts):
+    """The __consumer_offsets partition of a group: Kafka's
+    Utils.abs(group.hashCode()) % offsets.topic.num.partitions."""
+    h = java_hash(group)
+    return (0 if h == -(1 << 31) else abs(h)) % nparts
+
+
 def partition_state(bootstrap, topic, p=0):
     """(leader, replicas, isr) as Metadata reports it, or None."""
     try:

@@ -1,7 +1,37 @@
-"""Raw Kafka requests the test clients lack: AlterReplicaLogDirs (v0-2, v2
-flexible) and ApiVersions v0, over a plain socket to a runnel node."""
+"""Log-dir helpers for the JBOD tests: nodes with two log dirs, what
+runnel-log-dirs describes, and raw Kafka requests the test clients lack:
+AlterReplicaLogDirs (v0-2, v2 flexible) and ApiVersions v0, over a plain
+socket to a runnel node."""
+import json
+import os
 import socket
 import struct
+import subprocess
+
+from rntest import BUILDDIR
+
+
+def two_log_dirs(cluster):
+    """Give each node of a cluster not yet started two log dirs, d1 and d2 in
+    its own dir (node.dirs), and write its config."""
+    for n in cluster.nodes:
+        n.dirs = [os.path.join(n.dir, "d1"), os.path.join(n.dir, "d2")]
+        n.props["log.dirs"] = ",".join(n.dirs)
+        n.write_config()
+
+
+def describe_json(bootstrap, topic, timeout=30):
+    """What runnel-log-dirs --describe prints (JSON, its last line) for one
+    topic, or None if it fails or prints no JSON."""
+    r = subprocess.run([os.path.join(BUILDDIR, "runnel-log-dirs"), "--bootstrap-server",
+                        bootstrap, "--describe", "--topic-list", topic],
+                       capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        return None
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
 
 
 def _str(s, flex):

@@ -13,13 +13,13 @@
 #include "storage/log.h"
 #include "storage/segment.h"
 #include "storage/swap.h"
+#include "tests/lib/logfixture.h"
 #include "tests/lib/tap.h"
 #include "workers/cleaner/cl_int.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -41,21 +41,6 @@ static int64_t w_n;
 static int64_t ts_bump;         /* added to the timestamps written */
 static int check_written = 1;   /* reads compare with w_*[] */
 static int64_t w_pid = -1;      /* producer id of the batches appended */
-
-static int
-rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void
-rm_rf(const char *path)
-{
-	nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static struct rn_log_config
 small_cfg(void)
@@ -725,6 +710,6 @@ main(void)
 	}
 	test_concurrent_reader(&c);
 	cl_ctx_free(&c);
-	rm_rf(root);
+	lf_rm_rf(root);
 	return done_testing();
 }

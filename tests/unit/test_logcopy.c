@@ -5,7 +5,7 @@
  * log, byte for byte, under the same shared state and recovered alone.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE	/* nftw */
+#define _GNU_SOURCE
 #endif
 #include "storage/log.h"
 #include "storage/logcopy.h"
@@ -13,166 +13,16 @@
 #include "storage/checkpoint.h"
 #include "storage/crc32c.h"
 #include "storage/segment.h"
+#include "tests/lib/logfixture.h"
 #include "tests/lib/tap.h"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static char root[256];
-
-static int
-rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void
-rm_rf(const char *path)
-{
-	nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static uint32_t
-mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352d;
-	x ^= x >> 15;
-	x *= 0x846ca68b;
-	x ^= x >> 16;
-	return x;
-}
-
-/* One uncompressed batch of nrec records with vsize-byte values. */
-static size_t
-mk_batch(uint8_t *buf, size_t cap, int nrec, int vsize, int64_t ts, uint32_t seed)
-{
-	static uint8_t val[65536];
-	struct rn_record_in recs[256];
-	struct rn_batch_build_opts o;
-	char key[256][16];
-	ssize_t n;
-
-	rn_batch_build_opts_default(&o);
-	for (int i = 0; i < vsize && i < (int)sizeof(val); i++)
-		val[i] = (uint8_t)mix(seed + (uint32_t)i);
-	for (int i = 0; i < nrec; i++) {
-		snprintf(key[i], sizeof(key[i]), "k%u-%d", seed, i);
-		recs[i] = (struct rn_record_in){
-			.key = key[i], .key_len = (int32_t)strlen(key[i]),
-			.value = val, .value_len = vsize, .timestamp = ts,
-		};
-	}
-	n = rn_batch_build(buf, cap, &o, recs, nrec);
-	if (n < 0)
-		bail("rn_batch_build: %zd", n);
-	return (size_t)n;
-}
-
-/*
- * Read everything from `from` to the log end in max_bytes slices, checking
- * every batch (CRC, framing) and that offsets are contiguous. Returns the
- * end offset reached or a negative error; counts batches, digests bytes.
- */
-static int64_t
-check_all(struct rn_log *log, int64_t from, int64_t max_bytes, int64_t *nbatches,
-    uint32_t *digest)
-{
-	static uint8_t buf[4 << 20];
-	struct rn_batch_limits lim = { RN_BATCH_V_REPLICA, 0 };
-	int64_t off = from, leo = rn_log_end_offset(log), nb = 0;
-	uint32_t d = 0;
-
-	while (off < leo) {
-		struct rn_log_slice sl;
-		size_t p = 0, len;
-		int64_t first;
-		int rc = rn_log_read(log, off, max_bytes, -1, &sl);
-
-		if (rc < 0)
-			return rc;
-		if (sl.len <= 0 || sl.len > (int64_t)sizeof(buf))
-			return -1000;
-		if (pread(sl.fd, buf, (size_t)sl.len, sl.file_pos) != sl.len)
-			return -1001;
-		len = (size_t)sl.len;
-		first = sl.first_offset;
-		rn_log_slice_release(log, &sl);
-		while (p < len) {
-			struct rn_batch_header h;
-			size_t sz;
-
-			rn_batch_parse_header(buf + p, &h);
-			sz = rn_batch_total_size(&h);
-			if (p + sz > len)
-				return -1002;	/* partial batch returned */
-			if (rn_batch_validate(buf + p, sz, &lim, NULL) != 0)
-				return -1003;
-			if (p == 0 ? !(h.base_offset <= off && rn_batch_last_offset(&h) >= off) :
-			    h.base_offset != off)
-				return -1004;
-			if (p == 0 && h.base_offset != first)
-				return -1005;
-			d = rn_crc32c(d, buf + p, sz);
-			off = rn_batch_last_offset(&h) + 1;
-			nb++;
-			p += sz;
-		}
-	}
-	if (nbatches)
-		*nbatches = nb;
-	if (digest)
-		*digest = d;
-	return off;
-}
-
-static struct rn_log_config
-small_config(void)
-{
-	struct rn_log_config c = rn_log_config_default();
-
-	c.segment_bytes = 128 * 1024;
-	c.segment_index_bytes = 16 * 1024;
-	c.index_interval_bytes = 1024;
-	c.retention_ms = -1;
-	return c;
-}
-
-static uint8_t pbuf[1 << 20];
-
-/* Append `count` batches of varied shapes; returns 0 if offsets were contiguous. */
-static int
-append_varied(struct rn_log *log, int count, uint32_t seed, int64_t ts, int64_t now,
-    int *rolls)
-{
-	for (int i = 0; i < count; i++) {
-		uint32_t r = mix(seed + (uint32_t)i);
-		int nrec = 1 + (int)(r % 20), vsize = 10 + (int)((r >> 8) % 2000);
-		size_t n = mk_batch(pbuf, sizeof(pbuf), nrec, vsize, ts, seed + (uint32_t)i);
-		int64_t leo = rn_log_end_offset(log);
-		struct rn_append_info info;
-		int rc = rn_log_append(log, pbuf, n, 1, now, &info);
-
-		if (rc < 0) {
-			diag("append %d: %d", i, rc);
-			return rc;
-		}
-		if (info.base_offset != leo || info.last_offset != leo + nrec - 1 ||
-		    rn_log_end_offset(log) != leo + nrec)
-			return -1;
-		if (rolls && info.rolled)
-			(*rolls)++;
-	}
-	return 0;
-}
-
 
 /* Are the two files the same bytes (len < 0: whole, else the first len)? */
 static int
@@ -280,7 +130,7 @@ step_until(struct rn_logcopy *lc, struct rn_log *log, uint64_t trunc,
 static void
 test_copy(void)
 {
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log_shared *sh2 = calloc(1, sizeof(*sh2));
 	struct rn_log *log, *copy, *alone;
@@ -294,7 +144,7 @@ test_copy(void)
 	snprintf(a, sizeof(a), "%s/a", root);
 	snprintf(b, sizeof(b), "%s/b", root);
 	ok(rn_log_open(a, &cfg, sh, NULL, &log) == 0 &&
-	    append_varied(log, 300, 1, 1000, 1000, &rolls) == 0,
+	    lf_append_varied(log, 300, 1, 1000, 1000, &rolls) == 0,
 	    "a log of 300 batches");
 	ok(rolls >= 3, "over %d segments", rolls + 1);
 	mkdir(b, 0755);
@@ -313,7 +163,7 @@ test_copy(void)
 	/* appends (and rolls) between steps */
 	for (i = 0; i < 20; i++) {
 		(void)rn_logcopy_step(&lc, log, trunc, 30 * 1024, 0);
-		append_varied(log, 10, 1000 + (uint32_t)i * 10, 1000, 1000,
+		lf_append_varied(log, 10, 1000 + (uint32_t)i * 10, 1000, 1000,
 		    NULL);
 	}
 	/* retention drops the oldest segments under the copy */
@@ -324,22 +174,22 @@ test_copy(void)
 	ok(rc == 1, "the copy catches up");
 	ok(copy_matches(log, a, b, 0), "the copy is the source's segments");
 	/* a truncation: what was not sealed is copied again */
-	append_varied(log, 30, 5000, 1000, 1000, NULL);
+	lf_append_varied(log, 30, 5000, 1000, 1000, NULL);
 	(void)rn_logcopy_step(&lc, log, trunc, 1 << 30, 0);
 	trunc++;
 	ok(rn_log_truncate_to(log, rn_log_end_offset(log) - 50) == 0,
 	    "the source is truncated");
-	append_varied(log, 7, 7000, 1000, 1000, NULL);
+	lf_append_varied(log, 7, 7000, 1000, 1000, NULL);
 	ok(rn_logcopy_finish(&lc, log, trunc, 1 << 30) == -ESTALE,
 	    "the last step refuses a copy the source moved under");
 	ok(step_until(&lc, log, trunc, 40 * 1024, 10000) == 1,
 	    "it catches up again");
-	append_varied(log, 40, 8000, 1000, 1000, NULL);
+	lf_append_varied(log, 40, 8000, 1000, 1000, NULL);
 	ok(rn_logcopy_finish(&lc, log, trunc, 100) == -EAGAIN,
 	    "more than max bytes behind: not the last step yet");
 	ok(step_until(&lc, log, trunc, 40 * 1024, 10000) == 1,
 	    "caught up");
-	append_varied(log, 3, 9000, 1000, 1000, NULL);
+	lf_append_varied(log, 3, 9000, 1000, 1000, NULL);
 	ok(rn_logcopy_finish(&lc, log, trunc, 1 << 20) == 0,
 	    "the last step (under the lock) finishes the copy");
 	ok(copy_matches(log, a, b, 1), "the copy is the source, byte for byte "
@@ -349,21 +199,21 @@ test_copy(void)
 
 	/* the copy under the same shared state, as the other processes
 	 * reopen it after a swap */
-	ok(check_all(log, rn_log_start_offset(log), 64 * 1024, &nb1, &d1) ==
+	ok(lf_check_all(log, rn_log_start_offset(log), 64 * 1024, &nb1, &d1) ==
 	    rn_log_end_offset(log), "the source reads whole");
 	ok(rn_log_open(b, &cfg, sh, NULL, &copy) == 0, "the copy opens over "
 	    "the same shared state");
-	ok(check_all(copy, rn_log_start_offset(copy), 64 * 1024, &nb2, &d2) ==
+	ok(lf_check_all(copy, rn_log_start_offset(copy), 64 * 1024, &nb2, &d2) ==
 	    rn_log_end_offset(log) && nb2 == nb1 && d2 == d1,
 	    "it reads the same batches");
-	ok(append_varied(copy, 50, 11000, 1000, 1000, NULL) == 0,
+	ok(lf_append_varied(copy, 50, 11000, 1000, 1000, NULL) == 0,
 	    "and takes appends, rolls included");
 	/* and recovered alone, as after a crash */
 	ok(rn_log_open(b, &cfg, sh2, NULL, &alone) == 0 &&
 	    rn_log_end_offset(alone) == rn_log_end_offset(copy) &&
 	    rn_log_start_offset(alone) <= rn_log_start_offset(copy),
 	    "recovered from disk alone: the same log end");
-	ok(check_all(alone, rn_log_start_offset(copy), 64 * 1024, &nb3, &d3) ==
+	ok(lf_check_all(alone, rn_log_start_offset(copy), 64 * 1024, &nb3, &d3) ==
 	    rn_log_end_offset(copy), "every batch valid");
 	rn_log_close(alone);
 	rn_log_close(copy);
@@ -376,7 +226,7 @@ test_copy(void)
 static void
 test_copy_empty(void)
 {
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log *log, *copy;
 	struct rn_logcopy lc;
@@ -393,7 +243,7 @@ test_copy_empty(void)
 	snprintf(seg, sizeof(seg), "%s/00000000000000000000.log", b);
 	ok(access(seg, F_OK) == 0, "its empty segment is there");
 	ok(rn_log_open(b, &cfg, sh, NULL, &copy) == 0 &&
-	    append_varied(copy, 5, 77, 1000, 1000, NULL) == 0 &&
+	    lf_append_varied(copy, 5, 77, 1000, 1000, NULL) == 0 &&
 	    rn_log_end_offset(copy) > 0, "the copy takes appends");
 	rn_log_close(copy);
 	rn_log_close(log);
@@ -410,7 +260,7 @@ test_copy_range(void)
 	ssize_t n;
 
 	for (size_t i = 0; i < sizeof(data); i++)
-		data[i] = (uint8_t)mix((uint32_t)i);
+		data[i] = (uint8_t)lf_mix((uint32_t)i);
 	snprintf(a, sizeof(a), "%s/ra", root);
 	snprintf(b, sizeof(b), "%s/rb", root);
 	fa = open(a, O_RDWR | O_CREAT, 0644);
@@ -444,6 +294,6 @@ main(void)
 	test_copy();
 	test_copy_empty();
 	test_copy_range();
-	rm_rf(root);
+	lf_rm_rf(root);
 	return done_testing();
 }

@@ -4,18 +4,18 @@
  * state, and repair after a writer was SIGKILLed.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE	/* nftw */
+#define _GNU_SOURCE
 #endif
 #include "storage/log.h"
 #include "storage/bytes.h"
 #include "storage/checkpoint.h"
 #include "storage/crc32c.h"
 #include "storage/segment.h"
+#include "tests/lib/logfixture.h"
 #include "tests/lib/tap.h"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -27,21 +27,6 @@
 
 static char root[256];
 
-static int
-rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void
-rm_rf(const char *path)
-{
-	nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static double
 now_s(void)
 {
@@ -49,100 +34,6 @@ now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint32_t
-mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352d;
-	x ^= x >> 15;
-	x *= 0x846ca68b;
-	x ^= x >> 16;
-	return x;
-}
-
-/* One uncompressed batch of nrec records with vsize-byte values. */
-static size_t
-mk_batch(uint8_t *buf, size_t cap, int nrec, int vsize, int64_t ts, uint32_t seed)
-{
-	static uint8_t val[65536];
-	struct rn_record_in recs[256];
-	struct rn_batch_build_opts o;
-	char key[256][16];
-	ssize_t n;
-
-	rn_batch_build_opts_default(&o);
-	for (int i = 0; i < vsize && i < (int)sizeof(val); i++)
-		val[i] = (uint8_t)mix(seed + (uint32_t)i);
-	for (int i = 0; i < nrec; i++) {
-		snprintf(key[i], sizeof(key[i]), "k%u-%d", seed, i);
-		recs[i] = (struct rn_record_in){
-			.key = key[i], .key_len = (int32_t)strlen(key[i]),
-			.value = val, .value_len = vsize, .timestamp = ts,
-		};
-	}
-	n = rn_batch_build(buf, cap, &o, recs, nrec);
-	if (n < 0)
-		bail("rn_batch_build: %zd", n);
-	return (size_t)n;
-}
-
-/*
- * Read everything from `from` to the log end in max_bytes slices, checking
- * every batch (CRC, framing) and that offsets are contiguous. Returns the
- * end offset reached or a negative error; counts batches, digests bytes.
- */
-static int64_t
-check_all(struct rn_log *log, int64_t from, int64_t max_bytes, int64_t *nbatches,
-    uint32_t *digest)
-{
-	static uint8_t buf[4 << 20];
-	struct rn_batch_limits lim = { RN_BATCH_V_REPLICA, 0 };
-	int64_t off = from, leo = rn_log_end_offset(log), nb = 0;
-	uint32_t d = 0;
-
-	while (off < leo) {
-		struct rn_log_slice sl;
-		size_t p = 0, len;
-		int64_t first;
-		int rc = rn_log_read(log, off, max_bytes, -1, &sl);
-
-		if (rc < 0)
-			return rc;
-		if (sl.len <= 0 || sl.len > (int64_t)sizeof(buf))
-			return -1000;
-		if (pread(sl.fd, buf, (size_t)sl.len, sl.file_pos) != sl.len)
-			return -1001;
-		len = (size_t)sl.len;
-		first = sl.first_offset;
-		rn_log_slice_release(log, &sl);
-		while (p < len) {
-			struct rn_batch_header h;
-			size_t sz;
-
-			rn_batch_parse_header(buf + p, &h);
-			sz = rn_batch_total_size(&h);
-			if (p + sz > len)
-				return -1002;	/* partial batch returned */
-			if (rn_batch_validate(buf + p, sz, &lim, NULL) != 0)
-				return -1003;
-			if (p == 0 ? !(h.base_offset <= off && rn_batch_last_offset(&h) >= off) :
-			    h.base_offset != off)
-				return -1004;
-			if (p == 0 && h.base_offset != first)
-				return -1005;
-			d = rn_crc32c(d, buf + p, sz);
-			off = rn_batch_last_offset(&h) + 1;
-			nb++;
-			p += sz;
-		}
-	}
-	if (nbatches)
-		*nbatches = nb;
-	if (digest)
-		*digest = d;
-	return off;
 }
 
 static off_t
@@ -165,51 +56,11 @@ seg_path(char *buf, size_t size, const char *dir, int64_t base, const char *sfx)
 	snprintf(buf, size, "%s/%s", dir, name);
 }
 
-static struct rn_log_config
-small_config(void)
-{
-	struct rn_log_config c = rn_log_config_default();
-
-	c.segment_bytes = 128 * 1024;
-	c.segment_index_bytes = 16 * 1024;
-	c.index_interval_bytes = 1024;
-	c.retention_ms = -1;
-	return c;
-}
-
-static uint8_t pbuf[1 << 20];
-
-/* Append `count` batches of varied shapes; returns 0 if offsets were contiguous. */
-static int
-append_varied(struct rn_log *log, int count, uint32_t seed, int64_t ts, int64_t now,
-    int *rolls)
-{
-	for (int i = 0; i < count; i++) {
-		uint32_t r = mix(seed + (uint32_t)i);
-		int nrec = 1 + (int)(r % 20), vsize = 10 + (int)((r >> 8) % 2000);
-		size_t n = mk_batch(pbuf, sizeof(pbuf), nrec, vsize, ts, seed + (uint32_t)i);
-		int64_t leo = rn_log_end_offset(log);
-		struct rn_append_info info;
-		int rc = rn_log_append(log, pbuf, n, 1, now, &info);
-
-		if (rc < 0) {
-			diag("append %d: %d", i, rc);
-			return rc;
-		}
-		if (info.base_offset != leo || info.last_offset != leo + nrec - 1 ||
-		    rn_log_end_offset(log) != leo + nrec)
-			return -1;
-		if (rolls && info.rolled)
-			(*rolls)++;
-	}
-	return 0;
-}
-
 static void
 test_basic(void)
 {
 	char dir[300];
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log *log;
 	struct rn_log_slice sl;
@@ -225,7 +76,7 @@ test_basic(void)
 	is_int(rn_log_read(log, 0, 1000, -1, &sl), 0, "read at the end of an empty log");
 	is_int(sl.len, 0, "... returns nothing");
 
-	is_int(append_varied(log, 600, 1, 1000, 5000, &rolls), 0, "600 varied appends, contiguous offsets");
+	is_int(lf_append_varied(log, 600, 1, 1000, 5000, &rolls), 0, "600 varied appends, contiguous offsets");
 	leo = rn_log_end_offset(log);
 	nseg = rn_log_segment_bases(log, bases, 256);
 	ok(rolls > 3 && nseg == rolls + 1, "rolled by size %d times (%d segments)", rolls, nseg);
@@ -239,9 +90,9 @@ test_basic(void)
 			bad++;
 	}
 	is_int(bad, 0, "older segments within segment.bytes, indexes trimmed");
-	is_int(check_all(log, 0, 1 << 20, &nb, &d1), leo, "read back everything in 1 MiB slices");
+	is_int(lf_check_all(log, 0, 1 << 20, &nb, &d1), leo, "read back everything in 1 MiB slices");
 	is_int(nb, 600, "... all 600 batches");
-	is_int(check_all(log, 0, 1, &nb, &d2), leo, "read back in one-batch slices");
+	is_int(lf_check_all(log, 0, 1, &nb, &d2), leo, "read back in one-batch slices");
 	is_int(d1, d2, "same bytes either way");
 
 	/* Every offset maps to the batch that contains it. */
@@ -311,7 +162,7 @@ test_basic(void)
 	/* Close and reopen with the same shared state: nothing changes. */
 	rn_log_close(log);
 	is_int(rn_log_open(dir, &cfg, sh, NULL, &log), 0, "second handle over live shared state");
-	is_int(check_all(log, 0, 65536, NULL, &d2), leo, "reads the same log");
+	is_int(lf_check_all(log, 0, 65536, NULL, &d2), leo, "reads the same log");
 	is_int(d2, d1, "same bytes");
 
 	/* Clean shutdown, fresh shared state, reopen from checkpoints. */
@@ -327,10 +178,10 @@ test_basic(void)
 		is_int(rn_log_open(dir, &cfg, sh, &rec, &log), 0, "reopen after clean shutdown");
 		is_int(rn_log_end_offset(log), leo, "same log end");
 		is_int(rn_log_segment_count(log), nseg, "same segments");
-		is_int(check_all(log, 0, 65536, NULL, &d2), leo, "readable");
+		is_int(lf_check_all(log, 0, 65536, NULL, &d2), leo, "readable");
 		is_int(d2, d1, "identical bytes");
 		is_int(file_size(dir, bases[nseg - 1], ".index"), 16 * 1024, "active index regrown for appends");
-		is_int(append_varied(log, 20, 7000, 1000, 5000, NULL), 0, "appends continue after reopen");
+		is_int(lf_append_varied(log, 20, 7000, 1000, 5000, NULL), 0, "appends continue after reopen");
 		leo = rn_log_end_offset(log);
 	}
 
@@ -339,7 +190,7 @@ test_basic(void)
 	memset(sh, 0, sizeof(*sh));
 	is_int(rn_log_open(dir, &cfg, sh, NULL, &log), 0, "reopen without shutdown (full recovery)");
 	is_int(rn_log_end_offset(log), leo, "recovered log end");
-	is_int(check_all(log, 0, 65536, &nb, NULL), leo, "recovered log is readable");
+	is_int(lf_check_all(log, 0, 65536, &nb, NULL), leo, "recovered log is readable");
 	is_int(nb, 620, "all 620 batches");
 	rn_log_close(log);
 	free(sh);
@@ -349,7 +200,7 @@ static void
 test_time(void)
 {
 	char dir[300];
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log *log;
 	struct rn_append_info info;
@@ -360,21 +211,21 @@ test_time(void)
 	snprintf(dir, sizeof(dir), "%s/time-0", root);
 	cfg.segment_ms = 1000;
 	rn_log_open(dir, &cfg, sh, NULL, &log);
-	n = mk_batch(pbuf, sizeof(pbuf), 2, 100, t0, 1);
-	rn_log_append(log, pbuf, n, 0, t0, &info);
-	n = mk_batch(pbuf, sizeof(pbuf), 2, 100, t0 + 900, 2);
-	rn_log_append(log, pbuf, n, 0, t0 + 900, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 100, t0, 1);
+	rn_log_append(log, lf_pbuf, n, 0, t0, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 100, t0 + 900, 2);
+	rn_log_append(log, lf_pbuf, n, 0, t0 + 900, &info);
 	is_int(info.rolled, 0, "no roll within segment.ms");
-	n = mk_batch(pbuf, sizeof(pbuf), 2, 100, t0 + 1001, 3);
-	rn_log_append(log, pbuf, n, 0, t0 + 1001, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 100, t0 + 1001, 3);
+	rn_log_append(log, lf_pbuf, n, 0, t0 + 1001, &info);
 	is_int(info.rolled, 1, "roll once segment.ms passed since the first batch");
 	is_int(rn_log_segment_count(log), 2, "two segments");
 	rn_log_close(log);
-	rm_rf(dir);
+	lf_rm_rf(dir);
 
 	/* Time lookups over 300 batches of 3 records, ts = t0 + 10*i + j. */
 	memset(sh, 0, sizeof(*sh));
-	cfg = small_config();
+	cfg = lf_small_config();
 	cfg.segment_bytes = 32 * 1024;
 	rn_log_open(dir, &cfg, sh, NULL, &log);
 	for (int i = 0; i < 300; i++) {
@@ -387,8 +238,8 @@ test_time(void)
 		for (int j = 0; j < 3; j++)
 			recs[j] = (struct rn_record_in){ NULL, -1, v, 50 + i % 150,
 			    t0 + 10 * i + j, NULL, 0 };
-		n = (size_t)rn_batch_build(pbuf, sizeof(pbuf), &o, recs, 3);
-		if (rn_log_append(log, pbuf, n, 0, t0, &info) != 0)
+		n = (size_t)rn_batch_build(lf_pbuf, sizeof(lf_pbuf), &o, recs, 3);
+		if (rn_log_append(log, lf_pbuf, n, 0, t0, &info) != 0)
 			bad++;
 	}
 	ok(bad == 0 && rn_log_segment_count(log) > 1, "300 timestamped batches over %d segments",
@@ -416,8 +267,8 @@ test_time(void)
 	is_int(rn_log_offset_for_time(log, RN_LIST_MAX_TIMESTAMP, &off, &ts), 0, "max timestamp lookup");
 	is_int(off * 100000 + (ts - t0), 899 * 100000 + 2992, "... the last record, t0 + 2992");
 	/* a batch with an older timestamp later on does not change the max */
-	n = mk_batch(pbuf, sizeof(pbuf), 2, 10, t0 + 5, 1);
-	rn_log_append(log, pbuf, n, 0, t0, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 10, t0 + 5, 1);
+	rn_log_append(log, lf_pbuf, n, 0, t0, &info);
 	rn_log_offset_for_time(log, RN_LIST_MAX_TIMESTAMP, &off, &ts);
 	is_int(off, 899, "max timestamp still found in an older place");
 	rn_log_truncate_to(log, 900);
@@ -449,7 +300,7 @@ static void
 test_truncate_delete(void)
 {
 	char dir[300];
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log *log;
 	struct rn_log_slice sl;
@@ -460,7 +311,7 @@ test_truncate_delete(void)
 
 	snprintf(dir, sizeof(dir), "%s/trunc-0", root);
 	rn_log_open(dir, &cfg, sh, NULL, &log);
-	append_varied(log, 400, 100, 1000, 5000, NULL);
+	lf_append_varied(log, 400, 100, 1000, 5000, NULL);
 	leo = rn_log_end_offset(log);
 	nseg = rn_log_segment_bases(log, bases, 256);
 
@@ -471,10 +322,10 @@ test_truncate_delete(void)
 	is_int(rn_log_segment_count(log), 3, "later segments deleted");
 	is_int(file_size(dir, bases[3], ".log"), -1, "their files are gone");
 	is_int(file_size(dir, bases[2], ".log"), 0, "the segment at target is empty");
-	is_int(check_all(log, 0, 65536, NULL, NULL), target, "prefix still reads");
+	is_int(lf_check_all(log, 0, 65536, NULL, NULL), target, "prefix still reads");
 	is_int(rn_log_read(log, target + 1, 100, -1, &sl), -ERANGE, "beyond the new end: -ERANGE");
-	n = mk_batch(pbuf, sizeof(pbuf), 5, 100, 1000, 9);
-	is_int(rn_log_append(log, pbuf, n, 2, 5000, &info), 0, "append after truncation");
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 5, 100, 1000, 9);
+	is_int(rn_log_append(log, lf_pbuf, n, 2, 5000, &info), 0, "append after truncation");
 	is_int(info.base_offset, target, "continues at the truncation point");
 
 	/* Truncate mid-batch: the whole batch goes. */
@@ -496,8 +347,8 @@ test_truncate_delete(void)
 		is_int(rn_log_end_offset(log), lo, "log end");
 		is_int(rn_log_segment_count(log), 2, "segment 1 is active again");
 		is_int(file_size(dir, bases[1], ".index"), 16 * 1024, "its index is writable again");
-		is_int(append_varied(log, 50, 300, 1000, 5000, NULL), 0, "appends continue there");
-		is_int(check_all(log, 0, 65536, &nb, NULL), rn_log_end_offset(log), "log reads contiguously");
+		is_int(lf_append_varied(log, 50, 300, 1000, 5000, NULL), 0, "appends continue there");
+		is_int(lf_check_all(log, 0, 65536, &nb, NULL), rn_log_end_offset(log), "log reads contiguously");
 	}
 	leo = rn_log_end_offset(log);
 	nseg = rn_log_segment_bases(log, bases, 256);
@@ -509,7 +360,7 @@ test_truncate_delete(void)
 	is_int(rn_log_start_offset(log), target, "log start moved");
 	is_int(rn_log_segment_count(log), nseg - 1, "segment wholly below it deleted");
 	is_int(rn_log_read(log, target - 1, 100, -1, &sl), -ERANGE, "below the log start: -ERANGE");
-	is_int(check_all(log, target, 65536, NULL, NULL), leo, "from the log start everything reads");
+	is_int(lf_check_all(log, target, 65536, NULL, NULL), leo, "from the log start everything reads");
 	is_int(rn_log_delete_records_before(log, 1), target, "moving the start back is a no-op");
 
 	/* Retention by size. */
@@ -528,15 +379,15 @@ test_truncate_delete(void)
 		ok(after >= 200 * 1024 || rn_log_segment_count(log) == 1, "not more than needed");
 		nseg = rn_log_segment_bases(log, bases, 256);
 		is_int(rn_log_start_offset(log), bases[0], "log start = first remaining segment");
-		is_int(check_all(log, bases[0], 65536, NULL, NULL), leo, "remaining log reads");
+		is_int(lf_check_all(log, bases[0], 65536, NULL, NULL), leo, "remaining log reads");
 	}
 
 	/* Truncation below the log start empties the log. */
 	is_int(rn_log_truncate_to(log, 5), 0, "truncate below the log start");
 	is_int(rn_log_end_offset(log) * 10 + rn_log_start_offset(log), 55, "log restarts at 5");
 	is_int(rn_log_segment_count(log), 1, "one empty segment");
-	n = mk_batch(pbuf, sizeof(pbuf), 2, 10, 1000, 1);
-	rn_log_append(log, pbuf, n, 3, 5000, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 10, 1000, 1);
+	rn_log_append(log, lf_pbuf, n, 3, 5000, &info);
 	is_int(info.base_offset, 5, "appends continue at 5");
 	rn_log_close(log);
 	free(sh);
@@ -547,7 +398,7 @@ static void
 test_recovery(void)
 {
 	char dir[300], path[512];
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log *log;
 	struct rn_append_info info;
@@ -559,9 +410,9 @@ test_recovery(void)
 
 	snprintf(dir, sizeof(dir), "%s/recover-0", root);
 	rn_log_open(dir, &cfg, sh, NULL, &log);
-	append_varied(log, 300, 500, 1000, 5000, NULL);
-	n = mk_batch(pbuf, sizeof(pbuf), 4, 500, 1000, 77);
-	rn_log_append(log, pbuf, n, 1, 5000, &info);
+	lf_append_varied(log, 300, 500, 1000, 5000, NULL);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 4, 500, 1000, 77);
+	rn_log_append(log, lf_pbuf, n, 1, 5000, &info);
 	last_base = info.base_offset;
 	leo = rn_log_end_offset(log);
 	nseg = rn_log_segment_bases(log, bases, 256);
@@ -576,10 +427,10 @@ test_recovery(void)
 	is_int(rn_log_open(dir, &cfg, sh, NULL, &log), 0, "open after a torn write");
 	is_int(rn_log_end_offset(log), last_base, "torn batch dropped, log end = its base");
 	is_int(file_size(dir, bases[nseg - 1], ".log"), sz - (off_t)n, "file cut to the last whole batch");
-	is_int(check_all(log, 0, 65536, &nb, NULL), last_base, "valid prefix intact");
+	is_int(lf_check_all(log, 0, 65536, &nb, NULL), last_base, "valid prefix intact");
 	is_int(nb, 300, "all earlier batches");
-	n = mk_batch(pbuf, sizeof(pbuf), 4, 500, 1000, 78);
-	rn_log_append(log, pbuf, n, 1, 5000, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 4, 500, 1000, 78);
+	rn_log_append(log, lf_pbuf, n, 1, 5000, &info);
 	is_int(info.base_offset, last_base, "next append reuses the offsets");
 	rn_log_close(log);
 
@@ -587,7 +438,7 @@ test_recovery(void)
 	sz = file_size(dir, bases[nseg - 1], ".log");
 	fd = open(path, O_WRONLY | O_APPEND);
 	for (int i = 0; i < 300; i++) {
-		uint8_t g = (uint8_t)mix((uint32_t)i);
+		uint8_t g = (uint8_t)lf_mix((uint32_t)i);
 
 		if (write(fd, &g, 1) < 0)
 			bail("I/O failed: line %d", __LINE__);
@@ -615,10 +466,10 @@ test_recovery(void)
 	is_int(rn_log_open(dir, &cfg, sh, NULL, &log), 0, "open with a corrupt last batch");
 	is_int(rn_log_end_offset(log), last_base, "corrupt batch dropped");
 	is_int(file_size(dir, bases[nseg - 1], ".log"), sz - (off_t)n, "exactly the valid prefix kept");
-	n = mk_batch(pbuf, sizeof(pbuf), 4, 500, 1000, 79);
-	rn_log_append(log, pbuf, n, 1, 5000, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 4, 500, 1000, 79);
+	rn_log_append(log, lf_pbuf, n, 1, 5000, &info);
 	leo = rn_log_end_offset(log);
-	check_all(log, 0, 65536, NULL, &d);
+	lf_check_all(log, 0, 65536, NULL, &d);
 
 	/* Missing and damaged index files are rebuilt, byte for byte. */
 	{
@@ -654,7 +505,7 @@ test_recovery(void)
 		{
 			uint32_t d2;
 
-			is_int(check_all(log, 0, 65536, NULL, &d2), leo, "log reads");
+			is_int(lf_check_all(log, 0, 65536, NULL, &d2), leo, "log reads");
 			is_int(d2, d, "same bytes");
 		}
 		rn_log_close(log);
@@ -678,7 +529,7 @@ test_recovery(void)
 	ok(rn_log_end_offset(log) >= bases[1] && rn_log_end_offset(log) < bases[2],
 	    "log ends inside the damaged segment");
 	is_int(rn_log_segment_count(log), 2, "later segments dropped");
-	is_int(check_all(log, 0, 65536, NULL, NULL), rn_log_end_offset(log), "what is left reads");
+	is_int(lf_check_all(log, 0, 65536, NULL, NULL), rn_log_end_offset(log), "what is left reads");
 	is_int(file_size(dir, bases[1], ".index"), 16 * 1024, "damaged segment became active");
 	rn_log_close(log);
 	free(sh);
@@ -688,7 +539,7 @@ static void
 test_epochs(void)
 {
 	char dir[300], path[512], text[256];
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log *log;
 	struct rn_append_info info;
@@ -701,8 +552,8 @@ test_epochs(void)
 	snprintf(dir, sizeof(dir), "%s/epoch-0", root);
 	rn_log_open(dir, &cfg, sh, NULL, &log);
 	for (int i = 0; i < 10; i++) {
-		n = mk_batch(pbuf, sizeof(pbuf), 3, 10, 1000, (uint32_t)i);
-		rn_log_append(log, pbuf, n, i < 4 ? 3 : 5, 5000, &info);
+		n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 3, 10, 1000, (uint32_t)i);
+		rn_log_append(log, lf_pbuf, n, i < 4 ? 3 : 5, 5000, &info);
 	}
 	snprintf(path, sizeof(path), "%s/leader-epoch-checkpoint", dir);
 	fd = open(path, O_RDONLY);
@@ -736,7 +587,7 @@ static void
 test_flush_and_replica(void)
 {
 	char dir[300];
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log *log;
 	struct rn_append_info info;
@@ -745,35 +596,35 @@ test_flush_and_replica(void)
 	snprintf(dir, sizeof(dir), "%s/flush-0", root);
 	cfg.flush_messages = 5;
 	rn_log_open(dir, &cfg, sh, NULL, &log);
-	n = mk_batch(pbuf, sizeof(pbuf), 3, 10, 1000, 1);
-	rn_log_append(log, pbuf, n, 0, 5000, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 3, 10, 1000, 1);
+	rn_log_append(log, lf_pbuf, n, 0, 5000, &info);
 	is_int(rn_log_recovery_point(log), 0, "no flush before flush.messages");
-	n = mk_batch(pbuf, sizeof(pbuf), 3, 10, 1000, 2);
-	rn_log_append(log, pbuf, n, 0, 5000, &info);
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 3, 10, 1000, 2);
+	rn_log_append(log, lf_pbuf, n, 0, 5000, &info);
 	is_int(rn_log_recovery_point(log), 6, "flush.messages reached: flushed");
 	n = 0;
 	for (int i = 0; i < 3; i++)
-		n += mk_batch(pbuf + n, sizeof(pbuf) - n, 60, 1000, 1000, (uint32_t)i);
-	is_int(rn_log_append(log, pbuf, n, 0, 5000, &info), RN_ERR_RECORD_LIST_TOO_LARGE,
+		n += lf_mk_batch(lf_pbuf + n, sizeof(lf_pbuf) - n, 60, 1000, 1000, (uint32_t)i);
+	is_int(rn_log_append(log, lf_pbuf, n, 0, 5000, &info), RN_ERR_RECORD_LIST_TOO_LARGE,
 	    "payload larger than segment.bytes");
 	rn_log_close(log);
 
 	/* Follower appends keep the leader's offsets, gaps included. */
 	snprintf(dir, sizeof(dir), "%s/replica-0", root);
 	memset(sh, 0, sizeof(*sh));
-	cfg = small_config();
+	cfg = lf_small_config();
 	rn_log_open(dir, &cfg, sh, NULL, &log);
-	n = mk_batch(pbuf, sizeof(pbuf), 3, 10, 1000, 1);
-	rn_batch_assign(pbuf, n, 0, 4, -1, 0);
-	n2 = mk_batch(pbuf + n, sizeof(pbuf) - n, 2, 10, 1000, 2);
-	rn_batch_assign(pbuf + n, n2, 10, 4, -1, 0);
-	is_int(rn_log_append_replica(log, pbuf, n + n2, 5000, &info), 0, "replica append with a gap");
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 3, 10, 1000, 1);
+	rn_batch_assign(lf_pbuf, n, 0, 4, -1, 0);
+	n2 = lf_mk_batch(lf_pbuf + n, sizeof(lf_pbuf) - n, 2, 10, 1000, 2);
+	rn_batch_assign(lf_pbuf + n, n2, 10, 4, -1, 0);
+	is_int(rn_log_append_replica(log, lf_pbuf, n + n2, 5000, &info), 0, "replica append with a gap");
 	is_int(rn_log_end_offset(log), 12, "log end after the last replicated offset");
-	is_int(rn_log_append_replica(log, pbuf, n, 5000, &info), -EILSEQ, "offsets below the end refused");
+	is_int(rn_log_append_replica(log, lf_pbuf, n, 5000, &info), -EILSEQ, "offsets below the end refused");
 	/* a gap wider than relative offsets can express starts a new segment */
-	n2 = mk_batch(pbuf + n, sizeof(pbuf) - n, 2, 10, 1000, 3);
-	rn_batch_assign(pbuf + n, n2, 12 + 3000000000LL, 4, -1, 0);
-	is_int(rn_log_append_replica(log, pbuf + n, n2, 5000, &info), 0, "replica append past a huge gap");
+	n2 = lf_mk_batch(lf_pbuf + n, sizeof(lf_pbuf) - n, 2, 10, 1000, 3);
+	rn_batch_assign(lf_pbuf + n, n2, 12 + 3000000000LL, 4, -1, 0);
+	is_int(rn_log_append_replica(log, lf_pbuf + n, n2, 5000, &info), 0, "replica append past a huge gap");
 	{
 		int64_t b[4];
 
@@ -836,7 +687,7 @@ shm_lock(struct shm *m)
 static int
 writer_child(const char *dir, struct shm *m, int me, int count)
 {
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log *log;
 	static uint8_t buf[65536];
 
@@ -844,7 +695,7 @@ writer_child(const char *dir, struct shm *m, int me, int count)
 	if (rn_log_open(dir, &cfg, &m->sh, NULL, &log) != 0)
 		return 2;
 	for (int i = 0; i < count; i++) {
-		size_t n = mk_batch(buf, sizeof(buf), 1 + i % 5, 50 + (i * 37) % 900, 1000,
+		size_t n = lf_mk_batch(buf, sizeof(buf), 1 + i % 5, 50 + (i * 37) % 900, 1000,
 		    (uint32_t)(me * 100000 + i));
 		struct rn_append_info info;
 		double t0 = now_s();
@@ -870,7 +721,7 @@ reader_child(const char *dir, struct shm *m, int expect_batches)
 {
 	static uint8_t buf[1 << 20];
 	struct rn_batch_limits lim = { RN_BATCH_V_REPLICA, 0 };
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log *log;
 	int64_t off = 0;
 	int seen = 0;
@@ -928,7 +779,7 @@ test_processes(void)
 {
 	char dir[300];
 	struct shm *m = shm_new();
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log *log;
 	pid_t pids[3];
 	int per_writer = 400, rc[3];
@@ -949,7 +800,7 @@ test_processes(void)
 		rc[i] = wait_child(pids[i]);
 	is_int(rc[0] * 100 + rc[1], 0, "two writer processes appended alternately");
 	is_int(rc[2], 0, "reader process saw every batch in order, each valid");
-	is_int(check_all(log, 0, 65536, &nb, NULL), rn_log_end_offset(log), "parent reads the whole log");
+	is_int(lf_check_all(log, 0, 65536, &nb, NULL), rn_log_end_offset(log), "parent reads the whole log");
 	is_int(nb, 2 * per_writer, "all batches present");
 	ok(rn_log_segment_count(log) > 10, "segments rolled by both writers (%d)", rn_log_segment_count(log));
 
@@ -969,13 +820,13 @@ test_processes(void)
 			if (rn_log_open(dir, &cfg, &m->sh, NULL, &cl) != 0)
 				_exit(2);
 			shm_lock(m);
-			n = mk_batch(pbuf, sizeof(pbuf), 3, 300, 1000, 4242);
-			rn_batch_assign(pbuf, n, leo, 1, -1, 0);
+			n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 3, 300, 1000, 4242);
+			rn_batch_assign(lf_pbuf, n, leo, 1, -1, 0);
 			seg_path(path, sizeof(path), dir, atomic_load(&m->sh.active_base_offset), ".log");
 			fd = open(path, O_WRONLY);
-			if (pwrite(fd, pbuf, n, atomic_load(&m->sh.active_size)) < 0)
+			if (pwrite(fd, lf_pbuf, n, atomic_load(&m->sh.active_size)) < 0)
 				bail("I/O failed: line %d", __LINE__);
-			if (pwrite(fd, pbuf, n / 2, atomic_load(&m->sh.active_size) + (off_t)n) < 0)
+			if (pwrite(fd, lf_pbuf, n / 2, atomic_load(&m->sh.active_size) + (off_t)n) < 0)
 				bail("I/O failed: line %d", __LINE__);
 			raise(SIGKILL);
 			_exit(0);
@@ -994,11 +845,11 @@ test_processes(void)
 		is_int(rn_log_repair(log), 0, "rn_log_repair");
 		is_int(file_size(dir, atomic_load(&m->sh.active_base_offset), ".log"), asize,
 		    "active segment cut back to the committed size");
-		n = mk_batch(pbuf, sizeof(pbuf), 2, 100, 1000, 1);
-		is_int(rn_log_append(log, pbuf, n, 1, 5000, &info), 0, "append after repair");
+		n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 100, 1000, 1);
+		is_int(rn_log_append(log, lf_pbuf, n, 1, 5000, &info), 0, "append after repair");
 		is_int(info.base_offset, leo, "offsets continue contiguously");
 		pthread_mutex_unlock(&m->mu);
-		is_int(check_all(log, 0, 65536, NULL, NULL), leo + 2, "log reads contiguously");
+		is_int(lf_check_all(log, 0, 65536, NULL, NULL), leo + 2, "log reads contiguously");
 	}
 
 	/* Dies in the middle of publishing (sizes half stored). */
@@ -1013,11 +864,11 @@ test_processes(void)
 			int fd;
 
 			shm_lock(m);
-			n = mk_batch(pbuf, sizeof(pbuf), 3, 300, 1000, 4343);
-			rn_batch_assign(pbuf, n, leo, 1, -1, 0);
+			n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 3, 300, 1000, 4343);
+			rn_batch_assign(lf_pbuf, n, leo, 1, -1, 0);
 			seg_path(path, sizeof(path), dir, atomic_load(&m->sh.active_base_offset), ".log");
 			fd = open(path, O_WRONLY);
-			if (pwrite(fd, pbuf, n, asize) < 0)
+			if (pwrite(fd, lf_pbuf, n, asize) < 0)
 				bail("I/O failed: line %d", __LINE__);
 			atomic_fetch_add(&m->sh.commit_seq, 1);
 			atomic_store(&m->sh.active_size, asize + (int64_t)n);
@@ -1030,8 +881,8 @@ test_processes(void)
 		is_int(atomic_load(&m->sh.active_size), asize, "committed size restored");
 		is_int(rn_log_end_offset(log), leo, "log end unchanged");
 		ok(!(atomic_load(&m->sh.commit_seq) & 1), "commit sequence even again");
-		n = mk_batch(pbuf, sizeof(pbuf), 2, 100, 1000, 2);
-		rn_log_append(log, pbuf, n, 1, 5000, &info);
+		n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 100, 1000, 2);
+		rn_log_append(log, lf_pbuf, n, 1, 5000, &info);
 		is_int(info.base_offset, leo, "next append contiguous");
 		pthread_mutex_unlock(&m->mu);
 	}
@@ -1067,11 +918,11 @@ test_processes(void)
 		ok(!(atomic_load(&m->sh.generation) & 1), "generation even again");
 		is_int(file_size(dir, leo, ".log"), -1, "half-made segment removed");
 		is_int(rn_log_segment_count(log), nseg, "segment list as before");
-		n = mk_batch(pbuf, sizeof(pbuf), 2, 100, 1000, 3);
-		is_int(rn_log_append(log, pbuf, n, 1, 5000, &info), 0, "append");
+		n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 100, 1000, 3);
+		is_int(rn_log_append(log, lf_pbuf, n, 1, 5000, &info), 0, "append");
 		is_int(info.base_offset, leo, "contiguous");
 		pthread_mutex_unlock(&m->mu);
-		is_int(check_all(log, 0, 65536, NULL, NULL), leo + 2, "whole log valid");
+		is_int(lf_check_all(log, 0, 65536, NULL, NULL), leo + 2, "whole log valid");
 	}
 	/* Dies in the middle of a truncation: the new log end was published. */
 	{
@@ -1095,11 +946,11 @@ test_processes(void)
 		is_int(rn_log_repair(log), 0, "repair");
 		is_int(rn_log_end_offset(log), target, "truncation completed at the published end");
 		is_int(rn_log_segment_count(log), nseg - 2, "segments above it removed");
-		n = mk_batch(pbuf, sizeof(pbuf), 2, 100, 1000, 4);
-		rn_log_append(log, pbuf, n, 1, 5000, &info);
+		n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 2, 100, 1000, 4);
+		rn_log_append(log, lf_pbuf, n, 1, 5000, &info);
 		is_int(info.base_offset, target, "appends continue there");
 		pthread_mutex_unlock(&m->mu);
-		is_int(check_all(log, 0, 65536, NULL, NULL), target + 2, "whole log valid");
+		is_int(lf_check_all(log, 0, 65536, NULL, NULL), target + 2, "whole log valid");
 	}
 	rn_log_close(log);
 	munmap(m, sizeof(*m));
@@ -1109,7 +960,7 @@ test_processes(void)
 static int
 retention_child(const char *dir, struct shm *m)
 {
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log *log;
 	int deleted = 0;
 
@@ -1138,7 +989,7 @@ chasing_reader(const char *dir, struct shm *m)
 {
 	static uint8_t buf[1 << 20];
 	struct rn_batch_limits lim = { RN_BATCH_V_REPLICA, 0 };
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log *log;
 	int64_t off = 0;
 	int skips = 0;
@@ -1203,7 +1054,7 @@ test_concurrent_retention(void)
 {
 	char dir[300];
 	struct shm *m = shm_new();
-	struct rn_log_config cfg = small_config();
+	struct rn_log_config cfg = lf_small_config();
 	struct rn_log *log;
 	pid_t ret, rd;
 	int bad = 0;
@@ -1218,13 +1069,13 @@ test_concurrent_retention(void)
 	if (rd == 0)
 		_exit(chasing_reader(dir, m));
 	for (int i = 0; i < 3000; i++) {
-		size_t n = mk_batch(pbuf, sizeof(pbuf), 1 + i % 4, 20 + (i * 53) % 700, 1000,
+		size_t n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 1 + i % 4, 20 + (i * 53) % 700, 1000,
 		    (uint32_t)i);
 		struct rn_append_info info;
 
 		if (shm_lock(m))
 			rn_log_repair(log);
-		if (rn_log_append(log, pbuf, n, 1, 5000, &info) != 0)
+		if (rn_log_append(log, lf_pbuf, n, 1, 5000, &info) != 0)
 			bad++;
 		pthread_mutex_unlock(&m->mu);
 	}
@@ -1238,7 +1089,7 @@ test_concurrent_retention(void)
 	rn_log_open(dir, &cfg, &m->sh, NULL, &log);
 	rn_log_retention(log, 0);
 	ok(rn_log_size_bytes(log) <= 64 * 1024 + 8 * 1024, "log kept within retention.bytes + a segment");
-	is_int(check_all(log, rn_log_start_offset(log), 65536, NULL, NULL), rn_log_end_offset(log),
+	is_int(lf_check_all(log, rn_log_start_offset(log), 65536, NULL, NULL), rn_log_end_offset(log),
 	    "what remains reads");
 	rn_log_close(log);
 	munmap(m, sizeof(*m));
@@ -1252,7 +1103,7 @@ test_throughput(void)
 	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
 	struct rn_log *log;
 	struct rn_append_info info;
-	size_t n = mk_batch(pbuf, sizeof(pbuf), 100, 600, 1000, 5);
+	size_t n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 100, 600, 1000, 5);
 	int64_t total = 0, reads = 0;
 	double t0, t;
 	int bad = 0;
@@ -1262,7 +1113,7 @@ test_throughput(void)
 	rn_log_open(dir, &cfg, sh, NULL, &log);
 	t0 = now_s();
 	while (total < (128 << 20)) {
-		if (rn_log_append(log, pbuf, n, 1, 5000, &info) != 0)
+		if (rn_log_append(log, lf_pbuf, n, 1, 5000, &info) != 0)
 			bad++;
 		total += (int64_t)n;
 	}
@@ -1284,7 +1135,7 @@ test_throughput(void)
 	diag("read lookups: %.0f/s", reads / t);
 	is_int(bad, 0, "random 1 MiB reads");
 	rn_log_close(log);
-	rm_rf(dir);
+	lf_rm_rf(dir);
 	free(sh);
 }
 
@@ -1306,6 +1157,6 @@ main(void)
 	test_concurrent_retention();
 	if (getenv("RN_SKIP_PERF") == NULL)
 		test_throughput();
-	rm_rf(root);
+	lf_rm_rf(root);
 	return done_testing();
 }
