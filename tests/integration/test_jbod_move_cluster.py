@@ -178,10 +178,13 @@ with TempDir() as tmp:
         t.eq(got, {str(b): target[b] for b in reps},
              "the metadata records each replica's new dir")
         t.eq(len(replicas(c.bootstrap, "rep")[1]), 3, "the ISR stayed whole")
-        t.ok(all(not os.path.exists(os.path.join(d, "rep-0")) or d == target[n.node_id]
-                 for n in c.nodes for d in n.dirs) and
-             all(not any(e.startswith("rep-0.") for e in os.listdir(d))
-                 for n in c.nodes for d in n.dirs),
+        # the old copy's -delete tree is removed after the swap lets go
+        # of the partition's lock, a moment after the move shows as done
+        t.ok(wait_for(lambda: all(
+            not os.path.exists(os.path.join(d, "rep-0")) or d == target[n.node_id]
+            for n in c.nodes for d in n.dirs) and
+            all(not any(e.startswith("rep-0.") for e in os.listdir(d))
+                for n in c.nodes for d in n.dirs), 10, 0.2),
              "no broker keeps a copy, future or -delete dir in its old dir")
         time.sleep(1)
         deadline[0] = time.monotonic() + 60 * W
