@@ -129,6 +129,25 @@ class Soak:
         except Exception:
             return False
 
+    def replicas(self, topic):
+        """Partition 0's replicas, leader first; [] if unknown."""
+        try:
+            md = AdminClient({"bootstrap.servers": self.bootstrap()}
+                             ).list_topics(topic, timeout=3)
+            p = md.topics[topic].partitions[0]
+            return [p.leader] + [r for r in p.replicas if r != p.leader]
+        except Exception:
+            return []
+
+    def target(self, topic):
+        """The node a fault hits: partition 0's leader, one of its
+        followers, the active controller or any node."""
+        reps = self.replicas(topic)
+        v = rng.choice([reps[0] if reps else -1,
+                        rng.choice(reps[1:]) if len(reps) > 1 else -1,
+                        self.controller(), rng.randint(1, N)])
+        return v if 1 <= v <= N else rng.randint(1, N)
+
     def create_topic(self, name):
         admin = AdminClient({"bootstrap.servers": self.bootstrap()})
         deadline = time.monotonic() + 60
@@ -148,7 +167,7 @@ class Soak:
     # ---- faults: each returns (description, heal) -------------------
 
     def f_isolate(self, topic):
-        v = rng.randint(1, N)
+        v = self.target(topic)
         self.cl.isolate(v)
         return "node %d isolated" % v, self.cl.heal
 
@@ -167,6 +186,12 @@ class Soak:
     def f_split(self, topic):
         nodes = list(range(1, N + 1))
         rng.shuffle(nodes)
+        reps = self.replicas(topic)
+        if len(reps) == RF and rng.random() < 0.5:
+            # the leader and one follower in the minority: an ISR of two
+            # on the side without the controller quorum (Jepsen 2013)
+            nodes = reps[:1] + [reps[rng.randint(1, RF - 1)]]
+            nodes += [i for i in range(1, N + 1) if i not in nodes]
         minority, majority = nodes[:2], nodes[2:]
         for a in minority:
             for b in majority:
@@ -222,14 +247,12 @@ class Soak:
         return "flapping cuts between random pairs", heal
 
     def f_kill_node(self, topic):
-        v = rng.choice([history.leader_of(self.bootstrap(), topic, 0),
-                        self.controller(), rng.randint(1, N)])
-        v = v if v > 0 else rng.randint(1, N)
+        v = self.target(topic)
         self.cl.node(v).kill()
         return "node %d SIGKILLed" % v, lambda: self.start(v)
 
     def f_kill_worker(self, topic):
-        v = rng.randint(1, N)
+        v = self.target(topic)
         ws = self.cl.node(v).workers()
         if not ws:
             return "node %d: no worker to kill" % v, lambda: None
@@ -241,14 +264,12 @@ class Soak:
         return "worker %s of node %d SIGKILLed" % (name, v), lambda: None
 
     def f_pause(self, topic):
-        v = rng.choice([history.leader_of(self.bootstrap(), topic, 0),
-                        self.controller(), rng.randint(1, N)])
-        v = v if v > 0 else rng.randint(1, N)
+        v = self.target(topic)
         self.cl.pause(v)
         return "node %d SIGSTOPped" % v, lambda: self.cl.resume(v)
 
     def f_skew(self, topic):
-        v = rng.randint(1, N)
+        v = self.target(topic)
         off = rng.choice(["+600s", "-600s", "+3600s", "-3600s"])
         if not os.path.exists(FAKETIME):
             return "no libfaketime: skipped", lambda: None
@@ -265,9 +286,7 @@ class Soak:
         return "node %d restarted with its wall clock %s" % (v, off), heal
 
     def f_power(self, topic):
-        v = rng.choice([history.leader_of(self.bootstrap(), topic, 0),
-                        rng.randint(1, N)])
-        v = v if v > 0 else rng.randint(1, N)
+        v = self.target(topic)
         n = self.cl.node(v)
         n.kill()
         stats = powercut.cut(n.logdir, self.shadow[v])
@@ -323,7 +342,10 @@ def episode(s, k, kind):
         w.start()
     tail.start()
     time.sleep(3)
+    reps = s.replicas(topic)
     desc, heal = getattr(s, "f_" + kind)(topic)
+    desc += " (partition 0: leader %s, followers %s)" % (
+        reps[0] if reps else "?", reps[1:])
     hold = rng.uniform(6, 18)
     log("episode %d [%s] %s, held %.0f s" % (k, kind, desc, hold))
     time.sleep(hold)
