@@ -32,6 +32,7 @@ Environment: SOAK_MINUTES (30), SOAK_SEED (the time), SOAK_RATE (values
 per second per writer, 100), RUNNEL_BUILDDIR. Needs root, iproute2 and
 faketime, like the fault tests.
 """
+import collections
 import os
 import random
 import signal
@@ -386,6 +387,11 @@ def episode(s, k, kind):
                                           or rn["unexpected"]) or not ok)
     log("  idempotent: %s" % history.summary(ri))
     log("  non-idempotent: %s" % history.summary(rn))
+    errs = collections.Counter(e for w in ws + [wn]
+                               for e in w.failed.values())
+    if errs:
+        log("  failed sends (not acknowledged, allowed): %s" % ", ".join(
+            "%s %d" % kv for kv in errs.most_common()))
     log("  full service %.1f s after the heal%s" % (
         service, "" if not out["bad"] else "  <-- FAILED"))
     for name, r in (("idempotent", ri), ("non-idempotent", rn)):
