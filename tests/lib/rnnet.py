@@ -5,8 +5,11 @@ Every node gets a namespace with one veth link to a bridge in the test's
 own namespace: node i has address 10.X.0.i, the bridge (and so the test
 and its clients) 10.X.0.254. A cut between two nodes is a pair of
 `prohibit` routes, one in each namespace; the clients on the bridge keep
-reaching every node unless a test cuts them too. Needs root and
-iproute2.
+reaching every node unless a test cuts them too. A one-way cut is one
+such route (oneway()); a silent one (drop()) is a `blackhole` policy rule
+in the receiver's namespace, so the sender's packets vanish without an
+answer and TCP has to time out, as with an iptables DROP rule. Needs root
+and iproute2 only.
 """
 import os
 import signal
@@ -28,6 +31,7 @@ class NetCluster:
 
     def __init__(self, tmp, count=3, props=None):
         self.cuts = set()
+        self.drops = set()  # (src, dst): dst silently drops what src sends
         self.nodes = []
         self._claim_bridge()
         self.ns = ["%s-n%d" % (self.bridge, i) for i in range(1, count + 1)]
@@ -79,6 +83,9 @@ class NetCluster:
             _ip("addr", "add", "%s/24" % self.addr(i), "dev", "eth0", ns=ns)
             _ip("link", "set", "eth0", "up", ns=ns)
             _ip("link", "set", "lo", "up", ns=ns)
+            # the local table after the drop rules (drop()), not before
+            _ip("rule", "add", "pref", "1000", "lookup", "local", ns=ns)
+            _ip("rule", "del", "pref", "0", ns=ns)
 
     def destroy(self):
         for n in self.nodes:
@@ -119,12 +126,8 @@ class NetCluster:
 
     def cut(self, a, b):
         """No packet between nodes a and b, either way."""
-        if (a, b) in self.cuts:
-            return
-        self._route("add", a, b)
-        self._route("add", b, a)
-        self.cuts.add((a, b))
-        self.cuts.add((b, a))
+        self.oneway(a, b)
+        self.oneway(b, a)
 
     def isolate(self, a):
         """Node a reaches no other node (clients on the bridge still reach it)."""
@@ -132,10 +135,41 @@ class NetCluster:
             if n.node_id != a:
                 self.cut(a, n.node_id)
 
+    def oneway(self, src, dst):
+        """src's packets to dst are refused in src's namespace; dst's still
+        reach src. (TCP needs both ways, so connections between the two
+        stall once the one-way cut is in: dst's data arrive, src's answers
+        and acknowledgements do not.)"""
+        if (src, dst) in self.cuts:
+            return
+        self._route("add", src, dst)
+        self.cuts.add((src, dst))
+
+    def _rule(self, verb, src, dst):
+        _ip("rule", verb, "pref", "100", "from", "%s/32" % self.addr(src),
+            "blackhole", ns=self.ns[dst - 1], check=(verb == "add"))
+
+    def drop(self, src, dst):
+        """dst silently drops every packet from src (no refusal, no ICMP):
+        src's connects and sends to dst hang until TCP times out. dst's
+        packets still reach src."""
+        if (src, dst) in self.drops:
+            return
+        self._rule("add", src, dst)
+        self.drops.add((src, dst))
+
+    def drop_both(self, a, b):
+        """A silent cut both ways between a and b."""
+        self.drop(a, b)
+        self.drop(b, a)
+
     def heal(self):
         for a, b in list(self.cuts):
             self._route("del", a, b)
         self.cuts.clear()
+        for a, b in list(self.drops):
+            self._rule("del", a, b)
+        self.drops.clear()
 
     # ---- pauses -----------------------------------------------------
 
