@@ -26,7 +26,7 @@ enum fam {
 	F_PARTITIONS, F_LEADERS, F_URP, F_OFFLINE_REPLICAS,
 	F_SHRINKS, F_EXPANDS,
 	F_ACTIVE_CTL, F_OFFLINE_PARTS, F_FENCED,
-	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS,
+	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS, F_REQ_RESTARTS,
 };
 
 static const struct family {
@@ -65,7 +65,11 @@ static const struct family {
 	[F_REQUESTS] = { "kafka_network_requestmetrics_requests_total",
 	    "counter", "Requests received, per API" },
 	[F_RESTARTS] = { "runnel_worker_restarts_total", "counter",
-	    "Worker restarts by the supervisor, per role" },
+	    "Worker restarts by the supervisor, per role (failures and "
+	    "operator restarts alike)" },
+	[F_REQ_RESTARTS] = { "runnel_worker_requested_restarts_total",
+	    "counter", "Of those, the restarts an operator asked for "
+	    "(runnelctl restart), per role" },
 };
 
 static void
@@ -240,21 +244,26 @@ collect_restarts(struct sv *sv, struct sv_metrics *m)
 	const struct sv_role *roles;
 	size_t n_roles, r;
 	unsigned i;
-	uint64_t n;
+	uint64_t n, asked;
 	bool any;
 
 	roles = sv_roles(&n_roles);
 	for (r = 0; r < n_roles; r++) {
 		const char *name = rn_worker_role_name(roles[r].role);
 
-		for (n = 0, any = false, i = 0; i < sv->n_children; i++)
+		for (n = asked = 0, any = false, i = 0; i < sv->n_children;
+		    i++)
 			if (sv->children[i].role == roles[r].role) {
 				n += atomic_load(&rn_shm_worker(&sv->shm,
 				    sv->children[i].slot)->restarts);
+				asked += sv->children[i].requested_restarts;
 				any = true;
 			}
-		if (any)
+		if (any) {
 			add(m, F_RESTARTS, "role", name, strlen(name), n);
+			add(m, F_REQ_RESTARTS, "role", name, strlen(name),
+			    asked);
+		}
 	}
 }
 
