@@ -8,6 +8,8 @@ clients never see a refused connection (librdkafka error callbacks and log lines
 counted), and nothing acknowledged is lost or duplicated. The throughput dip and
 the durations are printed as TAP diagnostics. A requested restart counts in
 runnel_worker_requested_restarts_total as well as in runnel_worker_restarts_total.
+Then three nodes with an RF=3 topic (min.insync.replicas=2): each node in turn
+restarted --role all --rolling under the same load, with the same checks.
 """
 import json
 import os
@@ -20,7 +22,7 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from rntest import RUNNELCTL, Node, Tap, TempDir, wait_for
+from rntest import RUNNELCTL, Cluster, Node, Tap, TempDir, wait_for
 
 t = Tap()
 TOPIC, PARTS = "roll", 4
@@ -256,15 +258,15 @@ with TempDir() as tmp:
         t.ok(wait_for(lambda: len(load.acked) > seen + 1000, 20),
              "after it the producer's records are acknowledged again")
         load.finish()
+        failed, acked = load.failed, load.acked
         del load  # its clients go now, not after the node is killed
         refused_log = errors.log_refused()
         errors.release()
-        t.eq(load.failed, 0, "no delivery failed")
+        t.eq(failed, 0, "no delivery failed")
         t.eq((errors.refused, len(refused_log)), (0, 0),
              "no client saw a refused connection (error callbacks, log lines)")
         for l in refused_log[:10]:
             t.diag(l)
-        acked = load.acked
         vals = read_all(n.bootstrap, len(acked))
         got = set(vals)
         t.diag("%d records acknowledged, %d read" % (len(acked), len(vals)))
@@ -284,5 +286,64 @@ with TempDir() as tmp:
         t.eq(n.crashes(), [], "no worker died of a crash")
     finally:
         n.kill()
+
+# Three nodes, an RF=3 topic: each node in turn restarted --role all --rolling
+# while the producer and the consumer run.
+with TempDir() as tmp:
+    c = Cluster(tmp, 3, props={"num.network.threads": "2",
+                               "offsets.topic.replication.factor": "3",
+                               "broker.session.timeout.ms": "3000",
+                               "broker.heartbeat.interval.ms": "300",
+                               "replica.lag.time.max.ms": "3000"})
+    c.start()
+    try:
+        t.ok(c.wait_running(), "three nodes are up")
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, PARTS, 3, config={
+            "min.insync.replicas": "2"})])[TOPIC].result(30)
+        time.sleep(2)
+        refused0 = errors.refused
+        errors.capture(os.path.join(tmp, "clients.log"))
+        load = Load(c.bootstrap)
+        load.start()
+        wait_for(lambda: len(load.acked) > 20000, 60)
+        b0 = time.monotonic()
+        time.sleep(3)
+        base_p = rate(load.ack_t, b0, time.monotonic())
+        t.diag("3 nodes, before: %.0f records/s acknowledged" % base_p)
+        for node in c.nodes:
+            before = {k: w["pid"] for k, w in node.workers().items()}
+            r, js, t0, t1 = restart(node, "--role", "all", "--rolling")
+            after = {k: w["pid"] for k, w in node.workers().items()}
+            t.ok(r.returncode == 0 and js and js.get("ok") and
+                 all(after.get(k) and after[k] != before[k] for k in before),
+                 "node %d: rolling restart of all succeeds, every worker has a "
+                 "new pid%s" % (node.node_id, "" if r.returncode == 0
+                                else ": " + r.stderr.strip()))
+            dp = rate(load.ack_t, t0, t1)
+            t.diag("node %d: %.2f s; during it %.0f acks/s (%.0f%% of before)"
+                   % (node.node_id, t1 - t0, dp, 100 * dp / max(base_p, 1)))
+            seen = len(load.acked)
+            t.ok(wait_for(lambda: len(load.acked) > seen + 1000, 30),
+                 "node %d: the producer's records are acknowledged again"
+                 % node.node_id)
+        load.finish()
+        failed, acked = load.failed, load.acked
+        del load
+        refused_log = errors.log_refused()
+        errors.release()
+        t.eq(failed, 0, "3 nodes: no delivery failed")
+        vals = read_all(c.bootstrap, len(acked))
+        got = set(vals)
+        t.diag("3 nodes: %d records acknowledged, %d read" % (len(acked), len(vals)))
+        t.eq(len(set(acked) - got), 0, "3 nodes: no acknowledged record is lost")
+        t.eq(len(vals) - len(got), 0, "3 nodes: no record is duplicated")
+        t.eq((errors.refused - refused0, len(refused_log)), (0, 0),
+             "3 nodes: no client saw a refused connection")
+        for l in refused_log[:10]:
+            t.diag(l)
+        t.eq(c.crashes(), [], "3 nodes: no worker died of a crash")
+    finally:
+        c.kill()
 
 t.done()
