@@ -22,6 +22,8 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from rntest import RUNNELCTL, Cluster, Node, Tap, TempDir, wait_for
 
 t = Tap()
@@ -281,6 +283,11 @@ with TempDir() as tmp:
             total = metric(n, "runnel_worker_restarts_total", role)
             t.eq((asked, total), (want, want),
                  "%s: %d requested restarts counted, and no failure" % (role, want))
+        fams = [f.name for f in text_string_to_metric_families(
+            n.ctl("metrics").stdout)]
+        t.ok("runnel_worker_requested_restarts" in fams and
+             len(fams) == len(set(fams)),
+             "the exposition parses, each family once")
         log = n.logtext()
         t.eq(log.count("did not stop in time"), 0, "every worker stopped in time")
         t.eq(n.crashes(), [], "no worker died of a crash")
