@@ -322,14 +322,17 @@ main_loop(const sigset_t *waitmask)
 		}
 		if (sv.stopping) {
 			sv_children_stop(&sv, now);
-			if (sv_children_all_exited(&sv))
+			if (sv_children_all_exited(&sv)) {
+				sv_roll_abort(&sv, "the node is stopping");
 				break;
+			}
 		} else {
 			if (!sv.ready_sent && sv_children_all_running(&sv))
 				sv_notify_ready(&sv);
 			update_status(now);
 		}
 		sv_children_tick(&sv, now);
+		sv_roll_tick(&sv, now);
 		sv_notify_tick(&sv, now,
 		    sv_children_count_state(&sv, RN_WS_FAILED) == 0);
 

@@ -34,6 +34,8 @@ struct sv_role {
 	uint32_t first_duties;         /* RN_DUTY_* of the role's worker 0 */
 };
 
+struct sv_roll;
+
 struct sv_child {
 	char name[32];                 /* "network-1" */
 	enum rn_worker_role role;
@@ -45,7 +47,8 @@ struct sv_child {
 	int64_t restart_at_ms;         /* RN_WS_BACKOFF: when to start again */
 	int64_t kill_at_ms;            /* asked to stop: SIGKILL after this */
 	bool restart_requested;        /* operator restart: not a failure */
-	unsigned restarts;
+	unsigned restarts;             /* all restarts, failures or asked */
+	unsigned requested_restarts;   /* of those, the operator's */
 	struct sv_restart_state history;
 	int last_status;               /* raw wait status of the last exit */
 };
@@ -73,6 +76,7 @@ struct sv {
 	uint64_t watchdog_usec;
 	int64_t next_watchdog_ms;
 	char status_line[256];
+	struct sv_roll *roll;          /* a restart --role under way, or NULL */
 };
 
 /* sv_roles.c */
@@ -92,10 +96,19 @@ bool sv_children_all_running(const struct sv *sv);
 bool sv_children_all_exited(const struct sv *sv);
 unsigned sv_children_count_state(const struct sv *sv, enum rn_worker_state s);
 
+/* sv_roll.c: runnelctl restart --role ROLE [--rolling] */
+int sv_roll_begin(struct sv *sv, const char *role, bool rolling, int conn,
+    uint64_t conn_gen, char *err, size_t errlen);
+void sv_roll_tick(struct sv *sv, int64_t now);
+void sv_roll_abort(struct sv *sv, const char *why);
+
 /* sv_control.c */
 int sv_control_open(struct sv *sv);
 void sv_control_accept(struct sv *sv);
 void sv_control_close(struct sv *sv);
+/* a reply to a request answered later; false if its asker has gone */
+bool sv_control_reply_to(int conn, uint64_t gen, const char *data,
+    size_t len);
 
 /* sv_notify.c */
 void sv_notify_init(struct sv *sv);

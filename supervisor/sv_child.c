@@ -221,6 +221,7 @@ child_exited(struct sv *sv, struct sv_child *c, int status, int64_t now)
 		/* operator restart: not a failure, no backoff */
 		c->restart_requested = false;
 		c->restarts++;
+		c->requested_restarts++;
 		log_notice("%s %s; restarting as asked", c->name, how);
 		sv_child_start(sv, c);
 		return;
@@ -321,6 +322,7 @@ sv_child_restart(struct sv *sv, struct sv_child *c)
 		/* failed or backing off: start it now, history forgotten */
 		sv_backoff_reset(&c->history);
 		c->restarts++;
+		c->requested_restarts++;
 		return sv_child_start(sv, c);
 	}
 	c->restart_requested = true;

@@ -28,6 +28,7 @@
 #include "supervisor/sv_metrics.h"
 
 static struct sv_conn conns[SV_CONTROL_MAX_CONNS];
+static uint64_t conn_gen;  /* tells a slot's connections apart */
 
 int
 sv_control_open(struct sv *sv)
@@ -114,6 +115,7 @@ sv_control_accept(struct sv *sv)
 		conns[i].uid = cred.uid;
 		conns[i].pid = cred.pid;
 		conns[i].opened_ms = rn_now_ms();
+		conns[i].gen = ++conn_gen;
 	}
 }
 
@@ -152,6 +154,15 @@ reply(struct sv_conn *c, const char *msg)
 	/* replies are small; a peer that cannot take one loses it */
 	(void)rn_ctl_send(c->fd, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+bool
+sv_control_reply_to(int conn, uint64_t gen, const char *data, size_t len)
+{
+	if (conn < 0 || conn >= SV_CONTROL_MAX_CONNS || conns[conn].fd < 0 ||
+	    conns[conn].gen != gen)
+		return false;
+	return rn_ctl_send(conns[conn].fd, data, len) == 0;
 }
 
 static void
@@ -245,17 +256,39 @@ verb_stop(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 	reply_ok(c);
 }
 
+/*
+ * restart WORKER: SIGTERM and a new incarnation, answered at once.
+ * restart --role ROLE [--rolling]: every worker of the role (or all of
+ * them), answered when the last new one is healthy (sv_roll.c).
+ */
 static void
 verb_restart(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 {
 	struct sv_child *child = NULL;
-	char worker[64];
+	char worker[64], role[32], err[160];
+	const msgpack_object *rolling;
 
+	if (sv->stopping) {
+		reply_error(c, "the node is stopping");
+		return;
+	}
+	if (rn_mp_get_str(req, "role", role, sizeof(role)) == 0) {
+		rolling = rn_mp_get(req, "rolling");
+		log_notice("control: %srestart of role %s requested by uid %u",
+		    rolling != NULL && rolling->type == MSGPACK_OBJECT_BOOLEAN &&
+		    rolling->via.boolean ? "rolling " : "", role,
+		    (unsigned)c->uid);
+		if (sv_roll_begin(sv, role, rolling != NULL &&
+		    rolling->type == MSGPACK_OBJECT_BOOLEAN &&
+		    rolling->via.boolean, (int)(c - conns), c->gen, err,
+		    sizeof(err)) != 0)
+			reply_error(c, err);
+		/* else the answer comes when the restarts are done */
+		return;
+	}
 	if (rn_mp_get_str(req, "worker", worker, sizeof(worker)) != 0 ||
 	    (child = sv_child_find(sv, worker)) == NULL) {
 		reply_error(c, "no such worker");
-	} else if (sv->stopping) {
-		reply_error(c, "the node is stopping");
 	} else {
 		log_notice("control: restart of %s requested by uid %u",
 		    worker, (unsigned)c->uid);

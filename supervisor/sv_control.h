@@ -17,6 +17,7 @@ struct sv_conn {
 	uid_t uid;
 	pid_t pid;
 	int64_t opened_ms;      /* when the request being read began */
+	uint64_t gen;           /* which connection of this slot */
 	char hdr[4];
 	char *buf;      /* request body once the length is known */
 	size_t have;    /* bytes received, header included */

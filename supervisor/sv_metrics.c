@@ -26,7 +26,7 @@ enum fam {
 	F_PARTITIONS, F_LEADERS, F_URP, F_OFFLINE_REPLICAS,
 	F_SHRINKS, F_EXPANDS,
 	F_ACTIVE_CTL, F_OFFLINE_PARTS, F_FENCED,
-	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS,
+	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS, F_REQ_RESTARTS,
 };
 
 static const struct family {
@@ -65,7 +65,11 @@ static const struct family {
 	[F_REQUESTS] = { "kafka_network_requestmetrics_requests_total",
 	    "counter", "Requests received, per API" },
 	[F_RESTARTS] = { "runnel_worker_restarts_total", "counter",
-	    "Worker restarts by the supervisor, per role" },
+	    "Worker restarts by the supervisor, per role (failures and "
+	    "operator restarts alike)" },
+	[F_REQ_RESTARTS] = { "runnel_worker_requested_restarts_total",
+	    "counter", "Of those, the restarts an operator asked for "
+	    "(runnelctl restart), per role" },
 };
 
 static void
@@ -233,29 +237,39 @@ collect_requests(struct sv *sv, struct sv_metrics *m)
 	}
 }
 
-/* Restarts as the worker slots count them, summed by role. */
+/*
+ * Restarts as the worker slots count them, summed by role; then the
+ * operator's among them (a family's samples are rendered together).
+ */
 static void
 collect_restarts(struct sv *sv, struct sv_metrics *m)
 {
 	const struct sv_role *roles;
 	size_t n_roles, r;
-	unsigned i;
+	unsigned i, pass;
 	uint64_t n;
 	bool any;
 
 	roles = sv_roles(&n_roles);
-	for (r = 0; r < n_roles; r++) {
-		const char *name = rn_worker_role_name(roles[r].role);
+	for (pass = 0; pass < 2; pass++)
+		for (r = 0; r < n_roles; r++) {
+			const char *name = rn_worker_role_name(roles[r].role);
 
-		for (n = 0, any = false, i = 0; i < sv->n_children; i++)
-			if (sv->children[i].role == roles[r].role) {
-				n += atomic_load(&rn_shm_worker(&sv->shm,
-				    sv->children[i].slot)->restarts);
+			for (n = 0, any = false, i = 0; i < sv->n_children;
+			    i++) {
+				const struct sv_child *c = &sv->children[i];
+
+				if (c->role != roles[r].role)
+					continue;
+				n += pass == 0 ? atomic_load(&rn_shm_worker(
+				    &sv->shm, c->slot)->restarts) :
+				    c->requested_restarts;
 				any = true;
 			}
-		if (any)
-			add(m, F_RESTARTS, "role", name, strlen(name), n);
-	}
+			if (any)
+				add(m, pass == 0 ? F_RESTARTS : F_REQ_RESTARTS,
+				    "role", name, strlen(name), n);
+		}
 }
 
 int

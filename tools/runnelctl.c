@@ -3,6 +3,7 @@
  *   runnelctl [-s PATH] status [--json]
  *   runnelctl [-s PATH] metrics [--json]
  *   runnelctl [-s PATH] restart WORKER
+ *   runnelctl [-s PATH] restart --role ROLE [--rolling] [--json]
  *   runnelctl [-s PATH] stop
  */
 #include "autoconf.h"
@@ -28,6 +29,14 @@ usage(FILE *f)
 	    "usage: runnelctl [-s SOCKET] status [--json]\n"
 	    "       runnelctl [-s SOCKET] metrics [--json]\n"
 	    "       runnelctl [-s SOCKET] restart WORKER\n"
+	    "       runnelctl [-s SOCKET] restart --role ROLE [--rolling] "
+	    "[--json]\n"
+	    "         ROLE: network, replica-fetcher, log-cleaner, "
+	    "group-coordinator,\n"
+	    "         controller or all; answers when every new worker is "
+	    "healthy\n"
+	    "         (--rolling: one worker at a time, each healthy before "
+	    "the next)\n"
 	    "       runnelctl [-s SOCKET] stop\n"
 	    "       runnelctl [-s SOCKET] fault stall-fetch on|off   (test fault)\n"
 	    "SOCKET defaults to $RUNNEL_CONTROL_SOCKET, else %s\n",
@@ -203,6 +212,8 @@ struct cmd {
 	const char *path;       /* the control socket */
 	const char *verb;
 	const char *worker;     /* restart */
+	const char *role;       /* restart --role */
+	bool rolling;
 	const char *fault, *fault_state;
 	bool json;
 };
@@ -216,7 +227,7 @@ static const struct verb {
 	{ "status", 0, NULL },
 	{ "metrics", 0, NULL },
 	{ "stop", 0, NULL },
-	{ "restart", 1, "restart needs a worker name (see runnelctl status)" },
+	{ "restart", 1, "restart needs a worker name (see runnelctl status) or --role ROLE" },
 	{ "fault", 2, "fault needs a name and on|off" },
 };
 
@@ -228,6 +239,8 @@ parse_opts(int argc, char **argv, const char *optstring, struct cmd *c)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "role", required_argument, NULL, 'r' },
+		{ "rolling", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -237,6 +250,8 @@ parse_opts(int argc, char **argv, const char *optstring, struct cmd *c)
 		switch (ch) {
 		case 's': c->path = optarg; break;
 		case 'j': c->json = true; break;
+		case 'r': c->role = optarg; break;
+		case 'R': c->rolling = true; break;
 		case 'h':
 			if (optstring[0] == '+')
 				return 1;
@@ -277,6 +292,25 @@ parse_args(int argc, char **argv, struct cmd *c)
 		usage(stderr);
 		return 2;
 	}
+	if ((c->role != NULL || c->rolling) &&
+	    strcmp(c->verb, "restart") != 0) {
+		fprintf(stderr, "runnelctl: --role and --rolling are for "
+		    "restart\n");
+		return 2;
+	}
+	if (c->rolling && c->role == NULL) {
+		fprintf(stderr, "runnelctl: --rolling needs --role ROLE\n");
+		return 2;
+	}
+	if (c->role != NULL) {
+		/* restart --role ROLE: no worker name */
+		if (optind != argc) {
+			fprintf(stderr, "runnelctl: restart takes a worker or "
+			    "--role ROLE, not both\n");
+			return 2;
+		}
+		return -1;
+	}
 	if (optind + v->nargs > argc) {
 		fprintf(stderr, "runnelctl: %s\n", v->missing);
 		return 2;
@@ -297,11 +331,20 @@ parse_args(int argc, char **argv, struct cmd *c)
 static void
 pack_request(msgpack_packer *pk, const struct cmd *c)
 {
-	msgpack_pack_map(pk, c->worker ? 3 : c->fault ? 4 : 2);
+	msgpack_pack_map(pk, c->role ? 4 : c->worker ? 3 : c->fault ? 4 : 2);
 	rn_mp_pack_str(pk, "v");
 	msgpack_pack_int(pk, RN_CTL_VERSION);
 	rn_mp_pack_str(pk, "verb");
 	rn_mp_pack_str(pk, c->verb);
+	if (c->role) {
+		rn_mp_pack_str(pk, "role");
+		rn_mp_pack_str(pk, c->role);
+		rn_mp_pack_str(pk, "rolling");
+		if (c->rolling)
+			msgpack_pack_true(pk);
+		else
+			msgpack_pack_false(pk);
+	}
 	if (c->worker) {
 		rn_mp_pack_str(pk, "worker");
 		rn_mp_pack_str(pk, c->worker);
@@ -330,6 +373,41 @@ print_metrics(const msgpack_object *r, bool json)
 		fwrite(o->via.str.ptr, 1, o->via.str.size, stdout);
 }
 
+/* What a restart --role did, worker by worker. */
+static void
+print_roll(const msgpack_object *r)
+{
+	const msgpack_object *ws = rn_mp_get(r, "workers");
+	char role[32] = "";
+	uint32_t i, done = 0;
+
+	rn_mp_get_str(r, "role", role, sizeof(role));
+	for (i = 0; ws != NULL && ws->type == MSGPACK_OBJECT_ARRAY &&
+	    i < ws->via.array.size; i++) {
+		const msgpack_object *w = &ws->via.array.ptr[i];
+		char name[64] = "";
+		int64_t ms = rn_mp_get_int(w, "ms", -1);
+
+		rn_mp_get_str(w, "name", name, sizeof(name));
+		if (ms < 0) {
+			printf("%-20s pid %-8lld not restarted\n", name,
+			    (long long)rn_mp_get_int(w, "old_pid", 0));
+			continue;
+		}
+		done++;
+		printf("%-20s pid %-8lld -> %-8lld healthy after %lld ms "
+		    "(restarts %lld)\n", name,
+		    (long long)rn_mp_get_int(w, "old_pid", 0),
+		    (long long)rn_mp_get_int(w, "pid", 0), (long long)ms,
+		    (long long)rn_mp_get_int(w, "restarts", 0));
+	}
+	printf("%s%s restart of %s: %u worker(s) in %lld ms\n",
+	    rn_mp_get(r, "ok") != NULL && rn_mp_get(r, "ok")->via.boolean ?
+	    "" : "incomplete ", rn_mp_get(r, "rolling") != NULL &&
+	    rn_mp_get(r, "rolling")->via.boolean ? "rolling" : "immediate",
+	    role, done, (long long)rn_mp_get_int(r, "duration_ms", 0));
+}
+
 /* Say what runneld answered; the exit code. */
 static int
 print_reply(const char *reply, size_t n, const struct cmd *c)
@@ -346,6 +424,8 @@ print_reply(const char *reply, size_t n, const struct cmd *c)
 	    !rn_mp_get(&up.data, "ok")->via.boolean) {
 		if (rn_mp_get_str(&up.data, "error", err, sizeof(err)) != 0)
 			strlcpy(err, "request failed", sizeof(err));
+		if (c->role != NULL && rn_mp_get(&up.data, "workers") != NULL)
+			print_roll(&up.data);
 		fprintf(stderr, "runnelctl: %s\n", err);
 	} else {
 		if (strcmp(c->verb, "status") == 0) {
@@ -356,6 +436,11 @@ print_reply(const char *reply, size_t n, const struct cmd *c)
 				print_status(&up.data);
 		} else if (strcmp(c->verb, "metrics") == 0)
 			print_metrics(&up.data, c->json);
+		else if (c->role != NULL && c->json) {
+			json_obj(&up.data);
+			putchar('\n');
+		} else if (c->role != NULL)
+			print_roll(&up.data);
 		else if (strcmp(c->verb, "restart") == 0)
 			printf("restarting %s\n", c->worker);
 		else if (c->fault)
@@ -371,8 +456,7 @@ print_reply(const char *reply, size_t n, const struct cmd *c)
 int
 main(int argc, char **argv)
 {
-	struct cmd c = { getenv("RUNNEL_CONTROL_SOCKET"), NULL, NULL, NULL,
-	    NULL, false };
+	struct cmd c = { .path = getenv("RUNNEL_CONTROL_SOCKET") };
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	char *reply = NULL;

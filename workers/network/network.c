@@ -22,6 +22,7 @@
 #define MAX_EVENTS 128
 #define ACCEPT_PAUSE_MS 200
 #define RETENTION_STEP_MS 20
+#define NET_DRAIN_MS 5000    /* a stopping worker's wait for in-flight requests */
 
 /* epoll tags for what is not a connection */
 static char tag_listener[RN_CONFIG_MAX_LISTENERS];
@@ -392,61 +393,127 @@ net_event(struct net *n, const struct epoll_event *ev)
 		net_conn_readable(n, c);
 }
 
+/*
+ * One turn of the loop: deadlines, the rings, the events, the heartbeat.
+ * While draining (asked to stop) the listeners stay unwatched.
+ */
+static int
+net_turn(struct net *n, struct epoll_event *evs, bool draining)
+{
+	struct rn_worker *w = n->w;
+	struct rn_ring *in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
+	int64_t now = rn_now_ms(), next;
+	int i, k;
+
+	net_refresh(n);
+	if (!draining)
+		net_start_serving(n);
+	next = net_deadlines(n, now);
+	if (net_housekeeping(n, now))
+		next = now; /* more of the pass after this turn */
+	if (draining && next > now + 50)
+		next = now + 50; /* look at idle connections often */
+	rn_ring_consumer_sleeping(in, true);
+	rn_ring_consumer_sleeping(rn_shm_ring_from_coord(w->env->shm,
+	    w->slot), true);
+	if (net_ctl_drain(n) != 0) {
+		log_errx("bad message from the controller: restarting");
+		return RN_WORKER_EXIT_RESTART;
+	}
+	if (net_coord_drain(n) != 0)
+		log_warnx("bad message from the group coordinator");
+	k = epoll_wait(n->epfd, evs, MAX_EVENTS,
+	    net_wait_ms(n, now, next));
+	rn_ring_consumer_sleeping(in, false);
+	rn_ring_consumer_sleeping(rn_shm_ring_from_coord(w->env->shm,
+	    w->slot), false);
+	/*
+	 * Requests are answered from the image published before they
+	 * arrived: a client that got an admin answer from another
+	 * worker reads its own write here (the version check is cheap).
+	 */
+	if (k > 0)
+		net_refresh(n);
+	for (i = 0; i < k; i++)
+		net_event(n, &evs[i]);
+	net_conn_reap(n);
+	if (rn_now_ms() >= w->next_heartbeat_ms)
+		rn_worker_heartbeat(w);
+	return -1;
+}
+
+/*
+ * Asked to stop (a node shutdown or a restart of this worker): stop
+ * accepting (the listeners are the supervisor's and stay open; the other
+ * network workers, or this worker's successor, take the connections that
+ * arrive), answer the requests in flight and close each connection once
+ * it is idle, so that a client sees a clean close between requests. What
+ * is still busy after NET_DRAIN_MS (or half shutdown.timeout.ms) is
+ * closed as before.
+ */
+static int
+net_drain(struct net *n, struct epoll_event *evs)
+{
+	int64_t limit = n->cfg->shutdown_timeout_ms / 2;
+	int64_t deadline, start = rn_now_ms();
+	struct conn *c, *nc;
+	unsigned busy = 0;
+	int rc;
+
+	if (limit > NET_DRAIN_MS)
+		limit = NET_DRAIN_MS;
+	deadline = start + limit;
+	if (n->serving || n->accept_resume_ms != 0)
+		(void)net_listen(n, false);
+	n->serving = false;
+	n->accept_resume_ms = 0;
+	log_info("network worker stopping: %u connections; no longer "
+	    "accepting, answering what is in flight", n->n_conns);
+	for (;;) {
+		busy = 0;
+		for (c = n->conns; c != NULL; c = nc) {
+			nc = c->next_all;
+			if (c->fd < 0)
+				continue;
+			if (c->wait == CONN_IDLE && c->out_head == NULL &&
+			    c->rlen == 0)
+				net_conn_close(n, c, "worker stopping");
+			else
+				busy++;
+		}
+		net_conn_reap(n);
+		if (busy == 0 || rn_now_ms() >= deadline)
+			break;
+		if ((rc = net_turn(n, evs, true)) >= 0)
+			return rc;
+	}
+	log_info("network worker drained in %lld ms; closing %u busy "
+	    "connection(s)", (long long)(rn_now_ms() - start), busy);
+	return -1;
+}
+
 int
 rn_network_main(struct rn_worker *w)
 {
 	struct epoll_event evs[MAX_EVENTS];
-	struct rn_ring *in;
 	struct net n;
-	int i, k, rc;
+	int rc;
 
 	if ((rc = net_setup(&n, w)) != 0) {
 		log_errx("network worker setup failed: %s", strerror(-rc));
 		return RN_WORKER_EXIT_RESTART;
 	}
-	in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
 	rn_mdview_refresh(&n.view, w->env->shm);
 	if (rn_worker_send_hello(w) != 0)
 		log_warnx("cannot reach the controller yet");
 	rn_worker_heartbeat(w);
 	log_info("network worker up");
 
-	while (!rn_worker_should_stop()) {
-		int64_t now = rn_now_ms(), next;
-
-		net_refresh(&n);
-		net_start_serving(&n);
-		next = net_deadlines(&n, now);
-		if (net_housekeeping(&n, now))
-			next = now; /* more of the pass after this turn */
-		rn_ring_consumer_sleeping(in, true);
-		rn_ring_consumer_sleeping(rn_shm_ring_from_coord(w->env->shm,
-		    w->slot), true);
-		if (net_ctl_drain(&n) != 0) {
-			log_errx("bad message from the controller: restarting");
-			return RN_WORKER_EXIT_RESTART;
-		}
-		if (net_coord_drain(&n) != 0)
-			log_warnx("bad message from the group coordinator");
-		k = epoll_wait(n.epfd, evs, MAX_EVENTS,
-		    net_wait_ms(&n, now, next));
-		rn_ring_consumer_sleeping(in, false);
-		rn_ring_consumer_sleeping(rn_shm_ring_from_coord(w->env->shm,
-		    w->slot), false);
-		/*
-		 * Requests are answered from the image published before they
-		 * arrived: a client that got an admin answer from another
-		 * worker reads its own write here (the version check is cheap).
-		 */
-		if (k > 0)
-			net_refresh(&n);
-		for (i = 0; i < k; i++)
-			net_event(&n, &evs[i]);
-		net_conn_reap(&n);
-		if (rn_now_ms() >= w->next_heartbeat_ms)
-			rn_worker_heartbeat(w);
-	}
-	log_info("network worker stopping: %u connections", n.n_conns);
+	while (!rn_worker_should_stop())
+		if ((rc = net_turn(&n, evs, false)) >= 0)
+			return rc;
+	if ((rc = net_drain(&n, evs)) >= 0)
+		return rc;
 	while (n.conns != NULL)
 		net_conn_close(&n, n.conns, NULL);
 	net_conn_reap(&n);
