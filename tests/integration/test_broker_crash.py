@@ -10,9 +10,10 @@ import signal
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from rncluster import read_partitions
 from rntest import Node, Tap, TempDir, wait_for
 
 t = Tap()
@@ -24,24 +25,7 @@ def create(bootstrap, name, parts=1):
 
 
 def read_all(bootstrap, topic, parts=1, expect=None, timeout=60):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "x",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in range(parts)])
-    vals, eof = [], set()
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = c.poll(0.5)
-        if m is None:
-            continue
-        if m.error():
-            if m.error().code() == -191:  # partition EOF
-                eof.add(m.partition())
-                if len(eof) == parts and (expect is None or len(vals) >= expect):
-                    break
-            continue
-        vals.append(m.value())
-    c.close()
-    return vals
+    return read_partitions(bootstrap, topic, parts, expect, timeout)
 
 
 class Stream:

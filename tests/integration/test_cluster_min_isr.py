@@ -73,7 +73,11 @@ with TempDir() as tmp:
             times.append((time.monotonic() - t0) * 1000)
         t.ok(all(e == "NOT_ENOUGH_REPLICAS" for e in errors),
              "every acks=all produce is refused with NOT_ENOUGH_REPLICAS (%s)" % set(errors))
-        t.ok(max(times) < 100, "each refusal takes under 100 ms (max %.1f ms, median %.1f ms)"
+        # refused at once, not after waiting out the request's 20 s: a
+        # bound far below that, and far above a loaded machine's round
+        # trip (one CI run saw 125 ms; the median is tens of ms)
+        t.ok(max(times) < 2000, "each refusal is immediate, not a wait for the "
+             "20 s request timeout (max %.1f ms, median %.1f ms)"
              % (max(times), sorted(times)[len(times) // 2]))
         md = one.send("minisr", b"acks-1-still-works").get(20)
         t.ok(md.offset >= 0, "acks=1 still succeeds")

@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from rncluster import read_partitions
 from rntest import RUNNELCTL, Cluster, Node, Tap, TempDir, wait_for
 
 t = Tap()
@@ -147,25 +148,8 @@ def rate(times, t0, t1):
 
 
 def read_all(bootstrap, expect, timeout=120):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "roll-check",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTS)])
-    vals, eof = [], set()
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = c.poll(0.5)
-        if m is None:
-            continue
-        if m.error():
-            if m.error().code() == -191:  # partition EOF
-                eof.add(m.partition())
-                if len(eof) == PARTS and len(vals) >= expect:
-                    break
-            continue
-        eof.discard(m.partition())
-        vals.append(m.value())
-    c.close()
-    return vals
+    return read_partitions(bootstrap, TOPIC, PARTS, expect, timeout,
+                           group="roll-check")
 
 
 def restart(node, *args):

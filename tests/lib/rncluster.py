@@ -80,3 +80,30 @@ def read_all(bootstrap, topic, partition=0, timeout=60):
         vals.append(m.value())
     c.close()
     return vals
+
+
+def read_partitions(bootstrap, topic, parts=1, expect=None, timeout=60,
+                    group="x"):
+    """Every record value of partitions 0..parts-1, read from their start
+    until each is at its end and at least `expect` values were read."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(parts)])
+    vals, eof = [], set()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == -191:  # partition EOF
+                eof.add(m.partition())
+                if len(eof) == parts and (expect is None or
+                                          len(vals) >= expect):
+                    break
+            continue
+        eof.discard(m.partition())
+        vals.append(m.value())
+    c.close()
+    return vals
