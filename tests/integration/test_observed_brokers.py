@@ -54,31 +54,9 @@ def grow(bootstrap, name, count):
                                        operation_timeout=30)[name])
 
 
-def metadata(bootstrap, topic):
-    """{partition: (leader, replicas, isr, offline)} from Metadata v5, or None."""
-    try:
-        a = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
-    except Exception:
-        return None
-    try:
-        f = a._send_request_to_node(a._client.least_loaded_node(),
-                                    MetadataRequest[5](topics=[topic],
-                                                       allow_auto_topic_creation=False))
-        a._wait_for_futures([f])
-        for terr, name, _internal, parts in f.value.topics:
-            if name == topic and terr == 0:
-                return {p[1]: (p[2], list(p[3]), sorted(p[4]), sorted(p[5]))
-                        for p in parts}
-    except Exception:
-        return None
-    finally:
-        a.close()
-    return None
-
-
-def topic_error(bootstrap, topic, auto_create):
-    """The error code Metadata v5 answers for topic (0 when it exists),
-    asking for its creation or not; None if the request fails."""
+def metadata_v5(bootstrap, topic, auto_create=False):
+    """The topics of a Metadata v5 answer for topic, or None if the
+    request fails."""
     try:
         a = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
     except Exception:
@@ -88,11 +66,29 @@ def topic_error(bootstrap, topic, auto_create):
                                     MetadataRequest[5](topics=[topic],
                                                        allow_auto_topic_creation=auto_create))
         a._wait_for_futures([f])
-        return {name: terr for terr, name, _i, _p in f.value.topics}.get(topic)
+        return f.value.topics
     except Exception:
         return None
     finally:
         a.close()
+
+
+def metadata(bootstrap, topic):
+    """{partition: (leader, replicas, isr, offline)} from Metadata v5, or None."""
+    for terr, name, _internal, parts in metadata_v5(bootstrap, topic) or []:
+        if name == topic and terr == 0:
+            return {p[1]: (p[2], list(p[3]), sorted(p[4]), sorted(p[5]))
+                    for p in parts}
+    return None
+
+
+def topic_error(bootstrap, topic, auto_create):
+    """The error code Metadata v5 answers for topic (0 when it exists),
+    asking for its creation or not; None if the request fails."""
+    topics = metadata_v5(bootstrap, topic, auto_create)
+    if topics is None:
+        return None
+    return {name: terr for terr, name, _i, _p in topics}.get(topic)
 
 
 def live_brokers(bootstrap):
