@@ -139,7 +139,7 @@ static const struct cfg_key cfg_keys[] = {
 	    F(worker_heartbeat_timeout_ms), 0, 100, INT32_MAX, NULL },
 	{ "shutdown.timeout.ms", T_LONG, F(shutdown_timeout_ms), 0, 100,
 	    INT32_MAX, NULL },
-	{ "shm.max.partitions", T_INT, F(shm_max_partitions), 0, 1, 1 << 20,
+	{ "shm.max.partitions", T_INT, F(shm_max_partitions), 0, 1, 1 << 24,
 	    NULL },
 	{ "enable.under.replicated.topic.creation", T_BOOL,
 	    F(under_replicated_creation), 0, 0, 0, NULL },
@@ -189,8 +189,12 @@ config_defaults(struct rn_config *cfg)
 	cfg->restart_failure_window_ms = 60000;
 	cfg->worker_heartbeat_timeout_ms = 10000;
 	cfg->shutdown_timeout_ms = 10000;
-	/* address space only: a slot costs memory once a replica uses it */
-	cfg->shm_max_partitions = 65536;
+	/*
+	 * Address space only (9.1 GiB of it with the image and metrics
+	 * regions): a slot costs memory once a replica uses it, so the
+	 * partitions a node holds are bounded by memory and descriptors.
+	 */
+	cfg->shm_max_partitions = 1 << 20;
 	cfg->shm_ring_bytes = 1 << 20;
 	cfg->retention_hours = 168;
 	cfg->retention_minutes = -1;

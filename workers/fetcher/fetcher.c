@@ -726,7 +726,7 @@ poll_leaders(struct fetcher *f, struct rn_ring *in, bool busy)
 static int
 fetcher_setup(struct fetcher *f, struct rn_worker *w, struct fpart ***mine)
 {
-	uint32_t max = w->env->shm->hdr->max_partitions, i;
+	uint32_t max = w->env->shm->hdr->max_partitions;
 
 	memset(f, 0, sizeof(*f));
 	f->w = w;
@@ -739,10 +739,8 @@ fetcher_setup(struct fetcher *f, struct rn_worker *w, struct fpart ***mine)
 		return -ENOMEM;
 	f->parts.worker = w;
 	rn_mover_init(&f->mover, w);
-	for (i = 0; i < max; i++) {
-		f->fp[i].synced_epoch = -1;
-		f->fp[i].leader = -1;
-	}
+	/* a zeroed entry is formatted when a topic id first fills it
+	 * (collect), so untouched pages stay unbacked */
 	return 0;
 }
 

@@ -274,6 +274,8 @@ net_refresh(struct net *n)
 			net_count_isr(n);
 		net_wakeup(n);
 	}
+	/* between requests: no handle is held across this point */
+	(void)rn_part_table_trim(&n->parts);
 	rn_replquota_update(&n->lquota, &n->view, n->cfg, 1);
 }
 

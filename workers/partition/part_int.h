@@ -103,6 +103,12 @@ int rn_part_move_claim(const struct rn_config *cfg, const struct rn_shm *shm,
 int rn_part_move_repair(const struct rn_config *cfg, struct rn_part_rt *rt,
     const uint8_t id[16]);
 
+/* handles.c: how many logs a process keeps open, and the one close of a
+ * handle that keeps the table's count */
+uint32_t rn_part_handle_budget(void);
+void rn_part_handle_close(struct rn_part_table *t, struct rn_part *p);
+void rn_part_handle_make_room(struct rn_part_table *t);
+
 /* A leader's record of one follower, NULL if it never fetched. */
 struct rn_part_follower *rn_part_follower(struct rn_part *p, int32_t id);
 

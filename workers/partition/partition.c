@@ -26,6 +26,10 @@ rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
 	t->cfg = cfg;
 	t->n = shm->hdr->max_partitions;
 	t->hi = 0;
+	t->n_open = 0;
+	t->max_open = rn_part_handle_budget();
+	t->clock = t->turn_clock = 0;
+	t->turn_full = false;
 	t->worker = NULL;
 	/* calloc'd pages stay unbacked until a slot below them is used */
 	t->parts = calloc(t->n, sizeof(*t->parts));
@@ -481,10 +485,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	bool fresh;
 
 	rn_part_log_config(v, topic, t->cfg, &lcfg);
-	if (p->log != NULL) {
-		rn_log_close(p->log);
-		p->log = NULL;
-	}
+	rn_part_handle_close(t, p);
 	p->rt = rt; /* the rebuild in part_load writes through it */
 	p->hw = &rt->high_watermark;
 	p->cfg = t->cfg;
@@ -505,6 +506,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 		}
 		return rc;
 	}
+	t->n_open++;
 	p->slot = mp->slot;
 	p->dir = dir;
 	p->root = t->cfg->log_dirs[dir];
@@ -690,7 +692,11 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 	if (p->log == NULL || p->incarnation != atomic_load(&rt->incarnation) ||
 	    p->config_version != v->version || p->partition != mp->p ||
 	    memcmp(p->topic_id, topic->id, sizeof(p->topic_id)) != 0) {
-		int rc = part_open(t, v, topic, mp, p, rt);
+		int rc;
+
+		if (p->log == NULL)
+			rn_part_handle_make_room(t);
+		rc = part_open(t, v, topic, mp, p, rt);
 
 		if (rc != 0) {
 			*kerr = rc == -EAGAIN ? RN_KERR_NOT_LEADER_OR_FOLLOWER :
@@ -700,6 +706,7 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 	}
 	if (mp->leader == t->cfg->node_id)
 		part_epoch(p, mp);
+	p->last_use = ++t->clock;
 	return p;
 }
 
@@ -710,7 +717,7 @@ rn_part_table_sync(struct rn_part_table *t, const struct rn_mdview *v)
 	const struct rn_mdv_topic *topic;
 	uint32_t i;
 
-	for (i = 0; i < t->n; i++) {
+	for (i = 0; i < t->hi; i++) {
 		struct rn_part *p = &t->parts[i];
 
 		if (p->log == NULL)
@@ -720,8 +727,7 @@ rn_part_table_sync(struct rn_part_table *t, const struct rn_mdview *v)
 		    NULL;
 		if (mp != NULL && mp->slot == (int32_t)i)
 			continue;
-		rn_log_close(p->log);
-		p->log = NULL;
+		rn_part_handle_close(t, p);
 		p->incarnation = 0;
 	}
 }

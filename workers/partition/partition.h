@@ -11,6 +11,7 @@
 #define RN_PARTITION_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/util.h"
@@ -47,6 +48,7 @@ struct rn_part {
 	const char *root;
 	const struct rn_shm *shm;
 	const struct rn_config *cfg;
+	uint64_t last_use;             /* the table's clock at its last get */
 };
 
 struct rn_part_table {
@@ -55,6 +57,11 @@ struct rn_part_table {
 	struct rn_part *parts;         /* indexed by slot */
 	uint32_t n;
 	uint32_t hi;                   /* no slot at or above this is open */
+	/* open log handles, and how many rn_part_table_trim keeps (handles.c) */
+	uint32_t n_open, max_open;
+	uint64_t clock;                /* ticks once per rn_part_get */
+	uint64_t turn_clock;           /* the clock at the last trim; 0: none */
+	bool turn_full;                /* nothing closable until the next */
 	/*
 	 * Heartbeats for this worker after each log it opens: a request
 	 * or pass that opens thousands of logs (fsyncs) makes progress,
@@ -71,6 +78,19 @@ struct rn_mdview;
 int rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
     const struct rn_config *cfg);
 void rn_part_table_close(struct rn_part_table *t);
+
+/*
+ * Each open log holds descriptors and index mappings, so a process serving
+ * 100,000 partitions cannot keep them all open: past max_open (from
+ * RLIMIT_NOFILE and vm.max_map_count) this closes the least recently got
+ * ones, down to three quarters of it. Call it only where the caller holds
+ * no struct rn_part * across (where rn_part_table_sync is safe): it marks
+ * the start of a turn, and until the next call an rn_part_get that would
+ * go past max_open may close only handles last got before that mark. A
+ * closed one reopens on its next rn_part_get without recovery. A role
+ * that never calls it keeps every handle open. Returns how many it closed.
+ */
+uint32_t rn_part_table_trim(struct rn_part_table *t);
 
 /*
  * The local partition for (topic, partition) as the image describes it,
