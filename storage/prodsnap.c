@@ -198,6 +198,15 @@ rn_prodsnap_sync(int dirfd, int64_t offset)
 	return rc;
 }
 
+int
+rn_prodsnap_remove(int dirfd, int64_t offset)
+{
+	char name[64];
+
+	snap_name(name, sizeof(name), offset, "");
+	return unlinkat(dirfd, name, 0) == 0 || errno == ENOENT ? 0 : -errno;
+}
+
 /* Enough for any partition: snapshots are pruned as they are written. */
 #define PRUNE_CAP 256
 
@@ -205,8 +214,7 @@ int
 rn_prodsnap_prune(int dirfd, int64_t below, int64_t above, int keep)
 {
 	int64_t offs[PRUNE_CAP];
-	int n, i, kept = 0, gone = 0;
-	char name[64];
+	int n, i, kept = 0, gone = 0, rc;
 
 	if ((n = rn_prodsnap_list(dirfd, offs, PRUNE_CAP)) < 0)
 		return n;
@@ -218,11 +226,9 @@ rn_prodsnap_prune(int dirfd, int64_t below, int64_t above, int keep)
 			kept++;
 			continue;
 		}
-		snap_name(name, sizeof(name), offs[i], "");
-		if (unlinkat(dirfd, name, 0) == 0)
-			gone++;
-		else if (errno != ENOENT)
-			return -errno;
+		if ((rc = rn_prodsnap_remove(dirfd, offs[i])) < 0)
+			return rc;
+		gone++;
 	}
 	return gone;
 }

@@ -75,6 +75,9 @@ int rn_prodsnap_read(int dirfd, int64_t offset, rn_prodsnap_fn fn, void *arg);
  */
 int rn_prodsnap_list(int dirfd, int64_t *offsets, int cap);
 
+/* Remove <offset>.snapshot (0 if it was not there). */
+int rn_prodsnap_remove(int dirfd, int64_t offset);
+
 /* fsync <offset>.snapshot if it exists (the caller syncs the directory). */
 int rn_prodsnap_sync(int dirfd, int64_t offset);
 
