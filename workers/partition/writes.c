@@ -179,6 +179,9 @@ rn_part_retention(struct rn_part *p, int64_t now_ms)
 	deleted = rn_part_io(p, rn_log_retention(p->log, now_ms),
 	    "deleting segments");
 	rn_part_unlock(p);
+	/* the producer snapshots of segments gone go with them */
+	if (deleted > 0)
+		rn_part_snapshots_prune(p, rn_log_start_offset(p->log), -1);
 	return deleted > 0 ? deleted : 0;
 }
 
