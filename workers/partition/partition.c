@@ -362,7 +362,7 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
     const char *path, const struct rn_log_config *lcfg, bool fresh, int died)
 {
 	struct rn_part_rt *rt = p->rt;
-	struct rn_log_recovery rec;
+	struct rn_log_recovery rec = { 0, -1, 0 };
 	int rc = 0, write_md = 0;
 
 	if (fresh)
@@ -370,7 +370,8 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 		    mp->p);
 	/* recovers from disk when the shared state is new: from the
 	 * checkpointed recovery point, or not at all after a clean stop */
-	rn_part_recovery_input(t, dir, topic->name, mp->p, fresh, &rec);
+	if (atomic_load(&rt->log.magic) != RN_LOG_SHARED_MAGIC)
+		rn_part_recovery_input(t, dir, topic->name, mp->p, fresh, &rec);
 	if (rc >= 0)
 		rc = rn_log_open(path, lcfg, &rt->log, &rec, &p->log);
 	if (rc == 0 && write_md == 1 &&
