@@ -114,6 +114,9 @@ static const struct cfg_key cfg_keys[] = {
 	    F(log_flush_interval_messages), 0, 1, INT64_MAX, NULL },
 	{ "log.flush.interval.ms", T_LONG, F(log_flush_interval_ms), 0, 0,
 	    INT64_MAX, NULL },
+	{ "log.flush.offset.checkpoint.interval.ms", T_LONG,
+	    F(log_flush_offset_checkpoint_interval_ms), 0, 0, INT32_MAX,
+	    NULL },
 	{ "replica.lag.time.max.ms", T_LONG, F(replica_lag_time_max_ms), 0, 1,
 	    INT64_MAX, NULL },
 	{ "broker.heartbeat.interval.ms", T_LONG,
@@ -177,6 +180,8 @@ config_defaults(struct rn_config *cfg)
 	cfg->log_retention_check_interval_ms = 300000;
 	cfg->log_flush_interval_messages = INT64_MAX;
 	cfg->log_flush_interval_ms = -1;
+	/* Kafka's: the recovery points checkpointed every minute */
+	cfg->log_flush_offset_checkpoint_interval_ms = 60000;
 	cfg->replica_lag_time_max_ms = 30000;
 	cfg->broker_heartbeat_interval_ms = 2000;
 	cfg->broker_session_timeout_ms = 9000;

@@ -77,6 +77,7 @@ struct rn_config {
 	int64_t log_retention_check_interval_ms;
 	int64_t log_flush_interval_messages;
 	int64_t log_flush_interval_ms;
+	int64_t log_flush_offset_checkpoint_interval_ms;
 	int64_t replica_lag_time_max_ms;
 	int64_t broker_heartbeat_interval_ms;
 	int64_t broker_session_timeout_ms;

@@ -574,7 +574,7 @@ const struct rn_kcfg rn_kcfg_broker[] = {
 	    RN_KCFG_ACTS | RN_KCFG_DYNAMIC, NULL, NULL, NULL,
 	    NULL, NULL },
 	{ "log.flush.offset.checkpoint.interval.ms", RN_KCFG_INT, RN_KCHK_RANGE,
-	    0, "60000", "0", NULL,
+	    RN_KCFG_ACTS, "60000", "0", NULL,
 	    NULL, NULL },
 	{ "log.flush.scheduler.interval.ms", RN_KCFG_LONG, RN_KCHK_NONE,
 	    RN_KCFG_ACTS, "9223372036854775807", NULL, NULL,

@@ -728,7 +728,7 @@ ACT_BROKER = {"node.id", "broker.id", "process.roles", "listeners", "advertised.
   "unclean.leader.election.enable", "log.segment.bytes", "log.roll.ms", "log.roll.hours",
   "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.retention.bytes",
   "log.retention.check.interval.ms", "log.flush.interval.messages", "log.flush.interval.ms",
-  "log.flush.scheduler.interval.ms", "log.message.timestamp.type", "replica.lag.time.max.ms",
+  "log.flush.offset.checkpoint.interval.ms", "log.flush.scheduler.interval.ms", "log.message.timestamp.type", "replica.lag.time.max.ms",
   "broker.heartbeat.interval.ms", "broker.session.timeout.ms", "log.cleanup.policy",
   "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
   "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy",

@@ -151,6 +151,12 @@ struct rn_shm_hdr {
 	/* bumped when a partition slot wants its log dir recorded (a move
 	 * between dirs): the broker agent reports it at once */
 	_Atomic uint32_t dir_reports;
+	/* log dirs (bit = index) whose .kafka_cleanshutdown the supervisor
+	 * found and took at start: their logs' first opens scan nothing */
+	_Atomic uint32_t clean_dirs;
+	/* the node is stopping: the controller worker, stopped last, shuts
+	 * every log down and marks the dirs clean (not at its own restart) */
+	_Atomic uint32_t node_stopping;
 	uint32_t pad5;
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };

@@ -46,6 +46,7 @@ struct rn_log {
 	int cap;
 	char *epoch_path;
 	struct hdr_reader hr;	/* batch header cache for lookups (one thread) */
+	struct rn_log_recovery_stats rstats;	/* what this open recovered */
 };
 
 /* A consistent view of the shared state, taken without the lock. */
@@ -747,7 +748,9 @@ recover_segment(struct rn_log *log, int i, int64_t rp, int clean,
 	}
 	if (!need_scan)
 		return 0;
-	*scanned = 1;
+	if ((*scanned)++ == 0)
+		log->rstats.first_scanned = seg->base_offset;
+	log->rstats.scanned_bytes += st.st_size;
 	rc = rn_segment_recover(log->dirfd, seg, log->cfg.index_interval_bytes,
 	    index_prealloc(log), 1, recover_batch_cb, re, c, &truncated);
 	if (rc < 0)
@@ -820,10 +823,14 @@ recover_log(struct rn_log *log, const struct rn_log_recovery *rec)
 	int clean = rec ? rec->clean_shutdown : 0;
 	struct recover_epochs re = { log, INT64_MAX };
 	struct rn_segment_cursor c;
-	int64_t leo, lso;
+	int64_t leo, lso, t0 = rn_now_ms();
 	size_t nep = 0;
-	int rc, scanned_any = 0;
+	int rc, scanned = 0;
 
+	memset(&log->rstats, 0, sizeof(log->rstats));
+	log->rstats.recovered = 1;
+	log->rstats.first_scanned = -1;
+	log->rstats.recovery_point = clean ? -1 : rp;
 	if ((rc = list_segments(log)) < 0 || (rc = load_epochs(log, &nep)) < 0)
 		return rc;
 	if (log->nsegs == 0 &&
@@ -831,8 +838,10 @@ recover_log(struct rn_log *log, const struct rn_log_recovery *rec)
 		return rc;
 	for (int i = 0; i < log->nsegs; i++)
 		if ((rc = recover_segment(log, i, rp, clean, &re, &c,
-		    &scanned_any)) < 0)
+		    &scanned)) < 0)
 			return rc;
+	log->rstats.segments = log->nsegs;
+	log->rstats.scanned = scanned;
 	leo = c.next_offset;
 	lso = log->segs[0]->base_offset;
 	if (lso_hint > lso)
@@ -844,9 +853,10 @@ recover_log(struct rn_log *log, const struct rn_log_recovery *rec)
 	}
 	rn_epoch_truncate_from_end(&sh->epochs, leo);
 	rn_epoch_truncate_from_start(&sh->epochs, lso);
-	if (scanned_any || nep > 0)
+	if (scanned > 0 || nep > 0)
 		write_epoch_checkpoint(log);
 	publish_recovered(log, &c, lso, leo, rp, clean);
+	log->rstats.ms = rn_now_ms() - t0;
 	return 0;
 }
 
@@ -1826,7 +1836,7 @@ rn_log_shutdown(struct rn_log *log)
 		rc = write_epoch_checkpoint(log);
 	if (rc < 0)
 		return rc;
-	atomic_store_explicit(&sh->magic, 0, REL);
+	atomic_store_explicit(&sh->magic, RN_LOG_SHARED_SHUT, REL);
 	return atomic_load_explicit(&sh->recovery_point, RLX);
 }
 
@@ -2117,4 +2127,134 @@ rn_log_segments(struct rn_log *log, int64_t *bases, int64_t *sizes, int cap,
 	v->oc = s.oc;
 	v->tc = s.tc;
 	return log->nsegs;
+}
+
+/* ---- background flush of rolled segments, producer-state replay ---- */
+
+/* Write back and wait for part of a rolled segment, from fc->pos. */
+static int
+flush_segment_part(struct rn_segment *seg, struct rn_log_flush_cursor *fc,
+    int64_t *budget)
+{
+	/* a chunk at a time, so one call never waits long */
+	const int64_t chunk_max = 8 << 20;
+
+	while (fc->pos < seg->size && *budget > 0) {
+		int64_t chunk = seg->size - fc->pos;
+
+		if (chunk > chunk_max)
+			chunk = chunk_max;
+		if (chunk > *budget)
+			chunk = *budget;
+		if (sync_file_range(seg->fd, fc->pos, chunk,
+		    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		    SYNC_FILE_RANGE_WAIT_AFTER) < 0)
+			return -errno;
+		fc->pos += chunk;
+		*budget -= chunk;
+	}
+	return fc->pos < seg->size ? 0 : 1;
+}
+
+int
+rn_log_flush_rolled_step(struct rn_log *log, struct rn_log_flush_cursor *fc,
+    int64_t max_bytes, int64_t *upto, uint32_t *gen)
+{
+	int64_t rp = atomic_load_explicit(&log->sh->recovery_point, RLX);
+	int64_t budget = max_bytes;
+	struct snap s;
+	int i, rc;
+
+	if ((rc = snapshot(log, &s)) < 0)
+		return rc;
+	*upto = s.abase;
+	*gen = s.gen;
+	if (rp >= s.abase)
+		return 1;
+	if (fc->gen != s.gen || fc->base < rp) {
+		/* segments removed or cut since: start over */
+		fc->gen = s.gen;
+		fc->base = rp;
+		fc->pos = 0;
+	}
+	i = seg_find(log, rp);
+	for (i = i < 0 ? 0 : i; i < log->nsegs &&
+	    log->segs[i]->base_offset < s.abase; i++) {
+		struct rn_segment *seg = log->segs[i];
+
+		if (seg->base_offset < fc->base)
+			continue;	/* synced earlier in this round */
+		if (seg->base_offset > fc->base) {
+			fc->base = seg->base_offset;
+			fc->pos = 0;
+		}
+		if ((rc = rn_segment_open_log(log->dirfd, seg, 0)) < 0 ||
+		    (rc = flush_segment_part(seg, fc, &budget)) <= 0)
+			return rc;
+		/* the size, then the indexes recovery will trust */
+		if (fdatasync(seg->fd) < 0)
+			return -errno;
+		if (ensure_index_read(log, seg, 0) == 0 &&
+		    (fdatasync(seg->oidx.fd) < 0 || fdatasync(seg->tidx.fd) < 0))
+			return -errno;
+		fc->base = seg->base_offset + 1;	/* this one is done */
+		fc->pos = 0;
+	}
+	return fsync(log->dirfd) < 0 ? -errno : 1;
+}
+
+int
+rn_log_recovery_point_advance(struct rn_log *log, uint32_t gen, int64_t upto)
+{
+	struct rn_log_shared *sh = log->sh;
+
+	/* a truncation or removal since: what was synced may not be the log */
+	if (atomic_load_explicit(&sh->generation, ACQ) != gen ||
+	    upto > atomic_load_explicit(&sh->active_base_offset, ACQ) ||
+	    upto <= atomic_load_explicit(&sh->recovery_point, RLX))
+		return 0;
+	atomic_store_explicit(&sh->recovery_point, upto, RLX);
+	return 1;
+}
+
+int
+rn_log_scan_headers(struct rn_log *log, int64_t from, rn_log_header_fn fn,
+    void *arg)
+{
+	struct snap s;
+	int i, rc;
+
+	if ((rc = snapshot(log, &s)) < 0)
+		return rc;
+	if (from < s.lso)
+		from = s.lso;
+	if (from >= s.leo)
+		return 0;
+	i = seg_find(log, from);
+	for (i = i < 0 ? 0 : i; i < log->nsegs; i++) {
+		struct rn_segment *seg = log->segs[i];
+		int active = seg->base_offset == s.abase;
+		int64_t end = active ? s.asize : seg->size, pos = 0, o, p;
+
+		if ((rc = rn_segment_open_log(log->dirfd, seg, 0)) < 0)
+			return rc;
+		/* start near from: the offset index, then a short walk */
+		if (from > seg->base_offset &&
+		    ensure_index_read(log, seg, active) == 0 &&
+		    rn_oidx_lookup(&seg->oidx, active ? s.oc : seg->o_entries,
+		    from, end, &o, &p) >= 0)
+			pos = p;
+		if ((rc = rn_segment_scan(seg, pos, end, 0, 0,
+		    (rn_segment_batch_fn)fn, arg, NULL)) != 0)
+			return rc;
+		if (active)
+			break;
+	}
+	return 0;
+}
+
+void
+rn_log_recovery_stats(const struct rn_log *log, struct rn_log_recovery_stats *st)
+{
+	*st = log->rstats;
 }

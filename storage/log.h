@@ -51,6 +51,9 @@ struct rn_log_config {
 struct rn_log_config rn_log_config_default(void);
 
 #define RN_LOG_SHARED_MAGIC 0x31304c474f4c4e52ull	/* "RNLOGL01" */
+/* after rn_log_shutdown: not a live state (the next open recovers), but
+ * its recovery point is still the one to checkpoint */
+#define RN_LOG_SHARED_SHUT 0x54554853474f4c4eull	/* "NLOGSHUT" */
 
 /*
  * Shared state of one partition log. Zero it (or leave it zeroed) to have
@@ -101,8 +104,9 @@ void rn_log_close(struct rn_log *log);
 
 /*
  * Clean shutdown by the last user (lock held): flush, trim the active
- * indexes like Kafka, write the leader epoch checkpoint, and clear the
- * shared magic so the next open recovers (quickly: nothing to scan).
+ * indexes like Kafka, write the leader epoch checkpoint, and mark the
+ * shared state RN_LOG_SHARED_SHUT so the next open recovers (quickly:
+ * nothing to scan).
  * Returns the recovery point to checkpoint, or -errno.
  */
 int64_t rn_log_shutdown(struct rn_log *log);
@@ -200,6 +204,57 @@ int rn_log_retention(struct rn_log *log, int64_t now_ms);
 
 /* fsync everything after the recovery point and advance it (lock held). */
 int rn_log_flush(struct rn_log *log, int64_t now_ms);
+
+/*
+ * Where the background flush of rolled segments is: the generation it
+ * started at, the segment it is in and how far into it. Zero it to start.
+ */
+struct rn_log_flush_cursor {
+	uint32_t gen;
+	int64_t base;
+	int64_t pos;
+};
+
+/*
+ * Background flush (no lock needed; one caller per log at a time): write
+ * back and wait for at most about max_bytes more of the segments between
+ * the recovery point and the active one, then sync them, their indexes and
+ * the directory. Returns 1 when everything below *upto (the active base,
+ * seen at generation *gen) is durable, 0 while there is more to do, or
+ * -errno. The recovery point moves only with rn_log_recovery_point_advance.
+ */
+int rn_log_flush_rolled_step(struct rn_log *log, struct rn_log_flush_cursor *fc,
+    int64_t max_bytes, int64_t *upto, uint32_t *gen);
+
+/*
+ * The recovery point moves up to upto (lock held) if the generation is
+ * still gen, so nothing synced was removed or cut since. 1 if it moved.
+ */
+int rn_log_recovery_point_advance(struct rn_log *log, uint32_t gen,
+    int64_t upto);
+
+/*
+ * Every batch header from the batch holding offset `from` to the log end,
+ * oldest first (lock held): fn(arg, file position, header); a non-zero
+ * return stops the walk and is returned. Nothing but headers is read.
+ */
+typedef int (*rn_log_header_fn)(void *arg, int64_t pos,
+    const struct rn_batch_header *h, const uint8_t *unused);
+int rn_log_scan_headers(struct rn_log *log, int64_t from, rn_log_header_fn fn,
+    void *arg);
+
+/* What an open that recovered the log from disk did (recovered 0: none). */
+struct rn_log_recovery_stats {
+	int recovered;
+	int segments;		/* segments found */
+	int scanned;		/* of them, read and checked batch by batch */
+	int64_t scanned_bytes;
+	int64_t first_scanned;	/* base of the first scanned, -1: none */
+	int64_t recovery_point;	/* it started from, -1: clean shutdown */
+	int64_t ms;
+};
+void rn_log_recovery_stats(const struct rn_log *log,
+    struct rn_log_recovery_stats *st);
 
 /*
  * After the partition lock reported EOWNERDEAD (lock held): cut unpublished

@@ -250,6 +250,8 @@ sv_begin_stop(struct sv *s, int64_t now)
 {
 	s->stopping = true;
 	s->stop_deadline_ms = now + s->cfg.shutdown_timeout_ms;
+	/* the controller, stopped last, then shuts the logs down */
+	atomic_store(&s->shm.hdr->node_stopping, 1);
 	log_notice("stopping: network workers, then replica fetchers, then "
 	    "the controller");
 }
@@ -385,6 +387,7 @@ main(int argc, char **argv)
 		sv_control_close(&sv);
 		return 1;
 	}
+	sv_logdirs_take_clean(&sv);
 	sv.policy.initial_ms = sv.cfg.restart_backoff_initial_ms;
 	sv.policy.max_ms = sv.cfg.restart_backoff_max_ms;
 	sv.policy.max_failures = sv.cfg.restart_max_failures;

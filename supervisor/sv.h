@@ -120,6 +120,8 @@ void sv_notify_tick(struct sv *sv, int64_t now, bool healthy);
 
 /* sv_logdir.c */
 int sv_logdirs_lock(struct sv *sv);
+/* Take each log dir's clean-shutdown marker into the segment header. */
+void sv_logdirs_take_clean(struct sv *sv);
 
 /* sv_listen.c */
 int sv_listeners_bind(struct sv *sv);

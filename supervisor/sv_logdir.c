@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -15,6 +16,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "storage/logdir.h"
 #include "supervisor/sv.h"
 
 static int
@@ -70,4 +72,32 @@ sv_logdirs_lock(struct sv *sv)
 		if (strcmp(sv->cfg.log_dirs[i], sv->cfg.metadata_log_dir) == 0)
 			return 0;
 	return lock_dir(sv, sv->cfg.metadata_log_dir);
+}
+
+/*
+ * Each log dir's clean-shutdown marker, taken (removed, durably) before
+ * any worker opens a log: its bit in the segment header lets the first
+ * open of each log there skip the scan, and a crash from now on finds no
+ * marker. The marker is the last thing a clean stop writes (workers/
+ * partition/flush.c).
+ */
+void
+sv_logdirs_take_clean(struct sv *sv)
+{
+	uint32_t clean = 0;
+	int i, rc;
+
+	for (i = 0; i < sv->cfg.n_log_dirs && i < 32; i++) {
+		rc = rn_logdir_take_clean(sv->cfg.log_dirs[i]);
+		if (rc == 1)
+			clean |= 1u << i;
+		else if (rc < 0)
+			log_warnx("%s: cannot take %s: %s", sv->cfg.log_dirs[i],
+			    RN_CLEAN_SHUTDOWN_FILE, strerror(-rc));
+		log_info("log dir %s: %s", sv->cfg.log_dirs[i], rc == 1 ?
+		    "stopped cleanly: its logs are not scanned" :
+		    "no clean-shutdown marker: logs recover from their "
+		    "recovery points");
+	}
+	atomic_store(&sv->shm.hdr->clean_dirs, clean);
 }

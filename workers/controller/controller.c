@@ -19,6 +19,7 @@
 #include "ipc/msgtypes.h"
 #include "storage/metaprops.h"
 #include "workers/controller/controller.h"
+#include "workers/partition/partition.h"
 #include "workers/controller/op.h"
 #include "workers/controller/raft.h"
 #include "workers/worker.h"
@@ -403,6 +404,14 @@ rn_controller_main(struct rn_worker *w)
 	if (uv_loop_close(&c->loop) != 0)
 		log_debug("event loop closed with handles left");
 	rc = c->exit_code;
+	/*
+	 * The node stops, and the controller stops last: every other writer
+	 * of the logs is gone, so this is where they are shut down cleanly
+	 * (a restart of this worker alone leaves them to the others).
+	 */
+	if (rc == RN_WORKER_EXIT_OK && (c->cfg->roles & RN_ROLE_BROKER) &&
+	    atomic_load(&c->shm->hdr->node_stopping))
+		(void)rn_part_shutdown_node(c->shm, c->cfg);
 	ctl_free(c);
 	log_info("controller stopped");
 	return rc;

@@ -104,6 +104,12 @@ struct net {
 	int ret_topic, ret_part; /* where it stands in the image */
 	int64_t next_isr_check_ms;
 	int64_t next_hw_checkpoint_ms;
+	/* the background flush of rolled segments (flush.c), and the
+	 * recovery-point checkpoint it makes worth writing */
+	bool flush_active;
+	struct rn_part_pass flush_pass;
+	int64_t next_flush_ms;
+	int64_t next_rp_checkpoint_ms;
 	int64_t accept_resume_ms;  /* out of descriptors: listen again then */
 	int64_t accept_warned_ms;
 	/* ApiVersions answer: the APIs this worker handles, from the codec table */

@@ -22,6 +22,8 @@
 #define MAX_EVENTS 128
 #define ACCEPT_PAUSE_MS 200
 #define RETENTION_STEP_MS 20
+/* How soon after a roll its segment is synced and the recovery point moves */
+#define FLUSH_PASS_EVERY_MS 1000
 #define NET_DRAIN_MS 5000    /* a stopping worker's wait for in-flight requests */
 
 /* epoll tags for what is not a connection */
@@ -233,17 +235,45 @@ net_retention_step(struct net *n, int64_t deadline)
 }
 
 /*
- * The storage duty (RN_DUTY_STORAGE): retention, time-based flush, the
- * ISR lag check and the high-watermark checkpoint for every local
- * partition. The supervisor gives it to one worker, so two never race
- * for the same deletions. True while a retention pass still has work for
- * the next turn.
+ * The rolled segments of every local log synced in the background, a
+ * step per turn (its recovery point then moves), and the recovery points
+ * checkpointed every log.flush.offset.checkpoint.interval.ms. True while
+ * a flush pass still has work for the next turn.
+ */
+static bool
+net_flush_housekeeping(struct net *n, int64_t now)
+{
+	int64_t every = n->cfg->log_flush_offset_checkpoint_interval_ms;
+
+	if (!n->flush_active && now >= n->next_flush_ms) {
+		n->next_flush_ms = now + FLUSH_PASS_EVERY_MS;
+		n->flush_active = true;
+	}
+	if (n->flush_active)
+		n->flush_active = rn_part_flush_pass(&n->parts, &n->view,
+		    &n->flush_pass, now + RETENTION_STEP_MS);
+	if (now >= n->next_rp_checkpoint_ms) {
+		n->next_rp_checkpoint_ms = now + (every < 100 ? 100 : every);
+		rn_part_checkpoint_recovery(&n->parts, &n->view);
+	}
+	return n->flush_active;
+}
+
+/*
+ * The storage duty (RN_DUTY_STORAGE): retention, the background flush,
+ * the ISR lag check, the high-watermark and recovery-point checkpoints
+ * for every local partition. The supervisor gives it to one worker, so
+ * two never race for the same deletions. True while a retention or
+ * flush pass still has work for the next turn.
  */
 static bool
 net_housekeeping(struct net *n, int64_t now)
 {
+	bool more;
+
 	if (!(n->w->ws->duties & RN_DUTY_STORAGE))
 		return false;
+	more = net_flush_housekeeping(n, now);
 	if (now >= n->next_isr_check_ms) {
 		n->next_isr_check_ms = now + 1000;
 		net_isr_housekeeping(n, now);
@@ -261,7 +291,7 @@ net_housekeeping(struct net *n, int64_t now)
 	}
 	if (n->ret_active)
 		n->ret_active = net_retention_step(n, now + RETENTION_STEP_MS);
-	return n->ret_active;
+	return n->ret_active || more;
 }
 
 /* A new image may settle parked requests (ISR, leader moved). */

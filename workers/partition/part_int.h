@@ -109,6 +109,31 @@ uint32_t rn_part_handle_budget(void);
 void rn_part_handle_close(struct rn_part_table *t, struct rn_part *p);
 void rn_part_handle_make_room(struct rn_part_table *t);
 
+/* checkpoints.c: what a log's open recovery starts from (lock held);
+ * fresh: the slot's first open of this start. */
+void rn_part_recovery_input(const struct rn_part_table *t, int dir,
+    const char *topic, int32_t partition, bool fresh,
+    struct rn_log_recovery *rec);
+/* The offset a log dir's checkpoint file holds for it, or -1. */
+int64_t rn_part_checkpointed(const char *root, const char *file,
+    const char *topic, int32_t partition);
+
+/* prodstate.c: producer-state snapshots, the newest kept few. */
+#define RN_PART_SNAPSHOTS_KEPT 3
+/* The table as of offset written to <offset>.snapshot (lock held). */
+int rn_part_snapshot_producers(struct rn_part *p, int64_t offset, int durable);
+struct rn_part_prodload {
+	int64_t snapshot;	/* the snapshot loaded, -1: none */
+	int64_t from;		/* batch headers replayed from there */
+	int batches;
+	int64_t ms;
+};
+/* The table rebuilt: newest good snapshot, then the headers after it. */
+void rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out);
+/* Snapshots below `below` or above `above` (-1: none) removed, and all
+ * but the newest few. */
+void rn_part_snapshots_prune(struct rn_part *p, int64_t below, int64_t above);
+
 /* A leader's record of one follower, NULL if it never fetched. */
 struct rn_part_follower *rn_part_follower(struct rn_part *p, int32_t id);
 

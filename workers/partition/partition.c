@@ -212,86 +212,33 @@ log_config_same(const struct rn_log_config *a, const struct rn_log_config *b)
 }
 
 /*
- * The high watermark a partition had when its log dir's
- * replication-offset-checkpoint was last written, or -1.
- */
-static int64_t
-part_checkpointed_hw(const char *dir, const char *topic, int32_t partition)
-{
-	struct rn_tp_offset *e = NULL;
-	char path[1100];
-	size_t n = 0, i;
-	int64_t hw = -1;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, RN_REPLICATION_CHECKPOINT);
-	if (rn_offset_checkpoint_read(path, &e, &n) != 0)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (e[i].partition == partition && strcmp(e[i].topic, topic) == 0)
-			hw = e[i].offset;
-	free(e);
-	return hw;
-}
-
-/* How far back a restarted node looks for idempotent producers' batches. */
-#define IDEM_REBUILD_OFFSETS 10000
-
-/*
- * After a restart the producer table is empty; rebuild it from the batch
- * headers at the log's end, so a producer retrying across the restart is
- * deduped rather than refused. Bounded: the last IDEM_REBUILD_OFFSETS
- * offsets (Kafka snapshots this state instead; we read it back).
+ * After a restart, or a slot taken fresh: the producers from their
+ * snapshot, and one line saying what recovery cost (tests and operators
+ * read it).
  */
 static void
-part_idem_rebuild(struct rn_part *p)
+part_log_recovered(struct rn_part *p, const char *topic, int32_t partition)
 {
-	int64_t end = rn_log_end_offset(p->log), off = end - IDEM_REBUILD_OFFSETS;
-	int64_t now = rn_wallclock_ms(), next;
-	uint8_t *buf = NULL;
-	size_t cap = 0;
+	struct rn_log_recovery_stats st;
+	struct rn_part_prodload pl;
+	char from[64];
 
-	if (off < rn_log_start_offset(p->log))
-		off = rn_log_start_offset(p->log);
-	while (off < end) {
-		struct rn_log_slice sl;
-		size_t pos = 0, len;
-
-		if (rn_log_read(p->log, off, 1 << 20, -1, &sl) != 0)
-			break;
-		len = (size_t)sl.len;
-		if (len > cap) {
-			uint8_t *nb = realloc(buf, len);
-
-			if (nb == NULL)
-				len = 0;
-			else {
-				buf = nb;
-				cap = len;
-			}
-		}
-		if (len == 0 || pread(sl.fd, buf, len, (off_t)sl.file_pos) !=
-		    (ssize_t)len) {
-			rn_log_slice_release(p->log, &sl);
-			break;
-		}
-		rn_log_slice_release(p->log, &sl);
-		next = off;
-		while (len - pos >= RN_BATCH_HEADER_SIZE) {
-			struct rn_batch_header h;
-
-			rn_batch_parse_header(buf + pos, &h);
-			if (h.batch_length <= 0 ||
-			    (size_t)h.batch_length + 12 > len - pos)
-				break;
-			rn_idem_record(&p->rt->idem, &h, h.base_offset, now);
-			next = rn_batch_last_offset(&h) + 1;
-			pos += (size_t)h.batch_length + 12;
-		}
-		if (next <= off)
-			break;
-		off = next;
-	}
-	free(buf);
+	rn_part_producers_load(p, &pl);
+	rn_log_recovery_stats(p->log, &st);
+	if (!st.recovered)
+		return;
+	if (st.recovery_point < 0)
+		snprintf(from, sizeof(from), "clean shutdown");
+	else
+		snprintf(from, sizeof(from), "recovery point %lld",
+		    (long long)st.recovery_point);
+	log_info("%s-%d: log recovered in %lld ms (%s): scanned %d of %d "
+	    "segments, %lld bytes, from offset %lld; producers: snapshot %lld, "
+	    "%d batches replayed from offset %lld in %lld ms", topic, partition,
+	    (long long)st.ms, from, st.scanned, st.segments,
+	    (long long)st.scanned_bytes, (long long)st.first_scanned,
+	    (long long)pl.snapshot, pl.batches, (long long)pl.from,
+	    (long long)pl.ms);
 }
 
 /*
@@ -303,7 +250,8 @@ static void
 part_restore_hw(struct rn_part *p, const char *root, const char *topic,
     int32_t partition)
 {
-	int64_t hw = part_checkpointed_hw(root, topic, partition);
+	int64_t hw = rn_part_checkpointed(root, RN_REPLICATION_CHECKPOINT,
+	    topic, partition);
 	int64_t leo = rn_log_end_offset(p->log);
 
 	atomic_store(&p->rt->high_watermark, hw < 0 || hw > leo ? leo : hw);
@@ -418,14 +366,18 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
     const char *path, const struct rn_log_config *lcfg, bool fresh, int died)
 {
 	struct rn_part_rt *rt = p->rt;
+	struct rn_log_recovery rec = { 0, -1, 0 };
 	int rc = 0, write_md = 0;
 
 	if (fresh)
 		rc = write_md = part_check_dir(t->cfg->log_dirs[dir], topic,
 		    mp->p);
-	/* recovers from disk when the shared state is new */
+	/* recovers from disk when the shared state is new: from the
+	 * checkpointed recovery point, or not at all after a clean stop */
+	if (atomic_load(&rt->log.magic) != RN_LOG_SHARED_MAGIC)
+		rn_part_recovery_input(t, dir, topic->name, mp->p, fresh, &rec);
 	if (rc >= 0)
-		rc = rn_log_open(path, lcfg, &rt->log, NULL, &p->log);
+		rc = rn_log_open(path, lcfg, &rt->log, &rec, &p->log);
 	if (rc == 0 && write_md == 1 &&
 	    (rc = rn_partition_metadata_write(path, topic->id)) != 0)
 		log_warnx("%s: cannot write %s: %s", path,
@@ -435,7 +387,7 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 	(void)rn_dirfail_check(t->shm, dir, t->cfg->log_dirs[dir], rc,
 	    "opening a log");
 	if (rc == 0 && fresh)
-		part_idem_rebuild(p);
+		part_log_recovered(p, topic->name, mp->p);
 	if (rc == 0 && atomic_load(&rt->high_watermark) < 0)
 		part_restore_hw(p, t->cfg->log_dirs[dir], topic->name, mp->p);
 	if (rc != 0 && fresh) {
@@ -487,6 +439,8 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	rn_part_log_config(v, topic, t->cfg, &lcfg);
 	rn_part_handle_close(t, p);
 	p->rt = rt; /* the rebuild in part_load writes through it */
+	/* a flush cursor of another log (or incarnation) means nothing here */
+	memset(&p->flush, 0, sizeof(p->flush));
 	p->hw = &rt->high_watermark;
 	p->cfg = t->cfg;
 	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);
@@ -776,70 +730,4 @@ rn_part_clear_waiters(struct rn_part_table *t, unsigned self)
 	for (i = 0; i < t->hi; i++)
 		if (t->parts[i].log != NULL)
 			atomic_fetch_and(&t->parts[i].rt->parked_workers, mask);
-}
-
-int
-rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
-{
-	struct rn_tp_offset *e;
-	size_t max = 0;
-	int d, i, j, rc = 0;
-
-	for (i = 0; i < v->n_topics; i++)
-		max += (size_t)v->topics[i].n_parts;
-	if (max > t->n)
-		max = t->n;
-	if ((e = calloc(max ? max : 1, sizeof(*e))) == NULL)
-		return -ENOMEM;
-	for (d = 0; d < t->cfg->n_log_dirs; d++) {
-		char path[1100];
-		size_t n = 0;
-
-		if (rn_dirfail_offline(t->shm, d))
-			continue;
-
-		for (i = 0; i < v->n_topics; i++) {
-			const struct rn_mdv_topic *tp = &v->topics[i];
-
-			for (j = 0; j < tp->n_parts; j++) {
-				const struct rn_mdv_partition *mp = &tp->parts[j];
-				struct rn_part_rt *rt;
-				int64_t hw;
-				int32_t ld;
-
-				if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
-				    mp->dir == RN_MDV_DIR_LOST ||
-				    n == max || !rn_shm_slot_used(t->shm,
-				    (unsigned)mp->slot))
-					continue;
-				/* followers' slots too: the state is shared */
-				rt = (struct rn_part_rt *)rn_shm_partition(t->shm,
-				    (unsigned)mp->slot);
-				if (atomic_load(&rt->incarnation) == 0 ||
-				    rt->partition != mp->p ||
-				    memcmp(rt->topic_id.b, tp->id, 16) != 0 ||
-				    (hw = atomic_load(&rt->high_watermark)) < 0)
-					continue;
-				/* the dir its log is in, which a move changes
-				 * before the image records it */
-				if ((ld = atomic_load(&rt->cur_dir)) < 0)
-					ld = mp->dir >= 0 ? mp->dir : 0;
-				if (ld != d)
-					continue;
-				strlcpy(e[n].topic, tp->name, sizeof(e[n].topic));
-				e[n].partition = mp->p;
-				e[n].offset = hw;
-				n++;
-			}
-		}
-		snprintf(path, sizeof(path), "%s/%s", t->cfg->log_dirs[d],
-		    RN_REPLICATION_CHECKPOINT);
-		if (n > 0 && (rc = rn_offset_checkpoint_write(path, e, n)) != 0) {
-			log_warnx("cannot write %s: %s", path, strerror(-rc));
-			(void)rn_dirfail_check(t->shm, d, t->cfg->log_dirs[d],
-			    rc, "writing the high-watermark checkpoint");
-		}
-	}
-	free(e);
-	return rc;
 }

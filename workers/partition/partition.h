@@ -49,6 +49,8 @@ struct rn_part {
 	const struct rn_shm *shm;
 	const struct rn_config *cfg;
 	uint64_t last_use;             /* the table's clock at its last get */
+	/* the storage duty's background flush of its rolled segments */
+	struct rn_log_flush_cursor flush;
 };
 
 struct rn_part_table {
@@ -246,6 +248,35 @@ void rn_part_config_str(const struct rn_mdview *v,
  * the local partitions this process has open), as Kafka does periodically.
  */
 int rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v);
+
+/*
+ * Write each log dir's recovery-point-offset-checkpoint (Kafka's
+ * log.flush.offset.checkpoint.interval.ms): every local log's recovery
+ * point, a log not open in this start keeping the entry it had.
+ */
+int rn_part_checkpoint_recovery(struct rn_part_table *t,
+    const struct rn_mdview *v);
+
+/* Where a pass over the image's partitions is. */
+struct rn_part_pass {
+	int topic, part;
+};
+
+/*
+ * The storage duty (flush.c): part of a pass syncing every local log's
+ * rolled segments and moving its recovery point to the rolled-to base,
+ * until deadline; true while the pass goes on.
+ */
+bool rn_part_flush_pass(struct rn_part_table *t, const struct rn_mdview *v,
+    struct rn_part_pass *pass, int64_t deadline);
+
+/*
+ * The node's clean stop, by the worker that stops last once every writer
+ * is gone: every local log flushed with its producers' snapshot at its
+ * end, the checkpoints written, and each log dir where all of that
+ * worked marked with .kafka_cleanshutdown. 0 or -errno.
+ */
+int rn_part_shutdown_node(const struct rn_shm *shm, const struct rn_config *cfg);
 
 /*
  * What a storage call on p's log returned: an I/O error takes its log

@@ -16,6 +16,19 @@
 #define RN_PARTITION_INTERNAL
 #include "workers/partition/part_int.h"
 
+/*
+ * A segment rolled: the producers as of its base, as Kafka snapshots them
+ * at a roll. Written without a sync (the storage duty syncs it with the
+ * segments below, flush.c): a snapshot a power cut tore is skipped at the
+ * next open for an older one.
+ */
+static void
+part_rolled(struct rn_part *p)
+{
+	(void)rn_part_snapshot_producers(p,
+	    atomic_load(&p->rt->log.active_base_offset), 0);
+}
+
 int16_t
 rn_part_append_leader(struct rn_part *p, void *records, size_t len,
     const struct rn_batch_header *h, int32_t leader_epoch,
@@ -37,6 +50,8 @@ rn_part_append_leader(struct rn_part *p, void *records, size_t len,
 	now = rn_wallclock_ms();
 	rc = rn_part_io(p, rn_log_append(p->log, records, len, leader_epoch,
 	    now, info), "appending as leader");
+	if (rc == 0 && info->rolled)
+		part_rolled(p);
 	if (rc == 0)
 		rn_idem_record(&p->rt->idem, h, info->base_offset, now);
 	rn_part_unlock(p);
@@ -78,6 +93,8 @@ rn_part_append_follower(struct rn_part *p, const uint8_t *records, size_t len)
 	note_batches(p, records, len);
 	rc = rn_part_io(p, rn_log_append_replica(p->log, records, len,
 	    rn_wallclock_ms(), &info), "appending as follower");
+	if (rc == 0 && info.rolled)
+		part_rolled(p);	/* only batches below the base count */
 	rn_part_unlock(p);
 	return rc;
 }
@@ -85,14 +102,18 @@ rn_part_append_follower(struct rn_part *p, const uint8_t *records, size_t len)
 bool
 rn_part_truncate(struct rn_part *p, int64_t cut, int64_t *from)
 {
+	struct rn_part_prodload pl;
+
 	if (cut >= rn_log_end_offset(p->log) || rn_part_lock(p) != 0)
 		return false;
 	*from = rn_log_end_offset(p->log);
 	/* a copy of this log under way copies its tail again */
 	atomic_fetch_add(&p->rt->move.truncations, 1);
 	(void)rn_part_io(p, rn_log_truncate_to(p->log, cut), "truncating");
-	/* its producers' newest batches may be gone */
+	/* its producers' newest batches may be gone: as they were at the
+	 * new end, from the snapshots that still describe the log */
 	rn_idem_reset(&p->rt->idem);
+	rn_part_producers_load(p, &pl);
 	if (atomic_load(&p->rt->high_watermark) > cut)
 		atomic_store(&p->rt->high_watermark, cut);
 	rn_part_unlock(p);
@@ -110,6 +131,8 @@ rn_part_restart_at(struct rn_part *p, int64_t leader_log_start)
 		atomic_fetch_add(&p->rt->move.truncations, 1);
 		(void)rn_part_io(p, rn_log_truncate_fully(p->log,
 		    leader_log_start), "truncating");
+		rn_idem_reset(&p->rt->idem);
+		rn_part_snapshots_prune(p, INT64_MAX, -1);
 		cut = true;
 	}
 	rn_part_unlock(p);
@@ -156,6 +179,9 @@ rn_part_retention(struct rn_part *p, int64_t now_ms)
 	deleted = rn_part_io(p, rn_log_retention(p->log, now_ms),
 	    "deleting segments");
 	rn_part_unlock(p);
+	/* the producer snapshots of segments gone go with them */
+	if (deleted > 0)
+		rn_part_snapshots_prune(p, rn_log_start_offset(p->log), -1);
 	return deleted > 0 ? deleted : 0;
 }
 

@@ -1,0 +1,200 @@
+/*
+ * The idempotent-producer table across restarts, as Kafka's
+ * ProducerStateManager keeps it: a snapshot (storage/prodsnap.c) of each
+ * producer's last batch when a segment rolls (at the new segment's base)
+ * and at a clean shutdown (at the log end); at open the newest good
+ * snapshot at or below the log end is loaded and the batch headers from
+ * its offset to the log end are replayed, so the replay is about one
+ * segment and a producer idle for any number of records is remembered.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "storage/prodsnap.h"
+#define RN_PARTITION_INTERNAL
+#include "workers/partition/part_int.h"
+
+/* Without a snapshot (a log written before them): how far back to look. */
+#define LEGACY_REPLAY_OFFSETS 10000
+/* Snapshots looked at when loading: the newest ones are what counts. */
+#define SNAP_LIST_CAP 64
+
+static int32_t
+seq_delta(int32_t first, int32_t last)
+{
+	/* sequences wrap at INT32_MAX, as Kafka's do */
+	int64_t d = (int64_t)last - first;
+
+	return (int32_t)(d < 0 ? d + INT32_MAX + 1 : d);
+}
+
+/*
+ * The table as of offset `below`: each producer's newest batch starting
+ * below it (a follower records a fetch's producers before the append that
+ * rolled). Returns the entries written to out (RN_IDEM_PRODUCERS room).
+ */
+static size_t
+table_entries(const struct rn_idem_state *s, int64_t below,
+    struct rn_prodsnap_entry *out)
+{
+	size_t n = 0;
+	int i, j;
+
+	for (i = 0; i < RN_IDEM_PRODUCERS; i++) {
+		const struct rn_idem_producer *p = &s->p[i];
+		const struct rn_idem_batch *best = NULL;
+
+		if (p->pid <= 0)
+			continue;
+		for (j = 0; j < p->n; j++)
+			if (p->b[j].base_offset < below && (best == NULL ||
+			    p->b[j].base_offset > best->base_offset))
+				best = &p->b[j];
+		if (best == NULL)
+			continue;
+		out[n].producer_id = p->pid;
+		out[n].epoch = p->epoch;
+		out[n].last_seq = best->last_seq;
+		out[n].offset_delta = seq_delta(best->first_seq, best->last_seq);
+		out[n].last_offset = best->base_offset + out[n].offset_delta;
+		out[n].timestamp = p->last_used_ms;
+		out[n].coordinator_epoch = -1;
+		out[n].txn_first_offset = -1;
+		n++;
+	}
+	return n;
+}
+
+int
+rn_part_snapshot_producers(struct rn_part *p, int64_t offset, int durable)
+{
+	struct rn_prodsnap_entry e[RN_IDEM_PRODUCERS];
+	size_t n = table_entries(&p->rt->idem, offset, e);
+	int rc = rn_prodsnap_write(rn_log_dirfd(p->log), offset, e, n, durable);
+
+	if (rc != 0)
+		log_warnx("%s: cannot write the producer snapshot at offset "
+		    "%lld: %s", rn_log_dir(p->log), (long long)offset,
+		    strerror(-rc));
+	return rc;
+}
+
+static int
+load_entry(void *arg, const struct rn_prodsnap_entry *e)
+{
+	struct rn_idem_state *s = arg;
+	struct rn_batch_header h;
+	int64_t base;
+
+	if (e->producer_id < 0 || e->last_offset < 0 || e->offset_delta < 0)
+		return 0;	/* nothing Kafka would keep either */
+	memset(&h, 0, sizeof(h));
+	h.producer_id = e->producer_id;
+	h.producer_epoch = e->epoch;
+	h.last_offset_delta = e->offset_delta;
+	base = (int64_t)e->last_seq - e->offset_delta;
+	h.base_sequence = (int32_t)(base < 0 ? base + INT32_MAX + 1 : base);
+	rn_idem_record(s, &h, e->last_offset - e->offset_delta, e->timestamp);
+	return 0;
+}
+
+struct replay {
+	struct rn_idem_state *s;
+	int64_t from, end, now;
+	int batches;
+};
+
+static int
+replay_batch(void *arg, int64_t pos, const struct rn_batch_header *h,
+    const uint8_t *unused)
+{
+	struct replay *r = arg;
+
+	(void)pos;
+	(void)unused;
+	if (rn_batch_last_offset(h) >= r->end)
+		return 1;
+	if (h->base_offset >= r->from) {
+		rn_idem_record(r->s, h, h->base_offset, r->now);
+		r->batches++;
+	}
+	return 0;
+}
+
+/* The newest good snapshot at or above lso and at or below leo: its
+ * offset, or -1 (a bad one is logged and removed, an older one tried). */
+static int64_t
+load_newest_snapshot(struct rn_part *p, int64_t lso, int64_t leo)
+{
+	int64_t offs[SNAP_LIST_CAP];
+	int dirfd = rn_log_dirfd(p->log), n, i, rc;
+
+	if ((n = rn_prodsnap_list(dirfd, offs, SNAP_LIST_CAP)) < 0)
+		return -1;
+	if (n > SNAP_LIST_CAP)
+		n = SNAP_LIST_CAP;
+	for (i = n - 1; i >= 0; i--) {
+		if (offs[i] > leo)
+			continue;	/* pruned below */
+		if (offs[i] < lso)
+			break;
+		rn_idem_reset(&p->rt->idem);
+		if ((rc = rn_prodsnap_read(dirfd, offs[i], load_entry,
+		    &p->rt->idem)) == 0)
+			return offs[i];
+		log_warnx("%s/%020lld%s: %s: producer snapshot skipped and "
+		    "removed; trying an older one", rn_log_dir(p->log),
+		    (long long)offs[i], RN_PRODSNAP_SUFFIX,
+		    rc == -EBADMSG ? "corrupt" : strerror(-rc));
+		(void)rn_prodsnap_remove(dirfd, offs[i]);
+	}
+	rn_idem_reset(&p->rt->idem);
+	return -1;
+}
+
+void
+rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out)
+{
+	int64_t leo = rn_log_end_offset(p->log), lso = rn_log_start_offset(p->log);
+	int64_t abase = atomic_load(&p->rt->log.active_base_offset);
+	int64_t t0 = rn_now_ms(), snap;
+	struct replay r = { &p->rt->idem, 0, leo, rn_wallclock_ms(), 0 };
+	int rc;
+
+	/* snapshots past the log end describe data it no longer has */
+	(void)rn_prodsnap_prune(rn_log_dirfd(p->log), 0, leo, INT32_MAX);
+	snap = load_newest_snapshot(p, lso, leo);
+	if (snap >= 0)
+		r.from = snap;
+	else {
+		/* the whole active segment, and at least the old window */
+		r.from = leo - LEGACY_REPLAY_OFFSETS;
+		if (r.from > abase)
+			r.from = abase;
+		if (r.from < lso)
+			r.from = lso;
+	}
+	rc = rn_log_scan_headers(p->log, r.from, replay_batch, &r);
+	if (rc < 0)
+		log_warnx("%s: replaying producers from offset %lld: %s",
+		    rn_log_dir(p->log), (long long)r.from, strerror(-rc));
+	out->snapshot = snap;
+	out->from = r.from;
+	out->batches = r.batches;
+	out->ms = rn_now_ms() - t0;
+}
+
+void
+rn_part_snapshots_prune(struct rn_part *p, int64_t below, int64_t above)
+{
+	int rc = rn_prodsnap_prune(rn_log_dirfd(p->log), below, above,
+	    RN_PART_SNAPSHOTS_KEPT);
+
+	if (rc < 0)
+		log_warnx("%s: cannot remove old producer snapshots: %s",
+		    rn_log_dir(p->log), strerror(-rc));
+}
