@@ -129,28 +129,39 @@ rn_mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-int
-rn_write_file_atomic(const char *path, const void *buf, size_t len,
-    mode_t mode)
+/* tmp + (fsync) + rename: the one way a file is replaced whole. */
+static int
+write_rename(const char *path, const void *buf, size_t len, mode_t mode,
+    bool sync)
 {
-	char tmp[4096], dir[4096];
-	int fd, dfd, rc = 0;
+	char tmp[4096];
+	int fd, rc = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 	    mode)) == -1)
 		return -errno;
-	if (rn_write_all(fd, buf, len) < 0 || fsync(fd) == -1)
+	if (rn_write_all(fd, buf, len) < 0 || (sync && fsync(fd) == -1))
 		rc = -errno;
 	if (close(fd) == -1 && rc == 0)
 		rc = -errno;
 	if (rc == 0 && rename(tmp, path) == -1)
 		rc = -errno;
-	if (rc != 0) {
+	if (rc != 0)
 		unlink(tmp);
+	return rc;
+}
+
+int
+rn_write_file_atomic(const char *path, const void *buf, size_t len,
+    mode_t mode)
+{
+	char dir[4096];
+	int dfd, rc;
+
+	if ((rc = write_rename(path, buf, len, mode, true)) != 0)
 		return rc;
-	}
 	/* the rename itself is durable only once the directory is synced */
 	strlcpy(dir, path, sizeof(dir));
 	if ((dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
@@ -159,6 +170,13 @@ rn_write_file_atomic(const char *path, const void *buf, size_t len,
 		close(dfd);
 	}
 	return 0;
+}
+
+int
+rn_write_file_replace(const char *path, const void *buf, size_t len,
+    mode_t mode)
+{
+	return write_rename(path, buf, len, mode, false);
 }
 
 static const char b64url[] =

@@ -23,6 +23,10 @@ int rn_mkdir_p(const char *path, mode_t mode);
 /* Write a whole file atomically (tmp, fsync, rename, fsync dir). */
 int rn_write_file_atomic(const char *path, const void *buf, size_t len,
     mode_t mode);
+/* The same without a sync: for a file whose directory a later flush syncs
+ * with it (a new partition's files until its first flush). */
+int rn_write_file_replace(const char *path, const void *buf, size_t len,
+    mode_t mode);
 
 /* Cut white space off both ends of s in place; its first other char. */
 char *rn_trim(char *s);

@@ -84,7 +84,7 @@ rn_offset_checkpoint_write(const char *path, const struct rn_tp_offset *e,
 
 int
 rn_epoch_checkpoint_write(const char *path, const struct rn_epoch_entry *e,
-    size_t n)
+    size_t n, bool durable)
 {
 	struct sbuf b = { 0 };
 	int rc;
@@ -93,7 +93,8 @@ rn_epoch_checkpoint_write(const char *path, const struct rn_epoch_entry *e,
 	for (size_t i = 0; i < n; i++)
 		sbuf_printf(&b, "%" PRId32 " %" PRId64 "\n", e[i].epoch,
 		    e[i].start_offset);
-	rc = b.err ? b.err : rn_ckpt_write_atomic(path, b.p, b.len);
+	rc = b.err ? b.err : durable ? rn_ckpt_write_atomic(path, b.p, b.len) :
+	    rn_write_file_replace(path, b.p, b.len, 0644);
 	free(b.p);
 	return rc;
 }
@@ -285,7 +286,8 @@ rn_uuid_from_base64url(const char *s, uint8_t id[16])
 }
 
 int
-rn_partition_metadata_write(const char *partition_dir, const uint8_t id[16])
+rn_partition_metadata_write(const char *partition_dir, const uint8_t id[16],
+    bool durable)
 {
 	char path[4096], text[64], enc[23];
 	int n;
@@ -295,7 +297,8 @@ rn_partition_metadata_write(const char *partition_dir, const uint8_t id[16])
 		return -ENAMETOOLONG;
 	rn_uuid_to_base64url(id, enc);
 	n = snprintf(text, sizeof(text), "version: 0\ntopic_id: %s", enc);
-	return rn_ckpt_write_atomic(path, text, (size_t)n);
+	return durable ? rn_ckpt_write_atomic(path, text, (size_t)n) :
+	    rn_write_file_replace(path, text, (size_t)n, 0644);
 }
 
 int

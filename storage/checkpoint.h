@@ -11,6 +11,7 @@
 #ifndef RN_STORAGE_CHECKPOINT_H
 #define RN_STORAGE_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,8 +40,12 @@ int rn_offset_checkpoint_write(const char *path, const struct rn_tp_offset *e,
 int rn_offset_checkpoint_read(const char *path, struct rn_tp_offset **out,
     size_t *n);
 
+/*
+ * durable: synced with its directory before it returns; else only
+ * replaced (a new partition's files, synced by its first flush).
+ */
 int rn_epoch_checkpoint_write(const char *path, const struct rn_epoch_entry *e,
-    size_t n);
+    size_t n, bool durable);
 /* Reads up to cap entries (more is -EOVERFLOW); -ENOENT if absent. */
 int rn_epoch_checkpoint_read(const char *path, struct rn_epoch_entry *e,
     size_t cap, size_t *n);
@@ -49,7 +54,8 @@ int rn_epoch_checkpoint_read(const char *path, struct rn_epoch_entry *e,
 void rn_uuid_to_base64url(const uint8_t id[16], char out[23]);
 int rn_uuid_from_base64url(const char *s, uint8_t id[16]);
 
-int rn_partition_metadata_write(const char *partition_dir, const uint8_t id[16]);
+int rn_partition_metadata_write(const char *partition_dir, const uint8_t id[16],
+    bool durable);
 int rn_partition_metadata_read(const char *partition_dir, uint8_t id[16]);
 
 #endif /* RN_STORAGE_CHECKPOINT_H */

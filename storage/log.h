@@ -76,6 +76,7 @@ struct rn_log_shared {
 	_Atomic int64_t recovery_point;		/* everything below is fsync'ed */
 	_Atomic int64_t last_flush_ms;
 	_Atomic int64_t unflushed_messages;
+	_Atomic uint32_t dir_unsynced;		/* made without syncs: see sync_new_dir */
 	struct rn_epoch_cache epochs;		/* leader epoch cache */
 };
 

@@ -113,7 +113,7 @@ main(void)
 
 	/* Leader epoch checkpoint. */
 	snprintf(path, sizeof(path), "%s/%s", root, RN_LEADER_EPOCH_CHECKPOINT);
-	is_int(rn_epoch_checkpoint_write(path, ep, 3), 0, "write leader-epoch-checkpoint");
+	is_int(rn_epoch_checkpoint_write(path, ep, 3, true), 0, "write leader-epoch-checkpoint");
 	get_file(RN_LEADER_EPOCH_CHECKPOINT, text, sizeof(text));
 	is_str(text, "0\n3\n1 0\n3 100\n4 250\n", "epoch startOffset lines");
 	is_int(rn_epoch_checkpoint_read(path, got, 8, &n), 0, "read it back");
@@ -134,7 +134,7 @@ main(void)
 	    "base64url round trip (%s)", enc);
 	is_int(rn_uuid_from_base64url("AAAAAAAAAAAAAAAAAAAAA+", id2), -EINVAL, "'+' is not base64url");
 	is_int(rn_uuid_from_base64url("AAAAAAAAAAAAAAAAAAAAAB", id2), -EINVAL, "stray low bits rejected");
-	is_int(rn_partition_metadata_write(root, id), 0, "write partition.metadata");
+	is_int(rn_partition_metadata_write(root, id, true), 0, "write partition.metadata");
 	get_file(RN_PARTITION_METADATA, text, sizeof(text));
 	snprintf(path, sizeof(path), "version: 0\ntopic_id: %s", enc);
 	is_str(text, path, "Kafka's partition.metadata text");

@@ -232,7 +232,11 @@ part_log_recovered(struct rn_part *p, const char *topic, int32_t partition)
 	else
 		snprintf(from, sizeof(from), "recovery point %lld",
 		    (long long)st.recovery_point);
-	log_info("%s-%d: log recovered in %lld ms (%s): scanned %d of %d "
+	/* a new or empty log says it only when asked: 100,000 of them
+	 * would fill the journal */
+	rn_log(st.segments > 1 || st.scanned_bytes > 0 || pl.batches > 0 ||
+	    pl.snapshot >= 0 ? LOG_INFO : LOG_DEBUG,
+	    "%s-%d: log recovered in %lld ms (%s): scanned %d of %d "
 	    "segments, %lld bytes, from offset %lld; producers: snapshot %lld, "
 	    "%d batches replayed from offset %lld in %lld ms", topic, partition,
 	    (long long)st.ms, from, st.scanned, st.segments,
@@ -379,7 +383,8 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 	if (rc >= 0)
 		rc = rn_log_open(path, lcfg, &rt->log, &rec, &p->log);
 	if (rc == 0 && write_md == 1 &&
-	    (rc = rn_partition_metadata_write(path, topic->id)) != 0)
+	    (rc = rn_partition_metadata_write(path, topic->id,
+	    !atomic_load(&rt->log.dir_unsynced))) != 0)
 		log_warnx("%s: cannot write %s: %s", path,
 		    RN_PARTITION_METADATA, strerror(-rc));
 	if (rc == 0 && died == 1)
