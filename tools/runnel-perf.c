@@ -8,6 +8,8 @@
  *       [--sync] [--print-json] [-X key=value]...
  *   runnel-perf consumer --bootstrap-server H:P --topic T --num-records N
  *       [--group G] [--timeout-ms MS] [--print-json] [-X key=value]...
+ *   runnel-perf raw-producer | raw-consumer ...   (perf_raw.c: our own
+ *       codec, pre-encoded requests, no client library)
  *
  * Producer latency is from the produce call to the delivery report. Each
  * record's send time lives in one preallocated array, indexed by the
@@ -35,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "tools/perf_raw.h"
 #include "tools/tool_common.h"
 
 #define MB (1024.0 * 1024.0)
@@ -72,6 +75,8 @@ usage(FILE *f)
 	    "       runnel-perf consumer --bootstrap-server HOST:PORT --topic T "
 	    "--num-records N\n"
 	    "           [--group G] [--timeout-ms MS] [--print-json]\n"
+	    "       runnel-perf raw-producer|raw-consumer ... (--help of "
+	    "each)\n"
 	    "both: -X key=value (any librdkafka property, e.g. "
 	    "api.version.request=false),\n"
 	    "      --command-config FILE, --reporting-interval MS (default "
@@ -778,6 +783,9 @@ main(int argc, char **argv)
 	int rc;
 
 	tool_init(argv[0]);
+	if (argc >= 2 && (strcmp(argv[1], "raw-producer") == 0 ||
+	    strcmp(argv[1], "raw-consumer") == 0))
+		return perf_raw_main(argc, argv);
 	memset(&o, 0, sizeof(o));
 	o.record_size = 100;
 	o.throughput = -1;
