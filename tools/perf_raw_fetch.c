@@ -1,11 +1,13 @@
 /*
  * runnel-perf raw-consumer: Fetch requests for one partition from
- * --from-offset to the log end (or --num-records), each response read
- * into the connection's reused buffer and discarded. Only the batch
- * headers are read, to count records and find the next offset (after
- * the last whole batch). The next offset comes from the response, so a
- * connection has one fetch in flight; --connections C splits the offsets
- * into C ranges read side by side.
+ * --from-offset to the log end (or --num-records). A response streams
+ * through a small reused buffer (the receiver's work of a loopback TCP
+ * stream, no more): its head is parsed up to the records, then only the
+ * batch headers are read, to count records and find the next offset
+ * (after the last whole batch), and the rest is discarded. The next
+ * offset comes from the response, so a connection has one fetch in
+ * flight; --connections C splits the offsets into C ranges read side by
+ * side.
  */
 #include "autoconf.h"
 
@@ -25,6 +27,11 @@
 
 /* room for the response's headers around --fetch-max-bytes of records */
 #define RESPONSE_SLACK (64 * 1024)
+/* what one read takes, as the loopback TCP receiver of the bench */
+#define STREAM_BUF (1 << 20)
+
+/* Where a connection is in the response it reads. */
+enum fetch_stage { ST_SIZE, ST_HEAD, ST_RECORDS, ST_TAIL };
 
 struct fetch_conn {
 	struct raw_conn rc;
@@ -33,13 +40,21 @@ struct fetch_conn {
 	bool sending;           /* w holds a request not all written */
 	size_t out_off;
 	bool done;
+	uint8_t *buf;           /* STREAM_BUF bytes, reused */
+	size_t len;
+	enum fetch_stage stage;
+	size_t frame_left;      /* bytes of the response not yet taken */
+	size_t records_left;    /* of its records */
+	size_t skip;            /* of the batch being passed over */
+	size_t records_len;
+	int64_t from;           /* the offset it was asked from */
+	int64_t high_watermark;
 };
 
 struct fetch_run {
 	const struct raw_opts *o;
 	struct fetch_conn *conns;
 	struct raw_stats st;
-	struct rn_arena arena;
 	int16_t ver;
 	int64_t last_progress_ns;
 	int64_t high_watermark;
@@ -141,6 +156,7 @@ send_fetch(struct fetch_run *run, struct fetch_conn *fc)
 		}
 		fc->sending = true;
 		fc->out_off = 0;
+		fc->from = fc->next;
 	}
 	k = raw_write(fc->rc.fd, fc->w.buf + fc->out_off,
 	    fc->w.len - fc->out_off);
@@ -157,115 +173,234 @@ send_fetch(struct fetch_run *run, struct fetch_conn *fc)
 	return 0;
 }
 
-/*
- * Count the whole batches of records read from fc->next and move it past
- * the last of them. 0, or -1 after saying why (not batches, or no whole
- * batch fits --fetch-max-bytes).
- */
+/* One whole batch of the records read: count what is in fc's range. */
 static int
-take_records(struct fetch_run *run, struct fetch_conn *fc,
-    const uint8_t *rec, size_t len, int64_t high_watermark)
+take_batch(struct fetch_run *run, struct fetch_conn *fc, const uint8_t *b,
+    size_t *size)
 {
-	int64_t from = fc->next;
-	size_t off = 0;
+	struct rn_batch_header h;
+	int64_t lo, hi;
 
-	while (len - off >= RN_BATCH_HEADER_SIZE) {
-		struct rn_batch_header h;
-		int64_t lo, hi;
-		size_t size;
-
-		rn_batch_parse_header(rec + off, &h);
-		if (h.magic != RN_BATCH_MAGIC_V2 || h.batch_length <
-		    RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD ||
-		    h.last_offset_delta < 0) {
-			tool_errx("fetch: not a record batch at offset %lld",
-			    (long long)fc->next);
-			return -1;
-		}
-		size = rn_batch_total_size(&h);
-		if (size > len - off)
-			break; /* cut by the size limit: fetched again */
-		lo = h.base_offset > fc->next ? h.base_offset : fc->next;
-		hi = rn_batch_last_offset(&h) + 1;
-		if (hi > fc->end)
-			hi = fc->end;
-		if (hi > lo) {
-			raw_stats_add(&run->st, run->o, (long)(hi - lo),
-			    (double)size, (double)size);
-			fc->next = hi;
-		}
-		off += size;
+	rn_batch_parse_header(b, &h);
+	if (h.magic != RN_BATCH_MAGIC_V2 || h.batch_length <
+	    RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD ||
+	    h.last_offset_delta < 0) {
+		tool_errx("fetch: not a record batch at offset %lld",
+		    (long long)fc->next);
+		return -1;
 	}
-	if (fc->next >= fc->end || fc->next >= high_watermark)
+	*size = rn_batch_total_size(&h);
+	if (*size > fc->records_left)
+		return 0; /* cut by the size limit: fetched again */
+	lo = h.base_offset > fc->next ? h.base_offset : fc->next;
+	hi = rn_batch_last_offset(&h) + 1;
+	if (hi > fc->end)
+		hi = fc->end;
+	if (hi > lo) {
+		raw_stats_add(&run->st, run->o, (long)(hi - lo),
+		    (double)*size, (double)*size);
+		fc->next = hi;
+	}
+	return 0;
+}
+
+/*
+ * The head of a response (p, n bytes of it so far), up to its records:
+ * the bytes it takes, 0 when more are needed, -1 after saying why.
+ */
+static long
+parse_head(struct fetch_run *run, struct fetch_conn *fc, const uint8_t *p,
+    size_t n)
+{
+	const struct raw_opts *o = run->o;
+	bool flex = run->ver >= 12;
+	struct rn_kreader r;
+	int32_t corr, i, aborted;
+	int16_t err = 0, perr;
+	int32_t records;
+
+	rn_kreader_init(&r, p, n);
+	(void)rn_kresponse_header_decode(&r, rn_kapi_response_header_version(
+	    RN_KAPI_FETCH, run->ver), &corr);
+	(void)rn_kr_int32(&r); /* throttle_time_ms */
+	if (run->ver >= 7) {
+		err = rn_kr_int16(&r);
+		(void)rn_kr_int32(&r); /* session_id */
+	}
+	if (rn_kr_len(&r, flex, true, false) != 1 && !r.err)
+		goto bad;
+	(void)rn_kr_string(&r, flex, false);
+	if (rn_kr_len(&r, flex, true, false) != 1 && !r.err)
+		goto bad;
+	if (rn_kr_int32(&r) != o->partition && !r.err)
+		goto bad;
+	perr = rn_kr_int16(&r);
+	fc->high_watermark = rn_kr_int64(&r);
+	(void)rn_kr_int64(&r); /* last_stable_offset */
+	if (run->ver >= 5)
+		(void)rn_kr_int64(&r); /* log_start_offset */
+	aborted = rn_kr_len(&r, flex, true, true);
+	for (i = 0; i < aborted && !r.err; i++) {
+		(void)rn_kr_int64(&r);
+		(void)rn_kr_int64(&r);
+		if (flex)
+			rn_kr_skip_tags(&r);
+	}
+	if (run->ver >= 11)
+		(void)rn_kr_int32(&r); /* preferred_read_replica */
+	records = rn_kr_len(&r, flex, true, true);
+	if (r.err)
+		/* cut short: more to come, unless the whole frame is here */
+		return n < fc->frame_left && n < STREAM_BUF / 2 ? 0 : -1;
+	if (corr != fc->rc.want_corr || fc->rc.inflight == 0)
+		goto bad;
+	if (err != 0 || perr != 0) {
+		tool_errx("fetch of %s-%d: %s", o->topic, (int)o->partition,
+		    tool_err_name((rd_kafka_resp_err_t)(err ? err : perr)));
+		return -1;
+	}
+	fc->records_len = fc->records_left = records > 0 ? (size_t)records : 0;
+	if (fc->records_left > fc->frame_left - (size_t)(r.p - p))
+		goto bad;
+	return (long)(r.p - p);
+bad:
+	tool_errx("a fetch response that is not the answer to request %d "
+	    "for %s-%d", fc->rc.want_corr, o->topic, (int)o->partition);
+	return -1;
+}
+
+/* A whole response taken: done with the range, or fetch on. */
+static int
+response_done(struct fetch_run *run, struct fetch_conn *fc)
+{
+	fc->rc.want_corr++;
+	fc->rc.inflight = 0;
+	run->last_progress_ns = rn_now_ns();
+	if (fc->next >= fc->end || fc->next >= fc->high_watermark)
 		fc->done = true; /* the range read, or the log ends early */
-	else if (fc->next == from && len > 0) {
+	else if (fc->next == fc->from && fc->records_len > 0) {
 		tool_errx("fetch: no whole batch at offset %lld within "
-		    "--fetch-max-bytes %ld", (long long)from,
+		    "--fetch-max-bytes %ld", (long long)fc->from,
 		    run->o->fetch_max_bytes);
 		return -1;
 	}
 	return 0;
 }
 
-static int
-on_response(struct fetch_run *run, struct fetch_conn *fc,
-    const uint8_t *frame, size_t size)
+/* One step through the response at p (n bytes): the bytes it took, 0
+ * when it needs more, -1 after saying why. */
+static long
+step(struct fetch_run *run, struct fetch_conn *fc, const uint8_t *p,
+    size_t n)
 {
-	const struct rn_FetchResponse_PartitionData *pd;
-	struct rn_FetchResponse resp;
-	struct rn_kreader r;
+	int32_t max = (int32_t)(run->o->fetch_max_bytes + RESPONSE_SLACK);
+	size_t k;
+	long used = 0;
 
-	rn_arena_reset(&run->arena);
-	if (fc->rc.inflight == 0 || rn_kframe_response(&r, frame, size, -1,
-	    RN_KAPI_FETCH, run->ver, fc->rc.want_corr) != 0 ||
-	    rn_FetchResponse_decode(&r, run->ver, &run->arena, &resp) != 0) {
-		tool_errx("a fetch response that is not the answer to "
-		    "request %d", fc->rc.want_corr);
-		return -1;
+	switch (fc->stage) {
+	case ST_SIZE:
+		if (n < 4)
+			return 0;
+		if ((used = rn_kframe_size(p, max)) < 0) {
+			tool_errx("a fetch response larger than "
+			    "--fetch-max-bytes allows");
+			return -1;
+		}
+		fc->frame_left = (size_t)used;
+		fc->stage = ST_HEAD;
+		return 4;
+	case ST_HEAD:
+		used = parse_head(run, fc, p, n < fc->frame_left ? n :
+		    fc->frame_left);
+		if (used > 0)
+			fc->stage = ST_RECORDS;
+		break;
+	case ST_RECORDS:
+		if (fc->skip == 0) {
+			if (fc->records_left < RN_BATCH_HEADER_SIZE)
+				fc->skip = fc->records_left;
+			else if (n < RN_BATCH_HEADER_SIZE)
+				return 0;
+			else if (take_batch(run, fc, p, &k) != 0)
+				return -1;
+			else
+				fc->skip = k < fc->records_left ? k :
+				    fc->records_left;
+		}
+		used = (long)(n < fc->skip ? n : fc->skip);
+		fc->skip -= (size_t)used;
+		fc->records_left -= (size_t)used;
+		break;
+	case ST_TAIL:
+		used = (long)(n < fc->frame_left ? n : fc->frame_left);
+		break;
 	}
-	fc->rc.want_corr++;
-	fc->rc.inflight = 0;
-	if ((pd = the_partition(run->o, &resp)) == NULL)
+	if (used > 0)
+		fc->frame_left -= (size_t)used;
+	return used;
+}
+
+/* Move on once the records or the response are all taken. */
+static int
+settle(struct fetch_run *run, struct fetch_conn *fc)
+{
+	if (fc->stage == ST_RECORDS && fc->records_left == 0)
+		fc->stage = ST_TAIL;
+	if (fc->stage == ST_TAIL && fc->frame_left == 0) {
+		fc->stage = ST_SIZE;
+		return response_done(run, fc);
+	}
+	return 0;
+}
+
+/* Take what is in fc's buffer; the bytes of a step cut short stay. */
+static int
+take(struct fetch_run *run, struct fetch_conn *fc)
+{
+	size_t off = 0;
+	long used;
+
+	while ((used = step(run, fc, fc->buf + off, fc->len - off)) > 0) {
+		off += (size_t)used;
+		if (settle(run, fc) != 0)
+			return -1;
+	}
+	if (used < 0)
 		return -1;
-	run->last_progress_ns = rn_now_ns();
-	return take_records(run, fc, pd->records.ptr,
-	    pd->records.len > 0 ? (size_t)pd->records.len : 0,
-	    pd->high_watermark);
+	memmove(fc->buf, fc->buf + off, fc->len - off);
+	fc->len -= off;
+	return 0;
 }
 
 /* Read what came on fc and fetch again when a response is in. */
 static int
 pump(struct fetch_run *run, struct fetch_conn *fc)
 {
-	int32_t max = (int32_t)(run->o->fetch_max_bytes + RESPONSE_SLACK);
-	int rc;
+	for (;;) {
+		ssize_t k = read(fc->rc.fd, fc->buf + fc->len,
+		    STREAM_BUF - fc->len);
 
-	while ((rc = raw_read(&fc->rc)) == 1) {
-		const uint8_t *frame;
-		size_t off = 0, size;
-		int got;
-
-		while ((got = rn_kfb_next(&fc->rc.in, &off, max, &frame,
-		    &size)) == 1)
-			if (on_response(run, fc, frame, size) != 0)
-				return -1;
-		if (got < 0) {
-			tool_errx("a fetch response larger than "
-			    "--fetch-max-bytes allows");
+		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+			tool_errx("reading fetch responses: %s", k == 0 ?
+			    "the broker closed the connection" :
+			    strerror(errno));
 			return -1;
 		}
-		rn_kfb_consume(&fc->rc.in, off);
-	}
-	if (rc < 0) {
-		tool_errx("reading fetch responses: %s", errno == ENOTCONN ?
-		    "the broker closed the connection" : strerror(errno));
-		return -1;
+		if (k < 0)
+			break;
+		fc->len += (size_t)k;
+		if (take(run, fc) != 0)
+			return -1;
+		if (fc->len == STREAM_BUF) {
+			tool_errx("a fetch response whose head does not fit "
+			    "%d bytes", STREAM_BUF);
+			return -1;
+		}
 	}
 	if (!fc->done && (fc->rc.inflight == 0 || fc->sending))
 		return send_fetch(run, fc);
 	return 0;
 }
-
 static bool
 all_done(const struct fetch_run *run)
 {
@@ -325,14 +460,14 @@ raw_fetch_run(const struct raw_opts *o)
 
 	memset(&run, 0, sizeof(run));
 	run.o = o;
-	rn_arena_init(&run.arena, 1 << 20); /* a response decodes into it */
 	if ((run.conns = calloc((size_t)o->connections,
 	    sizeof(*run.conns))) == NULL)
 		goto err;
 	for (i = 0; i < o->connections; i++)
 		run.conns[i].rc.fd = -1;
 	for (i = 0; i < o->connections; i++)
-		if (raw_connect(o, &run.conns[i].rc) != 0)
+		if (raw_connect(o, &run.conns[i].rc) != 0 ||
+		    (run.conns[i].buf = malloc(STREAM_BUF)) == NULL)
 			goto err;
 	if (raw_api_version(o, &run.conns[0].rc, RN_KAPI_FETCH, 4, 12,
 	    &run.ver) != 0 || probe_high_watermark(&run) != 0 ||
@@ -366,8 +501,8 @@ err:
 	for (i = 0; run.conns != NULL && i < o->connections; i++) {
 		raw_conn_close(&run.conns[i].rc);
 		rn_kwriter_free(&run.conns[i].w);
+		free(run.conns[i].buf);
 	}
 	free(run.conns);
-	rn_arena_free(&run.arena);
 	return ret;
 }
