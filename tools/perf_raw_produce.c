@@ -21,6 +21,7 @@
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
 #include "tools/perf_raw.h"
+#include "tools/perf_stats.h"
 #include "tools/tool_common.h"
 #include "tools/tool_kclient.h"
 
@@ -429,57 +430,24 @@ event_loop(struct produce_run *run, int epfd)
 	return 0;
 }
 
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double
-pct_ms(const uint32_t *v, size_t n, double p)
-{
-	size_t i = (size_t)(p / 100.0 * (double)n);
-
-	if (n == 0)
-		return 0;
-	return (double)v[i < n ? i : n - 1] / 1000.0;
-}
-
-/* --latency-file: "percentile ms" lines of the request latencies. */
-static void
-write_latency_file(const struct produce_run *run)
-{
-	FILE *f = fopen(run->o->latency_file, "w");
-
-	if (f == NULL) {
-		tool_warnx("%s: %s", run->o->latency_file, strerror(errno));
-		return;
-	}
-	for (int i = 0; i <= 1000; i++)
-		fprintf(f, "%.1f %.3f\n", i / 10.0,
-		    pct_ms(run->lat_us, run->n_lat, i / 10.0));
-	fclose(f);
-}
-
 static void
 report(struct produce_run *run)
 {
 	char extra[256];
 
-	qsort(run->lat_us, run->n_lat, sizeof(*run->lat_us), cmp_u32);
+	perf_sort_us(run->lat_us, run->n_lat);
 	snprintf(extra, sizeof(extra), ",\"record_size\":%ld,\"acks\":\"%s\","
 	    "\"inflight\":%ld,\"records_per_request\":%ld,"
 	    "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f",
 	    run->o->record_size, run->o->acks < 0 ? "all" :
 	    run->o->acks ? "1" : "0", run->o->inflight, run->req.records,
-	    pct_ms(run->lat_us, run->n_lat, 50),
-	    pct_ms(run->lat_us, run->n_lat, 99),
-	    pct_ms(run->lat_us, run->n_lat, 100));
+	    perf_pct_ms(run->lat_us, run->n_lat, 50),
+	    perf_pct_ms(run->lat_us, run->n_lat, 99),
+	    perf_pct_ms(run->lat_us, run->n_lat, 100));
 	raw_stats_print(&run->st, run->o, "raw-producer", extra);
 	if (run->o->latency_file != NULL)
-		write_latency_file(run);
+		(void)perf_write_cdf(run->o->latency_file, run->lat_us,
+		    run->n_lat);
 }
 
 int

@@ -5,7 +5,7 @@
  *   runnel-perf producer --bootstrap-server H:P --topic T --num-records N
  *       [--record-size B] [--acks 0|1|all] [--linger-ms MS] [--batch-size B]
  *       [--compression none|gzip|snappy|lz4|zstd] [--throughput R|-1]
- *       [--sync] [--print-json] [-X key=value]...
+ *       [--sync] [--print-json] [--latency-file F] [-X key=value]...
  *   runnel-perf consumer --bootstrap-server H:P --topic T --num-records N
  *       [--group G] [--timeout-ms MS] [--print-json] [-X key=value]...
  *   runnel-perf raw-producer | raw-consumer ...   (perf_raw.c: our own
@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +37,7 @@
 
 #include "common/util.h"
 #include "tools/perf_raw.h"
+#include "tools/perf_stats.h"
 #include "tools/tool_common.h"
 
 #define MB (1024.0 * 1024.0)
@@ -48,6 +48,7 @@ struct opts {
 	const char *bootstrap, *topic, *group;
 	long num_records, record_size, throughput;
 	const char *acks, *linger_ms, *batch_size, *compression;
+	const char *latency_file;
 	bool sync, print_json;
 	long interval_ms, timeout_ms;
 	struct tool_props client;
@@ -72,6 +73,7 @@ usage(FILE *f)
 	    "none|gzip|snappy|lz4|zstd]\n"
 	    "           [--throughput RECORDS_PER_SEC|-1] [--sync] "
 	    "[--print-json]\n"
+	    "           [--latency-file FILE]\n"
 	    "       runnel-perf consumer --bootstrap-server HOST:PORT --topic T "
 	    "--num-records N\n"
 	    "           [--group G] [--timeout-ms MS] [--print-json]\n"
@@ -82,6 +84,8 @@ usage(FILE *f)
 	    "      --command-config FILE, --reporting-interval MS (default "
 	    "1000)\n"
 	    "--sync sends one record at a time and waits for its delivery.\n"
+	    "--latency-file writes the latencies' CDF (\"percentile ms\" "
+	    "lines).\n"
 	    "The consumer reads the topic's partitions from the start without "
 	    "a group,\nor subscribes as --group G.\n");
 }
@@ -117,30 +121,6 @@ window_print(const struct window *w, int64_t now, bool latency)
 		    w->lat_sum_us / (double)w->count / 1000.0,
 		    (double)w->lat_max_us / 1000.0);
 	fputc('\n', stderr);
-}
-
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted v, in ms. */
-static double
-pct_ms(const uint32_t *v, long n, double p)
-{
-	long i;
-
-	if (n == 0)
-		return 0;
-	i = (long)ceil(p / 100.0 * (double)n) - 1;
-	if (i < 0)
-		i = 0;
-	if (i >= n)
-		i = n - 1;
-	return (double)v[i] / 1000.0;
 }
 
 /* ---- producer ---- */
@@ -257,11 +237,11 @@ print_final_producer(const struct opts *o, struct prod *p, long sent,
 	double cu, cs;
 
 	/* failed records hold UINT32_MAX and sort past the n good ones */
-	qsort(lat, (size_t)sent, sizeof(*lat), cmp_u32);
-	p50 = pct_ms(lat, n, 50);
-	p95 = pct_ms(lat, n, 95);
-	p99 = pct_ms(lat, n, 99);
-	p999 = pct_ms(lat, n, 99.9);
+	perf_sort_us(lat, (size_t)sent);
+	p50 = perf_pct_ms(lat, (size_t)n, 50);
+	p95 = perf_pct_ms(lat, (size_t)n, 95);
+	p99 = perf_pct_ms(lat, (size_t)n, 99);
+	p999 = perf_pct_ms(lat, (size_t)n, 99.9);
 	printf("%ld records sent, %.1f records/s (%.2f MB/s), %.3f ms avg "
 	    "latency, %.3f ms max latency, %.3f ms 50th, %.3f ms 95th, "
 	    "%.3f ms 99th, %.3f ms 99.9th.\n", n, rps, mbps, avg, max, p50,
@@ -285,6 +265,8 @@ print_final_producer(const struct opts *o, struct prod *p, long sent,
 		    p->gap_end_ns ? mono_to_unix_ms(p->gap_end_ns) : 0.0,
 		    p->last_ok_ns ? mono_to_unix_ms(p->last_ok_ns) : 0.0);
 	fflush(stdout);
+	if (o->latency_file != NULL)
+		(void)perf_write_cdf(o->latency_file, lat, (size_t)n);
 }
 
 /* The producer's settings: a large in-flight window, then the options. */
@@ -649,9 +631,11 @@ check_opts(struct opts *o)
 			return -1;
 		}
 	} else if (o->acks || o->linger_ms || o->batch_size ||
-	    o->compression || o->sync || o->throughput != -1) {
+	    o->compression || o->sync || o->throughput != -1 ||
+	    o->latency_file) {
 		tool_errx("--acks, --linger-ms, --batch-size, --compression, "
-		    "--throughput and --sync are producer options");
+		    "--throughput, --sync and --latency-file are producer "
+		    "options");
 		return -1;
 	} else if (o->record_size != 100) {
 		tool_errx("--record-size is a producer option");
@@ -673,7 +657,7 @@ num(const char *flag, const char *s, long min, long max, long *out)
 enum {
 	O_BOOTSTRAP = 256, O_TOPIC, O_NUM, O_SIZE, O_ACKS, O_LINGER,
 	O_BATCH, O_COMPRESSION, O_THROUGHPUT, O_SYNC, O_JSON, O_GROUP,
-	O_TIMEOUT, O_INTERVAL,
+	O_TIMEOUT, O_INTERVAL, O_LATENCY_FILE,
 };
 
 /* One option of producer or consumer into o; 0, or -1 after saying why. */
@@ -723,6 +707,7 @@ perf_opt(int ch, const char *arg, void *arg_o)
 		bad = num("--reporting-interval", arg, 10, 3600000,
 		    &o->interval_ms);
 		break;
+	case O_LATENCY_FILE: o->latency_file = arg; break;
 	}
 	return bad;
 }
@@ -742,6 +727,7 @@ static const struct option lopts[] = {
 	{ "group", required_argument, NULL, O_GROUP },
 	{ "timeout-ms", required_argument, NULL, O_TIMEOUT },
 	{ "reporting-interval", required_argument, NULL, O_INTERVAL },
+	{ "latency-file", required_argument, NULL, O_LATENCY_FILE },
 	TOOL_LOPT_CLIENT,
 	{ NULL, 0, NULL, 0 },
 };
