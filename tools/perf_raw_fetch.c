@@ -249,9 +249,12 @@ parse_head(struct fetch_run *run, struct fetch_conn *fc, const uint8_t *p,
 	if (run->ver >= 11)
 		(void)rn_kr_int32(&r); /* preferred_read_replica */
 	records = rn_kr_len(&r, flex, true, true);
-	if (r.err)
+	if (r.err) {
 		/* cut short: more to come, unless the whole frame is here */
-		return n < fc->frame_left && n < STREAM_BUF / 2 ? 0 : -1;
+		if (n < fc->frame_left && n < STREAM_BUF / 2)
+			return 0;
+		goto bad;
+	}
 	if (corr != fc->rc.want_corr || fc->rc.inflight == 0)
 		goto bad;
 	if (err != 0 || perr != 0) {

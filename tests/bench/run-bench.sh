@@ -17,6 +17,16 @@
 # cache only, one fdatasync at the end, O_DSYNC per 1 MiB write) and a
 # loopback TCP stream between two processes.
 #
+# Raw load generator: runnel-perf raw-producer and raw-consumer (our codec,
+# pre-encoded requests, no client library) measure runnel's own ceiling on
+# one partition with 1 KiB records, beside the page-cache rate of memory
+# the host has to back again (a kept dd file after 3 s idle) and loopback
+# TCP, all measured in this run.
+#
+# Report: BENCH_REPORT_DIR (<build dir>/bench-report) gets the tables, every
+# run's JSON line, throughput over time and latency CDFs, and their plots
+# when gnuplot is installed (tests/bench/bench-report.sh).
+#
 # CPU: every broker's process tree (runneld's supervisor and workers) is
 # read from /proc/<pid>/stat before and after each run; runnel-perf reports
 # its own. Their ratio to the run's wall time says which side was busy.
@@ -37,6 +47,8 @@
 #   BENCH_KAFKA09=0      skip Kafka 0.9 even when npm is there
 #   BENCH_CLUSTER=1      the three-node cluster bench instead
 #   BENCH_FAILOVER_WAIT  seconds to keep writing after the kill (30)
+#   BENCH_RAW_RECORDS    records per raw produce run (BENCH_RAW_MB x 1024)
+#   BENCH_REPORT_DIR     the report directory (<build dir>/bench-report)
 #   BENCH_KEEP=1         keep the work dir (logs of every run)
 set -u
 
@@ -59,6 +71,8 @@ zk_port=$((base + 201))
 cl_base=$((base + 300))
 LAT_SECS=${BENCH_LAT_SECS:-10}
 RAW_MB=${BENCH_RAW_MB:-1024}
+NRAW=${BENCH_RAW_RECORDS:-$((RAW_MB * 1024))}
+report=${BENCH_REPORT_DIR:-$builddir/bench-report}
 ncpu=$(nproc 2>/dev/null || echo 1)
 mock_pid='' rn_pid='' k9_pid=''
 
@@ -69,6 +83,9 @@ for f in "$perf" "$topics" "$builddir/runneld"; do
 done
 
 work=$(mktemp -d /tmp/runnel-bench.XXXXXX)
+# this run's report replaces the last one's
+rm -rf "$report/json" "$report/data" "$report/table.txt" "$report/gnuplot.log"
+rm -f "$report"/*.png
 pids=""
 # stop_pid PID: SIGTERM, up to 15 s to go, then SIGKILL
 stop_pid() {
@@ -90,6 +107,7 @@ cleanup() {
 	for p in $rev; do
 		stop_pid "$p"
 	done
+	sh "$top/tests/bench/bench-report.sh" "$work" "$report"
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		echo "bench: logs kept in $work" >&2
 	else
@@ -224,9 +242,20 @@ dd_rate() {
 	awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { m = a > b ? a : b; if (m > 0) print m }'
 }
 
+# dd_fresh: MiB/s of one dd into memory freed more than 3 s ago. A VM
+# with free page reporting (virtio-balloon) hands such memory back to the
+# host, and the first write into it is slower (seen: 1.4-2.6 vs 3.6-4.7
+# GB/s). A growing log writes there, not into memory just freed, which
+# dd_rate's second try does.
+dd_fresh() {
+	sleep 3
+	dd_once
+}
+
 measure_raw() {
 	fs=$(stat -f -c %T "$work" 2>/dev/null)
 	note "raw limits: ${RAW_MB} MiB sequential writes on $work ($fs), loopback TCP"
+	dd_fresh >"$work/raw.disk_fresh"
 	dd_rate >"$work/raw.disk_cache"
 	dd_rate conv=fdatasync >"$work/raw.disk_fdatasync"
 	dd_rate oflag=dsync >"$work/raw.disk_dsync"
@@ -308,12 +337,19 @@ run() {
 	kafka09) bs=127.0.0.1:$k9_port extra=$k9_props root=$k9_pid ;;
 	cluster) bs=$cl_bs extra='' root=$cl_pids ;;
 	esac
+	# rates over time (100 ms or 500 ms windows) and latency CDFs for
+	# the report's plots
+	case $1 in
+	raw-producer) ival="--interval-ms 100 --latency-file $work/$name.$peer.cdf" ;;
+	raw-consumer) ival="--interval-ms 100" ;;
+	producer) ival="--reporting-interval 500 --latency-file $work/$name.$peer.cdf" ;;
+	*) ival="--reporting-interval 500" ;;
+	esac
 	# shellcheck disable=SC2086 # lists of pids and flags
 	c0=$(cpu_of $root)
 	# shellcheck disable=SC2086
-	"$perf" "$@" --bootstrap-server "$bs" --print-json $extra \
-	    --reporting-interval 3600000 </dev/null >"$work/$name.$peer.out" \
-	    2>"$work/$name.$peer.err"
+	"$perf" "$@" --bootstrap-server "$bs" --print-json $extra $ival \
+	    </dev/null >"$work/$name.$peer.out" 2>"$work/$name.$peer.err"
 	# shellcheck disable=SC2086
 	c1=$(cpu_of $root)
 	echo "$c0 $c1" >"$work/$name.$peer.cpu"
@@ -329,6 +365,11 @@ rps() {
 
 # table TITLE PEERS CASES: print the table of the runs (python below)
 table() {
+	mkdir -p "$report"
+	table_py "$@" | tee -a "$report/table.txt"
+}
+
+table_py() {
 	/usr/bin/python3 - "$work" "$2" "$3" "$ncpu" "$1" <<'EOF'
 import json, os, sys
 work, peers, cases, ncpu, title = sys.argv[1], sys.argv[2].split(), sys.argv[3], int(sys.argv[4]), sys.argv[5]
@@ -361,6 +402,7 @@ def fmt(v, spec):
 
 disk_cache, disk_sync = raw("disk_cache"), raw("disk_fdatasync")
 disk_dsync, loop = raw("disk_dsync"), raw("loopback")
+disk_fresh = raw("disk_fresh")
 try:
     fs = open(os.path.join(work, "raw.fs")).read().strip()
 except OSError:
@@ -383,9 +425,12 @@ def bound(kind, peer, r, cli, brk, name):
     if kind == "lat":
         return "fixed rate (%s); latency = batching + broker time" % cpu
     mbps = r.get("mb_per_sec") or 0
-    on_disk = peer != "mock" and kind == "tput"
+    on_disk = peer != "mock" and kind in ("tput", "rawp")
     if on_disk and disk_cache and mbps >= 0.8 * disk_cache:
         return "disk writes: %.0f%% of the raw page-cache rate" % (100 * mbps / disk_cache)
+    if on_disk and disk_fresh and mbps >= 0.7 * disk_fresh:
+        return "disk writes: %.0f%% of the fresh-memory page-cache rate" % (
+            100 * mbps / disk_fresh)
     if loop and mbps >= 0.7 * loop:
         return "loopback TCP: %.0f%% of its rate" % (100 * mbps / loop)
     if brk is not None and cli + brk >= 0.85 * ncpu:
@@ -407,6 +452,8 @@ print(hdr)
 print("-" * len(hdr))
 if disk_cache is not None or loop is not None:
     for label, v, b in (
+            ("raw: write %s, page cache, fresh memory" % size, disk_fresh,
+             "memory idle 3 s: the host backs it again"),
             ("raw: write %s, page cache only" % size, disk_cache, "kernel copy into the page cache"),
             ("raw: write %s, fdatasync at the end" % size, disk_sync, "the device's sustained write rate"),
             ("raw: write %s, O_DSYNC per 1 MiB" % size, disk_dsync, "device flush per write"),
@@ -427,8 +474,12 @@ for line in cases.strip().splitlines():
             cli = (r.get("cpu_user_s", 0) + r.get("cpu_sys_s", 0)) / el
             if bc is not None:
                 brk = bc / el
-                gb = r["records"] * (r.get("record_size") or 100) / float(1 << 30) \
-                    if r.get("mode") == "producer" else r.get("mb", 0) / 1024.0
+                if r.get("mode") in ("producer", "raw-producer"):
+                    gb = r["records"] * (r.get("record_size") or 100) / float(1 << 30)
+                elif "bytes" in r:
+                    gb = r["bytes"] / float(1 << 30)
+                else:
+                    gb = r.get("mb", 0) / 1024.0
                 spg = bc / gb if gb > 0 and kind != "sync" else None
         vs_mock = vs_raw = ""
         if peer in ("runnel", "cluster") and r:
@@ -439,13 +490,16 @@ for line in cases.strip().splitlines():
             if kind == "tput" and disk_cache and loop:
                 lim, what = min((disk_cache, "disk"), (loop, "loopback"))
                 vs_raw = "%.2f of %s" % (r["mb_per_sec"] / lim, what)
-            elif kind == "cons" and loop:
+            elif kind in ("cons", "rawf") and loop:
                 vs_raw = "%.2f of loopback" % (r["mb_per_sec"] / loop)
+            elif kind == "rawp" and disk_fresh and disk_cache:
+                vs_raw = "%.2f fresh, %.2f cache" % (r["mb_per_sec"] / disk_fresh,
+                                                     r["mb_per_sec"] / disk_cache)
         print(cols % (label, peer,
                       fmt(r and r.get("records_per_sec"), ".0f"),
                       fmt(r and r.get("mb_per_sec"), ".1f"),
-                      fmt(r and r.get("p50_ms"), ".2f") if kind != "cons" else "-",
-                      fmt(r and r.get("p99_ms"), ".2f") if kind != "cons" else "-",
+                      fmt(r and r.get("p50_ms"), ".2f") if kind not in ("cons", "rawf") else "-",
+                      fmt(r and r.get("p99_ms"), ".2f") if kind not in ("cons", "rawf") else "-",
                       fmt(cli, ".2f"), fmt(brk, ".2f"), fmt(spg, ".1f"),
                       vs_mock, vs_raw, bound(kind, peer, r, cli, brk, name)))
 print("records/s, MB/s: producer from the first send to the last delivery report, "
@@ -501,7 +555,7 @@ start_peers() {
 			sleep 1
 		done
 		ok=1
-		for t in b100 b1k bsync; do
+		for t in b100 b1k bsync braw1 brawall; do
 			"$topics" --bootstrap-server "127.0.0.1:$rn_port" --create \
 			    --topic "$t" --partitions 1 --replication-factor 1 \
 			    --if-not-exists --timeout-ms 5000 >>"$work/topics.log" 2>&1 ||
@@ -687,6 +741,29 @@ else:
 EOF
 }
 
+# ---- runnel's own ceiling: the raw load generator ----
+
+# raw produce and fetch, one partition, 1 KiB records, beside the fresh
+# page-cache rate and loopback TCP of this run
+raw_bench() {
+	[ "$have_rn" = 1 ] || return 0
+	raw_cases="
+rawp1|raw produce 1 KiB, acks=1|rawp|raw-producer --topic braw1 --record-size 1024 --num-records $NRAW --acks 1 --connections 1 --inflight 5
+rawpall|raw produce 1 KiB, acks=all|rawp|raw-producer --topic brawall --record-size 1024 --num-records $NRAW --acks all --connections 1 --inflight 5
+rawf|raw fetch of rawp1's records|rawf|raw-consumer --topic braw1
+"
+	# memory the earlier runs freed goes back to the host, as before
+	# the fresh-memory dd
+	sleep 3
+	echo "$raw_cases" | while IFS="|" read -r name _label _kind args; do
+		[ -n "$name" ] || continue
+		# shellcheck disable=SC2086
+		run runnel "$name" $args
+	done
+	table "runnel's ceiling: raw load generator (pre-encoded requests, no client library), one partition" \
+	    runnel "$raw_cases"
+}
+
 # ---- single node beside the peers ----
 
 P="producer --linger-ms 5 --batch-size 1048576"
@@ -763,6 +840,7 @@ for name in lat1 latall; do
 	cases=$(echo "$cases" | sed "s/^$name|\([^|]*\) of peak|/$name|\1 of peak ($r\/s)|/")
 done
 table "single node: runnel vs peers, same client, same machine" "$peer_list" "$cases"
+raw_bench
 # the log cleaner's rate, on its own node
 RUNNEL_BUILDDIR=$builddir PYTHONPATH=$top/tests/lib /usr/bin/python3 \
     "$top/tests/bench/cleaner-bench.py" 2>/dev/null ||
