@@ -92,15 +92,6 @@ static const struct option lopts[] = {
 };
 
 static int
-num(const char *flag, const char *s, long min, long max, long *out)
-{
-	if (tool_parse_long(s, min, max, out) == 0)
-		return 0;
-	tool_errx("%s: '%s' is not a number in [%ld, %ld]", flag, s, min, max);
-	return -1;
-}
-
-static int
 raw_opt(int ch, const char *arg, void *arg_o)
 {
 	struct raw_opts *o = arg_o;
@@ -110,26 +101,27 @@ raw_opt(int ch, const char *arg, void *arg_o)
 	case O_BOOTSTRAP: o->bootstrap = arg; return 0;
 	case O_TOPIC: o->topic = arg; return 0;
 	case O_PARTITION:
-		if (num("--partition", arg, 0, INT32_MAX, &v) != 0)
+		if (tool_opt_long("--partition", arg, 0, INT32_MAX, &v) != 0)
 			return -1;
 		o->partition = (int32_t)v;
 		return 0;
 	case O_NUM:
-		return num("--num-records", arg, 1, MAX_RECORDS,
+		return tool_opt_long("--num-records", arg, 1, MAX_RECORDS,
 		    &o->num_records);
 	case O_DURATION:
-		return num("--duration-s", arg, 1, 86400, &o->duration_s);
+		return tool_opt_long("--duration-s", arg,
+		    1, 86400, &o->duration_s);
 	case O_SIZE:
-		return num("--record-size", arg, 0, 10 * 1024 * 1024,
+		return tool_opt_long("--record-size", arg, 0, 10 * 1024 * 1024,
 		    &o->record_size);
 	case O_BATCH_RECORDS:
-		return num("--batch-records", arg, 1, 1000000,
+		return tool_opt_long("--batch-records", arg, 1, 1000000,
 		    &o->batch_records);
 	case O_BATCH_BYTES:
-		return num("--batch-bytes", arg, 1, 64 * 1024 * 1024,
+		return tool_opt_long("--batch-bytes", arg, 1, 64 * 1024 * 1024,
 		    &o->batch_bytes);
 	case O_REQUEST_BATCHES:
-		return num("--request-batches", arg, 1, 1024,
+		return tool_opt_long("--request-batches", arg, 1, 1024,
 		    &o->request_batches);
 	case O_ACKS:
 		if (strcmp(arg, "all") == 0 || strcmp(arg, "-1") == 0)
@@ -143,17 +135,19 @@ raw_opt(int ch, const char *arg, void *arg_o)
 		return 0;
 	case O_IDEMPOTENT: o->idempotent = true; return 0;
 	case O_CONNECTIONS:
-		return num("--connections", arg, 1, 64, &o->connections);
+		return tool_opt_long("--connections", arg,
+		    1, 64, &o->connections);
 	case O_INFLIGHT:
-		return num("--inflight", arg, 1, 64, &o->inflight);
+		return tool_opt_long("--inflight", arg, 1, 64, &o->inflight);
 	case O_LATENCY_FILE: o->latency_file = arg; return 0;
 	case O_INTERVAL:
-		return num("--interval-ms", arg, 10, 3600000, &o->interval_ms);
+		return tool_opt_long("--interval-ms", arg,
+		    10, 3600000, &o->interval_ms);
 	case O_FETCH_MAX:
-		return num("--fetch-max-bytes", arg, 1024, INT32_MAX - 4096,
-		    &o->fetch_max_bytes);
+		return tool_opt_long("--fetch-max-bytes", arg, 1024,
+		    INT32_MAX - 4096, &o->fetch_max_bytes);
 	case O_FROM:
-		return num("--from-offset", arg, 0, INT64_MAX >> 1,
+		return tool_opt_long("--from-offset", arg, 0, INT64_MAX >> 1,
 		    &o->from_offset);
 	case O_JSON: o->print_json = true; return 0;
 	}
@@ -239,8 +233,9 @@ perf_raw_main(int argc, char **argv)
 
 /* ---- connections ---- */
 
-int
-raw_api_version(const struct raw_opts *o, struct raw_conn *c, int16_t key,
+/* The highest version of key within [min, max] the broker takes; -1. */
+static int
+api_version(const struct raw_opts *o, struct raw_conn *c, int16_t key,
     int16_t min, int16_t max, int16_t *ver)
 {
 	struct rn_ApiVersionsRequest req;
@@ -276,13 +271,13 @@ out:
 	return rc;
 }
 
-int
-raw_connect(const struct raw_opts *o, struct raw_conn *c)
+/* Connect c to the bootstrap server, non-blocking; -1 after saying why. */
+static int
+conn_open(const struct raw_opts *o, struct raw_conn *c)
 {
 	char err[256];
 	int one = 1, big = 4 << 20;
 
-	memset(c, 0, sizeof(*c));
 	c->fd = tkc_connect(o->bootstrap, (int)o->timeout_ms, err,
 	    sizeof(err));
 	if (c->fd < 0) {
@@ -296,13 +291,40 @@ raw_connect(const struct raw_opts *o, struct raw_conn *c)
 	return 0;
 }
 
-void
-raw_conn_close(struct raw_conn *c)
+struct raw_conn *
+raw_conns_open(const struct raw_opts *o, int16_t key, int16_t min,
+    int16_t max, int16_t *ver)
 {
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	rn_kfb_free(&c->in);
+	struct raw_conn *conns;
+	long i;
+
+	if ((conns = calloc((size_t)o->connections, sizeof(*conns))) == NULL) {
+		tool_errx("out of memory");
+		return NULL;
+	}
+	for (i = 0; i < o->connections; i++)
+		conns[i].fd = -1;
+	for (i = 0; i < o->connections; i++)
+		if (conn_open(o, &conns[i]) != 0)
+			goto err;
+	if (api_version(o, &conns[0], key, min, max, ver) == 0)
+		return conns;
+err:
+	raw_conns_close(conns, o->connections);
+	return NULL;
+}
+
+void
+raw_conns_close(struct raw_conn *conns, long n)
+{
+	long i;
+
+	for (i = 0; conns != NULL && i < n; i++) {
+		if (conns[i].fd >= 0)
+			close(conns[i].fd);
+		rn_kfb_free(&conns[i].in);
+	}
+	free(conns);
 }
 
 int
@@ -415,7 +437,8 @@ raw_stats_print(const struct raw_stats *s, const struct raw_opts *o,
 		    "\"errors\":%ld,\"first_error\":%d,\"connections\":%ld,"
 		    "\"elapsed_s\":%.3f,\"records_per_sec\":%.1f,"
 		    "\"mb_per_sec\":%.3f,\"wire_mb_per_sec\":%.3f,"
-		    "\"bytes\":%.0f,\"cpu_user_s\":%.3f,\"cpu_sys_s\":%.3f%s}\n",
+		    "\"bytes\":%.0f,\"cpu_user_s\":%.3f,"
+		    "\"cpu_sys_s\":%.3f%s}\n",
 		    mode, s->records, s->errors,
 		    s->first_error, o->connections, secs, rps, mbps, wire,
 		    s->wire_bytes, (double)ru.ru_utime.tv_sec +

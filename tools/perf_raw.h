@@ -57,14 +57,15 @@ int perf_raw_main(int argc, char **argv);
 int raw_produce_run(const struct raw_opts *o);
 int raw_fetch_run(const struct raw_opts *o);
 
-/* Connect c to the bootstrap server, non-blocking; -1 after saying why. */
-int raw_connect(const struct raw_opts *o, struct raw_conn *c);
-/* The highest version of key within [min, max] the broker takes (asked
- * with ApiVersions on c); -1 after saying why. */
-int raw_api_version(const struct raw_opts *o, struct raw_conn *c,
-    int16_t key, int16_t min, int16_t max, int16_t *ver);
-/* Close c and free its buffer; c->fd is -1 for a connection never made. */
-void raw_conn_close(struct raw_conn *c);
+/*
+ * o->connections non-blocking connections to the bootstrap server, and
+ * the highest version of key within [min, max] the broker takes (asked
+ * with ApiVersions on the first): the array, for raw_conns_close, or
+ * NULL after saying why.
+ */
+struct raw_conn *raw_conns_open(const struct raw_opts *o, int16_t key,
+    int16_t min, int16_t max, int16_t *ver);
+void raw_conns_close(struct raw_conn *conns, long n);
 
 /*
  * Read what the socket has into c->in: 1 if bytes came, 0 if none

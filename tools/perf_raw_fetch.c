@@ -34,7 +34,7 @@
 enum fetch_stage { ST_SIZE, ST_HEAD, ST_RECORDS, ST_TAIL };
 
 struct fetch_conn {
-	struct raw_conn rc;
+	struct raw_conn *rc;    /* in the run's rcs */
 	int64_t next, end;      /* this connection's range still to read */
 	struct rn_kwriter w;    /* the request being written */
 	bool sending;           /* w holds a request not all written */
@@ -53,6 +53,7 @@ struct fetch_conn {
 
 struct fetch_run {
 	const struct raw_opts *o;
+	struct raw_conn *rcs;
 	struct fetch_conn *conns;
 	struct raw_stats st;
 	int16_t ver;
@@ -126,7 +127,7 @@ probe_high_watermark(struct fetch_run *run)
 	rn_arena_init(&arena, 0);
 	fetch_request(run->o, run->o->from_offset, 0, &req, &t, &p);
 	p.partition_max_bytes = 1; /* a batch at most: only the watermark */
-	if (tkc_call_api(run->conns[0].rc.fd, RN_KAPI_FETCH, run->ver, &req,
+	if (tkc_call_api(run->rcs[0].fd, RN_KAPI_FETCH, run->ver, &req,
 	    &arena, &resp, (int)run->o->timeout_ms, err, sizeof(err)) != 0)
 		tool_errx("fetch: %s", err);
 	else if ((pd = the_partition(run->o, &resp)) != NULL) {
@@ -150,7 +151,7 @@ send_fetch(struct fetch_run *run, struct fetch_conn *fc)
 		fetch_request(run->o, fc->next, 500, &req, &t, &p);
 		rn_kwriter_reset(&fc->w);
 		if (rn_kframe_request(&fc->w, -1, RN_KAPI_FETCH, run->ver,
-		    fc->rc.next_corr, "runnel-perf", &req, NULL, 0) != 0) {
+		    fc->rc->next_corr, "runnel-perf", &req, NULL, 0) != 0) {
 			tool_errx("cannot encode a fetch request");
 			return -1;
 		}
@@ -158,7 +159,7 @@ send_fetch(struct fetch_run *run, struct fetch_conn *fc)
 		fc->out_off = 0;
 		fc->from = fc->next;
 	}
-	k = raw_write(fc->rc.fd, fc->w.buf + fc->out_off,
+	k = raw_write(fc->rc->fd, fc->w.buf + fc->out_off,
 	    fc->w.len - fc->out_off);
 	if (k < 0) {
 		tool_errx("sending a fetch request: %s", strerror(errno));
@@ -167,8 +168,8 @@ send_fetch(struct fetch_run *run, struct fetch_conn *fc)
 	fc->out_off += (size_t)k;
 	if (fc->out_off == fc->w.len) {
 		fc->sending = false;
-		fc->rc.next_corr++;
-		fc->rc.inflight = 1;
+		fc->rc->next_corr++;
+		fc->rc->inflight = 1;
 	}
 	return 0;
 }
@@ -255,7 +256,7 @@ parse_head(struct fetch_run *run, struct fetch_conn *fc, const uint8_t *p,
 			return 0;
 		goto bad;
 	}
-	if (corr != fc->rc.want_corr || fc->rc.inflight == 0)
+	if (corr != fc->rc->want_corr || fc->rc->inflight == 0)
 		goto bad;
 	if (err != 0 || perr != 0) {
 		tool_errx("fetch of %s-%d: %s", o->topic, (int)o->partition,
@@ -268,7 +269,7 @@ parse_head(struct fetch_run *run, struct fetch_conn *fc, const uint8_t *p,
 	return (long)(r.p - p);
 bad:
 	tool_errx("a fetch response that is not the answer to request %d "
-	    "for %s-%d", fc->rc.want_corr, o->topic, (int)o->partition);
+	    "for %s-%d", fc->rc->want_corr, o->topic, (int)o->partition);
 	return -1;
 }
 
@@ -276,8 +277,8 @@ bad:
 static int
 response_done(struct fetch_run *run, struct fetch_conn *fc)
 {
-	fc->rc.want_corr++;
-	fc->rc.inflight = 0;
+	fc->rc->want_corr++;
+	fc->rc->inflight = 0;
 	run->last_progress_ns = rn_now_ns();
 	if (fc->next >= fc->end || fc->next >= fc->high_watermark)
 		fc->done = true; /* the range read, or the log ends early */
@@ -380,7 +381,7 @@ static int
 pump(struct fetch_run *run, struct fetch_conn *fc)
 {
 	for (;;) {
-		ssize_t k = read(fc->rc.fd, fc->buf + fc->len,
+		ssize_t k = read(fc->rc->fd, fc->buf + fc->len,
 		    STREAM_BUF - fc->len);
 
 		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -400,7 +401,7 @@ pump(struct fetch_run *run, struct fetch_conn *fc)
 			return -1;
 		}
 	}
-	if (!fc->done && (fc->rc.inflight == 0 || fc->sending))
+	if (!fc->done && (fc->rc->inflight == 0 || fc->sending))
 		return send_fetch(run, fc);
 	return 0;
 }
@@ -463,17 +464,16 @@ raw_fetch_run(const struct raw_opts *o)
 
 	memset(&run, 0, sizeof(run));
 	run.o = o;
-	if ((run.conns = calloc((size_t)o->connections,
-	    sizeof(*run.conns))) == NULL)
+	if ((run.rcs = raw_conns_open(o, RN_KAPI_FETCH, 4, 12,
+	    &run.ver)) == NULL || (run.conns = calloc((size_t)
+	    o->connections, sizeof(*run.conns))) == NULL)
 		goto err;
-	for (i = 0; i < o->connections; i++)
-		run.conns[i].rc.fd = -1;
-	for (i = 0; i < o->connections; i++)
-		if (raw_connect(o, &run.conns[i].rc) != 0 ||
-		    (run.conns[i].buf = malloc(STREAM_BUF)) == NULL)
+	for (i = 0; i < o->connections; i++) {
+		run.conns[i].rc = &run.rcs[i];
+		if ((run.conns[i].buf = malloc(STREAM_BUF)) == NULL)
 			goto err;
-	if (raw_api_version(o, &run.conns[0].rc, RN_KAPI_FETCH, 4, 12,
-	    &run.ver) != 0 || probe_high_watermark(&run) != 0 ||
+	}
+	if (probe_high_watermark(&run) != 0 ||
 	    (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		goto err;
 	end = run.high_watermark;
@@ -484,7 +484,7 @@ raw_fetch_run(const struct raw_opts *o)
 		struct epoll_event ev = { EPOLLIN | EPOLLOUT | EPOLLET,
 		    { .ptr = &run.conns[i] } };
 
-		if (epoll_ctl(epfd, EPOLL_CTL_ADD, run.conns[i].rc.fd,
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, run.conns[i].rc->fd,
 		    &ev) != 0)
 			goto err;
 	}
@@ -502,10 +502,10 @@ err:
 	if (epfd >= 0)
 		close(epfd);
 	for (i = 0; run.conns != NULL && i < o->connections; i++) {
-		raw_conn_close(&run.conns[i].rc);
 		rn_kwriter_free(&run.conns[i].w);
 		free(run.conns[i].buf);
 	}
 	free(run.conns);
+	raw_conns_close(run.rcs, o->connections);
 	return ret;
 }

@@ -45,7 +45,7 @@ struct produce_req {
 
 /* One connection's sending side. */
 struct produce_conn {
-	struct raw_conn rc;
+	struct raw_conn *rc;    /* in the run's rcs */
 	uint8_t *out;           /* this connection's copy of the request */
 	bool pending;           /* a request is started: patched, budgeted */
 	size_t out_off;         /* written of it */
@@ -55,6 +55,7 @@ struct produce_conn {
 struct produce_run {
 	const struct raw_opts *o;
 	struct produce_req req;
+	struct raw_conn *rcs;
 	struct produce_conn *conns;
 	struct raw_stats st;
 	struct rn_arena arena;
@@ -267,7 +268,7 @@ add_latency(struct produce_run *run, int64_t ns)
 static int
 pump_send(struct produce_run *run, struct produce_conn *pc)
 {
-	struct raw_conn *c = &pc->rc;
+	struct raw_conn *c = pc->rc;
 	const struct produce_req *pr = &run->req;
 
 	for (;;) {
@@ -314,7 +315,7 @@ static int
 on_response(struct produce_run *run, struct produce_conn *pc,
     const uint8_t *frame, size_t size)
 {
-	struct raw_conn *c = &pc->rc;
+	struct raw_conn *c = pc->rc;
 	struct rn_ProduceResponse resp;
 	struct rn_kreader r;
 	int32_t t, p, parts = 0;
@@ -362,7 +363,7 @@ on_response(struct produce_run *run, struct produce_conn *pc,
 static int
 pump_recv(struct produce_run *run, struct produce_conn *pc)
 {
-	struct raw_conn *c = &pc->rc;
+	struct raw_conn *c = pc->rc;
 	int rc;
 
 	while ((rc = raw_read(c)) == 1) {
@@ -392,7 +393,7 @@ static bool
 all_done(const struct produce_run *run)
 {
 	for (long i = 0; i < run->o->connections; i++)
-		if (run->conns[i].rc.inflight > 0 || run->conns[i].pending)
+		if (run->conns[i].rc->inflight > 0 || run->conns[i].pending)
 			return false;
 	return run->stopping || run->budget == 0;
 }
@@ -462,18 +463,14 @@ raw_produce_run(const struct raw_opts *o)
 	run.req.producer_id = -1;
 	run.req.producer_epoch = -1;
 	rn_arena_init(&run.arena, 1 << 20); /* a response decodes into it */
-	if ((run.conns = calloc((size_t)o->connections,
-	    sizeof(*run.conns))) == NULL)
+	if ((run.rcs = raw_conns_open(o, RN_KAPI_PRODUCE, 3, 9,
+	    &run.req.ver)) == NULL || (run.conns = calloc((size_t)
+	    o->connections, sizeof(*run.conns))) == NULL)
 		goto err;
 	for (i = 0; i < o->connections; i++)
-		run.conns[i].rc.fd = -1;
-	for (i = 0; i < o->connections; i++)
-		if (raw_connect(o, &run.conns[i].rc) != 0)
-			goto err;
-	if (raw_api_version(o, &run.conns[0].rc, RN_KAPI_PRODUCE, 3, 9,
-	    &run.req.ver) != 0 || (o->idempotent &&
-	    init_producer_id(o, run.conns[0].rc.fd, &run.req) != 0) ||
-	    encode_request(o, &run.req) != 0 ||
+		run.conns[i].rc = &run.rcs[i];
+	if ((o->idempotent && init_producer_id(o, run.rcs[0].fd,
+	    &run.req) != 0) || encode_request(o, &run.req) != 0 ||
 	    (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		goto err;
 	for (i = 0; i < o->connections; i++) {
@@ -481,7 +478,7 @@ raw_produce_run(const struct raw_opts *o)
 		    { .ptr = &run.conns[i] } };
 
 		if ((run.conns[i].out = malloc(run.req.len)) == NULL ||
-		    epoll_ctl(epfd, EPOLL_CTL_ADD, run.conns[i].rc.fd,
+		    epoll_ctl(epfd, EPOLL_CTL_ADD, run.conns[i].rc->fd,
 		    &ev) != 0)
 			goto err;
 		memcpy(run.conns[i].out, run.req.frame, run.req.len);
@@ -498,10 +495,10 @@ err:
 	if (epfd >= 0)
 		close(epfd);
 	for (i = 0; run.conns != NULL && i < o->connections; i++) {
-		raw_conn_close(&run.conns[i].rc);
 		free(run.conns[i].out);
 	}
 	free(run.conns);
+	raw_conns_close(run.rcs, o->connections);
 	free(run.req.frame);
 	free(run.lat_us);
 	rn_arena_free(&run.arena);

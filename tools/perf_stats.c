@@ -23,7 +23,8 @@ cmp_u32(const void *a, const void *b)
 void
 perf_sort_us(uint32_t *v, size_t n)
 {
-	qsort(v, n, sizeof(*v), cmp_u32);
+	if (n > 1) /* v may be NULL when there is no sample */
+		qsort(v, n, sizeof(*v), cmp_u32);
 }
 
 double
@@ -53,7 +54,8 @@ perf_write_cdf(const char *path, const uint32_t *v, size_t n)
 	}
 	fprintf(f, "# percentile latency_ms (%zu samples)\n", n);
 	for (i = 0; i <= 1000 && n > 0; i++)
-		fprintf(f, "%.1f %.3f\n", i / 10.0, perf_pct_ms(v, n, i / 10.0));
+		fprintf(f, "%.1f %.3f\n", i / 10.0,
+		    perf_pct_ms(v, n, i / 10.0));
 	if (fclose(f) != 0) {
 		tool_errx("%s: %s", path, strerror(errno));
 		return -1;

@@ -644,15 +644,6 @@ check_opts(struct opts *o)
 	return 0;
 }
 
-static int
-num(const char *flag, const char *s, long min, long max, long *out)
-{
-	if (tool_parse_long(s, min, max, out) == 0)
-		return 0;
-	tool_errx("%s: '%s' is not a number in [%ld, %ld]", flag, s, min, max);
-	return -1;
-}
-
 /* Option codes of producer and consumer. */
 enum {
 	O_BOOTSTRAP = 256, O_TOPIC, O_NUM, O_SIZE, O_ACKS, O_LINGER,
@@ -672,25 +663,26 @@ perf_opt(int ch, const char *arg, void *arg_o)
 	case O_BOOTSTRAP: o->bootstrap = arg; break;
 	case O_TOPIC: o->topic = arg; break;
 	case O_NUM:
-		bad = num("--num-records", arg, 1, MAX_RECORDS,
+		bad = tool_opt_long("--num-records", arg, 1, MAX_RECORDS,
 		    &o->num_records);
 		break;
 	case O_SIZE:
-		bad = num("--record-size", arg, 0, 100 * 1024 * 1024,
+		bad = tool_opt_long("--record-size", arg, 0, 100 * 1024 * 1024,
 		    &o->record_size);
 		break;
 	case O_ACKS: o->acks = arg; break;
 	case O_LINGER:
-		bad = num("--linger-ms", arg, 0, 900000, &v);
+		bad = tool_opt_long("--linger-ms", arg, 0, 900000, &v);
 		o->linger_ms = arg;
 		break;
 	case O_BATCH:
-		bad = num("--batch-size", arg, 1, INT32_MAX, &v);
+		bad = tool_opt_long("--batch-size", arg, 1, INT32_MAX, &v);
 		o->batch_size = arg;
 		break;
 	case O_COMPRESSION: o->compression = arg; break;
 	case O_THROUGHPUT:
-		bad = num("--throughput", arg, -1, INT32_MAX, &o->throughput);
+		bad = tool_opt_long("--throughput", arg,
+		    -1, INT32_MAX, &o->throughput);
 		if (!bad && o->throughput == 0) {
 			tool_errx("--throughput 0 would send nothing; -1 "
 			    "means no limit");
@@ -701,10 +693,11 @@ perf_opt(int ch, const char *arg, void *arg_o)
 	case O_JSON: o->print_json = true; break;
 	case O_GROUP: o->group = arg; break;
 	case O_TIMEOUT:
-		bad = num("--timeout-ms", arg, 1, 3600000, &o->timeout_ms);
+		bad = tool_opt_long("--timeout-ms", arg,
+		    1, 3600000, &o->timeout_ms);
 		break;
 	case O_INTERVAL:
-		bad = num("--reporting-interval", arg, 10, 3600000,
+		bad = tool_opt_long("--reporting-interval", arg, 10, 3600000,
 		    &o->interval_ms);
 		break;
 	case O_LATENCY_FILE: o->latency_file = arg; break;

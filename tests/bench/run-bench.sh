@@ -358,6 +358,15 @@ run() {
 	    note "$name on $peer failed: $(tail -1 "$work/$name.$peer.err")"
 }
 
+# run_cases PEER CASES: run every "name|label|kind|args" line on PEER
+run_cases() {
+	echo "$2" | while IFS="|" read -r name _label _kind args; do
+		[ -n "$name" ] || continue
+		# shellcheck disable=SC2086
+		run "$1" "$name" $args
+	done
+}
+
 # rps NAME PEER: records/s of a finished run (empty if none)
 rps() {
 	sed -n 's/.*"records_per_sec":\([0-9.]*\).*/\1/p' "$work/$1.$2" 2>/dev/null
@@ -686,11 +695,7 @@ cs1|RF=3 sync sends, acks=1|sync|producer --sync --topic bcsync --record-size 10
 csall|RF=3 sync sends, acks=all|sync|producer --sync --topic bcsync --record-size 100 --num-records $NS --acks all
 ccons|RF=3 consume $N x 100 B|cons|consumer --topic bc --num-records $N
 "
-	echo "$cases" | while IFS="|" read -r name _label kind args; do
-		[ -n "$name" ] || continue
-		# shellcheck disable=SC2086
-		run cluster "$name" $args
-	done
+	run_cases cluster "$cases"
 	table "runnel, three nodes on this machine (RF=3, min.insync.replicas=2)" \
 	    cluster "$cases"
 
@@ -755,11 +760,7 @@ rawf|raw fetch of rawp1's records|rawf|raw-consumer --topic braw1
 	# memory the earlier runs freed goes back to the host, as before
 	# the fresh-memory dd
 	sleep 3
-	echo "$raw_cases" | while IFS="|" read -r name _label _kind args; do
-		[ -n "$name" ] || continue
-		# shellcheck disable=SC2086
-		run runnel "$name" $args
-	done
+	run_cases runnel "$raw_cases"
 	table "runnel's ceiling: raw load generator (pre-encoded requests, no client library), one partition" \
 	    runnel "$raw_cases"
 }

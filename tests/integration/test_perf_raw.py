@@ -17,6 +17,7 @@ PERF = os.path.join(BUILDDIR, "runnel-perf")
 TOPICS = os.path.join(BUILDDIR, "runnel-topics")
 
 t = Tap()
+stderrs = []  # of every run, checked for sanitizer reports at the end
 
 
 def perf(verb, bootstrap, *args):
@@ -24,6 +25,7 @@ def perf(verb, bootstrap, *args):
     r = subprocess.run([PERF, verb, "--bootstrap-server", bootstrap,
                         "--print-json", "--timeout-ms", "5000"] + list(args),
                        capture_output=True, text=True, timeout=60)
+    stderrs.append(r.stderr)
     lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
     return r, json.loads(lines[-1]) if lines else None
 
@@ -178,6 +180,9 @@ with TempDir() as tmp:
              "saying so: %r" % r.stderr.strip())
         g.close()
         t.eq(n.crashes(), [], "no worker died of a crash")
+        reports = [e for e in stderrs
+                   if "runtime error" in e or "Sanitizer" in e]
+        t.eq(reports, [], "no sanitizer report from runnel-perf")
     finally:
         n.kill()
 
