@@ -109,8 +109,8 @@ raw_opt(int ch, const char *arg, void *arg_o)
 		return tool_opt_long("--num-records", arg, 1, MAX_RECORDS,
 		    &o->num_records);
 	case O_DURATION:
-		return tool_opt_long("--duration-s", arg,
-		    1, 86400, &o->duration_s);
+		return tool_opt_long("--duration-s", arg, 1, 86400,
+		    &o->duration_s);
 	case O_SIZE:
 		return tool_opt_long("--record-size", arg, 0, 10 * 1024 * 1024,
 		    &o->record_size);
@@ -135,14 +135,14 @@ raw_opt(int ch, const char *arg, void *arg_o)
 		return 0;
 	case O_IDEMPOTENT: o->idempotent = true; return 0;
 	case O_CONNECTIONS:
-		return tool_opt_long("--connections", arg,
-		    1, 64, &o->connections);
+		return tool_opt_long("--connections", arg, 1, 64,
+		    &o->connections);
 	case O_INFLIGHT:
 		return tool_opt_long("--inflight", arg, 1, 64, &o->inflight);
 	case O_LATENCY_FILE: o->latency_file = arg; return 0;
 	case O_INTERVAL:
-		return tool_opt_long("--interval-ms", arg,
-		    10, 3600000, &o->interval_ms);
+		return tool_opt_long("--interval-ms", arg, 10, 3600000,
+		    &o->interval_ms);
 	case O_FETCH_MAX:
 		return tool_opt_long("--fetch-max-bytes", arg, 1024,
 		    INT32_MAX - 4096, &o->fetch_max_bytes);
@@ -319,36 +319,10 @@ raw_conns_close(struct raw_conn *conns, long n)
 {
 	long i;
 
-	for (i = 0; conns != NULL && i < n; i++) {
+	for (i = 0; conns != NULL && i < n; i++)
 		if (conns[i].fd >= 0)
 			close(conns[i].fd);
-		rn_kfb_free(&conns[i].in);
-	}
 	free(conns);
-}
-
-int
-raw_read(struct raw_conn *c)
-{
-	uint8_t *base;
-	size_t room;
-	ssize_t k;
-
-	rn_kfb_room(&c->in, &base, &room);
-	if (room == 0) {
-		errno = ENOMEM;
-		return -1;
-	}
-	k = read(c->fd, base, room);
-	if (k > 0) {
-		c->in.len += (size_t)k;
-		return 1;
-	}
-	if (k == 0) {
-		errno = ENOTCONN;
-		return -1;
-	}
-	return errno == EAGAIN || errno == EINTR ? 0 : -1;
 }
 
 ssize_t

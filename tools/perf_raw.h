@@ -26,10 +26,9 @@ struct raw_opts {
 	bool idempotent, print_json;
 };
 
-/* One connection to the broker: its socket and its input buffer. */
+/* One connection to the broker: its socket and its requests' ids. */
 struct raw_conn {
 	int fd;
-	struct rn_kframebuf in;
 	int32_t next_corr;      /* of the next request sent */
 	int32_t want_corr;      /* of the next response expected */
 	int inflight;
@@ -67,11 +66,6 @@ struct raw_conn *raw_conns_open(const struct raw_opts *o, int16_t key,
     int16_t min, int16_t max, int16_t *ver);
 void raw_conns_close(struct raw_conn *conns, long n);
 
-/*
- * Read what the socket has into c->in: 1 if bytes came, 0 if none
- * (EAGAIN), -1 at end of file or on error (errno set, ENOTCONN at EOF).
- */
-int raw_read(struct raw_conn *c);
 /* Write from buf; bytes written (0 on EAGAIN), -1 on error. */
 ssize_t raw_write(int fd, const uint8_t *buf, size_t len);
 

@@ -38,6 +38,7 @@ struct produce_req {
 	size_t batch_len;       /* one batch; request_batches of them */
 	long records;           /* per request */
 	double payload;         /* record value bytes per request */
+	double wire;            /* batch bytes per request */
 	int16_t ver;
 	int64_t producer_id;
 	int16_t producer_epoch;
@@ -46,6 +47,7 @@ struct produce_req {
 /* One connection's sending side. */
 struct produce_conn {
 	struct raw_conn *rc;    /* in the run's rcs */
+	struct rn_kframebuf in; /* responses read, reused */
 	uint8_t *out;           /* this connection's copy of the request */
 	bool pending;           /* a request is started: patched, budgeted */
 	size_t out_off;         /* written of it */
@@ -61,7 +63,7 @@ struct produce_run {
 	struct rn_arena arena;
 	long budget;            /* requests left to start; -1: no limit */
 	int32_t next_seq;       /* --idempotent: next base sequence */
-	bool stopping, failed;
+	bool stopping;           /* send no more; drain what is in flight */
 	int64_t last_progress_ns;
 	uint32_t *lat_us;       /* one per acknowledged request */
 	size_t n_lat, cap_lat;
@@ -161,6 +163,7 @@ encode_request(const struct raw_opts *o, struct produce_req *pr)
 		memcpy(blob + (size_t)i * pr->batch_len, batch, pr->batch_len);
 	pr->records *= o->request_batches;
 	pr->payload = (double)pr->records * (double)o->record_size;
+	pr->wire = (double)blob_len;
 
 	rn_ProduceRequest_init(&req);
 	rn_ProduceRequest_TopicProduceData_init(&td);
@@ -306,7 +309,7 @@ pump_send(struct produce_run *run, struct produce_conn *pc)
 		}
 		run->last_progress_ns = rn_now_ns();
 		raw_stats_add(&run->st, run->o, pr->records, pr->payload,
-		    (double)(pr->len - pr->batches_off));
+		    pr->wire);
 	}
 }
 
@@ -345,8 +348,7 @@ on_response(struct produce_run *run, struct produce_conn *pc,
 			else
 				raw_stats_add(&run->st, run->o,
 				    run->req.records, run->req.payload,
-				    (double)(run->req.len -
-				    run->req.batches_off));
+				    run->req.wire);
 		}
 	if (parts != 1) {
 		tool_errx("a produce response with %d partitions, not 1",
@@ -359,19 +361,46 @@ on_response(struct produce_run *run, struct produce_conn *pc,
 	return 0;
 }
 
+/*
+ * Read what the socket has into pc->in: 1 if bytes came, 0 if none
+ * (EAGAIN), -1 at end of file or on error (errno set, ENOTCONN at EOF).
+ */
+static int
+read_some(struct produce_conn *pc)
+{
+	uint8_t *base;
+	size_t room;
+	ssize_t k;
+
+	rn_kfb_room(&pc->in, &base, &room);
+	if (room == 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	k = read(pc->rc->fd, base, room);
+	if (k > 0) {
+		pc->in.len += (size_t)k;
+		return 1;
+	}
+	if (k == 0) {
+		errno = ENOTCONN;
+		return -1;
+	}
+	return errno == EAGAIN || errno == EINTR ? 0 : -1;
+}
+
 /* Read and handle what came on pc; -1 when it broke. */
 static int
 pump_recv(struct produce_run *run, struct produce_conn *pc)
 {
-	struct raw_conn *c = pc->rc;
 	int rc;
 
-	while ((rc = raw_read(c)) == 1) {
+	while ((rc = read_some(pc)) == 1) {
 		const uint8_t *frame;
 		size_t off = 0, size;
 		int got;
 
-		while ((got = rn_kfb_next(&c->in, &off, MAX_RESPONSE, &frame,
+		while ((got = rn_kfb_next(&pc->in, &off, MAX_RESPONSE, &frame,
 		    &size)) == 1)
 			if (on_response(run, pc, frame, size) != 0)
 				return -1;
@@ -379,7 +408,7 @@ pump_recv(struct produce_run *run, struct produce_conn *pc)
 			tool_errx("a response frame of a bad size");
 			return -1;
 		}
-		rn_kfb_consume(&c->in, off);
+		rn_kfb_consume(&pc->in, off);
 	}
 	if (rc < 0) {
 		tool_errx("reading produce responses: %s", errno == ENOTCONN ?
