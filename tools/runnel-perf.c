@@ -5,9 +5,11 @@
  *   runnel-perf producer --bootstrap-server H:P --topic T --num-records N
  *       [--record-size B] [--acks 0|1|all] [--linger-ms MS] [--batch-size B]
  *       [--compression none|gzip|snappy|lz4|zstd] [--throughput R|-1]
- *       [--sync] [--print-json] [-X key=value]...
+ *       [--sync] [--print-json] [--latency-file F] [-X key=value]...
  *   runnel-perf consumer --bootstrap-server H:P --topic T --num-records N
  *       [--group G] [--timeout-ms MS] [--print-json] [-X key=value]...
+ *   runnel-perf raw-producer | raw-consumer ...   (perf_raw.c: our own
+ *       codec, pre-encoded requests, no client library)
  *
  * Producer latency is from the produce call to the delivery report. Each
  * record's send time lives in one preallocated array, indexed by the
@@ -25,7 +27,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "tools/perf_raw.h"
+#include "tools/perf_stats.h"
 #include "tools/tool_common.h"
 
 #define MB (1024.0 * 1024.0)
@@ -45,6 +48,7 @@ struct opts {
 	const char *bootstrap, *topic, *group;
 	long num_records, record_size, throughput;
 	const char *acks, *linger_ms, *batch_size, *compression;
+	const char *latency_file;
 	bool sync, print_json;
 	long interval_ms, timeout_ms;
 	struct tool_props client;
@@ -69,14 +73,19 @@ usage(FILE *f)
 	    "none|gzip|snappy|lz4|zstd]\n"
 	    "           [--throughput RECORDS_PER_SEC|-1] [--sync] "
 	    "[--print-json]\n"
+	    "           [--latency-file FILE]\n"
 	    "       runnel-perf consumer --bootstrap-server HOST:PORT --topic T "
 	    "--num-records N\n"
 	    "           [--group G] [--timeout-ms MS] [--print-json]\n"
+	    "       runnel-perf raw-producer|raw-consumer ... (--help of "
+	    "each)\n"
 	    "both: -X key=value (any librdkafka property, e.g. "
 	    "api.version.request=false),\n"
 	    "      --command-config FILE, --reporting-interval MS (default "
 	    "1000)\n"
 	    "--sync sends one record at a time and waits for its delivery.\n"
+	    "--latency-file writes the latencies' CDF (\"percentile ms\" "
+	    "lines).\n"
 	    "The consumer reads the topic's partitions from the start without "
 	    "a group,\nor subscribes as --group G.\n");
 }
@@ -112,30 +121,6 @@ window_print(const struct window *w, int64_t now, bool latency)
 		    w->lat_sum_us / (double)w->count / 1000.0,
 		    (double)w->lat_max_us / 1000.0);
 	fputc('\n', stderr);
-}
-
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted v, in ms. */
-static double
-pct_ms(const uint32_t *v, long n, double p)
-{
-	long i;
-
-	if (n == 0)
-		return 0;
-	i = (long)ceil(p / 100.0 * (double)n) - 1;
-	if (i < 0)
-		i = 0;
-	if (i >= n)
-		i = n - 1;
-	return (double)v[i] / 1000.0;
 }
 
 /* ---- producer ---- */
@@ -252,11 +237,11 @@ print_final_producer(const struct opts *o, struct prod *p, long sent,
 	double cu, cs;
 
 	/* failed records hold UINT32_MAX and sort past the n good ones */
-	qsort(lat, (size_t)sent, sizeof(*lat), cmp_u32);
-	p50 = pct_ms(lat, n, 50);
-	p95 = pct_ms(lat, n, 95);
-	p99 = pct_ms(lat, n, 99);
-	p999 = pct_ms(lat, n, 99.9);
+	perf_sort_us(lat, (size_t)sent);
+	p50 = perf_pct_ms(lat, (size_t)n, 50);
+	p95 = perf_pct_ms(lat, (size_t)n, 95);
+	p99 = perf_pct_ms(lat, (size_t)n, 99);
+	p999 = perf_pct_ms(lat, (size_t)n, 99.9);
 	printf("%ld records sent, %.1f records/s (%.2f MB/s), %.3f ms avg "
 	    "latency, %.3f ms max latency, %.3f ms 50th, %.3f ms 95th, "
 	    "%.3f ms 99th, %.3f ms 99.9th.\n", n, rps, mbps, avg, max, p50,
@@ -280,6 +265,8 @@ print_final_producer(const struct opts *o, struct prod *p, long sent,
 		    p->gap_end_ns ? mono_to_unix_ms(p->gap_end_ns) : 0.0,
 		    p->last_ok_ns ? mono_to_unix_ms(p->last_ok_ns) : 0.0);
 	fflush(stdout);
+	if (o->latency_file != NULL)
+		(void)perf_write_cdf(o->latency_file, lat, (size_t)n);
 }
 
 /* The producer's settings: a large in-flight window, then the options. */
@@ -644,9 +631,11 @@ check_opts(struct opts *o)
 			return -1;
 		}
 	} else if (o->acks || o->linger_ms || o->batch_size ||
-	    o->compression || o->sync || o->throughput != -1) {
+	    o->compression || o->sync || o->throughput != -1 ||
+	    o->latency_file) {
 		tool_errx("--acks, --linger-ms, --batch-size, --compression, "
-		    "--throughput and --sync are producer options");
+		    "--throughput, --sync and --latency-file are producer "
+		    "options");
 		return -1;
 	} else if (o->record_size != 100) {
 		tool_errx("--record-size is a producer option");
@@ -655,20 +644,11 @@ check_opts(struct opts *o)
 	return 0;
 }
 
-static int
-num(const char *flag, const char *s, long min, long max, long *out)
-{
-	if (tool_parse_long(s, min, max, out) == 0)
-		return 0;
-	tool_errx("%s: '%s' is not a number in [%ld, %ld]", flag, s, min, max);
-	return -1;
-}
-
 /* Option codes of producer and consumer. */
 enum {
 	O_BOOTSTRAP = 256, O_TOPIC, O_NUM, O_SIZE, O_ACKS, O_LINGER,
 	O_BATCH, O_COMPRESSION, O_THROUGHPUT, O_SYNC, O_JSON, O_GROUP,
-	O_TIMEOUT, O_INTERVAL,
+	O_TIMEOUT, O_INTERVAL, O_LATENCY_FILE,
 };
 
 /* One option of producer or consumer into o; 0, or -1 after saying why. */
@@ -683,25 +663,26 @@ perf_opt(int ch, const char *arg, void *arg_o)
 	case O_BOOTSTRAP: o->bootstrap = arg; break;
 	case O_TOPIC: o->topic = arg; break;
 	case O_NUM:
-		bad = num("--num-records", arg, 1, MAX_RECORDS,
+		bad = tool_opt_long("--num-records", arg, 1, MAX_RECORDS,
 		    &o->num_records);
 		break;
 	case O_SIZE:
-		bad = num("--record-size", arg, 0, 100 * 1024 * 1024,
+		bad = tool_opt_long("--record-size", arg, 0, 100 * 1024 * 1024,
 		    &o->record_size);
 		break;
 	case O_ACKS: o->acks = arg; break;
 	case O_LINGER:
-		bad = num("--linger-ms", arg, 0, 900000, &v);
+		bad = tool_opt_long("--linger-ms", arg, 0, 900000, &v);
 		o->linger_ms = arg;
 		break;
 	case O_BATCH:
-		bad = num("--batch-size", arg, 1, INT32_MAX, &v);
+		bad = tool_opt_long("--batch-size", arg, 1, INT32_MAX, &v);
 		o->batch_size = arg;
 		break;
 	case O_COMPRESSION: o->compression = arg; break;
 	case O_THROUGHPUT:
-		bad = num("--throughput", arg, -1, INT32_MAX, &o->throughput);
+		bad = tool_opt_long("--throughput", arg,
+		    -1, INT32_MAX, &o->throughput);
 		if (!bad && o->throughput == 0) {
 			tool_errx("--throughput 0 would send nothing; -1 "
 			    "means no limit");
@@ -712,12 +693,14 @@ perf_opt(int ch, const char *arg, void *arg_o)
 	case O_JSON: o->print_json = true; break;
 	case O_GROUP: o->group = arg; break;
 	case O_TIMEOUT:
-		bad = num("--timeout-ms", arg, 1, 3600000, &o->timeout_ms);
+		bad = tool_opt_long("--timeout-ms", arg,
+		    1, 3600000, &o->timeout_ms);
 		break;
 	case O_INTERVAL:
-		bad = num("--reporting-interval", arg, 10, 3600000,
+		bad = tool_opt_long("--reporting-interval", arg, 10, 3600000,
 		    &o->interval_ms);
 		break;
+	case O_LATENCY_FILE: o->latency_file = arg; break;
 	}
 	return bad;
 }
@@ -737,6 +720,7 @@ static const struct option lopts[] = {
 	{ "group", required_argument, NULL, O_GROUP },
 	{ "timeout-ms", required_argument, NULL, O_TIMEOUT },
 	{ "reporting-interval", required_argument, NULL, O_INTERVAL },
+	{ "latency-file", required_argument, NULL, O_LATENCY_FILE },
 	TOOL_LOPT_CLIENT,
 	{ NULL, 0, NULL, 0 },
 };
@@ -778,6 +762,9 @@ main(int argc, char **argv)
 	int rc;
 
 	tool_init(argv[0]);
+	if (argc >= 2 && (strcmp(argv[1], "raw-producer") == 0 ||
+	    strcmp(argv[1], "raw-consumer") == 0))
+		return perf_raw_main(argc, argv);
 	memset(&o, 0, sizeof(o));
 	o.record_size = 100;
 	o.throughput = -1;

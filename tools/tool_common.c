@@ -399,6 +399,16 @@ tool_parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+int
+tool_opt_long(const char *flag, const char *s, long min, long max,
+    long *out)
+{
+	if (tool_parse_long(s, min, max, out) == 0)
+		return 0;
+	tool_errx("%s: '%s' is not a number in [%ld, %ld]", flag, s, min, max);
+	return -1;
+}
+
 /* -X, --command-config, --timeout-ms: 1 when ch is one (*bad set), 0 if
  * not. */
 static int

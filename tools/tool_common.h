@@ -72,6 +72,9 @@ rd_kafka_AdminOptions_t *tool_admin_options(rd_kafka_t *rk,
 
 /* Strict integer parse within [min, max]; 0 or -1. */
 int tool_parse_long(const char *s, long min, long max, long *out);
+/* The same for the value of option flag; -1 after saying why. */
+int tool_opt_long(const char *flag, const char *s, long min,
+    long max, long *out);
 
 /*
  * Options every Kafka tool reads the same way, with codes above the

@@ -17,6 +17,16 @@
 # cache only, one fdatasync at the end, O_DSYNC per 1 MiB write) and a
 # loopback TCP stream between two processes.
 #
+# Raw load generator: runnel-perf raw-producer and raw-consumer (our codec,
+# pre-encoded requests, no client library) measure runnel's own ceiling on
+# one partition with 1 KiB records, beside what the same path costs
+# without a broker (loopback TCP into a file that is kept, "ingest") and
+# loopback TCP, all measured in this run.
+#
+# Report: BENCH_REPORT_DIR (<build dir>/bench-report) gets the tables, every
+# run's JSON line, throughput over time and latency CDFs, and their plots
+# when gnuplot is installed (tests/bench/bench-report.sh).
+#
 # CPU: every broker's process tree (runneld's supervisor and workers) is
 # read from /proc/<pid>/stat before and after each run; runnel-perf reports
 # its own. Their ratio to the run's wall time says which side was busy.
@@ -37,6 +47,8 @@
 #   BENCH_KAFKA09=0      skip Kafka 0.9 even when npm is there
 #   BENCH_CLUSTER=1      the three-node cluster bench instead
 #   BENCH_FAILOVER_WAIT  seconds to keep writing after the kill (30)
+#   BENCH_RAW_RECORDS    records per raw produce run (BENCH_RAW_MB x 1024)
+#   BENCH_REPORT_DIR     the report directory (<build dir>/bench-report)
 #   BENCH_KEEP=1         keep the work dir (logs of every run)
 set -u
 
@@ -59,6 +71,8 @@ zk_port=$((base + 201))
 cl_base=$((base + 300))
 LAT_SECS=${BENCH_LAT_SECS:-10}
 RAW_MB=${BENCH_RAW_MB:-1024}
+NRAW=${BENCH_RAW_RECORDS:-$((RAW_MB * 1024))}
+report=${BENCH_REPORT_DIR:-$builddir/bench-report}
 ncpu=$(nproc 2>/dev/null || echo 1)
 mock_pid='' rn_pid='' k9_pid=''
 
@@ -69,6 +83,9 @@ for f in "$perf" "$topics" "$builddir/runneld"; do
 done
 
 work=$(mktemp -d /tmp/runnel-bench.XXXXXX)
+# this run's report replaces the last one's
+rm -rf "$report/json" "$report/data" "$report/table.txt" "$report/gnuplot.log"
+rm -f "$report"/*.png
 pids=""
 # stop_pid PID: SIGTERM, up to 15 s to go, then SIGKILL
 stop_pid() {
@@ -90,6 +107,7 @@ cleanup() {
 	for p in $rev; do
 		stop_pid "$p"
 	done
+	sh "$top/tests/bench/bench-report.sh" "$work" "$report"
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		echo "bench: logs kept in $work" >&2
 	else
@@ -232,9 +250,11 @@ measure_raw() {
 	dd_rate oflag=dsync >"$work/raw.disk_dsync"
 	echo "$fs" >"$work/raw.fs"
 	echo "$RAW_MB" >"$work/raw.mb"
-	# a sender and a receiver process over 127.0.0.1, 1 MiB writes
+	# a sender and a receiver process over 127.0.0.1, 1 MiB writes; with
+	# a file, the receiver writes what it reads there
 	cat >"$work/tcprate.c" <<'EOF'
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +270,7 @@ int
 main(int argc, char **argv)
 {
 	long mib = argc > 1 ? atol(argv[1]) : 4096;
+	int fd = argc > 2 ? open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
 	struct sockaddr_in a;
 	socklen_t al = sizeof(a);
 	struct timespec t0, t1;
@@ -263,7 +284,8 @@ main(int argc, char **argv)
 	a.sin_family = AF_INET;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ls = socket(AF_INET, SOCK_STREAM, 0);
-	if (buf == NULL || ls < 0 || bind(ls, (void *)&a, sizeof(a)) < 0 ||
+	if (buf == NULL || ls < 0 || (argc > 2 && fd < 0) ||
+	    bind(ls, (void *)&a, sizeof(a)) < 0 ||
 	    listen(ls, 1) < 0 || getsockname(ls, (void *)&a, &al) < 0)
 		return 1;
 	if ((pid = fork()) == 0) {
@@ -281,8 +303,11 @@ main(int argc, char **argv)
 	if ((c = accept(ls, NULL, NULL)) < 0)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while ((n = read(c, buf, CHUNK)) > 0)
+	while ((n = read(c, buf, CHUNK)) > 0) {
+		if (fd >= 0 && write(fd, buf, (size_t)n) != n)
+			return 1;
 		got += n;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	waitpid(pid, NULL, 0);
 	printf("%.1f\n", (double)got / CHUNK / ((double)(t1.tv_sec - t0.tv_sec) +
@@ -292,6 +317,16 @@ main(int argc, char **argv)
 EOF
 	if gcc -O2 -o "$work/tcprate" "$work/tcprate.c" 2>>"$work/raw.log"; then
 		"$work/tcprate" 4096 >"$work/raw.loopback" 2>>"$work/raw.log"
+		# what a broker's produce path costs without the broker:
+		# receive over loopback and write into a log that stays. A
+		# growing file takes memory the kernel may not have touched for
+		# a while (on this VM, free page reporting hands it back to the
+		# host): the first write there is slower than dd_rate's rewrite
+		# of memory just freed. 3 s idle first, as before the raw runs.
+		sleep 3
+		"$work/tcprate" "$RAW_MB" "$work/raw-ingest.bin" \
+		    >"$work/raw.ingest" 2>>"$work/raw.log"
+		rm -f "$work/raw-ingest.bin"
 	fi
 }
 
@@ -308,18 +343,34 @@ run() {
 	kafka09) bs=127.0.0.1:$k9_port extra=$k9_props root=$k9_pid ;;
 	cluster) bs=$cl_bs extra='' root=$cl_pids ;;
 	esac
+	# rates over time (100 ms or 500 ms windows) and latency CDFs for
+	# the report's plots
+	case $1 in
+	raw-producer) ival="--interval-ms 100 --latency-file $work/$name.$peer.cdf" ;;
+	raw-consumer) ival="--interval-ms 100" ;;
+	producer) ival="--reporting-interval 500 --latency-file $work/$name.$peer.cdf" ;;
+	*) ival="--reporting-interval 500" ;;
+	esac
 	# shellcheck disable=SC2086 # lists of pids and flags
 	c0=$(cpu_of $root)
 	# shellcheck disable=SC2086
-	"$perf" "$@" --bootstrap-server "$bs" --print-json $extra \
-	    --reporting-interval 3600000 </dev/null >"$work/$name.$peer.out" \
-	    2>"$work/$name.$peer.err"
+	"$perf" "$@" --bootstrap-server "$bs" --print-json $extra $ival \
+	    </dev/null >"$work/$name.$peer.out" 2>"$work/$name.$peer.err"
 	# shellcheck disable=SC2086
 	c1=$(cpu_of $root)
 	echo "$c0 $c1" >"$work/$name.$peer.cpu"
 	grep '^{' "$work/$name.$peer.out" | tail -1 >"$work/$name.$peer"
 	[ -s "$work/$name.$peer" ] ||
 	    note "$name on $peer failed: $(tail -1 "$work/$name.$peer.err")"
+}
+
+# run_cases PEER CASES: run every "name|label|kind|args" line on PEER
+run_cases() {
+	echo "$2" | while IFS="|" read -r name _label _kind args; do
+		[ -n "$name" ] || continue
+		# shellcheck disable=SC2086
+		run "$1" "$name" $args
+	done
 }
 
 # rps NAME PEER: records/s of a finished run (empty if none)
@@ -329,6 +380,11 @@ rps() {
 
 # table TITLE PEERS CASES: print the table of the runs (python below)
 table() {
+	mkdir -p "$report"
+	table_py "$@" | tee -a "$report/table.txt"
+}
+
+table_py() {
 	/usr/bin/python3 - "$work" "$2" "$3" "$ncpu" "$1" <<'EOF'
 import json, os, sys
 work, peers, cases, ncpu, title = sys.argv[1], sys.argv[2].split(), sys.argv[3], int(sys.argv[4]), sys.argv[5]
@@ -361,6 +417,7 @@ def fmt(v, spec):
 
 disk_cache, disk_sync = raw("disk_cache"), raw("disk_fdatasync")
 disk_dsync, loop = raw("disk_dsync"), raw("loopback")
+ingest = raw("ingest")
 try:
     fs = open(os.path.join(work, "raw.fs")).read().strip()
 except OSError:
@@ -383,9 +440,11 @@ def bound(kind, peer, r, cli, brk, name):
     if kind == "lat":
         return "fixed rate (%s); latency = batching + broker time" % cpu
     mbps = r.get("mb_per_sec") or 0
-    on_disk = peer != "mock" and kind == "tput"
+    on_disk = peer != "mock" and kind in ("tput", "rawp")
     if on_disk and disk_cache and mbps >= 0.8 * disk_cache:
         return "disk writes: %.0f%% of the raw page-cache rate" % (100 * mbps / disk_cache)
+    if on_disk and ingest and mbps >= 0.7 * ingest:
+        return "ingest: %.0f%% of loopback TCP into a kept file" % (100 * mbps / ingest)
     if loop and mbps >= 0.7 * loop:
         return "loopback TCP: %.0f%% of its rate" % (100 * mbps / loop)
     if brk is not None and cli + brk >= 0.85 * ncpu:
@@ -410,7 +469,9 @@ if disk_cache is not None or loop is not None:
             ("raw: write %s, page cache only" % size, disk_cache, "kernel copy into the page cache"),
             ("raw: write %s, fdatasync at the end" % size, disk_sync, "the device's sustained write rate"),
             ("raw: write %s, O_DSYNC per 1 MiB" % size, disk_dsync, "device flush per write"),
-            ("raw: loopback TCP, 1 MiB writes", loop, "kernel TCP copy, one core each side")):
+            ("raw: loopback TCP, 1 MiB writes", loop, "kernel TCP copy, one core each side"),
+            ("raw: ingest: loopback TCP into a kept file, %s" % size, ingest,
+             "receive and write, no broker")):
         print(cols % (label, "raw", "-", fmt(v, ".0f"), "-", "-", "-", "-", "-", "", "", b))
 for line in cases.strip().splitlines():
     name, label, kind, _ = line.split("|", 3)
@@ -427,8 +488,12 @@ for line in cases.strip().splitlines():
             cli = (r.get("cpu_user_s", 0) + r.get("cpu_sys_s", 0)) / el
             if bc is not None:
                 brk = bc / el
-                gb = r["records"] * (r.get("record_size") or 100) / float(1 << 30) \
-                    if r.get("mode") == "producer" else r.get("mb", 0) / 1024.0
+                if r.get("mode") in ("producer", "raw-producer"):
+                    gb = r["records"] * (r.get("record_size") or 100) / float(1 << 30)
+                elif "bytes" in r:
+                    gb = r["bytes"] / float(1 << 30)
+                else:
+                    gb = r.get("mb", 0) / 1024.0
                 spg = bc / gb if gb > 0 and kind != "sync" else None
         vs_mock = vs_raw = ""
         if peer in ("runnel", "cluster") and r:
@@ -439,13 +504,16 @@ for line in cases.strip().splitlines():
             if kind == "tput" and disk_cache and loop:
                 lim, what = min((disk_cache, "disk"), (loop, "loopback"))
                 vs_raw = "%.2f of %s" % (r["mb_per_sec"] / lim, what)
-            elif kind == "cons" and loop:
+            elif kind in ("cons", "rawf") and loop:
                 vs_raw = "%.2f of loopback" % (r["mb_per_sec"] / loop)
+            elif kind == "rawp" and ingest and disk_cache:
+                vs_raw = "%.2f ingest, %.2f cache" % (r["mb_per_sec"] / ingest,
+                                                      r["mb_per_sec"] / disk_cache)
         print(cols % (label, peer,
                       fmt(r and r.get("records_per_sec"), ".0f"),
                       fmt(r and r.get("mb_per_sec"), ".1f"),
-                      fmt(r and r.get("p50_ms"), ".2f") if kind != "cons" else "-",
-                      fmt(r and r.get("p99_ms"), ".2f") if kind != "cons" else "-",
+                      fmt(r and r.get("p50_ms"), ".2f") if kind not in ("cons", "rawf") else "-",
+                      fmt(r and r.get("p99_ms"), ".2f") if kind not in ("cons", "rawf") else "-",
                       fmt(cli, ".2f"), fmt(brk, ".2f"), fmt(spg, ".1f"),
                       vs_mock, vs_raw, bound(kind, peer, r, cli, brk, name)))
 print("records/s, MB/s: producer from the first send to the last delivery report, "
@@ -501,7 +569,7 @@ start_peers() {
 			sleep 1
 		done
 		ok=1
-		for t in b100 b1k bsync; do
+		for t in b100 b1k bsync braw1 brawall; do
 			"$topics" --bootstrap-server "127.0.0.1:$rn_port" --create \
 			    --topic "$t" --partitions 1 --replication-factor 1 \
 			    --if-not-exists --timeout-ms 5000 >>"$work/topics.log" 2>&1 ||
@@ -632,11 +700,7 @@ cs1|RF=3 sync sends, acks=1|sync|producer --sync --topic bcsync --record-size 10
 csall|RF=3 sync sends, acks=all|sync|producer --sync --topic bcsync --record-size 100 --num-records $NS --acks all
 ccons|RF=3 consume $N x 100 B|cons|consumer --topic bc --num-records $N
 "
-	echo "$cases" | while IFS="|" read -r name _label kind args; do
-		[ -n "$name" ] || continue
-		# shellcheck disable=SC2086
-		run cluster "$name" $args
-	done
+	run_cases cluster "$cases"
 	table "runnel, three nodes on this machine (RF=3, min.insync.replicas=2)" \
 	    cluster "$cases"
 
@@ -685,6 +749,25 @@ else:
     print("  writes went on after the kill with no gap longer than %.0f ms "
           "(the largest gap was before the kill)" % r["max_gap_ms"])
 EOF
+}
+
+# ---- runnel's own ceiling: the raw load generator ----
+
+# raw produce and fetch, one partition, 1 KiB records, beside the ingest
+# rate (loopback TCP into a kept file) and loopback TCP of this run
+raw_bench() {
+	[ "$have_rn" = 1 ] || return 0
+	raw_cases="
+rawp1|raw produce 1 KiB, acks=1|rawp|raw-producer --topic braw1 --record-size 1024 --num-records $NRAW --acks 1 --connections 1 --inflight 5
+rawpall|raw produce 1 KiB, acks=all|rawp|raw-producer --topic brawall --record-size 1024 --num-records $NRAW --acks all --connections 1 --inflight 5
+rawf|raw fetch of rawp1's records|rawf|raw-consumer --topic braw1
+"
+	# nothing dirty and 3 s idle, as before the ingest figure
+	sync
+	sleep 3
+	run_cases runnel "$raw_cases"
+	table "runnel's ceiling: raw load generator (pre-encoded requests, no client library), one partition" \
+	    runnel "$raw_cases"
 }
 
 # ---- single node beside the peers ----
@@ -763,6 +846,7 @@ for name in lat1 latall; do
 	cases=$(echo "$cases" | sed "s/^$name|\([^|]*\) of peak|/$name|\1 of peak ($r\/s)|/")
 done
 table "single node: runnel vs peers, same client, same machine" "$peer_list" "$cases"
+raw_bench
 # the log cleaner's rate, on its own node
 RUNNEL_BUILDDIR=$builddir PYTHONPATH=$top/tests/lib /usr/bin/python3 \
     "$top/tests/bench/cleaner-bench.py" 2>/dev/null ||
