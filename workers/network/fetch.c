@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -68,6 +69,7 @@ struct fetch_state {
 	bool error;
 	struct rn_part **touched;  /* partitions to watch if parked */
 	int n_touched;
+	struct rn_arena *arena;    /* the connection's: copied small reads */
 };
 
 static void
@@ -81,6 +83,34 @@ fetch_release(struct fetch_state *fs)
 }
 
 /* One partition's records from fetch_offset, within the byte budget. */
+/*
+ * A small read is copied into the response and its segment let go at
+ * once: a fetch of thousands of partitions with a few records each then
+ * holds no descriptor per partition until it is sent (those ran a node
+ * out of descriptors), and one write beats a sendfile per partition. The
+ * slice stays in the list, empty-handed, so the bytes are still counted.
+ * Bulk reads stay zero-copy.
+ */
+#define FETCH_COPY_MAX 16384
+
+static void
+fetch_copy_small(struct fetch_state *fs, struct rn_part *p,
+    struct rn_log_slice *sl, struct rn_FetchResponse_PartitionData *pd)
+{
+	int64_t len;
+	void *buf;
+
+	if (sl->len > FETCH_COPY_MAX ||
+	    (buf = rn_arena_alloc(fs->arena, (size_t)sl->len)) == NULL ||
+	    pread(sl->fd, buf, (size_t)sl->len, (off_t)sl->file_pos) !=
+	    (ssize_t)sl->len)
+		return;	/* sent from the file as usual */
+	pd->records = (struct rn_records){ buf, (int32_t)sl->len, -1, 0 };
+	len = sl->len;
+	rn_log_slice_release(p->log, sl);
+	sl->len = len;	/* still counted as bytes out */
+}
+
 static void
 fetch_read(struct fetch_state *fs, struct rn_part *p,
     const struct rn_FetchRequest_FetchPartition *fp,
@@ -118,6 +148,7 @@ fetch_read(struct fetch_state *fs, struct rn_part *p,
 	}
 	pd->records = (struct rn_records){ NULL, (int32_t)sl.len, sl.fd,
 	    sl.file_pos };
+	fetch_copy_small(fs, p, &sl, pd);
 	fs->slices[fs->n_slices] = sl;
 	fs->slice_parts[fs->n_slices++] = p;
 	fs->bytes += sl.len;
@@ -202,7 +233,7 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 		fetch_throttled(n, fs, p, fp, pd, budget);
 	else
 		fetch_read(fs, p, fp, pd, limit, budget);
-}
+	}
 
 /*
  * Build the answer from the logs as they are now. A follower's fetch
@@ -222,6 +253,7 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs, bool first)
 	/* each wake-up of a parked fetch rebuilds in the same memory */
 	rn_arena_rewind(&c->arena, &c->req_mark);
 	memset(fs, 0, sizeof(*fs));
+	fs->arena = &c->arena;
 	rn_FetchResponse_init(&fs->r);
 	fs->slices = calloc((size_t)(total ? total : 1), sizeof(*fs->slices));
 	fs->slice_parts = calloc((size_t)(total ? total : 1),
@@ -270,6 +302,9 @@ fetch_respond(struct net *n, struct conn *c, struct fetch_state *fs)
 	}
 	/* sessionless: session id 0 tells the client no session exists */
 	fs->r.session_id = 0;
+	/* copied reads live in the connection's arena, which the next
+	 * request reuses: into the output with the rest */
+	o->w.inline_max = FETCH_COPY_MAX;
 	rn_FetchResponse_encode(&o->w, c->hdr.api_version, &fs->r);
 	if (((const struct rn_FetchRequest *)c->req)->replica_id < 0)
 		for (int i = 0; i < fs->n_slices; i++)

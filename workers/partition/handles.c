@@ -117,15 +117,19 @@ rn_part_table_trim(struct rn_part_table *t)
 }
 
 /*
- * Before a log opens: a request that touches thousands of partitions
+ * Before p's log opens: a request that touches thousands of partitions
  * makes room among the handles no caller can hold, those last got before
- * the caller's turn began (before its last rn_part_table_trim).
+ * the caller's turn began (before its last rn_part_table_trim), and when
+ * those are gone, the one got just before p, which its caller is done
+ * with (the promise rn_part_table_trim states).
  */
 void
-rn_part_handle_make_room(struct rn_part_table *t)
+rn_part_handle_make_room(struct rn_part_table *t, struct rn_part *p)
 {
-	if (t->turn_clock == 0 || t->turn_full || t->n_open < t->max_open)
+	if (t->turn_clock == 0 || t->n_open < t->max_open)
 		return;
-	if (trim_older(t, t->turn_clock) == 0)
-		t->turn_full = true;	/* nothing to close until the turn ends */
+	if (!t->turn_full && trim_older(t, t->turn_clock) == 0)
+		t->turn_full = true;	/* nothing older until the turn ends */
+	if (t->turn_full && t->last != NULL && t->last != p)
+		rn_part_handle_close(t, t->last);
 }

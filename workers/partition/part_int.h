@@ -107,7 +107,7 @@ int rn_part_move_repair(const struct rn_config *cfg, struct rn_part_rt *rt,
  * handle that keeps the table's count */
 uint32_t rn_part_handle_budget(void);
 void rn_part_handle_close(struct rn_part_table *t, struct rn_part *p);
-void rn_part_handle_make_room(struct rn_part_table *t);
+void rn_part_handle_make_room(struct rn_part_table *t, struct rn_part *p);
 
 /* checkpoints.c: what a log's open recovery starts from (lock held);
  * fresh: the slot's first open of this start. */

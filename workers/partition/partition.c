@@ -30,6 +30,7 @@ rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
 	t->max_open = rn_part_handle_budget();
 	t->clock = t->turn_clock = 0;
 	t->turn_full = false;
+	t->last = NULL;
 	t->worker = NULL;
 	/* calloc'd pages stay unbacked until a slot below them is used */
 	t->parts = calloc(t->n, sizeof(*t->parts));
@@ -654,7 +655,7 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 		int rc;
 
 		if (p->log == NULL)
-			rn_part_handle_make_room(t);
+			rn_part_handle_make_room(t, p);
 		rc = part_open(t, v, topic, mp, p, rt);
 
 		if (rc != 0) {
@@ -666,6 +667,7 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 	if (mp->leader == t->cfg->node_id)
 		part_epoch(p, mp);
 	p->last_use = ++t->clock;
+	t->last = p;
 	return p;
 }
 

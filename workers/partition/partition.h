@@ -63,7 +63,8 @@ struct rn_part_table {
 	uint32_t n_open, max_open;
 	uint64_t clock;                /* ticks once per rn_part_get */
 	uint64_t turn_clock;           /* the clock at the last trim; 0: none */
-	bool turn_full;                /* nothing closable until the next */
+	bool turn_full;                /* nothing older closable until the next */
+	struct rn_part *last;          /* what rn_part_get returned last */
 	/*
 	 * Heartbeats for this worker after each log it opens: a request
 	 * or pass that opens thousands of logs (fsyncs) makes progress,
@@ -87,10 +88,14 @@ void rn_part_table_close(struct rn_part_table *t);
  * RLIMIT_NOFILE and vm.max_map_count) this closes the least recently got
  * ones, down to three quarters of it. Call it only where the caller holds
  * no struct rn_part * across (where rn_part_table_sync is safe): it marks
- * the start of a turn, and until the next call an rn_part_get that would
- * go past max_open may close only handles last got before that mark. A
- * closed one reopens on its next rn_part_get without recovery. A role
- * that never calls it keeps every handle open. Returns how many it closed.
+ * the start of a turn. Until the next call, an rn_part_get that would go
+ * past max_open closes handles last got before that mark, or when none is
+ * left the one got just before it: a role that calls this promises to use
+ * a handle's log only until its next rn_part_get of another partition, as
+ * the network workers' per-partition loops do (a read's slices keep their
+ * segments open on their own). A closed one reopens on its next
+ * rn_part_get without recovery. A role that never calls it keeps every
+ * handle open. Returns how many it closed.
  */
 uint32_t rn_part_table_trim(struct rn_part_table *t);
 
