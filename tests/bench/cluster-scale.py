@@ -63,9 +63,12 @@ def run(tmp):
     n_parts = TOPICS * parts
     props = {"replica.lag.time.max.ms": str(LAG_MS),
              "broker.session.timeout.ms": "3000",
-             "broker.heartbeat.interval.ms": "300",
-             "shm.max.partitions": str(max(4096, n_parts + 1024))}
+             "broker.heartbeat.interval.ms": "300"}
     c = rntest.Cluster(tmp, 3, props=props)
+    for n in c.nodes:
+        # the open-files limit contrib/runnel.service gives (LimitNOFILE):
+        # each replica a fetcher follows holds its log's descriptors
+        n.exec_prefix = ["prlimit", "--nofile=1048576:1048576", "--"]
     c.start()
     try:
         if not c.wait_running(60):

@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""One node holding BENCH_PART_TOPICS (1,000) topics of 100 partitions at
+RF=1, against a node holding only the measured topic, in the same run.
+Prints figures; never fails (exit 0). Not run by make check.
+
+Figures:
+  create    seconds for CreateTopics of every topic (100 per request)
+  metadata  seconds for kcat -L over the whole cluster, and its lines
+  memory    RSS of the process tree (supervisor and workers) before the
+            topics, after them, and after 1,000 partitions took records:
+            KiB per partition
+  latency   a 10-partition topic "hot" produced to at BENCH_PART_RATE
+            (2,000) records/s of 100 B, acks=1, linger 5 ms, for
+            BENCH_PART_SECS (10) s while 1,000 other partitions take
+            records (on the big node), p50/p99 of produce (runnel-perf:
+            call to delivery report) and of fetch (a confluent-kafka
+            consumer: the record's create time to its arrival)
+
+    RUNNEL_BUILDDIR=./build tests/bench/partitions-bench.py
+    (or: make bench-partitions)
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "lib"))
+os.environ.setdefault("RUNNEL_BUILDDIR", os.path.abspath("build"))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+import rntest  # noqa: E402
+
+TOPICS = int(os.environ.get("BENCH_PART_TOPICS", "1000"))
+RATE = int(os.environ.get("BENCH_PART_RATE", "2000"))
+SECS = int(os.environ.get("BENCH_PART_SECS", "10"))
+PERF = os.path.join(rntest.BUILDDIR, "runnel-perf")
+
+
+def say(msg):
+    print(msg, flush=True)
+
+
+def pct(v, q):
+    if not v:
+        return float("nan")
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def create(node, names, parts):
+    a = AdminClient({"bootstrap.servers": node.bootstrap})
+    for i in range(0, len(names), 100):
+        fs = a.create_topics([NewTopic(n, parts, 1) for n in names[i:i + 100]],
+                             request_timeout=300)
+        for f in fs.values():
+            f.result(timeout=300)
+
+
+def background(node, stop):
+    """A record now and then to each of 1,000 partitions of the big set."""
+    p = Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 50})
+    while not stop.is_set():
+        for t in range(10):
+            for part in range(100):
+                p.produce("t%05d" % t, b"b" * 100, partition=part)
+            p.poll(0)
+        time.sleep(0.1)
+    p.flush(30)
+
+
+def fetch_latency(node, stop, out):
+    c = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "lat",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition("hot", i, -1) for i in range(10)])
+    while not stop.is_set():
+        for m in c.consume(1000, 0.2):
+            if m.error() is None:
+                out.append(time.time() * 1000 - m.timestamp()[1])
+    c.close()
+
+
+def measure(node, label, active):
+    stop = threading.Event()
+    fetched = []
+    threads = [threading.Thread(target=fetch_latency,
+                                args=(node, stop, fetched))]
+    if active:
+        threads.append(threading.Thread(target=background, args=(node, stop)))
+    for th in threads:
+        th.start()
+    time.sleep(2)
+    r = subprocess.run([PERF, "producer", "--bootstrap-server", node.bootstrap,
+                        "--topic", "hot", "--num-records", str(RATE * SECS),
+                        "--record-size", "100", "--acks", "1",
+                        "--linger-ms", "5", "--throughput", str(RATE),
+                        "--print-json"], capture_output=True, text=True,
+                       timeout=SECS * 10 + 60)
+    time.sleep(1)
+    stop.set()
+    for th in threads:
+        th.join()
+    js = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    j = js[-1] if js else {}
+    say("  %-28s produce p50 %6.2f p99 %6.2f ms | fetch p50 %6.2f p99 %6.2f ms "
+        "(%d fetched)" % (label, j.get("p50_ms", float("nan")),
+                          j.get("p99_ms", float("nan")), pct(fetched, 0.5),
+                          pct(fetched, 0.99), len(fetched)))
+    return j.get("p99_ms"), pct(fetched, 0.99)
+
+
+def run(tmp):
+    names = ["t%05d" % i for i in range(TOPICS)]
+    total = TOPICS * 100
+    say("partitions-bench: one node, %d topics x 100 = %d partitions, RF=1"
+        % (TOPICS, total))
+    small = rntest.Node(tmp, node_id=1, name="small")
+    small.start()
+    small.wait_running()
+    create(small, ["hot"], 10)
+    base = measure(small, "10 partitions:", False)
+    small.stop()
+
+    big = rntest.Node(tmp, node_id=1, name="big")
+    big.start()
+    big.wait_running()
+    time.sleep(1)
+    rss0 = big.rss_kib()
+    t0 = time.time()
+    create(big, names, 100)
+    created = time.time() - t0
+    time.sleep(2)
+    rss1 = big.rss_kib()
+    say("  create     %.2f s for %d partitions (%.0f/s)" % (created, total,
+                                                          total / created))
+    t0 = time.time()
+    r = subprocess.run(["kcat", "-b", big.bootstrap, "-L", "-m", "120"],
+                       capture_output=True, text=True, timeout=300)
+    say("  metadata   kcat -L %.2f s, exit %d, %d partition lines"
+        % (time.time() - t0, r.returncode,
+           sum(1 for l in r.stdout.splitlines() if "partition " in l)))
+    create(big, ["hot"], 10)
+    scaled = measure(big, "%d partitions, 1,000 busy:" % (total + 10), True)
+    rss2 = big.rss_kib()
+    say("  memory     RSS %.0f MiB before, %.0f MiB with the topics, %.0f MiB "
+        "with 1,000 partitions written: %.2f KiB per partition"
+        % (rss0 / 1024, rss1 / 1024, rss2 / 1024, (rss2 - rss0) / total))
+    if base[0] and scaled[0]:
+        say("  p99 change produce %+.2f ms, fetch %+.2f ms (target: within 2 ms)"
+            % (scaled[0] - base[0], scaled[1] - base[1]))
+    say("  crashes    %s" % (big.crashes() or "none"))
+    big.stop()
+
+
+with rntest.TempDir() as tmp:
+    try:
+        run(tmp)
+    except Exception as e:  # a benchmark reports, it does not fail
+        say("partitions-bench: stopped early: %r" % (e,))
+sys.exit(0)
