@@ -236,13 +236,30 @@ send_request(struct fetcher *f, struct leader *l, int16_t key, int16_t ver,
 	return 0;
 }
 
+/*
+ * The replica's log, opened again if the bound on open logs closed it
+ * (rn_part_table_trim): its handle is used until the next one is opened.
+ */
+static struct rn_part *
+fp_open(struct fetcher *f, struct fpart *fp)
+{
+	int16_t kerr;
+
+	if (fp->p != NULL && fp->p->log != NULL)
+		return fp->p;
+	return fp->p = rn_part_get(&f->parts, &f->view, fp->t, fp->mp, &kerr);
+}
+
 static void
 apply_partition(struct fetcher *f, struct fpart *fp,
     const struct rn_FetchResponse_PartitionData *pd)
 {
-	struct rn_part *p = fp->p;
+	struct rn_part *p = fp_open(f, fp);
 	int16_t kerr;
 	int rc;
+
+	if (p == NULL)
+		return;	/* its dir went offline, or the slot moved on */
 
 	switch (pd->error_code) {
 	case RN_KERR_NONE:
@@ -364,12 +381,14 @@ handle_fetch_response(struct fetcher *f, struct leader *l,
 
 /* Cut a divergent tail where our history and the leader's part. */
 static void
-epoch_apply(struct fpart *fp,
+epoch_apply(struct fetcher *f, struct fpart *fp,
     const struct rn_OffsetForLeaderEpochResponse_EpochEndOffset *e)
 {
 	int32_t our_epoch;
 	int64_t our_end, cut, from;
 
+	if (fp_open(f, fp) == NULL)
+		return;
 	rn_log_end_offset_for_epoch(fp->p->log, e->leader_epoch, &our_epoch,
 	    &our_end);
 	cut = e->end_offset;
@@ -405,7 +424,7 @@ handle_epoch_response(struct fetcher *f, struct leader *l,
 			    resp.topics[i].topic, e->partition);
 
 			if (fp != NULL && e->error_code == RN_KERR_NONE)
-				epoch_apply(fp, e);
+				epoch_apply(f, fp, e);
 		}
 }
 
@@ -546,8 +565,8 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 		rn_FetchRequest_FetchPartition_init(&pp[k]);
 		pp[k].partition = fp->mp->p;
 		pp[k].current_leader_epoch = fp->mp->leader_epoch;
-		pp[k].fetch_offset = rn_log_end_offset(fp->p->log);
-		pp[k].log_start_offset = rn_log_start_offset(fp->p->log);
+		pp[k].fetch_offset = rn_part_log_end(fp->p);
+		pp[k].log_start_offset = rn_part_log_start(fp->p);
 		pp[k].partition_max_bytes = fp->throttled ? share :
 		    PARTITION_MAX_BYTES;
 		t->partitions_count++;
@@ -659,8 +678,11 @@ collect(struct fetcher *f, struct fpart **out, int max)
 			fp->t = t;
 			fp->mp = mp;
 			/* one that cannot be opened (yet) is not this round's: an
-			 * answer in flight for it is dropped, not applied */
-			if ((fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
+			 * answer in flight for it is dropped, not applied; one
+			 * opened before is looked up without opening its log */
+			fp->p = rn_part_peek(&f->parts, t, mp);
+			if ((fp->p == NULL || fp->p->log != NULL) &&
+			    (fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
 				continue;
 			fp->round = f->round;
 			fp->throttled = rn_replquota_applies(&f->quota, t, mp,
@@ -819,6 +841,8 @@ rn_fetcher_main(struct rn_worker *w)
 			log_errx("bad message from the controller: restarting");
 			return RN_WORKER_EXIT_RESTART;
 		}
+		/* no handle's log is in use between turns (fp_open) */
+		(void)rn_part_table_trim(&f.parts);
 		/*
 		 * Which replicas, from whom: looked up again when the image
 		 * changes (and once a second), not for every response; with

@@ -623,6 +623,37 @@ rn_part_io(struct rn_part *p, int rc, const char *what)
 }
 
 struct rn_part *
+rn_part_peek(struct rn_part_table *t, const struct rn_mdv_topic *topic,
+    const struct rn_mdv_partition *mp)
+{
+	struct rn_part *p;
+
+	if (mp->slot < 0 || (uint32_t)mp->slot >= t->n)
+		return NULL;
+	p = &t->parts[mp->slot];
+	if (p->rt == NULL || p->incarnation == 0 || p->slot != mp->slot ||
+	    p->partition != mp->p ||
+	    memcmp(p->topic_id, topic->id, sizeof(p->topic_id)) != 0 ||
+	    p->incarnation != atomic_load(&p->rt->incarnation) ||
+	    atomic_load(&p->rt->log.magic) != RN_LOG_SHARED_MAGIC ||
+	    part_dir_offline(t, topic, mp))
+		return NULL;
+	return p;
+}
+
+int64_t
+rn_part_log_end(const struct rn_part *p)
+{
+	return atomic_load(&p->rt->log.log_end_offset);
+}
+
+int64_t
+rn_part_log_start(const struct rn_part *p)
+{
+	return atomic_load(&p->rt->log.log_start_offset);
+}
+
+struct rn_part *
 rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
     int16_t *kerr)

@@ -100,6 +100,19 @@ void rn_part_table_close(struct rn_part_table *t);
 uint32_t rn_part_table_trim(struct rn_part_table *t);
 
 /*
+ * The partition's handle if an rn_part_get took this slot for it before
+ * and it is still the slot's (its log may since have been closed by
+ * rn_part_table_trim; its shared state is as good), else NULL: nothing is
+ * opened. A fetcher following 20,000 replicas looks them up this way and
+ * opens a log only to write to it.
+ */
+struct rn_part *rn_part_peek(struct rn_part_table *t,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp);
+/* The log's end and start offsets from the slot, open or not. */
+int64_t rn_part_log_end(const struct rn_part *p);
+int64_t rn_part_log_start(const struct rn_part *p);
+
+/*
  * The local partition for (topic, partition) as the image describes it,
  * opened (and on first use recovered from disk) if needed. NULL with a
  * Kafka error code in *kerr when it is not local or cannot be opened
