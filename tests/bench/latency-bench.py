@@ -23,7 +23,8 @@ of the buckets holding p50, p99, p99.9 and the largest sample.
 
 Environment: BENCH_LAT_SECS (10), BENCH_LAT_PEAK_RECORDS (2000000: the
 peak run), BENCH_LAT_RATE (a fixed rate instead of a third of the peak),
-BENCH_LAT_REPEAT (1: rounds of the latency lines), BENCH_STAGES=1,
+BENCH_LAT_REPEAT (1: rounds of the latency lines), BENCH_LAT_ACKS ("1 all":
+the lines run), BENCH_STAGES=1,
 RUNNEL_PEERS_DIR, BENCH_KEEP=1 (keep the work dir).
 """
 import json
@@ -51,6 +52,7 @@ PEAK_N = int(os.environ.get("BENCH_LAT_PEAK_RECORDS", "2000000"))
 RATE = int(os.environ.get("BENCH_LAT_RATE", "0"))
 REPEAT = int(os.environ.get("BENCH_LAT_REPEAT", "1"))
 STAGES = os.environ.get("BENCH_STAGES", "0") == "1"
+ACKS = os.environ.get("BENCH_LAT_ACKS", "1 all").split()
 COMMON = ["--linger-ms", "5", "--batch-size", "1048576", "--record-size",
           "100", "--print-json", "--reporting-interval", "3600000"]
 
@@ -253,7 +255,7 @@ def main():
         if mock_bs:
             peers.append(("mock", mock_bs))
         for rnd in range(REPEAT):
-            for acks in ("1", "all"):
+            for acks in ACKS:
                 for name, bs in peers:
                     args = ["--num-records", str(int(rate * SECS)),
                             "--acks", acks, "--throughput", str(rate)]
