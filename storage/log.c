@@ -2241,39 +2241,6 @@ rn_log_flush_rolled_step(struct rn_log *log, struct rn_log_flush_cursor *fc,
 	return (rc = sync_new_dir(log)) < 0 ? rc : 1;
 }
 
-/* Writeback of a filling segment stays this far behind its end. */
-#define WRITEBACK_LAG (1 << 20)
-
-int
-rn_log_writeback_active(struct rn_log *log, struct rn_log_flush_cursor *wc,
-    int64_t min_bytes, int64_t max_bytes)
-{
-	struct rn_segment *seg;
-	int64_t end, len;
-	struct snap s;
-	int i, rc;
-
-	if ((rc = snapshot(log, &s)) < 0)
-		return rc;
-	if (wc->gen != s.gen || wc->base != s.abase) {
-		/* a new active segment, or the log cut since: from its start */
-		wc->gen = s.gen;
-		wc->base = s.abase;
-		wc->pos = 0;
-	}
-	end = (s.asize - WRITEBACK_LAG) & ~(int64_t)(WRITEBACK_LAG - 1);
-	if (end - wc->pos < min_bytes || (i = seg_find(log, s.abase)) < 0)
-		return 0;
-	len = end - wc->pos < max_bytes ? end - wc->pos : max_bytes;
-	seg = log->segs[i];
-	if ((rc = rn_segment_open_log(log->dirfd, seg, 0)) < 0)
-		return rc;
-	if (sync_file_range(seg->fd, wc->pos, len, SYNC_FILE_RANGE_WRITE) < 0)
-		return -errno;
-	wc->pos += len;
-	return end - wc->pos >= min_bytes;
-}
-
 int
 rn_log_recovery_point_advance(struct rn_log *log, uint32_t gen, int64_t upto)
 {

@@ -228,19 +228,6 @@ int rn_log_flush_rolled_step(struct rn_log *log, struct rn_log_flush_cursor *fc,
     int64_t max_bytes, int64_t *upto, uint32_t *gen);
 
 /*
- * Start writeback (no waiting) of the active segment from wc (its base
- * and how far writeback was started in it; a new active segment starts
- * over) up to the whole MiB below its end a MiB back, so the pages being
- * appended to are left alone; at most max_bytes, nothing while less than
- * min_bytes is due. A filling segment then never holds much dirty data
- * for its roll's flush or the kernel's flusher to write at once under the
- * appends. Returns 1 if more is due, 0 if not, or -errno. No lock needed;
- * one caller per log at a time.
- */
-int rn_log_writeback_active(struct rn_log *log, struct rn_log_flush_cursor *wc,
-    int64_t min_bytes, int64_t max_bytes);
-
-/*
  * The recovery point moves up to upto (lock held) if the generation is
  * still gen, so nothing synced was removed or cut since. 1 if it moved.
  */

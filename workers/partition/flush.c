@@ -2,10 +2,7 @@
  * Durability off the append path. The storage duty flushes the segments
  * a roll left behind in small steps (Kafka schedules that flush at the
  * roll) and moves each log's recovery point to the rolled-to base, so a
- * restart after a crash scans only from there. It also starts the
- * writeback of each filling active segment in steps, so a roll finds
- * little left to write and the appends never share the disk with a
- * whole segment's writeback at once; the worker that stops last
+ * restart after a crash scans only from there; the worker that stops last
  * shuts every log down cleanly and marks the log dirs, so the next start
  * scans nothing.
  */
@@ -27,13 +24,11 @@
 
 /* One call waits for at most this much writeback. */
 #define FLUSH_STEP_BYTES (4 << 20)
-/* The active segment's writeback is started in steps of this much. */
-#define WRITEBACK_STEP_BYTES (4 << 20)
 #define SNAP_SYNC_CAP 16
 
-/* The slot holds this partition's open log (no handle needed). */
+/* Rolled segments not yet below the recovery point (no handle needed). */
 static bool
-slot_used(const struct rn_part_table *t, const struct rn_mdv_topic *tp,
+slot_needs_flush(const struct rn_part_table *t, const struct rn_mdv_topic *tp,
     const struct rn_mdv_partition *mp)
 {
 	struct rn_part_rt *rt;
@@ -44,38 +39,9 @@ slot_used(const struct rn_part_table *t, const struct rn_mdv_topic *tp,
 	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
 	return atomic_load(&rt->incarnation) != 0 && rt->partition == mp->p &&
 	    memcmp(rt->topic_id.b, tp->id, 16) == 0 &&
-	    atomic_load(&rt->log.magic) == RN_LOG_SHARED_MAGIC;
-}
-
-/* A used slot's rolled segments are not all below the recovery point. */
-static bool
-slot_needs_flush(const struct rn_part_table *t,
-    const struct rn_mdv_partition *mp)
-{
-	struct rn_part_rt *rt;
-
-	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
-	return atomic_load(&rt->log.recovery_point) <
+	    atomic_load(&rt->log.magic) == RN_LOG_SHARED_MAGIC &&
+	    atomic_load(&rt->log.recovery_point) <
 	    atomic_load(&rt->log.active_base_offset);
-}
-
-/*
- * A used slot's active segment is due a step of writeback (no handle
- * needed: the cursor stays in the slot's struct when its log is closed).
- */
-static bool
-slot_needs_writeback(const struct rn_part_table *t,
-    const struct rn_mdv_partition *mp)
-{
-	const struct rn_part *p = &t->parts[mp->slot];
-	struct rn_part_rt *rt;
-	int64_t size;
-
-	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
-	size = atomic_load(&rt->log.active_size);
-	return atomic_load(&rt->log.active_base_offset) != p->writeback.base ?
-	    size >= 2 * WRITEBACK_STEP_BYTES :
-	    size - p->writeback.pos >= 2 * WRITEBACK_STEP_BYTES;
 }
 
 /* The producer snapshots taken at rolls in (from, upto], synced. */
@@ -92,18 +58,6 @@ sync_snapshots(struct rn_part *p, int64_t from, int64_t upto)
 		    (rc = rn_prodsnap_sync(dirfd, offs[i])) < 0)
 			return rc;
 	return fsync(dirfd) < 0 ? -errno : 0;
-}
-
-/* A step of the active segment's writeback: 1 done, 0 more to do. */
-static int
-writeback_some(struct rn_part *p)
-{
-	int rc = rn_log_writeback_active(p->log, &p->writeback,
-	    WRITEBACK_STEP_BYTES, WRITEBACK_STEP_BYTES);
-
-	if (rc < 0)
-		rc = rn_part_io(p, rc, "writing the active segment back");
-	return rc == 1 ? 0 : 1;
 }
 
 /* Some of p's rolled segments: 1 all durable now, 0 more to do, -errno. */
@@ -128,39 +82,25 @@ flush_some(struct rn_part *p)
 	return 1;
 }
 
-/* The storage duty's step on one partition: 1 done with it, 0 more due. */
-static int
-storage_step(struct rn_part_table *t, const struct rn_mdview *v,
-    const struct rn_mdv_topic *tp, const struct rn_mdv_partition *mp)
-{
-	struct rn_part *p;
-	int16_t kerr;
-	bool rolled;
-
-	if (!slot_used(t, tp, mp))
-		return 1;
-	rolled = slot_needs_flush(t, mp);
-	if ((!rolled && !slot_needs_writeback(t, mp)) ||
-	    (p = rn_part_get(t, v, tp, mp, &kerr)) == NULL)
-		return 1;
-	if (rolled && flush_some(p) == 0)
-		return 0;
-	return writeback_some(p);
-}
-
 bool
 rn_part_flush_pass(struct rn_part_table *t, const struct rn_mdview *v,
     struct rn_part_pass *pass, int64_t deadline)
 {
 	while (pass->topic < v->n_topics) {
 		const struct rn_mdv_topic *tp = &v->topics[pass->topic];
+		const struct rn_mdv_partition *mp;
+		struct rn_part *p;
+		int16_t kerr;
 
 		if (pass->part >= tp->n_parts) {
 			pass->topic++;
 			pass->part = 0;
 			continue;
 		}
-		if (storage_step(t, v, tp, &tp->parts[pass->part]) != 0)
+		mp = &tp->parts[pass->part];
+		if (!slot_needs_flush(t, tp, mp) ||
+		    (p = rn_part_get(t, v, tp, mp, &kerr)) == NULL ||
+		    flush_some(p) != 0)
 			pass->part++;
 		if (rn_now_ms() >= deadline)
 			return true;

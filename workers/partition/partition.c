@@ -447,7 +447,6 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	p->rt = rt; /* the rebuild in part_load writes through it */
 	/* a flush cursor of another log (or incarnation) means nothing here */
 	memset(&p->flush, 0, sizeof(p->flush));
-	memset(&p->writeback, 0, sizeof(p->writeback));
 	p->hw = &rt->high_watermark;
 	p->cfg = t->cfg;
 	rn_shm_slot_mark(t->shm, (unsigned)mp->slot);

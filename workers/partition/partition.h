@@ -49,11 +49,8 @@ struct rn_part {
 	const struct rn_shm *shm;
 	const struct rn_config *cfg;
 	uint64_t last_use;             /* the table's clock at its last get */
-	/* the storage duty's background flush of its rolled segments, and
-	 * the writeback it starts in the active one (kept across closes: the
-	 * storage duty looks at it without opening the log) */
+	/* the storage duty's background flush of its rolled segments */
 	struct rn_log_flush_cursor flush;
-	struct rn_log_flush_cursor writeback;
 };
 
 struct rn_part_table {
@@ -273,8 +270,7 @@ struct rn_part_pass {
 /*
  * The storage duty (flush.c): part of a pass syncing every local log's
  * rolled segments and moving its recovery point to the rolled-to base,
- * and starting the writeback of its active segment's new bytes, until
- * deadline; true while the pass goes on.
+ * until deadline; true while the pass goes on.
  */
 bool rn_part_flush_pass(struct rn_part_table *t, const struct rn_mdview *v,
     struct rn_part_pass *pass, int64_t deadline);
