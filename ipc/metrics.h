@@ -18,6 +18,35 @@ struct rn_shm_params;
 
 #define RN_MET_MAX_API 80	/* above RN_KAPI_MAX_KEY */
 
+/*
+ * Where a network worker's time goes, as latency histograms: the stages
+ * of a Produce request, and the turns of its event loop. Stage names for
+ * /metrics are in sv_metrics.c, in this order.
+ */
+enum rn_met_stage {
+	RN_STAGE_QUEUED,	/* the read that completed the frame -> handled */
+	RN_STAGE_DECODE,	/* header and body decoded */
+	RN_STAGE_APPEND,	/* the handler: lock wait, append, response queued */
+	RN_STAGE_ACKS,		/* acks=all: parked until the high watermark */
+	RN_STAGE_SEND,		/* response queued -> its last byte written */
+	RN_STAGE_TOTAL,		/* the read that completed the frame -> written */
+	RN_STAGE_LOOP_WAIT,	/* epoll_wait */
+	RN_STAGE_LOOP_TURN,	/* a turn's work between two waits */
+	RN_STAGE_LOOP_DUTY,	/* of it, the storage duty (its worker only) */
+	RN_STAGE_COUNT
+};
+
+/* log2 buckets of microseconds: le 1 us, 2 us, ... 2^24 us (16.8 s), +Inf */
+#define RN_MET_BUCKETS 26
+
+/* One histogram; not cumulative here (the supervisor sums as it renders). */
+struct rn_met_hist {
+	_Atomic uint64_t bucket[RN_MET_BUCKETS];
+	_Atomic uint64_t sum_us;
+	uint64_t pad[5];
+};
+_Static_assert(sizeof(struct rn_met_hist) == 256, "metrics histogram");
+
 /* One per worker slot; only that worker writes it. */
 struct rn_met_worker {
 	_Atomic uint64_t msgs_in;
@@ -28,6 +57,7 @@ struct rn_met_worker {
 	_Atomic uint64_t isr_expands;
 	_Atomic uint64_t requests[RN_MET_MAX_API];
 	uint64_t pad[3];
+	struct rn_met_hist stages[RN_STAGE_COUNT];
 };
 _Static_assert(sizeof(struct rn_met_worker) % 64 == 0, "metrics slot");
 
@@ -78,6 +108,22 @@ static inline void
 rn_met_add_shared(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* Single writer: one sample of us microseconds into h. */
+static inline void
+rn_met_observe(struct rn_met_hist *h, int64_t us)
+{
+	unsigned i = 0;
+
+	if (us < 0)
+		us = 0;
+	if (us > 1)
+		i = 64 - (unsigned)__builtin_clzll((uint64_t)us - 1);
+	if (i >= RN_MET_BUCKETS)
+		i = RN_MET_BUCKETS - 1;
+	rn_met_add(&h->bucket[i], 1);
+	rn_met_add(&h->sum_us, (uint64_t)us);
 }
 
 static inline uint64_t

@@ -26,7 +26,7 @@ enum fam {
 	F_PARTITIONS, F_LEADERS, F_URP, F_OFFLINE_REPLICAS,
 	F_SHRINKS, F_EXPANDS,
 	F_ACTIVE_CTL, F_OFFLINE_PARTS, F_FENCED,
-	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS, F_REQ_RESTARTS,
+	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS, F_REQ_RESTARTS, F_STAGES,
 };
 
 static const struct family {
@@ -70,6 +70,25 @@ static const struct family {
 	[F_REQ_RESTARTS] = { "runnel_worker_requested_restarts_total",
 	    "counter", "Of those, the restarts an operator asked for "
 	    "(runnelctl restart), per role" },
+	[F_STAGES] = { "runnel_request_stage_seconds", "histogram",
+	    "Network workers: the stages of Produce requests (queued, decode, "
+	    "append, acks, send, total) and of their event loops (loop_wait, "
+	    "loop_turn, loop_duty)" },
+};
+
+/* In the order of enum rn_met_stage. */
+static const char *const stage_names[RN_STAGE_COUNT] = {
+	"queued", "decode", "append", "acks", "send", "total",
+	"loop_wait", "loop_turn", "loop_duty",
+};
+
+/* The buckets' upper bounds: 2^i us in seconds, then +Inf. */
+static const char *const bucket_le[RN_MET_BUCKETS] = {
+	"1e-06", "2e-06", "4e-06", "8e-06", "1.6e-05", "3.2e-05", "6.4e-05",
+	"0.000128", "0.000256", "0.000512", "0.001024", "0.002048",
+	"0.004096", "0.008192", "0.016384", "0.032768", "0.065536",
+	"0.131072", "0.262144", "0.524288", "1.048576", "2.097152",
+	"4.194304", "8.388608", "16.777216", "+Inf",
 };
 
 static void
@@ -88,7 +107,8 @@ add(struct sv_metrics *m, enum fam f, const char *lname, const char *lval,
 		m->s = s;
 		m->cap = cap;
 	}
-	m->s[m->n++] = (struct sv_met_sample){ f, lname, lval, lval_len, v };
+	m->s[m->n++] = (struct sv_met_sample){ f, lname, lval, lval_len, v,
+	    NULL, NULL, NULL, false };
 }
 
 static void
@@ -272,6 +292,45 @@ collect_restarts(struct sv *sv, struct sv_metrics *m)
 		}
 }
 
+/* The stage histograms summed over the worker slots, cumulative. */
+static void
+collect_stages(struct sv *sv, struct sv_metrics *m)
+{
+	const char *name;
+	size_t base, at;
+	uint64_t cum, sum;
+	unsigned st, b;
+
+	for (st = 0; st < RN_STAGE_COUNT; st++) {
+		base = W(stages) + st * sizeof(struct rn_met_hist);
+		name = stage_names[st];
+
+		cum = 0;
+		for (b = 0; b < RN_MET_BUCKETS; b++) {
+			at = base + offsetof(struct rn_met_hist, bucket) +
+			    b * sizeof(uint64_t);
+			cum += sum_workers(sv, at);
+			add(m, F_STAGES, "stage", name, strlen(name), cum);
+			if (m->error != 0)
+				return;
+			m->s[m->n - 1].suffix = "_bucket";
+			m->s[m->n - 1].l2name = "le";
+			m->s[m->n - 1].l2val = bucket_le[b];
+		}
+		sum = sum_workers(sv, base + offsetof(struct rn_met_hist,
+		    sum_us));
+		add(m, F_STAGES, "stage", name, strlen(name), sum);
+		if (m->error != 0)
+			return;
+		m->s[m->n - 1].suffix = "_sum";
+		m->s[m->n - 1].v_us = true;
+		add(m, F_STAGES, "stage", name, strlen(name), cum);
+		if (m->error != 0)
+			return;
+		m->s[m->n - 1].suffix = "_count";
+	}
+}
+
 int
 sv_metrics_collect(struct sv *sv, struct sv_metrics *m)
 {
@@ -291,6 +350,7 @@ sv_metrics_collect(struct sv *sv, struct sv_metrics *m)
 	    atomic_load(&sv->shm.hdr->offline_dirs)));
 	collect_requests(sv, m);
 	collect_restarts(sv, m);
+	collect_stages(sv, m);
 	return m->error;
 }
 
@@ -307,7 +367,7 @@ put_label(FILE *f, const struct sv_met_sample *s)
 {
 	size_t i, run;
 
-	fprintf(f, "{%s=\"", s->lname);
+	fprintf(f, "%s=\"", s->lname);
 	for (i = 0; i < s->lval_len; i += run) {
 		/* the plain stretch at once: topic names need no escapes */
 		for (run = 0; i + run < s->lval_len &&
@@ -320,7 +380,7 @@ put_label(FILE *f, const struct sv_met_sample *s)
 		    s->lval[i + run] == '"' ? "\\\"" : "\\\\", f);
 		run++;
 	}
-	fputs("\"}", f);
+	fputc('"', f);
 }
 
 char *
@@ -339,15 +399,41 @@ sv_metrics_text(const struct sv_metrics *m, size_t *len)
 			fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam->name,
 			    fam->help, fam->name, fam->type);
 		fputs(fam->name, f);
-		if (m->s[i].lname != NULL)
+		if (m->s[i].suffix != NULL)
+			fputs(m->s[i].suffix, f);
+		if (m->s[i].lname != NULL) {
+			fputc('{', f);
 			put_label(f, &m->s[i]);
-		fprintf(f, " %llu\n", (unsigned long long)m->s[i].v);
+			/* a second label's values are ours: no escapes */
+			if (m->s[i].l2name != NULL)
+				fprintf(f, ",%s=\"%s\"", m->s[i].l2name,
+				    m->s[i].l2val);
+			fputc('}', f);
+		}
+		if (m->s[i].v_us)
+			fprintf(f, " %llu.%06llu\n",
+			    (unsigned long long)(m->s[i].v / 1000000),
+			    (unsigned long long)(m->s[i].v % 1000000));
+		else
+			fprintf(f, " %llu\n", (unsigned long long)m->s[i].v);
 	}
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
 	}
 	return buf;
+}
+
+/* A sample's name: its family's, with a histogram's suffix. */
+static void
+pack_name(msgpack_packer *pk, const char *name, const char *suffix)
+{
+	size_t a = strlen(name), b = suffix != NULL ? strlen(suffix) : 0;
+
+	msgpack_pack_str(pk, a + b);
+	msgpack_pack_str_body(pk, name, a);
+	if (b > 0)
+		msgpack_pack_str_body(pk, suffix, b);
 }
 
 void
@@ -361,16 +447,23 @@ sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk)
 		s = &m->s[i];
 		msgpack_pack_map(pk, 3);
 		rn_mp_pack_str(pk, "name");
-		rn_mp_pack_str(pk, families[s->fam].name);
+		pack_name(pk, families[s->fam].name, s->suffix);
 		rn_mp_pack_str(pk, "labels");
-		msgpack_pack_map(pk, s->lname != NULL);
+		msgpack_pack_map(pk, (s->lname != NULL) + (s->l2name != NULL));
 		if (s->lname != NULL) {
 			rn_mp_pack_str(pk, s->lname);
 			msgpack_pack_str(pk, s->lval_len);
 			msgpack_pack_str_body(pk, s->lval, s->lval_len);
 		}
+		if (s->l2name != NULL) {
+			rn_mp_pack_str(pk, s->l2name);
+			rn_mp_pack_str(pk, s->l2val);
+		}
 		rn_mp_pack_str(pk, "value");
-		msgpack_pack_uint64(pk, s->v);
+		if (s->v_us)
+			msgpack_pack_double(pk, (double)s->v / 1e6);
+		else
+			msgpack_pack_uint64(pk, s->v);
 	}
 }
 

@@ -7,6 +7,7 @@
 #ifndef SV_METRICS_H
 #define SV_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,11 @@ struct sv_met_sample {
 	const char *lval;
 	size_t lval_len;
 	uint64_t v;
+	/* a histogram's samples: "_bucket", "_sum" or "_count" after the
+	 * family's name, a second label (le), and v in us shown as seconds */
+	const char *suffix;
+	const char *l2name, *l2val;
+	bool v_us;
 };
 
 struct sv_metrics {

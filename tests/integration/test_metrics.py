@@ -62,6 +62,57 @@ def raw(port, data):
     return buf.split(b"\r\n", 1)[0].decode() if buf else None
 
 
+STAGE = "runnel_request_stage_seconds"
+REQUEST_STAGES = ("queued", "decode", "append", "send", "total")
+LOOP_STAGES = ("loop_wait", "loop_turn")
+SENDS = 20
+
+
+def stage_hist(got, stage):
+    """[(le, cumulative count)] in le order, _sum and _count of a stage."""
+    b = sorted((float(dict(k[1])["le"]), v) for k, v in got.items()
+               if k[0] == STAGE + "_bucket" and dict(k[1]).get("stage") == stage)
+    return (b, got.get((STAGE + "_sum", (("stage", stage),))),
+            got.get((STAGE + "_count", (("stage", stage),))))
+
+
+def check_stages(mport, n):
+    """SENDS produce requests, one at a time: every request stage counts
+    them all, and each histogram is cumulative, monotonic, its +Inf bucket
+    its _count."""
+    before, types = samples(scrape(mport)[2])
+    t.eq(types.get(STAGE), "histogram", "%s is a histogram" % STAGE)
+    p = Producer({"bootstrap.servers": n.bootstrap, "linger.ms": 0})
+    for i in range(SENDS):
+        p.produce(TOPIC, value=b"s%d" % i, partition=0)
+        p.flush(10)
+    after, _ = samples(scrape(mport)[2])
+    for stage in REQUEST_STAGES + LOOP_STAGES:
+        b0, _, c0 = stage_hist(before, stage)
+        b1, s1, c1 = stage_hist(after, stage)
+        les = [le for le, _ in b1]
+        counts = [v for _, v in b1]
+        t.ok(len(b1) == 26 and les[-1] == float("inf") and
+             all(a < b for a, b in zip(les, les[1:])),
+             "%s: 26 buckets in increasing le order, the last +Inf" % stage)
+        t.ok(all(a <= b for a, b in zip(counts, counts[1:])),
+             "%s: the buckets are cumulative (never decrease)" % stage)
+        t.ok(c1 is not None and counts and counts[-1] == c1,
+             "%s: the +Inf bucket is the _count" % stage)
+        t.ok(s1 is not None and s1 >= 0, "%s: _sum is there" % stage)
+        if stage in REQUEST_STAGES:
+            t.ok(c1 is not None and c0 is not None and c1 - c0 >= SENDS,
+                 "%s counts the %d produce requests (%s -> %s)" % (
+                     stage, SENDS, c0, c1))
+        else:
+            t.ok(c1 is not None and c1 > 0, "%s has samples" % stage)
+    r = n.ctl("metrics", "--json")
+    js = {(m["name"], tuple(sorted(m["labels"].items()))): m["value"]
+          for m in json.loads(r.stdout)}
+    k = (STAGE + "_bucket", (("le", "+Inf"), ("stage", "loop_wait")))
+    t.ok(js.get(k) is not None, "runnelctl metrics --json has the stage buckets")
+
+
 with TempDir() as tmp:
     mport = free_port()
     n = Node(tmp, props={"metrics.listener": "http://127.0.0.1:%d" % mport})
@@ -120,6 +171,8 @@ with TempDir() as tmp:
              "bytesin_total{topic} rose by at least the payload (%d)" % (bin1 - bin0))
         t.ok(got.get(("kafka_network_requestmetrics_requests_total",
                       (("request", "Produce"),)), 0) > 0, "requests_total{Produce} > 0")
+
+        check_stages(mport, n)
 
         out0 = got.get((BTM + "bytesout_total", (("topic", TOPIC),)), 0)
         c = Consumer({"bootstrap.servers": n.bootstrap, "group.id": "m",

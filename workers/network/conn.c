@@ -226,6 +226,12 @@ conn_flush(struct net *n, struct conn *c)
 		c->out_head = o->next;
 		if (c->out_head == NULL)
 			c->out_tail = NULL;
+		if (o->ready_us != 0) {
+			int64_t now = net_now_us();
+
+			net_stage(n, RN_STAGE_SEND, now - o->queued_us);
+			net_stage(n, RN_STAGE_TOTAL, now - o->ready_us);
+		}
 		net_out_free(n, o);
 	}
 	if (c->want_write) {
@@ -281,6 +287,7 @@ conn_compact(struct conn *c)
 		return;
 	memmove(c->rbuf, c->rbuf + c->frame_off, c->rlen - c->frame_off);
 	c->rlen -= c->frame_off;
+	c->rx_from = c->rx_from > c->frame_off ? c->rx_from - c->frame_off : 0;
 	c->frame_off = 0;
 }
 
@@ -342,6 +349,8 @@ net_conn_request_done(struct net *n, struct conn *c)
 void
 net_conn_readable(struct net *n, struct conn *c)
 {
+	size_t from = c->rlen;
+
 	for (;;) {
 		ssize_t k;
 
@@ -380,6 +389,11 @@ net_conn_readable(struct net *n, struct conn *c)
 		c->rlen += (size_t)k;
 		if (c->rlen < c->rcap)
 			break;
+	}
+	if (c->rlen > from) {
+		c->prev_rx_us = c->rx_us;
+		c->rx_us = net_now_us();
+		c->rx_from = from;
 	}
 	net_conn_process(n, c);
 }

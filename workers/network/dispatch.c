@@ -139,6 +139,10 @@ net_out_finish(struct net *n, struct conn *c, struct net_out *o, size_t mark)
 	else
 		rn_kwriter_chunks(&o->w, o->chunks, k);
 	o->n_chunks = k;
+	if (c->ready_us != 0) {
+		o->ready_us = c->ready_us;
+		o->queued_us = net_now_us();
+	}
 	net_conn_queue(n, c, o);
 }
 
@@ -188,14 +192,34 @@ net_api_versions(struct net *n, struct conn *c)
 	return net_respond(n, c, &r);
 }
 
+/*
+ * When the frame being handled was complete: at the last read if its
+ * bytes ended there, else (it waited in the buffer) at the one before.
+ */
+static int64_t
+frame_ready_us(const struct conn *c)
+{
+	return c->frame_off + 4 + c->frame_len > c->rx_from ? c->rx_us :
+	    c->prev_rx_us;
+}
+
 bool
 net_dispatch(struct net *n, struct conn *c)
 {
 	const struct rn_kapi *api;
 	struct rn_kreader r;
+	int64_t t_start = 0, t_decoded = 0;
 	size_t i;
 	int rc;
 
+	/* Produce is timed by stage: where its latency goes */
+	c->ready_us = 0;
+	if (c->frame_len >= 2 && (c->rbuf[c->frame_off + 4] << 8 |
+	    c->rbuf[c->frame_off + 5]) == RN_KAPI_PRODUCE) {
+		t_start = net_now_us();
+		c->ready_us = frame_ready_us(c);
+		net_stage(n, RN_STAGE_QUEUED, t_start - c->ready_us);
+	}
 	rn_kreader_init(&r, c->rbuf + c->frame_off + 4, c->frame_len);
 	rc = rn_krequest_header_decode(&r, &c->hdr);
 	if (rc < 0 && !(rc == RN_KE_VERSION &&
@@ -242,9 +266,18 @@ net_dispatch(struct net *n, struct conn *c)
 	rn_arena_mark(&c->arena, &c->req_mark);
 	rn_arena_set_limit(&c->arena, rn_arena_used(&c->arena) +
 	    (size_t)n->cfg->socket_request_max_bytes);
+	if (c->ready_us != 0) {
+		t_decoded = net_now_us();
+		net_stage(n, RN_STAGE_DECODE, t_decoded - t_start);
+	}
 	for (i = 0; i < N_SERVED; i++)
 		if (served[i].key == c->hdr.api_key) {
 			rc = served[i].fn(n, c);
+			if (c->ready_us != 0) {
+				c->park_us = net_now_us();
+				net_stage(n, RN_STAGE_APPEND,
+				    c->park_us - t_decoded);
+			}
 			if (rc < 0)
 				log_warnx("%s v%d from %s failed: %s", api->name,
 				    c->hdr.api_version, c->peer, strerror(-rc));

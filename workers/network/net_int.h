@@ -17,6 +17,7 @@
 #include "workers/replquota.h"
 #include "workers/worker.h"
 #include "ipc/mdimage.h"
+#include "ipc/metrics.h"
 
 struct net;
 struct conn;
@@ -32,6 +33,9 @@ struct net_out {
 	struct rn_log_slice *slices; /* released once sent */
 	struct rn_part **slice_parts;
 	int n_slices;
+	/* a timed request's (Produce): its frame complete, response queued;
+	 * 0 when not timed (us, CLOCK_MONOTONIC) */
+	int64_t ready_us, queued_us;
 };
 
 struct msgpack_object;
@@ -65,6 +69,10 @@ struct conn {
 	size_t rlen, rcap;
 	size_t frame_off;        /* start of the frame being handled */
 	size_t frame_len;        /* its size (without the prefix); 0 if none */
+	/* the last read with bytes (its time, where its bytes start in
+	 * rbuf) and the one before: when a frame became complete */
+	int64_t rx_us, prev_rx_us;
+	size_t rx_from;
 
 	/* the request being handled */
 	enum conn_wait wait;
@@ -78,6 +86,9 @@ struct conn {
 	void *resp;              /* a response being completed (acks=all) */
 	struct produce_wait *pw;
 	int n_pw;
+	/* the stage histograms' times of the request being handled (us);
+	 * ready_us 0: not timed */
+	int64_t ready_us, park_us;
 
 	struct net_out *out_head, *out_tail;
 	bool want_write;
@@ -99,6 +110,7 @@ struct net {
 	struct rn_replquota lquota; /* leader.replication.throttled.rate */
 	int net_efds[64];      /* eventfd of each network worker, by index */
 	int64_t now_ms;
+	int64_t turn_start_us;   /* the last wait's end (stage histograms) */
 	int64_t next_retention_ms;
 	bool ret_active;         /* a retention pass is under way */
 	int ret_topic, ret_part; /* where it stands in the image */
@@ -239,6 +251,10 @@ void net_count_in(struct net *n, const struct rn_part *p, int64_t records,
 void net_count_out(struct net *n, const struct rn_part *p, size_t bytes);
 void net_count_request(struct net *n, int16_t api_key);
 void net_count_isr(struct net *n);
+/* CLOCK_MONOTONIC in us, for the stage histograms */
+int64_t net_now_us(void);
+/* One sample of us microseconds in this worker's histogram of stage. */
+void net_stage(struct net *n, enum rn_met_stage stage, int64_t us);
 /* keyless.c: is the topic compacted; does a payload hold a record without
  * a key (1), none (0), or a batch that cannot be opened (-EBADMSG)? */
 bool net_policy_compact(struct net *n, const struct rn_mdv_topic *t);

@@ -4,6 +4,7 @@
  */
 #include "autoconf.h"
 
+#include "common/util.h"
 #include "ipc/metrics.h"
 #include "workers/network/net_int.h"
 
@@ -51,6 +52,18 @@ net_count_request(struct net *n, int16_t api_key)
 {
 	if (api_key >= 0 && api_key < RN_MET_MAX_API)
 		rn_met_add(&self(n)->requests[api_key], 1);
+}
+
+int64_t
+net_now_us(void)
+{
+	return rn_now_ns() / 1000;
+}
+
+void
+net_stage(struct net *n, enum rn_met_stage stage, int64_t us)
+{
+	rn_met_observe(&self(n)->stages[stage], us);
 }
 
 /*

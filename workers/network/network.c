@@ -269,10 +269,12 @@ net_flush_housekeeping(struct net *n, int64_t now)
 static bool
 net_housekeeping(struct net *n, int64_t now)
 {
+	int64_t t0;
 	bool more;
 
 	if (!(n->w->ws->duties & RN_DUTY_STORAGE))
 		return false;
+	t0 = net_now_us();
 	more = net_flush_housekeeping(n, now);
 	if (now >= n->next_isr_check_ms) {
 		n->next_isr_check_ms = now + 1000;
@@ -291,6 +293,7 @@ net_housekeeping(struct net *n, int64_t now)
 	}
 	if (n->ret_active)
 		n->ret_active = net_retention_step(n, now + RETENTION_STEP_MS);
+	net_stage(n, RN_STAGE_LOOP_DUTY, net_now_us() - t0);
 	return n->ret_active || more;
 }
 
@@ -434,8 +437,8 @@ net_turn(struct net *n, struct epoll_event *evs, bool draining)
 {
 	struct rn_worker *w = n->w;
 	struct rn_ring *in = rn_shm_ring_from_ctl(w->env->shm, w->slot);
-	int64_t now = rn_now_ms(), next;
-	int i, k;
+	int64_t now = rn_now_ms(), next, t_wait;
+	int i, k, timeout;
 
 	net_refresh(n);
 	if (!draining)
@@ -454,8 +457,13 @@ net_turn(struct net *n, struct epoll_event *evs, bool draining)
 	}
 	if (net_coord_drain(n) != 0)
 		log_warnx("bad message from the group coordinator");
-	k = epoll_wait(n->epfd, evs, MAX_EVENTS,
-	    net_wait_ms(n, now, next));
+	timeout = net_wait_ms(n, now, next);
+	t_wait = net_now_us();
+	if (n->turn_start_us != 0)
+		net_stage(n, RN_STAGE_LOOP_TURN, t_wait - n->turn_start_us);
+	k = epoll_wait(n->epfd, evs, MAX_EVENTS, timeout);
+	n->turn_start_us = net_now_us();
+	net_stage(n, RN_STAGE_LOOP_WAIT, n->turn_start_us - t_wait);
 	rn_ring_consumer_sleeping(in, false);
 	rn_ring_consumer_sleeping(rn_shm_ring_from_coord(w->env->shm,
 	    w->slot), false);
