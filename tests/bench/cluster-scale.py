@@ -14,13 +14,18 @@ Phases and figures:
   steady      acks=all rounds for replica.lag.time.max.ms + 5 s: ISRs that
               are short at the end, ISR shrinks asked for
   logs        per node: follower fetch errors, ENOMEM, reconnects, warnings
+  failover    the node of the active controller SIGKILLed: seconds until
+              another controller is active and every partition is led by
+              a live node, an acks=all round after, and its catch-up
   memory      RSS of each node's process tree (supervisor and workers)
 
     RUNNEL_BUILDDIR=./build tests/bench/cluster-scale.py
     (or: make bench-scale)
 
 Environment: BENCH_SCALE_PARTITIONS, BENCH_SCALE_RECORDS,
-BENCH_SCALE_LAG_MS (replica.lag.time.max.ms, 10000), BENCH_KEEP=1.
+BENCH_SCALE_LAG_MS (replica.lag.time.max.ms, 10000), BENCH_SCALE_FETCHERS
+(num.replica.fetchers, 1), BENCH_SCALE_NETWORK (num.network.threads, 2),
+BENCH_KEEP=1.
 """
 import os
 import sys
@@ -39,6 +44,8 @@ from rnscale import (create_topics, isr_shrinks, isr_state, log_trouble,  # noqa
 PARTS = int(os.environ.get("BENCH_SCALE_PARTITIONS", "3000"))
 RECORDS = int(os.environ.get("BENCH_SCALE_RECORDS", "20"))
 LAG_MS = int(os.environ.get("BENCH_SCALE_LAG_MS", "10000"))
+FETCHERS = int(os.environ.get("BENCH_SCALE_FETCHERS", "1"))
+NETWORK = int(os.environ.get("BENCH_SCALE_NETWORK", "2"))
 PER_TOPIC = 100 if PARTS >= 100 else PARTS
 TOPICS = (PARTS + PER_TOPIC - 1) // PER_TOPIC
 
@@ -54,6 +61,50 @@ def tail(node, mark):
     return Tail()
 
 
+def failover(c, names, parts):
+    """SIGKILL of the node with the active controller: seconds until another
+    controller is active, until every partition is led by a live node, and
+    the first acks=all round to every partition after; then its restart
+    until it is back in every ISR."""
+    md = AdminClient({"bootstrap.servers": c.bootstrap}).list_topics(timeout=20)
+    ctl = md.controller_id
+    victim = c.node(ctl)
+    others = [x for x in c.nodes if x is not victim]
+    live = ",".join(x.bootstrap for x in others)
+    alive = [x.node_id for x in others]
+    t0 = time.monotonic()
+    victim.kill()
+
+    def new_controller():
+        try:
+            m = AdminClient({"bootstrap.servers": live}).list_topics(timeout=5)
+            return m.controller_id in alive
+        except Exception:  # noqa: BLE001 - asked again
+            return False
+    got = rntest.wait_for(new_controller, 60, 0.1)
+    t_ctl = time.monotonic() - t0
+
+    def led_by_live():
+        m = isr_state(live, names, 20)
+        return m and len(m) == len(names) * parts and all(
+            st[0] in alive for st in m.values())
+    led = rntest.wait_for(led_by_live, 120, 0.5)
+    t_led = time.monotonic() - t0
+    n, e, s = produce_all(live, names, parts, 1, tag=b"f")
+    say("  failover: node %d (active controller) SIGKILLed; another controller "
+        "%s, every partition led by a live node %s; then acks=all to every "
+        "partition: %d acknowledged in %.1f s, %d errors %s"
+        % (ctl, "in %.1f s" % t_ctl if got else "NOT within 60 s",
+           "in %.1f s" % t_led if led else "NOT within 120 s", n, s, len(e),
+           e[:2]))
+    victim.start()
+    t0 = time.monotonic()
+    secs, bad = wait_isr_full(c.bootstrap, names, parts, 300)
+    say("  failover: node %d restarted; back in every ISR %s" % (
+        ctl, "%.1f s after its start" % (time.monotonic() - t0)
+        if secs is not None else "NOT within 300 s (%d short)" % len(bad)))
+
+
 def run(tmp):
     if not os.access(rntest.RUNNELD, os.X_OK):
         say("bench-scale: %s missing; build first" % rntest.RUNNELD)
@@ -63,12 +114,12 @@ def run(tmp):
     n_parts = TOPICS * parts
     props = {"replica.lag.time.max.ms": str(LAG_MS),
              "broker.session.timeout.ms": "3000",
-             "broker.heartbeat.interval.ms": "300"}
+             "broker.heartbeat.interval.ms": "300",
+             # each process keeps the logs its open-files limit allows:
+             # more fetchers share the followed replicas between them
+             "num.replica.fetchers": str(FETCHERS),
+             "num.network.threads": str(NETWORK)}
     c = rntest.Cluster(tmp, 3, props=props)
-    for n in c.nodes:
-        # the open-files limit contrib/runnel.service gives (LimitNOFILE):
-        # each replica a fetcher follows holds its log's descriptors
-        n.exec_prefix = ["prlimit", "--nofile=1048576:1048576", "--"]
     c.start()
     try:
         if not c.wait_running(60):
@@ -138,6 +189,7 @@ def run(tmp):
         say("  steady: %d rounds of acks=all to every partition over %.0f s (%.0f records/s, "
             "%d errors); ISRs short at the end: %d; ISR shrinks asked for: %d"
             % (rounds, s, acked / s if s else 0, len(errs), len(bad), shrinks))
+        failover(c, names, parts)
         for x in c.nodes:
             warn, fetch = log_trouble(x)
             warn2, fetch2 = log_trouble(tail(x, marks[x.node_id]))

@@ -92,7 +92,10 @@ trim_older(struct rn_part_table *t, uint64_t before)
 	qsort(uses, n, sizeof(*uses), use_cmp);
 	/* what is newer than `before` stays open whatever it costs */
 	keep = t->n_open - n < keep ? keep - (t->n_open - n) : 0;
-	cut = n > keep ? uses[n - keep] : 0;
+	if (n <= keep)
+		cut = 0;	/* nothing to close */
+	else
+		cut = keep > 0 ? uses[n - keep] : uses[n - 1] + 1;
 	for (i = 0; i < t->hi && cut > 0; i++)
 		if (t->parts[i].log != NULL && t->parts[i].last_use < cut) {
 			rn_part_handle_close(t, &t->parts[i]);

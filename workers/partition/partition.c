@@ -31,6 +31,8 @@ rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
 	t->clock = t->turn_clock = 0;
 	t->turn_full = false;
 	t->last = NULL;
+	t->lcfg_version = 0;
+	t->lcfg_topic = NULL;
 	t->worker = NULL;
 	/* calloc'd pages stay unbacked until a slot below them is used */
 	t->parts = calloc(t->n, sizeof(*t->parts));
@@ -195,6 +197,24 @@ rn_part_log_config(const struct rn_mdview *v, const struct rn_mdv_topic *t,
 		if (lag > 0 && lag < out->segment_ms)
 			out->segment_ms = lag;
 	}
+}
+
+/*
+ * The topic's log rules, computed once per image and topic: every new
+ * image has each handle's rules checked again, and with 30,000 partitions
+ * the config lookups behind them were a fetcher's busiest work. Callers
+ * ask partition after partition of one topic, so one entry does.
+ */
+static void
+table_log_config(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, struct rn_log_config *out)
+{
+	if (t->lcfg_version != v->version || t->lcfg_topic != topic) {
+		rn_part_log_config(v, topic, t->cfg, &t->lcfg);
+		t->lcfg_version = v->version;
+		t->lcfg_topic = topic;
+	}
+	*out = t->lcfg;
 }
 
 static bool
@@ -442,7 +462,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	int dir, rc, died;
 	bool fresh;
 
-	rn_part_log_config(v, topic, t->cfg, &lcfg);
+	table_log_config(t, v, topic, &lcfg);
 	rn_part_handle_close(t, p);
 	p->rt = rt; /* the rebuild in part_load writes through it */
 	/* a flush cursor of another log (or incarnation) means nothing here */
@@ -676,7 +696,7 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 		/* a new image: reopen only if this topic's log rules changed */
 		struct rn_log_config lcfg;
 
-		rn_part_log_config(v, topic, t->cfg, &lcfg);
+		table_log_config(t, v, topic, &lcfg);
 		if (log_config_same(&lcfg, &p->lcfg))
 			p->config_version = v->version;
 	}

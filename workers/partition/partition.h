@@ -65,6 +65,10 @@ struct rn_part_table {
 	uint64_t turn_clock;           /* the clock at the last trim; 0: none */
 	bool turn_full;                /* nothing older closable until the next */
 	struct rn_part *last;          /* what rn_part_get returned last */
+	/* the log rules of one topic as of one image (partition.c) */
+	uint64_t lcfg_version;
+	const struct rn_mdv_topic *lcfg_topic;
+	struct rn_log_config lcfg;
 	/*
 	 * Heartbeats for this worker after each log it opens: a request
 	 * or pass that opens thousands of logs (fsyncs) makes progress,
