@@ -78,9 +78,10 @@ def fetch_latency(node, stop, out):
                   "enable.auto.commit": False, "fetch.wait.max.ms": 100})
     c.assign([TopicPartition("hot", i, -1) for i in range(10)])
     while not stop.is_set():
-        for m in c.consume(1000, 0.2):
-            if m.error() is None:
-                out.append(time.time() * 1000 - m.timestamp()[1])
+        # one at a time: consume(n, t) waits for n records or t
+        m = c.poll(0.1)
+        if m is not None and m.error() is None:
+            out.append(time.time() * 1000 - m.timestamp()[1])
     c.close()
 
 
@@ -93,7 +94,9 @@ def measure(node, label, active):
         threads.append(threading.Thread(target=background, args=(node, stop)))
     for th in threads:
         th.start()
-    time.sleep(2)
+    # the busy partitions' logs are made on their first records (Kafka
+    # makes them with the topic): measured after that
+    time.sleep(8 if active else 2)
     r = subprocess.run([PERF, "producer", "--bootstrap-server", node.bootstrap,
                         "--topic", "hot", "--num-records", str(RATE * SECS),
                         "--record-size", "100", "--acks", "1",
