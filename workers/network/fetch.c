@@ -82,7 +82,6 @@ fetch_release(struct fetch_state *fs)
 	fs->n_slices = 0;
 }
 
-/* One partition's records from fetch_offset, within the byte budget. */
 /*
  * A small read is copied into the response and its segment let go at
  * once: a fetch of thousands of partitions with a few records each then
@@ -111,6 +110,7 @@ fetch_copy_small(struct fetch_state *fs, struct rn_part *p,
 	sl->len = len;	/* still counted as bytes out */
 }
 
+/* One partition's records from fetch_offset, within the byte budget. */
 static void
 fetch_read(struct fetch_state *fs, struct rn_part *p,
     const struct rn_FetchRequest_FetchPartition *fp,
