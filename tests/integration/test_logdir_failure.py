@@ -200,6 +200,8 @@ with TempDir() as tmp:
         if len(solo_d1) == 1 and len(solo_d2) == 1:
             (sd1,), (sd2,) = solo_d1, solo_d2
             errs = list_offsets_errors(n2, "solo", [sd1, sd2])
+            t.diag("solo-%d on the failed dir: (leader, replicas, isr) %s" % (
+                sd2, partition_state(c.bootstrap, "solo", sd2)))
             t.eq((errs.get(sd2), errs.get(sd1)), (56, 0), "ListOffsets to broker 2: "
                  "KAFKA_STORAGE_ERROR for its partition alone on the failed dir, none for "
                  "the one on its healthy dir")

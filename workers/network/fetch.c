@@ -51,6 +51,10 @@ leader_part(struct net *n, const struct rn_mdv_topic *t, int32_t partition,
 		return NULL;
 	}
 	*mpp = mp;
+	if (rn_part_offline(&n->parts, t, mp)) {
+		*kerr = RN_KERR_KAFKA_STORAGE_ERROR;
+		return NULL;
+	}
 	if ((*kerr = check_epoch(mp, current_epoch)) != RN_KERR_NONE)
 		return NULL;
 	if (!net_leads(n, mp)) {

@@ -40,6 +40,8 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	out->base_offset = -1;
 	if (t == NULL || (mp = rn_mdview_partition(t, pd->index)) == NULL)
 		return RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	if (rn_part_offline(&n->parts, t, mp))
+		return RN_KERR_KAFKA_STORAGE_ERROR;
 	if (!net_leads(n, mp))
 		return RN_KERR_NOT_LEADER_OR_FOLLOWER;
 	if (pd->records.len <= 0)

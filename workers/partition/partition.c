@@ -661,6 +661,14 @@ rn_part_peek(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 	return p;
 }
 
+bool
+rn_part_offline(const struct rn_part_table *t,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp)
+{
+	return (mp->slot >= 0 || mp->dir == RN_MDV_DIR_LOST) &&
+	    part_dir_offline(t, topic, mp);
+}
+
 int64_t
 rn_part_log_end(const struct rn_part *p)
 {

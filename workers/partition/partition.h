@@ -112,6 +112,13 @@ uint32_t rn_part_table_trim(struct rn_part_table *t);
  */
 struct rn_part *rn_part_peek(struct rn_part_table *t,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp);
+/*
+ * This node's replica of it is in an offline log dir (LOST in the image,
+ * or its dir's bit set): Kafka answers KAFKA_STORAGE_ERROR for it before
+ * any leadership or epoch check, as its broker still hosts it offline.
+ */
+bool rn_part_offline(const struct rn_part_table *t,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp);
 /* The log's end and start offsets from the slot, open or not. */
 int64_t rn_part_log_end(const struct rn_part *p);
 int64_t rn_part_log_start(const struct rn_part *p);
