@@ -105,24 +105,6 @@ rn_part_checkpointed(const char *root, const char *file, const char *topic,
 	return ckpt_lookup(f->e, f->n, topic, partition);
 }
 
-/* The slot of mp as this node holds it for topic tp, or NULL. */
-static struct rn_part_rt *
-ckpt_slot(const struct rn_part_table *t, const struct rn_mdv_topic *tp,
-    const struct rn_mdv_partition *mp)
-{
-	struct rn_part_rt *rt;
-
-	if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
-	    !rn_shm_slot_used(t->shm, (unsigned)mp->slot))
-		return NULL;
-	/* followers' slots too: the state is shared */
-	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
-	if (atomic_load(&rt->incarnation) == 0 || rt->partition != mp->p ||
-	    memcmp(rt->topic_id.b, tp->id, 16) != 0)
-		return NULL;
-	return rt;
-}
-
 /* The dir a slot's log is in, which a move changes before the image
  * records it. */
 static int
@@ -186,7 +168,8 @@ ckpt_write_all(struct rn_part_table *t, const struct rn_mdview *v,
 
 			for (j = 0; j < tp->n_parts && n < max; j++) {
 				const struct rn_mdv_partition *mp = &tp->parts[j];
-				struct rn_part_rt *rt = ckpt_slot(t, tp, mp);
+				struct rn_part_rt *rt =
+				    rn_part_slot_held(t, tp, mp);
 				int64_t off = rt != NULL ? value(rt) : -1;
 
 				if (mp->slot < 0 || mp->dir == RN_MDV_DIR_LOST)

@@ -31,14 +31,9 @@ static bool
 slot_needs_flush(const struct rn_part_table *t, const struct rn_mdv_topic *tp,
     const struct rn_mdv_partition *mp)
 {
-	struct rn_part_rt *rt;
+	struct rn_part_rt *rt = rn_part_slot_held(t, tp, mp);
 
-	if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
-	    !rn_shm_slot_used(t->shm, (unsigned)mp->slot))
-		return false;
-	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
-	return atomic_load(&rt->incarnation) != 0 && rt->partition == mp->p &&
-	    memcmp(rt->topic_id.b, tp->id, 16) == 0 &&
+	return rt != NULL &&
 	    atomic_load(&rt->log.magic) == RN_LOG_SHARED_MAGIC &&
 	    atomic_load(&rt->log.recovery_point) <
 	    atomic_load(&rt->log.active_base_offset);

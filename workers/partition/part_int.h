@@ -103,6 +103,11 @@ int rn_part_move_claim(const struct rn_config *cfg, const struct rn_shm *shm,
 int rn_part_move_repair(const struct rn_config *cfg, struct rn_part_rt *rt,
     const uint8_t id[16]);
 
+/* The slot of mp as this node holds it for topic tp (this start used it,
+ * a worker's handle open or not), or NULL: no handle needed. */
+struct rn_part_rt *rn_part_slot_held(const struct rn_part_table *t,
+    const struct rn_mdv_topic *tp, const struct rn_mdv_partition *mp);
+
 /* handles.c: how many logs a process keeps open, and the one close of a
  * handle that keeps the table's count */
 uint32_t rn_part_handle_budget(void);

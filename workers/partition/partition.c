@@ -661,6 +661,24 @@ rn_part_peek(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 	return p;
 }
 
+/* The slot of mp as this node holds it for topic tp, or NULL. */
+struct rn_part_rt *
+rn_part_slot_held(const struct rn_part_table *t, const struct rn_mdv_topic *tp,
+    const struct rn_mdv_partition *mp)
+{
+	struct rn_part_rt *rt;
+
+	if (mp->slot < 0 || (uint32_t)mp->slot >= t->n ||
+	    !rn_shm_slot_used(t->shm, (unsigned)mp->slot))
+		return NULL;
+	/* followers' slots too: the state is shared */
+	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
+	if (atomic_load(&rt->incarnation) == 0 || rt->partition != mp->p ||
+	    memcmp(rt->topic_id.b, tp->id, 16) != 0)
+		return NULL;
+	return rt;
+}
+
 bool
 rn_part_offline(const struct rn_part_table *t,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp)
