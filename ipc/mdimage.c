@@ -26,6 +26,27 @@
 #define READ_SPINS (1u << 16)
 #define READ_TRIES 64
 #define MDV_TRIM_BYTES (256 * 1024)
+/*
+ * The delta ring. The writer publishes the whole body again once the
+ * deltas since it would outgrow the ring, so a body of B bytes costs
+ * B / DELTA_RING_BYTES of a byte per delta byte: small next to the delta
+ * even at a million partitions.
+ */
+#define DELTA_RING_BYTES (8u << 20)
+/* Arena bytes the deltas may add to a view before it is loaded afresh
+ * (at least; or as much as the whole parse took). */
+#define DELTA_ARENA_MIN (1u << 20)
+
+/* A record of the ring, 8-byte aligned; its bytes follow. */
+struct delta_rec {
+	uint32_t len;
+	uint32_t kind;
+	uint64_t version;
+};
+
+enum { DELTA_CHANGE = 1, DELTA_BODY = 2 /* the whole body was replaced */ };
+
+#define DELTA_REC_SIZE(len) (sizeof(struct delta_rec) + (((len) + 7) & ~(size_t)7))
 
 /* ---- region -------------------------------------------------------- */
 
@@ -38,7 +59,7 @@ rn_mdimage_shm_size(const struct rn_shm_params *p)
 	 * times the partitions of one node: 1 KiB per local slot. Only the
 	 * pages the image uses are ever backed.
 	 */
-	return sizeof(struct rn_meta_image) + 64 * 1024 +
+	return sizeof(struct rn_meta_image) + DELTA_RING_BYTES + 64 * 1024 +
 	    (size_t)p->max_partitions * 1024;
 }
 
@@ -48,9 +69,44 @@ rn_mdimage_shm_init(void *base, size_t size, const struct rn_shm_params *p)
 	struct rn_meta_image *mi = base;
 
 	(void)p;
-	mi->body_size = size - sizeof(*mi);
+	mi->delta_size = DELTA_RING_BYTES;
+	mi->body_size = size - sizeof(*mi) - DELTA_RING_BYTES;
 	mi->writer_pid = 0;
 	return 0;
+}
+
+static char *
+ring_of(const struct rn_meta_image *mi)
+{
+	return (char *)(mi + 1);
+}
+
+static char *
+body_of(const struct rn_meta_image *mi)
+{
+	return ring_of(mi) + mi->delta_size;
+}
+
+/* Copy n bytes in or out of the ring at an absolute position. */
+static void
+ring_put(const struct rn_meta_image *mi, uint64_t pos, const void *src,
+    size_t n)
+{
+	size_t off = (size_t)(pos % mi->delta_size), first;
+
+	first = n < mi->delta_size - off ? n : mi->delta_size - off;
+	memcpy(ring_of(mi) + off, src, first);
+	memcpy(ring_of(mi), (const char *)src + first, n - first);
+}
+
+static void
+ring_get(const struct rn_meta_image *mi, uint64_t pos, void *dst, size_t n)
+{
+	size_t off = (size_t)(pos % mi->delta_size), first;
+
+	first = n < mi->delta_size - off ? n : mi->delta_size - off;
+	memcpy(dst, ring_of(mi) + off, first);
+	memcpy((char *)dst + first, ring_of(mi), n - first);
 }
 
 /* ---- writer ------------------------------------------------------- */
@@ -60,20 +116,53 @@ rn_mdimage_publish(struct rn_shm *shm, int32_t node_id,
     const char *cluster_id, const void *body, size_t len)
 {
 	struct rn_meta_image *mi = rn_shm_meta(shm);
-	char *dst = (char *)(mi + 1);
-	uint64_t len64 = len;
+	char *dst = body_of(mi);
+	uint64_t len64 = len, ver;
+	struct delta_rec mark = { .kind = DELTA_BODY };
 
 	if (mi->body_size < sizeof(len64) || len > mi->body_size -
 	    sizeof(len64))
 		return -EMSGSIZE;
 	rn_seq_write_begin(&mi->lock);
+	ver = atomic_load_explicit(&mi->version, memory_order_relaxed) + 1;
 	mi->writer_pid = getpid();
 	mi->node_id = node_id;
 	mi->published_ms = rn_wallclock_ms();
 	strlcpy(mi->cluster_id, cluster_id, sizeof(mi->cluster_id));
+	/* readers following the ring stop at the mark and load the body */
+	mark.version = ver;
+	ring_put(mi, mi->delta_head, &mark, sizeof(mark));
+	mi->delta_head += sizeof(mark);
+	mi->delta_base = mi->delta_head;
+	mi->base_version = ver;
 	memcpy(dst, &len64, sizeof(len64));
 	memcpy(dst + sizeof(len64), body, len);
-	atomic_fetch_add_explicit(&mi->version, 1, memory_order_relaxed);
+	atomic_store_explicit(&mi->version, ver, memory_order_relaxed);
+	rn_seq_write_end(&mi->lock);
+	return 0;
+}
+
+int
+rn_mdimage_publish_delta(struct rn_shm *shm, const void *delta, size_t len)
+{
+	struct rn_meta_image *mi = rn_shm_meta(shm);
+	struct delta_rec r = { .len = (uint32_t)len, .kind = DELTA_CHANGE };
+	size_t size = DELTA_REC_SIZE(len);
+
+	if (atomic_load_explicit(&mi->version, memory_order_relaxed) == 0 ||
+	    mi->base_version == 0)
+		return -EAGAIN;
+	if (len > UINT32_MAX || mi->delta_head + size - mi->delta_base >
+	    mi->delta_size)
+		return -ENOSPC;
+	rn_seq_write_begin(&mi->lock);
+	r.version = atomic_load_explicit(&mi->version, memory_order_relaxed) +
+	    1;
+	mi->published_ms = rn_wallclock_ms();
+	ring_put(mi, mi->delta_head, &r, sizeof(r));
+	ring_put(mi, mi->delta_head + sizeof(r), delta, len);
+	mi->delta_head += size;
+	atomic_store_explicit(&mi->version, r.version, memory_order_relaxed);
 	rn_seq_write_end(&mi->lock);
 	return 0;
 }
@@ -87,6 +176,12 @@ struct mdv_priv {
 	uint32_t hmask;
 	char *copy;              /* body copied out of shared memory */
 	size_t copy_cap;
+	char *deltas;            /* ring records copied out */
+	size_t deltas_cap;
+	uint64_t delta_pos;      /* ring position after the last applied */
+	size_t parse_bytes;      /* arena bytes of the body's parse */
+	struct rn_mdv_change *chg;
+	int n_chg, cap_chg;
 };
 
 static struct mdv_priv *
@@ -122,6 +217,8 @@ priv_free(struct mdv_priv *p)
 	free(p->topic_by_name);
 	free(p->topic_by_id);
 	free(p->copy);
+	free(p->deltas);
+	free(p->chg);
 	free(p);
 }
 
@@ -159,9 +256,10 @@ mp_i64(const msgpack_object *map, const char *key, int64_t dflt)
 	return rn_mp_get_int(map, key, dflt);
 }
 
+/* An id list; into the array reuse when it has room (a delta's). */
 static int
 load_i32s(struct mdv_priv *p, const msgpack_object *map, const char *key,
-    const int32_t **out, int32_t *n)
+    const int32_t **out, int32_t *n, const int32_t *reuse, int32_t room)
 {
 	const msgpack_object *a = rn_mp_get(map, key);
 	int32_t *v;
@@ -173,8 +271,10 @@ load_i32s(struct mdv_priv *p, const msgpack_object *map, const char *key,
 		return 0;
 	if (a->type != MSGPACK_OBJECT_ARRAY)
 		return -EBADMSG;
-	if ((v = arena_alloc(p, sizeof(int32_t) * a->via.array.size)) ==
-	    NULL)
+	if (reuse != NULL && a->via.array.size <= (uint32_t)room)
+		v = (int32_t *)reuse; /* the view's own arena memory */
+	else if ((v = arena_alloc(p, sizeof(int32_t) *
+	    a->via.array.size)) == NULL)
 		return -ENOMEM;
 	for (i = 0; i < a->via.array.size; i++) {
 		const msgpack_object *o = &a->via.array.ptr[i];
@@ -225,9 +325,10 @@ load_configs(struct mdv_priv *p, const msgpack_object *m,
 	return 0;
 }
 
+/* A partition map into pp; old, when given, lends its arrays. */
 static int
 load_partition(struct mdv_priv *p, const msgpack_object *m,
-    struct rn_mdv_partition *pp)
+    struct rn_mdv_partition *pp, const struct rn_mdv_partition *old)
 {
 	const msgpack_object *d;
 	int rc;
@@ -244,9 +345,12 @@ load_partition(struct mdv_priv *p, const msgpack_object *m,
 	    MSGPACK_OBJECT_BIN && d->via.bin.size == 16)
 		memcpy(pp->dir_id, d->via.bin.ptr, 16);
 	if ((rc = load_i32s(p, m, "replicas", &pp->replicas,
-	    &pp->n_replicas)) != 0 || (rc = load_i32s(p, m, "isr", &pp->isr,
-	    &pp->n_isr)) != 0 || (rc = load_i32s(p, m, "offline",
-	    &pp->offline, &pp->n_offline)) != 0)
+	    &pp->n_replicas, old ? old->replicas : NULL,
+	    old ? old->n_replicas : 0)) != 0 ||
+	    (rc = load_i32s(p, m, "isr", &pp->isr, &pp->n_isr,
+	    old ? old->isr : NULL, old ? old->n_isr : 0)) != 0 ||
+	    (rc = load_i32s(p, m, "offline", &pp->offline, &pp->n_offline,
+	    old ? old->offline : NULL, old ? old->n_offline : 0)) != 0)
 		return rc;
 	return 0;
 }
@@ -283,7 +387,7 @@ load_topic(struct mdv_priv *p, const msgpack_object *m,
 	memset(pp, 0, sizeof(*pp) * parts->via.array.size);
 	for (i = 0; i < parts->via.array.size; i++) {
 		if ((rc = load_partition(p, &parts->via.array.ptr[i],
-		    &pp[i])) != 0)
+		    &pp[i], NULL)) != 0)
 			return rc;
 		/* the lookup indexes by partition id */
 		if (pp[i].p != (int32_t)i)
@@ -435,6 +539,8 @@ mdview_parse(struct rn_mdview *v, struct mdv_priv *p, const void *body,
 	nv.priv = p;
 	nv.version = v->version;
 	nv.generation = v->generation;
+	nv.changes_all = true;
+	p->parse_bytes = rn_arena_used(&p->arena);
 	priv_free(v->priv);
 	*v = nv;
 	rc = 0;
@@ -465,21 +571,182 @@ rn_mdview_load(struct rn_mdview *v, const void *body, size_t len)
 	return rc;
 }
 
-int
-rn_mdview_refresh(struct rn_mdview *v, const struct rn_shm *shm)
+/* ---- reader: deltas ------------------------------------------------ */
+
+static int
+chg_add(struct mdv_priv *p, int32_t topic, int32_t part, int32_t old_slot)
+{
+	if (p->n_chg == p->cap_chg) {
+		int cap = p->cap_chg ? p->cap_chg * 2 : 64;
+		struct rn_mdv_change *c = reallocarray(p->chg, (size_t)cap,
+		    sizeof(*c));
+
+		if (c == NULL)
+			return -ENOMEM;
+		p->chg = c;
+		p->cap_chg = cap;
+	}
+	p->chg[p->n_chg++] = (struct rn_mdv_change){ topic, part, old_slot };
+	return 0;
+}
+
+/* One delta's partitions, each written over its entry in the view. */
+static int
+delta_apply(struct rn_mdview *v, const char *buf, size_t len)
+{
+	struct mdv_priv *p = v->priv;
+	msgpack_unpacked up;
+	const msgpack_object *m, *a;
+	uint32_t i;
+	int rc = -EBADMSG;
+
+	msgpack_unpacked_init(&up);
+	if (msgpack_unpack_next(&up, buf, len, NULL) !=
+	    MSGPACK_UNPACK_SUCCESS || up.data.type != MSGPACK_OBJECT_MAP)
+		goto out;
+	m = &up.data;
+	a = rn_mp_get(m, "parts");
+	if (a == NULL || a->type != MSGPACK_OBJECT_ARRAY)
+		goto out;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *e = &a->via.array.ptr[i];
+		const struct rn_mdv_topic *t;
+		struct rn_mdv_partition *pp, np;
+		int64_t part;
+
+		rc = -EBADMSG;
+		if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+		    e->via.array.ptr[0].type != MSGPACK_OBJECT_BIN ||
+		    e->via.array.ptr[0].via.bin.size != 16 ||
+		    e->via.array.ptr[1].type != MSGPACK_OBJECT_MAP)
+			goto out;
+		/* topics come and go with a whole body, never a delta */
+		t = rn_mdview_topic_by_id(v,
+		    (const uint8_t *)e->via.array.ptr[0].via.bin.ptr);
+		part = mp_i64(&e->via.array.ptr[1], "p", -1);
+		if (t == NULL || part < 0 || part >= t->n_parts) {
+			rc = -ESTALE;
+			goto out;
+		}
+		/* the view's own arena: writable behind the const */
+		pp = (struct rn_mdv_partition *)&t->parts[part];
+		memset(&np, 0, sizeof(np));
+		if ((rc = load_partition(p, &e->via.array.ptr[1], &np, pp)) !=
+		    0 || (rc = chg_add(p, (int32_t)(t - v->topics),
+		    (int32_t)part, pp->slot)) != 0)
+			goto out;
+		*pp = np;
+	}
+	v->controller_id = (int32_t)mp_i64(m, "controller_id", -1);
+	v->epoch = mp_i64(m, "epoch", 0);
+	v->offset = mp_i64(m, "offset", 0);
+	rc = 0;
+out:
+	msgpack_unpacked_destroy(&up);
+	return rc;
+}
+
+/*
+ * Apply the n bytes of records copied out of the ring, each the next
+ * version. -ESTALE when one says the body must be loaded instead.
+ */
+static int
+deltas_apply(struct rn_mdview *v, size_t n)
+{
+	struct mdv_priv *p = v->priv;
+	size_t off = 0;
+	int rc;
+
+	while (off < n) {
+		struct delta_rec r;
+
+		if (n - off < sizeof(r))
+			return -EBADMSG;
+		memcpy(&r, p->deltas + off, sizeof(r));
+		if (r.kind != DELTA_CHANGE || r.version != v->version + 1)
+			return -ESTALE;
+		if (DELTA_REC_SIZE(r.len) > n - off)
+			return -EBADMSG;
+		if ((rc = delta_apply(v, p->deltas + off + sizeof(r),
+		    r.len)) != 0)
+			return rc;
+		v->version = r.version;
+		off += DELTA_REC_SIZE(r.len);
+	}
+	return 0;
+}
+
+/* Copy the ring from pos to head (under the seqlock: bounds only). */
+static int
+deltas_copy(struct mdv_priv *p, const struct rn_meta_image *mi,
+    uint64_t pos, uint64_t head)
+{
+	size_t n = (size_t)(head - pos);
+
+	if (p->deltas_cap < n) {
+		free(p->deltas);
+		p->deltas_cap = 0;
+		if ((p->deltas = malloc(n)) == NULL)
+			return -ENOMEM;
+		p->deltas_cap = n;
+	}
+	ring_get(mi, pos, p->deltas, n);
+	return 0;
+}
+
+/*
+ * Bring a loaded view forward by the deltas after it: 1, or -ESTALE when
+ * the body must be loaded (a whole publish since, the view fell behind
+ * the ring, or the deltas have grown its arena too much).
+ */
+static int
+refresh_deltas(struct rn_mdview *v, const struct rn_meta_image *mi)
+{
+	struct mdv_priv *p = v->priv;
+	size_t grown = rn_arena_used(&p->arena) - p->parse_bytes;
+	uint64_t head = 0;
+	uint32_t start;
+	int tries, rc;
+
+	if (grown > DELTA_ARENA_MIN && grown > p->parse_bytes)
+		return -ESTALE;
+	for (tries = 0;; tries++) {
+		if (tries == READ_TRIES || rn_seq_read_begin_timeout(&mi->lock,
+		    &start, READ_SPINS) != 0)
+			return -EAGAIN;
+		head = mi->delta_head;
+		if (p->delta_pos > head || head - p->delta_pos > mi->delta_size) {
+			if (rn_seq_read_retry(&mi->lock, start))
+				continue;
+			return -ESTALE;
+		}
+		if ((rc = deltas_copy(p, mi, p->delta_pos, head)) != 0)
+			return rc;
+		if (!rn_seq_read_retry(&mi->lock, start))
+			break;
+	}
+	p->n_chg = 0;
+	if ((rc = deltas_apply(v, (size_t)(head - p->delta_pos))) != 0)
+		return rc;
+	p->delta_pos = head;
+	v->changes_all = false;
+	v->changes = p->chg;
+	v->n_changes = p->n_chg;
+	return 1;
+}
+
+/* Load the whole body and the deltas after it. */
+static int
+refresh_body(struct rn_mdview *v, const struct rn_shm *shm, uint64_t gen)
 {
 	const struct rn_meta_image *mi = rn_shm_meta(shm);
-	const char *src = (const char *)(mi + 1);
-	uint64_t ver, gen, len = 0;
+	const char *src = body_of(mi);
+	uint64_t base = 0, len = 0, from = 0, head = 0;
+	struct rn_mdview nv;
 	struct mdv_priv *p;
 	uint32_t start;
 	int tries, rc;
 
-	ver = atomic_load_explicit(&mi->version, memory_order_acquire);
-	gen = atomic_load_explicit(&shm->hdr->generation,
-	    memory_order_acquire);
-	if (ver == v->version && gen == v->generation && v->priv != NULL)
-		return 0;
 	if ((p = priv_new()) == NULL)
 		return -ENOMEM;
 	for (tries = 0;; tries++) {
@@ -488,10 +755,13 @@ rn_mdview_refresh(struct rn_mdview *v, const struct rn_shm *shm)
 			priv_free(p);
 			return -EAGAIN;
 		}
-		ver = atomic_load_explicit(&mi->version, memory_order_relaxed);
+		base = mi->base_version;
+		from = mi->delta_base;
+		head = mi->delta_head;
 		memcpy(&len, src, sizeof(len));
 		/* a torn length is only used once it is bounds-checked */
-		if (ver == 0 || len > mi->body_size - sizeof(len)) {
+		if (base == 0 || len > mi->body_size - sizeof(len) ||
+		    from > head || head - from > mi->delta_size) {
 			if (rn_seq_read_retry(&mi->lock, start))
 				continue;
 			priv_free(p);
@@ -507,16 +777,54 @@ rn_mdview_refresh(struct rn_mdview *v, const struct rn_shm *shm)
 			p->copy_cap = len;
 		}
 		memcpy(p->copy, src + sizeof(len), len);
+		if ((rc = deltas_copy(p, mi, from, head)) != 0) {
+			priv_free(p);
+			return rc;
+		}
 		if (!rn_seq_read_retry(&mi->lock, start))
 			break;
 	}
-	if ((rc = mdview_parse(v, p, p->copy, len)) != 0) {
+	/* into a new view: the old one stays usable if this fails */
+	rn_mdview_init(&nv);
+	if ((rc = mdview_parse(&nv, p, p->copy, len)) != 0) {
 		priv_free(p);
 		return rc;
 	}
-	v->version = ver;
-	v->generation = gen;
+	nv.version = base;
+	nv.body_version = base;
+	nv.generation = gen;
+	p->delta_pos = head;
+	if ((rc = deltas_apply(&nv, (size_t)(head - from))) != 0) {
+		rn_mdview_free(&nv);
+		return rc == -ESTALE ? -EBADMSG : rc;
+	}
+	nv.changes_all = true;
+	nv.n_changes = 0;
+	nv.changes = NULL;
+	rn_mdview_free(v);
+	*v = nv;
 	return 1;
+}
+
+int
+rn_mdview_refresh(struct rn_mdview *v, const struct rn_shm *shm)
+{
+	const struct rn_meta_image *mi = rn_shm_meta(shm);
+	uint64_t ver, gen;
+	int rc;
+
+	ver = atomic_load_explicit(&mi->version, memory_order_acquire);
+	gen = atomic_load_explicit(&shm->hdr->generation,
+	    memory_order_acquire);
+	if (ver == v->version && gen == v->generation && v->priv != NULL)
+		return 0;
+	if (v->priv != NULL && gen == v->generation && v->version != 0 &&
+	    ver > v->version) {
+		rc = refresh_deltas(v, mi);
+		if (rc != -ESTALE)
+			return rc;
+	}
+	return refresh_body(v, shm, gen);
 }
 
 /* ---- lookups -------------------------------------------------------- */

@@ -29,9 +29,25 @@
  *    "broker_configs": {k: v} (dynamic cluster-wide broker defaults),
  *    "node_configs": {k: v} (dynamic configs of this broker)}
  *
+ * Deltas. A change that only touches partitions (leader, ISR, epochs,
+ * replicas: most changes of a running cluster) is published as a delta,
+ * not as a new body: one msgpack map per version in a byte ring beside
+ * the body,
+ *   {"controller_id", "epoch", "offset", "parts": [[topic id bin16,
+ *    {partition map as in the body}]]}.
+ * A reader that holds version V applies the deltas after V in place, so
+ * an ISR change costs every process the bytes of that partition, not of
+ * the cluster. Any other change publishes the whole body, which leaves a
+ * mark in the ring: a reader meeting it loads the body again. The writer
+ * never lets the deltas since the body outgrow the ring (it publishes the
+ * whole body instead), so a reader that fell behind further loads the
+ * body and the deltas after it.
+ *
  * Readers: keep one struct rn_mdview per process, call rn_mdview_refresh()
  * before using it (cheap when nothing changed: one atomic load), then use
- * the lookups; nothing they return is valid after the next refresh.
+ * the lookups; nothing they return is valid after the next refresh, except
+ * the topic and partition structs over a refresh that applied only deltas
+ * (changes_all false): those are updated where they are.
  */
 #ifndef RN_MDIMAGE_H
 #define RN_MDIMAGE_H
@@ -55,6 +71,11 @@ int rn_mdimage_shm_init(void *base, size_t size, const struct rn_shm_params *p);
  * fit (the image is left as it was). */
 int rn_mdimage_publish(struct rn_shm *shm, int32_t node_id,
     const char *cluster_id, const void *body, size_t len);
+/* Append a delta (its shape above) as the next version. -ENOSPC when the
+ * deltas since the body would outgrow the ring, -EAGAIN before any body:
+ * publish the whole image instead. */
+int rn_mdimage_publish_delta(struct rn_shm *shm, const void *delta,
+    size_t len);
 
 /* ---- reader --------------------------------------------------------- */
 
@@ -105,9 +126,24 @@ struct rn_mdv_broker {
 	const struct rn_mdv_listener *listeners;
 };
 
+/* A partition a refresh changed by a delta. */
+struct rn_mdv_change {
+	int32_t topic;           /* index into topics */
+	int32_t p;
+	int32_t old_slot;        /* its slot before the change */
+};
+
 struct rn_mdview {
 	uint64_t version;        /* image version this view was built from; 0: none */
 	uint64_t generation;     /* shm generation at that time */
+	/* the version whose whole body was last loaded: topics, brokers and
+	 * configs change only with it (deltas touch partitions only) */
+	uint64_t body_version;
+	/* what the last refresh that returned 1 changed: everything, or
+	 * the n_changes partitions listed (a partition may repeat) */
+	bool changes_all;
+	int n_changes;
+	const struct rn_mdv_change *changes;
 	char cluster_id[23];
 	int32_t controller_id;
 	int64_t epoch;

@@ -201,3 +201,30 @@ rn_mdimage_enc_node_configs(struct rn_mdimage_enc *e, int n)
 	rn_mp_pack_str(&e->pk, "node_configs");
 	msgpack_pack_map(&e->pk, (size_t)n);
 }
+
+void
+rn_mdimage_enc_delta(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
+    const struct rn_mdimage_enc_head *h, int n_parts)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(pk, 4);
+	rn_mp_pack_str(pk, "controller_id");
+	msgpack_pack_int32(pk, h->controller_id);
+	rn_mp_pack_str(pk, "epoch");
+	msgpack_pack_uint64(pk, h->epoch);
+	rn_mp_pack_str(pk, "offset");
+	msgpack_pack_uint64(pk, h->offset);
+	rn_mp_pack_str(pk, "parts");
+	msgpack_pack_array(pk, (size_t)n_parts);
+}
+
+void
+rn_mdimage_enc_delta_partition(struct rn_mdimage_enc *e,
+    const uint8_t topic_id[16], const struct rn_mdimage_enc_part *p)
+{
+	msgpack_pack_array(&e->pk, 2);
+	pack_bin16(&e->pk, topic_id);
+	rn_mdimage_enc_partition(e, p);
+}

@@ -14,6 +14,11 @@
  *       rn_mdimage_enc_partition
  *   rn_mdimage_enc_broker_configs (n), then rn_mdimage_enc_config each
  *   rn_mdimage_enc_node_configs   (n), then rn_mdimage_enc_config each
+ *
+ * A delta (partition changes only; the head's cluster id and broker
+ * count are not used):
+ *   rn_mdimage_enc_delta          once (n_parts)
+ *     rn_mdimage_enc_delta_partition  per partition
  */
 #ifndef RN_MDIMAGE_WRITE_H
 #define RN_MDIMAGE_WRITE_H
@@ -78,5 +83,9 @@ void rn_mdimage_enc_partition(struct rn_mdimage_enc *e,
     const struct rn_mdimage_enc_part *p);
 void rn_mdimage_enc_broker_configs(struct rn_mdimage_enc *e, int n);
 void rn_mdimage_enc_node_configs(struct rn_mdimage_enc *e, int n);
+void rn_mdimage_enc_delta(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
+    const struct rn_mdimage_enc_head *h, int n_parts);
+void rn_mdimage_enc_delta_partition(struct rn_mdimage_enc *e,
+    const uint8_t topic_id[16], const struct rn_mdimage_enc_part *p);
 
 #endif /* RN_MDIMAGE_WRITE_H */

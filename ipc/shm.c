@@ -292,10 +292,11 @@ void
 rn_shm_meta_rebuild(struct rn_shm *shm)
 {
 	struct rn_meta_image *mi = rn_shm_meta(shm);
-	uint64_t body = mi->body_size;
+	uint64_t body = mi->body_size, ring = mi->delta_size;
 
 	memset((char *)mi + sizeof(mi->lock), 0, sizeof(*mi) - sizeof(mi->lock));
 	mi->body_size = body;
+	mi->delta_size = ring;
 	rn_seq_reset(&mi->lock);
 	atomic_fetch_add(&shm->hdr->generation, 1);
 }

@@ -18,7 +18,7 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 4
+#define RN_SHM_LAYOUT_VERSION 5
 /* controller, 64 network, 64 fetchers, log cleaner, group coordinator */
 #define RN_SHM_MAX_WORKERS 131
 
@@ -180,18 +180,23 @@ _Static_assert(sizeof(struct rn_worker_slot) == 64, "worker slot is one cache li
 
 /*
  * The metadata image as the controller publishes it. The fixed part is
- * what every reader needs first; the variable part (brokers, topics,
- * partitions) follows and is sized from shm.max.partitions.
+ * what every reader needs first; then the delta ring (partition changes
+ * since the body, ipc/mdimage.c), then the body (brokers, topics,
+ * partitions), sized from shm.max.partitions.
  */
 struct rn_meta_image {
 	struct rn_seqlock lock;
 	uint32_t pad;
 	int32_t writer_pid;
 	int32_t node_id;
-	_Atomic uint64_t version; /* bumped on every publish */
+	_Atomic uint64_t version; /* bumped on every publish, whole or delta */
 	int64_t published_ms;
 	char cluster_id[24];      /* Kafka Uuid as base64url; "" until known */
-	uint64_t body_size;       /* bytes available after this header */
+	uint64_t base_version;    /* the version the body describes */
+	uint64_t delta_base;      /* ring position of the first delta after it */
+	uint64_t delta_head;      /* ring position after the last delta */
+	uint64_t delta_size;      /* bytes of the delta ring */
+	uint64_t body_size;       /* bytes of the body, after the ring */
 };
 
 /*

@@ -45,9 +45,10 @@ rn_replquota_update(struct rn_replquota *q, const struct rn_mdview *v,
 	char buf[64];
 	double rate = 0;
 
-	if (v->version == q->version && q->version != 0)
+	/* a broker config: only a whole image changes it */
+	if (v->body_version == q->version && q->version != 0)
 		return;
-	q->version = v->version;
+	q->version = v->body_version;
 	if (rn_mdview_broker_config(v, cfg, key, &val, &src, buf,
 	    sizeof(buf)) == 0 && val != NULL)
 		rate = strtod(val, NULL);

@@ -53,9 +53,10 @@ check_layout(const struct rn_shm_params *sp)
 	    "the regions cover the segment");
 	ok(named, "every region has a name");
 	is_int((long long)rn_shm_region_size(&shm, RN_REGION_METADATA) -
-	    (long long)sizeof(struct rn_meta_image),
+	    (long long)sizeof(struct rn_meta_image) -
+	    (long long)rn_shm_meta(&shm)->delta_size,
 	    (long long)rn_shm_meta(&shm)->body_size,
-	    "the metadata image's body fills its region");
+	    "the metadata image's delta ring and body fill its region");
 	ok(rn_ring_valid(rn_shm_ring_to_ctl(&shm, sp->n_workers - 1)) &&
 	    rn_ring_valid(rn_shm_ring_from_ctl(&shm, sp->n_workers - 1)),
 	    "the last worker's rings are formatted");

@@ -374,6 +374,18 @@ ctl_publish(struct ctl *c)
 	 * their names to new topics */
 	c->hooks.before_publish(c);
 	msgpack_sbuffer_init(&sb);
+	/* partition changes alone go as a delta: their cost is theirs, not
+	 * the cluster's */
+	if (ctl_state_encode_delta(&c->st, &loc, &sb) == 0 &&
+	    rn_mdimage_publish_delta(c->shm, sb.data, sb.size) == 0) {
+		c->dirty = false;
+		c->image_deltas++;
+		ctl_state_changes_clear(&c->st);
+		msgpack_sbuffer_destroy(&sb);
+		c->hooks.published(c);
+		return;
+	}
+	msgpack_sbuffer_clear(&sb);
 	ctl_state_encode_image(&c->st, &loc, &sb);
 	rc = rn_mdimage_publish(c->shm, c->cfg->node_id, c->st.cluster_id,
 	    sb.data, sb.size);
@@ -390,6 +402,8 @@ ctl_publish(struct ctl *c)
 	} else {
 		c->image_unfit = 0;
 		c->dirty = false;
+		c->image_bodies++;
+		ctl_state_changes_clear(&c->st);
 		log_debug("published metadata image at offset %llu (%zu "
 		    "bytes)", (unsigned long long)c->st.last_index, sb.size);
 	}

@@ -193,6 +193,49 @@ void
 ctl_state_init(struct ctl_state *st)
 {
 	memset(st, 0, sizeof(*st));
+	st->changed.all = true; /* nothing published from it yet */
+}
+
+/* ---- what changed since the last image ------------------------------ */
+
+/* Past this many, one whole image is cheaper than the delta. */
+#define CHANGES_MAX 65536
+
+static void
+changed_all(struct ctl_state *st)
+{
+	st->changed.all = true;
+	st->changed.n = 0;
+}
+
+static void
+changed_part(struct ctl_state *st, const uint8_t topic_id[16], int32_t p)
+{
+	struct ctl_changes *c = &st->changed;
+
+	if (c->all)
+		return;
+	if (c->n == c->cap) {
+		int cap = c->cap ? c->cap * 2 : 64;
+		struct ctl_changed_part *v;
+
+		if (cap > CHANGES_MAX || (v = reallocarray(c->v, (size_t)cap,
+		    sizeof(*v))) == NULL) {
+			changed_all(st);
+			return;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	memcpy(c->v[c->n].topic_id, topic_id, 16);
+	c->v[c->n++].p = p;
+}
+
+void
+ctl_state_changes_clear(struct ctl_state *st)
+{
+	st->changed.all = false;
+	st->changed.n = 0;
 }
 
 static void
@@ -245,7 +288,8 @@ ctl_state_free(struct ctl_state *st)
 	for (i = 0; i < st->n_slotmaps; i++)
 		free(st->slotmaps[i].bits);
 	free(st->slotmaps);
-	memset(st, 0, sizeof(*st));
+	free(st->changed.v);
+	ctl_state_init(st);
 }
 
 void
@@ -818,6 +862,7 @@ apply_partition(struct ctl_state *st, const msgpack_object *rec)
 	if (old != NULL) {
 		part_free(old);
 		*old = np;
+		changed_part(st, tid, p);
 	} else {
 		struct ctl_partition *nparts = realloc(t->parts,
 		    sizeof(*nparts) * (size_t)(t->n_parts + 1));
@@ -828,6 +873,7 @@ apply_partition(struct ctl_state *st, const msgpack_object *rec)
 		}
 		t->parts = nparts;
 		t->parts[t->n_parts++] = np;
+		changed_all(st); /* a new partition: the topic's shape */
 	}
 	free(given_slots);
 	return 0;
@@ -994,6 +1040,7 @@ apply_partition_change(struct ctl_state *st, const msgpack_object *rec)
 	pp->leader = leader;
 	pp->leader_epoch = le;
 	pp->partition_epoch = pe;
+	changed_part(st, tid, p);
 	return 0;
 }
 
@@ -1027,6 +1074,8 @@ ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec)
 		log_warnx("%s record at index %llu not applied: %s",
 		    ctl_rec_type_name(t),
 		    (unsigned long long)st->applying_index, strerror(-rc));
+	else if (t != CTL_REC_PARTITION && t != CTL_REC_PARTITION_CHANGE)
+		changed_all(st); /* brokers, topics, configs: the whole image */
 	return rc;
 }
 
@@ -1228,33 +1277,43 @@ enc_broker(struct rn_mdimage_enc *e, const struct ctl_broker *b)
 		    b->listeners[k].host, b->listeners[k].port);
 }
 
+/* A partition as this node's image shows it. */
+static void
+enc_part_of(const struct ctl_state *st, const struct ctl_local *loc,
+    const struct ctl_topic *t, int32_t p, struct rn_mdimage_enc_part *ep)
+{
+	static const uint8_t zero[16];
+	const struct ctl_partition *pp = &t->parts[p];
+	int32_t r;
+
+	*ep = (struct rn_mdimage_enc_part){
+		.p = p, .leader = pp->leader,
+		.leader_epoch = pp->leader_epoch,
+		.partition_epoch = pp->partition_epoch,
+		.replicas = pp->replicas, .n_replicas = pp->n_replicas,
+		.isr = pp->isr, .n_isr = pp->n_isr,
+		.dirs = (const uint8_t (*)[16])pp->dirs,
+		.dir_id = zero,
+	};
+	ctl_state_local_placement(st, loc, t, p, &ep->slot, &ep->dir);
+	for (r = 0; r < pp->n_replicas; r++)
+		if (pp->replicas[r] == loc->node_id)
+			ep->dir_id = pp->dirs[r];
+}
+
 static void
 enc_topic(struct rn_mdimage_enc *e, const struct ctl_state *st,
     const struct ctl_local *loc, const struct ctl_topic *t)
 {
-	static const uint8_t zero[16];
-	int32_t p, r;
+	struct rn_mdimage_enc_part ep;
+	int32_t p;
 
 	rn_mdimage_enc_topic(e, t->name, t->id, topic_internal(t->name),
 	    t->configs.n);
 	enc_configs(e, &t->configs);
 	rn_mdimage_enc_partitions(e, t->n_parts);
 	for (p = 0; p < t->n_parts; p++) {
-		const struct ctl_partition *pp = &t->parts[p];
-		struct rn_mdimage_enc_part ep = {
-			.p = p, .leader = pp->leader,
-			.leader_epoch = pp->leader_epoch,
-			.partition_epoch = pp->partition_epoch,
-			.replicas = pp->replicas, .n_replicas = pp->n_replicas,
-			.isr = pp->isr, .n_isr = pp->n_isr,
-			.dirs = (const uint8_t (*)[16])pp->dirs,
-			.dir_id = zero,
-		};
-
-		ctl_state_local_placement(st, loc, t, p, &ep.slot, &ep.dir);
-		for (r = 0; r < pp->n_replicas; r++)
-			if (pp->replicas[r] == loc->node_id)
-				ep.dir_id = pp->dirs[r];
+		enc_part_of(st, loc, t, p, &ep);
 		rn_mdimage_enc_partition(e, &ep);
 	}
 }
@@ -1285,5 +1344,38 @@ ctl_state_encode_image(const struct ctl_state *st,
 	c = ctl_state_broker_configs(st, node);
 	rn_mdimage_enc_node_configs(&e, c != NULL ? c->n : 0);
 	enc_configs(&e, c);
+	return 0;
+}
+
+int
+ctl_state_encode_delta(const struct ctl_state *st,
+    const struct ctl_local *loc, msgpack_sbuffer *sb)
+{
+	struct rn_mdimage_enc e = { .offline = replica_offline,
+	    .arg = (void *)st, .lost_dir = ctl_dir_lost };
+	struct rn_mdimage_enc_head h = { .cluster_id = st->cluster_id,
+	    .controller_id = loc->controller_id, .epoch = loc->epoch,
+	    .offset = st->last_index };
+	const struct ctl_changes *c = &st->changed;
+	struct rn_mdimage_enc_part ep;
+	int i;
+
+	if (c->all)
+		return -ESTALE;
+	for (i = 0; i < c->n; i++) {
+		const struct ctl_topic *t = ctl_state_topic_by_id(st,
+		    c->v[i].topic_id);
+
+		if (t == NULL || c->v[i].p >= t->n_parts)
+			return -ESTALE;
+	}
+	rn_mdimage_enc_delta(&e, sb, &h, c->n);
+	for (i = 0; i < c->n; i++) {
+		const struct ctl_topic *t = ctl_state_topic_by_id(st,
+		    c->v[i].topic_id);
+
+		enc_part_of(st, loc, t, c->v[i].p, &ep);
+		rn_mdimage_enc_delta_partition(&e, t->id, &ep);
+	}
 	return 0;
 }

@@ -95,6 +95,20 @@ struct ctl_slotmap {
 	int32_t nwords;
 };
 
+/*
+ * What the applied records changed since the image was last published:
+ * some partitions (a delta carries them, ipc/mdimage.h) or more (the
+ * whole image is published). Cleared by ctl_state_changes_clear.
+ */
+struct ctl_changes {
+	bool all;
+	int n, cap;
+	struct ctl_changed_part {
+		uint8_t topic_id[16];
+		int32_t p;
+	} *v;
+};
+
 struct ctl_state {
 	char cluster_id[23];
 	int16_t metadata_version;
@@ -122,6 +136,7 @@ struct ctl_state {
 	uint64_t applying_index;    /* log index of the entry being applied */
 	uint64_t last_index;        /* last applied log index */
 	uint64_t last_term;
+	struct ctl_changes changed;
 	/* Called before a topic is removed (its local dirs go away). */
 	void (*on_remove_topic)(void *arg, const struct ctl_topic *t);
 	/* Called when a Partition record drops broker's replica of t-p
@@ -207,6 +222,12 @@ struct ctl_local {
 /* Encode the metadata image body (see ipc/mdimage.h for its shape). */
 int ctl_state_encode_image(const struct ctl_state *st,
     const struct ctl_local *loc, msgpack_sbuffer *sb);
+/* Encode the partitions changed since the last clear as a delta: 0, or
+ * -ESTALE when only the whole image can say what changed. */
+int ctl_state_encode_delta(const struct ctl_state *st,
+    const struct ctl_local *loc, msgpack_sbuffer *sb);
+/* The image now says all that was applied. */
+void ctl_state_changes_clear(struct ctl_state *st);
 /* This node's (slot, dir index) of a replica set, -1/-1 when not local. */
 void ctl_state_local_placement(const struct ctl_state *st,
     const struct ctl_local *loc, const struct ctl_topic *t, int32_t p,

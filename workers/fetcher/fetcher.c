@@ -56,6 +56,7 @@ struct fpart {
 	int32_t leader;         /* as of the last round (mp may be stale) */
 	uint64_t round;         /* t and mp are valid only in this round */
 	bool throttled;         /* under the follower replication quota */
+	bool listed;            /* seen while the list is rebuilt */
 };
 
 struct leader {
@@ -641,56 +642,126 @@ leader_readable(struct fetcher *f, struct leader *l)
 	l->in.len = 0;
 }
 
+/*
+ * Whether this fetcher follows the replica mp of t now; if so its fpart
+ * is made this round's (it may not be: one that cannot be opened yet).
+ */
+static struct fpart *
+collect_one(struct fetcher *f, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp)
+{
+	int32_t self = f->cfg->node_id;
+	struct fpart *fp;
+	int16_t kerr;
+
+	if (mp->slot < 0 || mp->leader < 0 || mp->leader == self ||
+	    !is_replica(mp, self) || !rn_fetcher_owns(f->w, t->id, mp->p))
+		return NULL;
+	fp = &f->fp[mp->slot];
+	if (memcmp(fp->id, t->id, 16) != 0) {
+		/* another topic in this slot: nothing carries over */
+		static const uint8_t none[16];
+
+		if (memcmp(fp->id, none, 16) != 0)
+			f->id_moved = true;
+		memcpy(fp->id, t->id, 16);
+		fp->leader = -1;
+	}
+	/* fp->mp may point into an image freed since */
+	if (fp->leader != mp->leader)
+		fp->synced_epoch = -1;
+	fp->leader = mp->leader;
+	fp->t = t;
+	fp->mp = mp;
+	/* one that cannot be opened (yet) is not this round's: an answer in
+	 * flight for it is dropped, not applied; one opened before is looked
+	 * up without opening its log */
+	fp->p = rn_part_peek(&f->parts, t, mp);
+	if ((fp->p == NULL || fp->p->log != NULL) &&
+	    (fp->p = rn_part_get(&f->parts, &f->view, t, mp, &kerr)) == NULL)
+		return NULL;
+	fp->round = f->round;
+	fp->throttled = rn_replquota_applies(&f->quota, t, mp, self, self);
+	return fp;
+}
+
 /* The follower replicas this fetcher owns, as the current image says. */
 static int
 collect(struct fetcher *f, struct fpart **out, int max)
 {
 	const struct rn_mdview *v = &f->view;
-	int32_t self = f->cfg->node_id;
+	struct fpart *fp;
 	int i, j, n = 0;
 
-	for (i = 0; i < v->n_topics; i++) {
-		const struct rn_mdv_topic *t = &v->topics[i];
+	for (i = 0; i < v->n_topics && n < max; i++)
+		for (j = 0; j < v->topics[i].n_parts && n < max; j++)
+			if ((fp = collect_one(f, &v->topics[i],
+			    &v->topics[i].parts[j])) != NULL)
+				out[n++] = fp;
+	return n;
+}
 
-		for (j = 0; j < t->n_parts; j++) {
-			const struct rn_mdv_partition *mp = &t->parts[j];
-			struct fpart *fp;
-			int16_t kerr;
+/*
+ * After a delta: only the replicas it changed can join, leave or change
+ * leader, so only they are looked at (an ISR change of a cluster with
+ * 30,000 partitions costs what it costs with 30). Whether the list must
+ * be sorted again.
+ */
+static bool
+collect_changes(struct fetcher *f, struct fpart **mine, int *n_mine, int max)
+{
+	const struct rn_mdview *v = &f->view;
+	bool moved = false;
+	int i, k, n;
 
-			if (mp->slot < 0 || mp->leader < 0 || mp->leader == self ||
-			    !is_replica(mp, self) ||
-			    !rn_fetcher_owns(f->w, t->id, mp->p) || n == max)
-				continue;
-			fp = &f->fp[mp->slot];
-			if (memcmp(fp->id, t->id, 16) != 0) {
-				/* another topic in this slot: nothing carries over */
-				static const uint8_t none[16];
+	for (k = 0; k < v->n_changes; k++) {
+		const struct rn_mdv_change *c = &v->changes[k];
+		const struct rn_mdv_topic *t = &v->topics[c->topic];
+		const struct rn_mdv_partition *mp = &t->parts[c->p];
+		struct fpart *fp;
 
-				if (memcmp(fp->id, none, 16) != 0)
-					f->id_moved = true;
-				memcpy(fp->id, t->id, 16);
-				fp->leader = -1;
+		if (c->old_slot >= 0 && c->old_slot != mp->slot) {
+			fp = &f->fp[c->old_slot];
+			if (fp->round == f->round && fp->mp == mp) {
+				fp->round = 0; /* left its slot */
+				moved = true;
 			}
-			/* fp->mp may point into an image freed since */
-			if (fp->leader != mp->leader)
-				fp->synced_epoch = -1;
-			fp->leader = mp->leader;
-			fp->t = t;
-			fp->mp = mp;
-			/* one that cannot be opened (yet) is not this round's: an
-			 * answer in flight for it is dropped, not applied; one
-			 * opened before is looked up without opening its log */
-			fp->p = rn_part_peek(&f->parts, t, mp);
-			if ((fp->p == NULL || fp->p->log != NULL) &&
-			    (fp->p = rn_part_get(&f->parts, v, t, mp, &kerr)) == NULL)
-				continue;
-			fp->round = f->round;
-			fp->throttled = rn_replquota_applies(&f->quota, t, mp,
-			    self, self);
-			out[n++] = fp;
+		}
+		if (mp->slot < 0)
+			continue;
+		fp = &f->fp[mp->slot];
+		if (fp->round == f->round) {
+			int32_t was = fp->leader;
+
+			fp->round = 0;
+			if (collect_one(f, t, mp) == NULL || fp->leader != was)
+				moved = true;
+		} else if (collect_one(f, t, mp) != NULL) {
+			moved = true;
 		}
 	}
-	return n;
+	if (!moved)
+		return false;
+	/* keep this round's once each, then add the ones that joined */
+	for (i = n = 0; i < *n_mine; i++)
+		if (mine[i]->round == f->round && !mine[i]->listed) {
+			mine[i]->listed = true;
+			mine[n++] = mine[i];
+		}
+	for (k = 0; k < v->n_changes && n < max; k++) {
+		const struct rn_mdv_topic *t = &v->topics[v->changes[k].topic];
+		int32_t slot = t->parts[v->changes[k].p].slot;
+
+		if (slot >= 0 && f->fp[slot].round == f->round &&
+		    !f->fp[slot].listed) {
+			f->fp[slot].listed = true;
+			mine[n++] = &f->fp[slot];
+		}
+	}
+	for (i = 0; i < n; i++)
+		mine[i]->listed = false;
+	*n_mine = n;
+	return true;
 }
 
 /* By leader, then topic (image order), then partition. */
@@ -824,7 +895,7 @@ rn_fetcher_main(struct rn_worker *w)
 	int max = (int)w->env->shm->hdr->max_partitions;
 	int64_t next_collect_ms = 0;
 	uint32_t offline = 0;
-	bool changed, busy;
+	bool changed, whole, busy;
 	int n_mine = 0;
 
 	if (fetcher_setup(&f, w, &mine) != 0) {
@@ -850,14 +921,19 @@ rn_fetcher_main(struct rn_worker *w)
 		 */
 		if ((changed = rn_mdview_refresh(&f.view, w->env->shm) == 1))
 			rn_part_table_sync(&f.parts, &f.view);
+		whole = changed && f.view.changes_all;
 		if (offline != rn_dirfail_mask(w->env->shm)) {
 			/* a dir went offline: its replicas are fetched no more */
 			offline = rn_dirfail_mask(w->env->shm);
-			changed = true;
+			whole = true;
 		}
 		rn_replquota_update(&f.quota, &f.view, f.cfg,
 		    (int)w->env->n_fetchers);
-		if (changed || rn_now_ms() >= next_collect_ms) {
+		if (changed && !whole && rn_now_ms() < next_collect_ms) {
+			if (collect_changes(&f, mine, &n_mine, max))
+				qsort(mine, (size_t)n_mine, sizeof(*mine),
+				    mine_cmp);
+		} else if (whole || changed || rn_now_ms() >= next_collect_ms) {
 			f.round++;
 			f.id_moved = false;
 			n_mine = collect(&f, mine, max);

@@ -72,35 +72,45 @@ net_stage(struct net *n, enum rn_met_stage stage, int64_t us)
  * whose ISR size moved within one leader epoch. One worker (the storage
  * duty) compares, so the remembered sizes have a single writer.
  */
-void
-net_count_isr(struct net *n)
+static void
+count_isr_of(struct net *n, const struct rn_mdv_topic *t, int32_t j)
 {
-	const struct rn_mdview *v = &n->view;
+	const struct rn_mdv_partition *p = &t->parts[j];
 	struct rn_met_worker *m = self(n);
 	struct rn_met_part *mp;
 	uint64_t tag;
 	bool same;
-	int i, j;
 
+	if (p->leader != n->cfg->node_id || p->slot < 0)
+		return;
+	mp = rn_metrics_part(n->w->env->shm, (unsigned)p->slot);
+	tag = rn_met_tag(t->id, p->p);
+	same = mp->seen_tag == tag && mp->seen_epoch1 == p->leader_epoch + 1;
+	if (same && p->n_isr < mp->seen_isr)
+		rn_met_add(&m->isr_shrinks, 1);
+	else if (same && p->n_isr > mp->seen_isr)
+		rn_met_add(&m->isr_expands, 1);
+	mp->seen_tag = tag;
+	mp->seen_epoch1 = p->leader_epoch + 1;
+	mp->seen_isr = p->n_isr;
+}
+
+void
+net_count_isr(struct net *n)
+{
+	const struct rn_mdview *v = &n->view;
+	int i, j, k;
+
+	if (!v->changes_all) {
+		/* a delta: only its partitions can have moved */
+		for (k = 0; k < v->n_changes; k++)
+			count_isr_of(n, &v->topics[v->changes[k].topic],
+			    v->changes[k].p);
+		return;
+	}
 	for (i = 0; i < v->n_topics; i++)
-		for (j = 0; j < v->topics[i].n_parts; j++) {
-			const struct rn_mdv_partition *p =
-			    &v->topics[i].parts[j];
-
-			if (p->leader != n->cfg->node_id || p->slot < 0)
-				continue;
-			mp = rn_metrics_part(n->w->env->shm, (unsigned)p->slot);
-			tag = rn_met_tag(v->topics[i].id, p->p);
-			same = mp->seen_tag == tag &&
-			    mp->seen_epoch1 == p->leader_epoch + 1;
-			if (same && p->n_isr < mp->seen_isr)
-				rn_met_add(&m->isr_shrinks, 1);
-			else if (same && p->n_isr > mp->seen_isr)
-				rn_met_add(&m->isr_expands, 1);
-			mp->seen_tag = tag;
-			mp->seen_epoch1 = p->leader_epoch + 1;
-			mp->seen_isr = p->n_isr;
-		}
+		for (j = 0; j < v->topics[i].n_parts; j++)
+			count_isr_of(n, &v->topics[i], j);
 }
 
 _Static_assert(RN_KAPI_MAX_KEY < RN_MET_MAX_API, "a counter per API key");

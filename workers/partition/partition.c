@@ -209,9 +209,9 @@ static void
 table_log_config(struct rn_part_table *t, const struct rn_mdview *v,
     const struct rn_mdv_topic *topic, struct rn_log_config *out)
 {
-	if (t->lcfg_version != v->version || t->lcfg_topic != topic) {
+	if (t->lcfg_version != v->body_version || t->lcfg_topic != topic) {
 		rn_part_log_config(v, topic, t->cfg, &t->lcfg);
-		t->lcfg_version = v->version;
+		t->lcfg_version = v->body_version;
 		t->lcfg_topic = topic;
 	}
 	*out = t->lcfg;
@@ -498,7 +498,7 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	if (t->worker != NULL && rn_now_ms() >= t->worker->next_heartbeat_ms)
 		rn_worker_heartbeat(t->worker);
 	p->incarnation = atomic_load(&rt->incarnation);
-	p->config_version = v->version;
+	p->config_version = v->body_version;
 	p->lcfg = lcfg;
 	return 0;
 }
@@ -718,16 +718,16 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 	p = &t->parts[mp->slot];
 	rt = (struct rn_part_rt *)rn_shm_partition(t->shm, (unsigned)mp->slot);
 	if (p->log != NULL && p->incarnation == atomic_load(&rt->incarnation) &&
-	    p->config_version != v->version) {
+	    p->config_version != v->body_version) {
 		/* a new image: reopen only if this topic's log rules changed */
 		struct rn_log_config lcfg;
 
 		table_log_config(t, v, topic, &lcfg);
 		if (log_config_same(&lcfg, &p->lcfg))
-			p->config_version = v->version;
+			p->config_version = v->body_version;
 	}
 	if (p->log == NULL || p->incarnation != atomic_load(&rt->incarnation) ||
-	    p->config_version != v->version || p->partition != mp->p ||
+	    p->config_version != v->body_version || p->partition != mp->p ||
 	    memcmp(p->topic_id, topic->id, sizeof(p->topic_id)) != 0) {
 		int rc;
 
@@ -748,26 +748,46 @@ rn_part_get(struct rn_part_table *t, const struct rn_mdview *v,
 	return p;
 }
 
+/* Close slot i's handle if the image no longer places its partition there. */
+static void
+table_sync_slot(struct rn_part_table *t, const struct rn_mdview *v,
+    uint32_t i)
+{
+	struct rn_part *p = &t->parts[i];
+	const struct rn_mdv_partition *mp;
+	const struct rn_mdv_topic *topic;
+
+	if (i >= t->hi || p->log == NULL)
+		return;
+	topic = rn_mdview_topic_by_id(v, p->topic_id);
+	mp = topic != NULL ? rn_mdview_partition(topic, p->partition) : NULL;
+	if (mp != NULL && mp->slot == (int32_t)i)
+		return;
+	rn_part_handle_close(t, p);
+	p->incarnation = 0;
+}
+
 void
 rn_part_table_sync(struct rn_part_table *t, const struct rn_mdview *v)
 {
-	const struct rn_mdv_partition *mp;
-	const struct rn_mdv_topic *topic;
 	uint32_t i;
+	int k;
 
-	for (i = 0; i < t->hi; i++) {
-		struct rn_part *p = &t->parts[i];
+	if (!v->changes_all) {
+		/* a delta: only the slots its partitions left or took */
+		for (k = 0; k < v->n_changes; k++) {
+			const struct rn_mdv_change *c = &v->changes[k];
 
-		if (p->log == NULL)
-			continue;
-		topic = rn_mdview_topic_by_id(v, p->topic_id);
-		mp = topic != NULL ? rn_mdview_partition(topic, p->partition) :
-		    NULL;
-		if (mp != NULL && mp->slot == (int32_t)i)
-			continue;
-		rn_part_handle_close(t, p);
-		p->incarnation = 0;
+			if (c->old_slot >= 0)
+				table_sync_slot(t, v, (uint32_t)c->old_slot);
+			i = (uint32_t)v->topics[c->topic].parts[c->p].slot;
+			if ((int32_t)i >= 0)
+				table_sync_slot(t, v, i);
+		}
+		return;
 	}
+	for (i = 0; i < t->hi; i++)
+		table_sync_slot(t, v, i);
 }
 
 void
