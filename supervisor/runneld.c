@@ -407,11 +407,11 @@ main(int argc, char **argv)
 	int check_only, upgrading;
 	unsigned i;
 
+	memset(&sv, 0, sizeof(sv));
 	if (keep_argv(argc, argv) != 0)
 		return 1;
 	setproctitle_init(argc, argv, environ);
 	rn_log_init("supervisor", NULL, 0);
-	memset(&sv, 0, sizeof(sv));
 	sv.ctl_fd = -1;
 	sv.shm.fd = -1;
 	if (load_config(argc, argv, &check_only) != 0)
