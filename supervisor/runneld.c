@@ -28,7 +28,8 @@
 
 extern char **environ;
 
-volatile sig_atomic_t sv_got_sigchld, sv_got_sigterm, sv_got_sighup;
+volatile sig_atomic_t sv_got_sigchld, sv_got_sigterm, sv_got_sighup,
+    sv_got_sigusr2;
 
 static struct sv sv;
 
@@ -40,6 +41,7 @@ sighandler(int sig)
 	case SIGTERM:
 	case SIGINT: sv_got_sigterm = 1; break;
 	case SIGHUP: sv_got_sighup = 1; break;
+	case SIGUSR2: sv_got_sigusr2 = 1; break;
 	}
 }
 
@@ -176,13 +178,16 @@ setup_shared(void)
 	p.n_workers = sv.env.n_workers;
 	p.ring_bytes = (uint32_t)sv.cfg.shm_ring_bytes;
 	p.max_partitions = (uint32_t)sv.cfg.shm_max_partitions;
+	sv.env.shm = &sv.shm;
+	sv.env.cfg = &sv.cfg;
+	if (sv.shm.hdr != NULL)
+		/* an upgrade: the segment and the eventfds are passed in */
+		return sv_takeover_adopt_shm(&sv, &p);
 	if ((rc = rn_shm_create(&p, &sv.shm)) != 0) {
 		log_errx("cannot create shared memory (%zu bytes): %s",
 		    rn_shm_size(&p), strerror(-rc));
 		return -1;
 	}
-	sv.env.shm = &sv.shm;
-	sv.env.cfg = &sv.cfg;
 	for (i = 0; i < sv.env.n_workers; i++)
 		if ((sv.env.efd[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) ==
 		    -1) {
@@ -211,6 +216,7 @@ setup_signals(sigset_t *waitmask)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 	/* signals arrive only inside ppoll(), so flags are never missed */
@@ -219,11 +225,13 @@ setup_signals(sigset_t *waitmask)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &block, waitmask);
 	sigdelset(waitmask, SIGCHLD);
 	sigdelset(waitmask, SIGTERM);
 	sigdelset(waitmask, SIGINT);
 	sigdelset(waitmask, SIGHUP);
+	sigdelset(waitmask, SIGUSR2);
 }
 
 static void
@@ -232,8 +240,8 @@ update_status(int64_t now)
 	unsigned running = sv_children_count_state(&sv, RN_WS_RUNNING);
 	unsigned failed = sv_children_count_state(&sv, RN_WS_FAILED);
 
-	if (!sv.ready_sent)
-		return;
+	if (!sv.ready_sent || sv.upgrade != NULL)
+		return; /* an upgrade says it itself */
 	if (failed > 0)
 		sv_notify_status(&sv, "degraded: %u of %u workers running, %u "
 		    "failed", running, sv.n_children, failed);
@@ -295,12 +303,18 @@ sv_controlled_shutdown_done(struct sv *s, int64_t now)
 static void
 main_loop(const sigset_t *waitmask)
 {
-	struct pollfd pfd[1 + SV_CONTROL_MAX_CONNS + 1 + SV_HTTP_MAX_CONNS];
-	struct timespec tick = { 0, 100 * 1000 * 1000 };
+	struct pollfd pfd[1 + SV_CONTROL_MAX_CONNS + 1 + SV_HTTP_MAX_CONNS +
+	    1];
+	struct timespec tick;
+	char err[256];
 
 	for (;;) {
 		int64_t now = rn_now_ms();
 		int n, m;
+
+		/* a worker changing hands is looked at more often */
+		tick.tv_sec = 0;
+		tick.tv_nsec = (sv_upgrade_busy(&sv) ? 20 : 100) * 1000 * 1000;
 
 		if (sv_got_sigchld) {
 			sv_got_sigchld = 0;
@@ -311,7 +325,17 @@ main_loop(const sigset_t *waitmask)
 			log_notice("SIGHUP: configuration reload is not "
 			    "supported; restart the node to apply changes");
 		}
-		if (sv_got_sigterm && !sv.stopping && !sv.draining) {
+		if (sv_got_sigusr2) {
+			sv_got_sigusr2 = 0;
+			log_notice("SIGUSR2: upgrading to %s", sv.exe);
+			if (sv_upgrade_begin(&sv, NULL, -1, 0, err,
+			    sizeof(err)) != 0)
+				log_warnx("upgrade: %s", err);
+		}
+		/* the new supervisor goes first (sv_upgrade.c), then this */
+		sv_upgrade_tick(&sv, now);
+		if (sv_got_sigterm && !sv.stopping && !sv.draining &&
+		    sv.upgrade == NULL) {
 			sv_notify_stopping(&sv);
 			if (sv_controlled_shutdown_begin(&sv, now))
 				sv.draining = true;
@@ -329,21 +353,27 @@ main_loop(const sigset_t *waitmask)
 				break;
 			}
 		} else {
-			if (!sv.ready_sent && sv_children_all_running(&sv))
+			if (!sv.ready_sent && sv_takeover_done(&sv) &&
+			    sv_children_all_running(&sv))
 				sv_notify_ready(&sv);
 			update_status(now);
 		}
 		sv_children_tick(&sv, now);
 		sv_roll_tick(&sv, now);
+		sv_takeover_tick(&sv, now);
 		sv_notify_tick(&sv, now,
 		    sv_children_count_state(&sv, RN_WS_FAILED) == 0);
 
+		/* handed over: new control connections are the new one's */
 		pfd[0].fd = sv.ctl_fd;
-		pfd[0].events = POLLIN;
+		pfd[0].events = sv_upgrade_handsoff(&sv) ? 0 : POLLIN;
 		pfd[0].revents = 0;
 		n = 1 + sv_control_pollfds(pfd + 1, SV_CONTROL_MAX_CONNS);
 		m = sv_http_pollfds(pfd + n, 1 + SV_HTTP_MAX_CONNS);
-		if (ppoll(pfd, (nfds_t)(n + m), &tick, waitmask) > 0) {
+		pfd[n + m].fd = sv_upgrade_pollfd(&sv);
+		pfd[n + m].events = POLLIN;
+		pfd[n + m].revents = 0;
+		if (ppoll(pfd, (nfds_t)(n + m + 1), &tick, waitmask) > 0) {
 			if (pfd[0].revents & POLLIN)
 				sv_control_accept(&sv);
 			sv_control_handle(&sv, pfd + 1, n - 1);
@@ -352,16 +382,36 @@ main_loop(const sigset_t *waitmask)
 	}
 }
 
+/* What an upgrade execs: argv as given (setproctitle reuses its memory). */
+static int
+keep_argv(int argc, char **argv)
+{
+	ssize_t n;
+	int i;
+
+	if ((sv.argv = calloc((size_t)argc + 1, sizeof(char *))) == NULL)
+		return -1;
+	for (i = 0; i < argc; i++)
+		if ((sv.argv[i] = strdup(argv[i])) == NULL)
+			return -1;
+	/* the path, not the inode: a binary installed over it runs next */
+	n = readlink("/proc/self/exe", sv.exe, sizeof(sv.exe) - 1);
+	sv.exe[n > 0 ? n : 0] = '\0';
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	sigset_t waitmask;
-	int check_only;
+	int check_only, upgrading;
 	unsigned i;
 
+	memset(&sv, 0, sizeof(sv));
+	if (keep_argv(argc, argv) != 0)
+		return 1;
 	setproctitle_init(argc, argv, environ);
 	rn_log_init("supervisor", NULL, 0);
-	memset(&sv, 0, sizeof(sv));
 	sv.ctl_fd = -1;
 	sv.shm.fd = -1;
 	if (load_config(argc, argv, &check_only) != 0)
@@ -372,22 +422,27 @@ main(int argc, char **argv)
 		return 0;
 	}
 	rn_log_init("supervisor", NULL, sv.cfg.log_verbose);
+	/* an upgrade: the old supervisor's fds, checked before anything */
+	upgrading = sv_takeover_adopt(&sv);
 	/* meta.properties: node and directory ids, the cluster id if known */
-	if (resolve_service_user() != 0 || sv_logdirs_lock(&sv) != 0 ||
+	if (resolve_service_user() != 0 ||
+	    (!upgrading && sv_logdirs_lock(&sv) != 0) ||
 	    rn_metaprops_ensure(&sv.cfg, sv.env.cluster_id,
 	    sv.env.dir_ids) != 0)
 		return 1;
-	if ((errno = -sv_control_open(&sv)) != 0) {
+	if (!upgrading && (errno = -sv_control_open(&sv)) != 0) {
 		log_errx("control socket %s: %s", sv.cfg.control_socket_path,
 		    strerror(errno));
 		return 1;
 	}
-	if (sv_listeners_bind(&sv) != 0 || setup_shared() != 0 ||
-	    sv_http_open(&sv) != 0) {
-		sv_control_close(&sv);
+	if ((!upgrading && sv_listeners_bind(&sv) != 0) ||
+	    setup_shared() != 0 || (!upgrading && sv_http_open(&sv) != 0)) {
+		if (!upgrading)
+			sv_control_close(&sv);
 		return 1;
 	}
-	sv_logdirs_take_clean(&sv);
+	if (!upgrading)
+		sv_logdirs_take_clean(&sv);
 	sv.policy.initial_ms = sv.cfg.restart_backoff_initial_ms;
 	sv.policy.max_ms = sv.cfg.restart_backoff_max_ms;
 	sv.policy.max_failures = sv.cfg.restart_max_failures;
@@ -402,7 +457,9 @@ main(int argc, char **argv)
 	    sv.cfg.num_network_threads, sv.cfg.num_replica_fetchers);
 
 	sv_children_init(&sv);
-	for (i = 0; i < sv.n_children; i++)
+	if (upgrading)
+		sv_takeover_begin(&sv); /* the old one's workers, one by one */
+	for (i = 0; i < sv.n_children && !upgrading; i++)
 		if (sv_child_start(&sv, &sv.children[i]) != 0) {
 			sv.exit_code = 1;
 			sv_got_sigterm = 1;

@@ -35,6 +35,8 @@ struct sv_role {
 };
 
 struct sv_roll;
+struct sv_upgrade;
+struct sv_takeover;
 
 struct sv_child {
 	char name[32];                 /* "network-1" */
@@ -51,6 +53,7 @@ struct sv_child {
 	unsigned requested_restarts;   /* of those, the operator's */
 	struct sv_restart_state history;
 	int last_status;               /* raw wait status of the last exit */
+	bool given_away;               /* upgrade: the new supervisor's now */
 };
 
 struct sv {
@@ -77,6 +80,13 @@ struct sv {
 	int64_t next_watchdog_ms;
 	char status_line[256];
 	struct sv_roll *roll;          /* a restart --role under way, or NULL */
+	/* what an upgrade re-executes: argv as started, the binary's path */
+	char **argv;
+	char exe[4096];
+	int lock_fd[RN_CONFIG_MAX_LOGDIRS + 1];  /* log dir locks (flock) */
+	int n_lock_fd;
+	struct sv_upgrade *upgrade;    /* old side: a new supervisor starting */
+	struct sv_takeover *takeover;  /* new side: replacing the old's workers */
 };
 
 /* sv_roles.c */
@@ -102,8 +112,43 @@ int sv_roll_begin(struct sv *sv, const char *role, bool rolling, int conn,
 void sv_roll_tick(struct sv *sv, int64_t now);
 void sv_roll_abort(struct sv *sv, const char *why);
 
+/* sv_roll.c: the order workers are restarted in, rolling or not */
+const enum rn_worker_role *sv_roll_order(size_t *n);
+
+/*
+ * sv_upgrade.c, the old supervisor's side of runnelctl upgrade: fork and
+ * exec the new binary with the fds, watch it, leave when it is ready or
+ * take the node back when it fails.
+ */
+#define SV_UPGRADE_ENV "RUNNEL_UPGRADE"
+#define SV_UPGRADE_EXIT_LAYOUT 3       /* the new binary refused the layout */
+int sv_upgrade_begin(struct sv *sv, const char *binary, int conn,
+    uint64_t conn_gen, char *err, size_t errlen);
+bool sv_upgrade_busy(const struct sv *sv);
+bool sv_upgrade_handsoff(const struct sv *sv);
+int sv_upgrade_pollfd(const struct sv *sv);
+void sv_upgrade_tick(struct sv *sv, int64_t now);
+bool sv_upgrade_reaped(struct sv *sv, pid_t pid, int status, int64_t now);
+void sv_upgrade_child_close(struct sv *sv);
+
+/*
+ * sv_takeover.c, the new supervisor's side: adopt what the old one
+ * passed (refusing a segment of another layout before touching
+ * anything), then replace its workers one by one.
+ */
+int sv_takeover_adopt(struct sv *sv);
+int sv_takeover_adopt_shm(struct sv *sv, const struct rn_shm_params *p);
+void sv_takeover_begin(struct sv *sv);
+void sv_takeover_tick(struct sv *sv, int64_t now);
+bool sv_takeover_done(const struct sv *sv);
+void sv_takeover_child_close(struct sv *sv);
+
 /* sv_control.c */
 int sv_control_open(struct sv *sv);
+/* Serve a control socket an old supervisor bound (upgrade). */
+void sv_control_adopt(struct sv *sv, int fd);
+/* Close it all but leave the socket's path to the next supervisor. */
+void sv_control_release(struct sv *sv);
 void sv_control_accept(struct sv *sv);
 void sv_control_close(struct sv *sv);
 /* a reply to a request answered later; false if its asker has gone */
@@ -127,6 +172,7 @@ void sv_logdirs_take_clean(struct sv *sv);
 int sv_listeners_bind(struct sv *sv);
 
 /* Signal flags, set by handlers only. */
-extern volatile sig_atomic_t sv_got_sigchld, sv_got_sigterm, sv_got_sighup;
+extern volatile sig_atomic_t sv_got_sigchld, sv_got_sigterm, sv_got_sighup,
+    sv_got_sigusr2;
 
 #endif /* SV_H */

@@ -155,6 +155,8 @@ sv_child_start(struct sv *sv, struct sv_child *c)
 		if (sv->ctl_fd >= 0)
 			close(sv->ctl_fd);
 		sv_http_close();
+		sv_upgrade_child_close(sv);
+		sv_takeover_child_close(sv);
 		rn_worker_run(&sv->env, c->role, c->index,
 		    sv_role_of(c->role)->main, sv->service_uid,
 		    sv->service_gid, sv->drop_privileges);
@@ -211,6 +213,13 @@ child_exited(struct sv *sv, struct sv_child *c, int status, int64_t now)
 	child_describe_exit(status, how, sizeof(how));
 	c->pid = 0;
 	c->last_status = status;
+	if (sv_upgrade_handsoff(sv)) {
+		/* the new supervisor stopped it and starts its own: the slot
+		 * is no longer ours to write */
+		log_info("%s %s; handed to the new supervisor", c->name, how);
+		c->given_away = true;
+		return;
+	}
 	if (sv->stopping) {
 		log_info("%s %s", c->name, how);
 		c->state = RN_WS_STOPPED;
@@ -264,6 +273,8 @@ sv_children_reap(struct sv *sv, int64_t now)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if ((c = child_by_pid(sv, pid)) != NULL)
 			child_exited(sv, c, status, now);
+		else
+			(void)sv_upgrade_reaped(sv, pid, status, now);
 	}
 }
 
@@ -277,6 +288,8 @@ sv_children_tick(struct sv *sv, int64_t now)
 	 * SIGSTOPped, or the machine stalled): its workers did not either,
 	 * so give them a full timeout to heartbeat before calling them hung.
 	 */
+	if (sv_upgrade_handsoff(sv))
+		return; /* the new supervisor watches the workers */
 	if (sv->last_tick_ms != 0 && now - sv->last_tick_ms > 1000)
 		sv->hb_grace_until_ms = now + sv->cfg.worker_heartbeat_timeout_ms;
 	sv->last_tick_ms = now;

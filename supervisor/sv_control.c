@@ -66,6 +66,28 @@ sv_control_open(struct sv *sv)
 }
 
 void
+sv_control_adopt(struct sv *sv, int fd)
+{
+	for (int i = 0; i < SV_CONTROL_MAX_CONNS; i++)
+		conns[i].fd = -1;
+	sv->ctl_fd = fd;
+}
+
+void
+sv_control_release(struct sv *sv)
+{
+	for (int i = 0; i < SV_CONTROL_MAX_CONNS; i++)
+		if (conns[i].fd >= 0) {
+			close(conns[i].fd);
+			free(conns[i].buf);
+			conns[i].fd = -1;
+		}
+	if (sv->ctl_fd >= 0)
+		close(sv->ctl_fd);
+	sv->ctl_fd = -1;
+}
+
+void
 sv_control_close(struct sv *sv)
 {
 	for (int i = 0; i < SV_CONTROL_MAX_CONNS; i++)
@@ -272,6 +294,11 @@ verb_restart(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 		reply_error(c, "the node is stopping");
 		return;
 	}
+	if (sv_upgrade_busy(sv)) {
+		/* the workers are changing hands */
+		reply_error(c, "an upgrade is under way");
+		return;
+	}
 	if (rn_mp_get_str(req, "role", role, sizeof(role)) == 0) {
 		rolling = rn_mp_get(req, "rolling");
 		log_notice("control: %srestart of role %s requested by uid %u",
@@ -299,6 +326,27 @@ verb_restart(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 	}
 }
 
+/*
+ * upgrade [binary]: re-execute the supervisor (sv_upgrade.c), answered
+ * when the new one is ready and this one leaves, or when it failed.
+ */
+static void
+verb_upgrade(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+{
+	char binary[sizeof(sv->exe)] = "", err[256];
+
+	if (rn_mp_get(req, "binary") != NULL &&
+	    rn_mp_get_str(req, "binary", binary, sizeof(binary)) != 0) {
+		reply_error(c, "binary: expected an absolute path");
+		return;
+	}
+	log_notice("control: upgrade to %s requested by uid %u",
+	    binary[0] ? binary : sv->exe, (unsigned)c->uid);
+	if (sv_upgrade_begin(sv, binary, (int)(c - conns), c->gen, err,
+	    sizeof(err)) != 0)
+		reply_error(c, err);
+}
+
 /* The verbs runnelctl sends; those that change the node need privilege. */
 static const struct verb {
 	const char *name;
@@ -312,6 +360,7 @@ static const struct verb {
 	{ "fault", verb_fault, true, false },
 	{ "restart", verb_restart, true, true },
 	{ "stop", verb_stop, true, true },
+	{ "upgrade", verb_upgrade, true, true },
 };
 
 static void

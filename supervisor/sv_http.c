@@ -32,6 +32,7 @@ struct http_conn {
 };
 
 static int http_fd = -1;
+static bool paused;        /* an upgrade: the next supervisor accepts */
 static struct http_conn *conns[SV_HTTP_MAX_CONNS];
 
 /* "http://host:port" into host and port; 0 or -EINVAL. */
@@ -142,13 +143,31 @@ sv_http_close(void)
 }
 
 int
+sv_http_listener(void)
+{
+	return http_fd;
+}
+
+void
+sv_http_adopt(int fd)
+{
+	http_fd = fd;
+}
+
+void
+sv_http_pause(void)
+{
+	paused = true;
+}
+
+int
 sv_http_pollfds(struct pollfd *pfd, int max)
 {
 	int i, n = 0;
 
 	if (http_fd < 0 || max < 1)
 		return 0;
-	pfd[n++] = (struct pollfd){ http_fd, POLLIN, 0 };
+	pfd[n++] = (struct pollfd){ http_fd, paused ? 0 : POLLIN, 0 };
 	for (i = 0; i < SV_HTTP_MAX_CONNS && n < max; i++)
 		if (conns[i] != NULL)
 			pfd[n++] = (struct pollfd){ conns[i]->fd,

@@ -18,6 +18,10 @@ int sv_http_open(struct sv *sv);
 /* Close the listener and every connection (also in a forked worker). */
 void sv_http_close(void);
 /* The listener and the connections to poll; how many pfds were used. */
+/* upgrade: the listener's fd, serving one passed in, not accepting */
+int sv_http_listener(void);
+void sv_http_adopt(int fd);
+void sv_http_pause(void);
 int sv_http_pollfds(struct pollfd *pfd, int max);
 void sv_http_handle(struct sv *sv, const struct pollfd *pfd, int n);
 

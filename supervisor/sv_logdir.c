@@ -56,7 +56,10 @@ lock_dir(struct sv *sv, const char *dir)
 		close(fd);
 		return -1;
 	}
-	return 0; /* the fd stays open, holding the lock */
+	/* the fd stays open, holding the lock; an upgrade passes it on */
+	if (sv->n_lock_fd < (int)RN_ARRAY_SIZE(sv->lock_fd))
+		sv->lock_fd[sv->n_lock_fd++] = fd;
+	return 0;
 }
 
 int

@@ -54,6 +54,13 @@ static const enum rn_worker_role roll_order[] = {
 	RN_ROLE_W_NETWORK, RN_ROLE_W_CONTROLLER,
 };
 
+const enum rn_worker_role *
+sv_roll_order(size_t *n)
+{
+	*n = RN_ARRAY_SIZE(roll_order);
+	return roll_order;
+}
+
 static bool
 roll_healthy(struct sv *sv, struct sv_roll *r, unsigned k)
 {
@@ -154,6 +161,10 @@ sv_roll_begin(struct sv *sv, const char *role, bool rolling, int conn,
 	if (sv->roll != NULL) {
 		snprintf(err, errlen, "a restart of %s is under way",
 		    sv->roll->what);
+		return -1;
+	}
+	if (sv_upgrade_busy(sv)) {
+		snprintf(err, errlen, "an upgrade is under way");
 		return -1;
 	}
 	if ((r = calloc(1, sizeof(*r))) == NULL) {

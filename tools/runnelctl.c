@@ -4,6 +4,7 @@
  *   runnelctl [-s PATH] metrics [--json]
  *   runnelctl [-s PATH] restart WORKER
  *   runnelctl [-s PATH] restart --role ROLE [--rolling] [--json]
+ *   runnelctl [-s PATH] upgrade [--binary PATH] [--json]
  *   runnelctl [-s PATH] stop
  */
 #include "autoconf.h"
@@ -37,6 +38,12 @@ usage(FILE *f)
 	    "healthy\n"
 	    "         (--rolling: one worker at a time, each healthy before "
 	    "the next)\n"
+	    "       runnelctl [-s SOCKET] upgrade [--binary PATH] [--json]\n"
+	    "         re-execute the supervisor (PATH: default the binary it "
+	    "runs) on the\n"
+	    "         same sockets and shared memory; answers when the new "
+	    "one is ready\n"
+	    "         (or failed, and the old one keeps the node)\n"
 	    "       runnelctl [-s SOCKET] stop\n"
 	    "       runnelctl [-s SOCKET] fault stall-fetch on|off   (test fault)\n"
 	    "SOCKET defaults to $RUNNEL_CONTROL_SOCKET, else %s\n",
@@ -213,6 +220,7 @@ struct cmd {
 	const char *verb;
 	const char *worker;     /* restart */
 	const char *role;       /* restart --role */
+	const char *binary;     /* upgrade --binary */
 	bool rolling;
 	const char *fault, *fault_state;
 	bool json;
@@ -227,6 +235,7 @@ static const struct verb {
 	{ "status", 0, NULL },
 	{ "metrics", 0, NULL },
 	{ "stop", 0, NULL },
+	{ "upgrade", 0, NULL },
 	{ "restart", 1, "restart needs a worker name (see runnelctl status) or --role ROLE" },
 	{ "fault", 2, "fault needs a name and on|off" },
 };
@@ -241,6 +250,7 @@ parse_opts(int argc, char **argv, const char *optstring, struct cmd *c)
 		{ "json", no_argument, NULL, 'j' },
 		{ "role", required_argument, NULL, 'r' },
 		{ "rolling", no_argument, NULL, 'R' },
+		{ "binary", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -252,6 +262,7 @@ parse_opts(int argc, char **argv, const char *optstring, struct cmd *c)
 		case 'j': c->json = true; break;
 		case 'r': c->role = optarg; break;
 		case 'R': c->rolling = true; break;
+		case 'b': c->binary = optarg; break;
 		case 'h':
 			if (optstring[0] == '+')
 				return 1;
@@ -298,6 +309,10 @@ parse_args(int argc, char **argv, struct cmd *c)
 		    "restart\n");
 		return 2;
 	}
+	if (c->binary != NULL && strcmp(c->verb, "upgrade") != 0) {
+		fprintf(stderr, "runnelctl: --binary is for upgrade\n");
+		return 2;
+	}
 	if (c->rolling && c->role == NULL) {
 		fprintf(stderr, "runnelctl: --rolling needs --role ROLE\n");
 		return 2;
@@ -331,7 +346,8 @@ parse_args(int argc, char **argv, struct cmd *c)
 static void
 pack_request(msgpack_packer *pk, const struct cmd *c)
 {
-	msgpack_pack_map(pk, c->role ? 4 : c->worker ? 3 : c->fault ? 4 : 2);
+	msgpack_pack_map(pk, c->role ? 4 : c->worker ? 3 : c->fault ? 4 :
+	    c->binary ? 3 : 2);
 	rn_mp_pack_str(pk, "v");
 	msgpack_pack_int(pk, RN_CTL_VERSION);
 	rn_mp_pack_str(pk, "verb");
@@ -344,6 +360,10 @@ pack_request(msgpack_packer *pk, const struct cmd *c)
 			msgpack_pack_true(pk);
 		else
 			msgpack_pack_false(pk);
+	}
+	if (c->binary) {
+		rn_mp_pack_str(pk, "binary");
+		rn_mp_pack_str(pk, c->binary);
 	}
 	if (c->worker) {
 		rn_mp_pack_str(pk, "worker");
@@ -408,6 +428,35 @@ print_roll(const msgpack_object *r)
 	    role, done, (long long)rn_mp_get_int(r, "duration_ms", 0));
 }
 
+/* What an upgrade did: the workers the new supervisor replaced. */
+static void
+print_upgrade(const msgpack_object *r)
+{
+	const msgpack_object *ws = rn_mp_get(r, "workers");
+	const msgpack_object *ok = rn_mp_get(r, "ok");
+	char binary[4096] = "";
+	uint32_t i;
+
+	rn_mp_get_str(r, "binary", binary, sizeof(binary));
+	for (i = 0; ws != NULL && ws->type == MSGPACK_OBJECT_ARRAY &&
+	    i < ws->via.array.size; i++) {
+		const msgpack_object *w = &ws->via.array.ptr[i];
+		char name[64] = "";
+
+		rn_mp_get_str(w, "name", name, sizeof(name));
+		printf("%-20s pid %-8lld -> %-8lld healthy after %lld ms\n",
+		    name, (long long)rn_mp_get_int(w, "old_pid", 0),
+		    (long long)rn_mp_get_int(w, "pid", 0),
+		    (long long)rn_mp_get_int(w, "ms", 0));
+	}
+	if (ok != NULL && ok->type == MSGPACK_OBJECT_BOOLEAN &&
+	    ok->via.boolean)
+		printf("upgraded: supervisor pid %lld -> %lld runs %s, %lld "
+		    "ms\n", (long long)rn_mp_get_int(r, "old_pid", 0),
+		    (long long)rn_mp_get_int(r, "pid", 0), binary,
+		    (long long)rn_mp_get_int(r, "duration_ms", 0));
+}
+
 /* Say what runneld answered; the exit code. */
 static int
 print_reply(const char *reply, size_t n, const struct cmd *c)
@@ -424,8 +473,14 @@ print_reply(const char *reply, size_t n, const struct cmd *c)
 	    !rn_mp_get(&up.data, "ok")->via.boolean) {
 		if (rn_mp_get_str(&up.data, "error", err, sizeof(err)) != 0)
 			strlcpy(err, "request failed", sizeof(err));
-		if (c->role != NULL && rn_mp_get(&up.data, "workers") != NULL)
+		if (c->json && strcmp(c->verb, "upgrade") == 0) {
+			json_obj(&up.data);
+			putchar('\n');
+		} else if (c->role != NULL &&
+		    rn_mp_get(&up.data, "workers") != NULL)
 			print_roll(&up.data);
+		else if (strcmp(c->verb, "upgrade") == 0)
+			print_upgrade(&up.data);
 		fprintf(stderr, "runnelctl: %s\n", err);
 	} else {
 		if (strcmp(c->verb, "status") == 0) {
@@ -436,11 +491,14 @@ print_reply(const char *reply, size_t n, const struct cmd *c)
 				print_status(&up.data);
 		} else if (strcmp(c->verb, "metrics") == 0)
 			print_metrics(&up.data, c->json);
-		else if (c->role != NULL && c->json) {
+		else if ((c->role != NULL || strcmp(c->verb, "upgrade") == 0) &&
+		    c->json) {
 			json_obj(&up.data);
 			putchar('\n');
 		} else if (c->role != NULL)
 			print_roll(&up.data);
+		else if (strcmp(c->verb, "upgrade") == 0)
+			print_upgrade(&up.data);
 		else if (strcmp(c->verb, "restart") == 0)
 			printf("restarting %s\n", c->worker);
 		else if (c->fault)

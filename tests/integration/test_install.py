@@ -47,10 +47,17 @@ with TempDir() as tmp:
          "ExecStart names the installed runneld (%s), no @name@ left unsubstituted"
          % (m.group(0) if m else text[:200]))
 
-    # systemd-analyze checks the command exists: point it into DESTDIR
+    ctl = installed(dest, "/bin/runnelctl")
+    m = re.search(r"^ExecReload=(\S+) -s \S+ upgrade$", text, re.M)
+    t.ok(m is not None and ctl is not None and m.group(1) == ctl[len(dest):],
+         "ExecReload runs the installed runnelctl upgrade (%s)"
+         % (m.group(0) if m else "no ExecReload"))
+
+    # systemd-analyze checks the commands exist: point them into DESTDIR
     probe = os.path.join(tmp, "runneld.service")
     with open(probe, "w") as f:
-        f.write(text.replace("ExecStart=", "ExecStart=" + dest, 1))
+        f.write(text.replace("ExecStart=", "ExecStart=" + dest, 1)
+                .replace("ExecReload=", "ExecReload=" + dest, 1))
     r = run(["systemd-analyze", "verify", "--man=no", probe])
     t.ok(r.returncode == 0, "systemd-analyze verify passes on the installed unit (%s)"
          % (r.stdout + r.stderr).strip()[-300:])
