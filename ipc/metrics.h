@@ -33,6 +33,9 @@ enum rn_met_stage {
 	RN_STAGE_LOOP_WAIT,	/* epoll_wait */
 	RN_STAGE_LOOP_TURN,	/* a turn's work between two waits */
 	RN_STAGE_LOOP_DUTY,	/* of it, the storage duty (its worker only) */
+	RN_STAGE_METADATA,	/* a new image taken in (network and fetcher
+				 * workers): deltas applied or the body
+				 * parsed, and what follows it */
 	RN_STAGE_COUNT
 };
 
@@ -56,7 +59,10 @@ struct rn_met_worker {
 	_Atomic uint64_t isr_shrinks;
 	_Atomic uint64_t isr_expands;
 	_Atomic uint64_t requests[RN_MET_MAX_API];
-	uint64_t pad[3];
+	/* the controller's: images published whole and as deltas */
+	_Atomic uint64_t md_bodies, md_body_bytes;
+	_Atomic uint64_t md_deltas, md_delta_bytes;
+	uint64_t pad[7];
 	struct rn_met_hist stages[RN_STAGE_COUNT];
 };
 _Static_assert(sizeof(struct rn_met_worker) % 64 == 0, "metrics slot");

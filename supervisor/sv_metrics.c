@@ -27,6 +27,7 @@ enum fam {
 	F_SHRINKS, F_EXPANDS,
 	F_ACTIVE_CTL, F_OFFLINE_PARTS, F_FENCED,
 	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS, F_REQ_RESTARTS, F_STAGES,
+	F_MD_IMAGES, F_MD_BYTES,
 };
 
 static const struct family {
@@ -73,13 +74,19 @@ static const struct family {
 	[F_STAGES] = { "runnel_request_stage_seconds", "histogram",
 	    "Network workers: the stages of Produce requests (queued, decode, "
 	    "append, acks, send, total) and of their event loops (loop_wait, "
-	    "loop_turn, loop_duty)" },
+	    "loop_turn, loop_duty); network and fetcher workers: taking in a "
+	    "new metadata image (metadata)" },
+	[F_MD_IMAGES] = { "runnel_metadata_images_published_total", "counter",
+	    "Metadata images this node's controller worker published, whole "
+	    "(body) or as partition changes (delta)" },
+	[F_MD_BYTES] = { "runnel_metadata_image_published_bytes_total",
+	    "counter", "Their bytes, whole (body) and as deltas (delta)" },
 };
 
 /* In the order of enum rn_met_stage. */
 static const char *const stage_names[RN_STAGE_COUNT] = {
 	"queued", "decode", "append", "acks", "send", "total",
-	"loop_wait", "loop_turn", "loop_duty",
+	"loop_wait", "loop_turn", "loop_duty", "metadata",
 };
 
 /* The buckets' upper bounds: 2^i us in seconds, then +Inf. */
@@ -236,6 +243,12 @@ collect_image(struct sv *sv, const struct rn_mdview *v, struct sv_metrics *m)
 	add_plain(m, F_LEADERS, leaders);
 	add_plain(m, F_URP, urp);
 	add_plain(m, F_OFFLINE_REPLICAS, offline);
+	add(m, F_MD_IMAGES, "kind", "body", 4, sum_workers(sv, W(md_bodies)));
+	add(m, F_MD_IMAGES, "kind", "delta", 5, sum_workers(sv, W(md_deltas)));
+	add(m, F_MD_BYTES, "kind", "body", 4,
+	    sum_workers(sv, W(md_body_bytes)));
+	add(m, F_MD_BYTES, "kind", "delta", 5,
+	    sum_workers(sv, W(md_delta_bytes)));
 	add_plain(m, F_SHRINKS, sum_workers(sv, W(isr_shrinks)));
 	add_plain(m, F_EXPANDS, sum_workers(sv, W(isr_expands)));
 	add_plain(m, F_ACTIVE_CTL, active);

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
+#include "ipc/metrics.h"
 #include "storage/metaprops.h"
 #include "workers/controller/raft.h"
 #include "workers/controller/transport.h"
@@ -352,6 +353,19 @@ ctl_local(struct ctl *c, struct ctl_local *loc)
 	loc->max_partitions = c->shm->hdr->max_partitions;
 }
 
+/* The published images in this worker's metrics slot. */
+static void
+ctl_count_image(struct ctl *c, bool delta, size_t bytes)
+{
+	struct rn_met_worker *m;
+
+	if (c->w == NULL)
+		return;
+	m = rn_metrics_worker(c->shm, c->w->slot);
+	rn_met_add(delta ? &m->md_deltas : &m->md_bodies, 1);
+	rn_met_add(delta ? &m->md_delta_bytes : &m->md_body_bytes, bytes);
+}
+
 void
 ctl_publish(struct ctl *c)
 {
@@ -379,7 +393,7 @@ ctl_publish(struct ctl *c)
 	if (ctl_state_encode_delta(&c->st, &loc, &sb) == 0 &&
 	    rn_mdimage_publish_delta(c->shm, sb.data, sb.size) == 0) {
 		c->dirty = false;
-		c->image_deltas++;
+		ctl_count_image(c, true, sb.size);
 		ctl_state_changes_clear(&c->st);
 		msgpack_sbuffer_destroy(&sb);
 		c->hooks.published(c);
@@ -402,7 +416,7 @@ ctl_publish(struct ctl *c)
 	} else {
 		c->image_unfit = 0;
 		c->dirty = false;
-		c->image_bodies++;
+		ctl_count_image(c, false, sb.size);
 		ctl_state_changes_clear(&c->st);
 		log_debug("published metadata image at offset %llu (%zu "
 		    "bytes)", (unsigned long long)c->st.last_index, sb.size);

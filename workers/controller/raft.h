@@ -105,8 +105,6 @@ struct ctl {
 	struct ctl_state st;
 	bool dirty;               /* applied but not yet published */
 	size_t image_unfit;       /* size of an image that did not fit, or 0 */
-	uint64_t image_bodies;    /* images published whole */
-	uint64_t image_deltas;    /* and as deltas */
 	bool fatal;               /* refuse to go on (cluster id conflict) */
 
 	/* leadership */

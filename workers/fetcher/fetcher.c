@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
+#include "ipc/metrics.h"
 #include "protocol/kerrors.h"
 #include "protocol/kframe.h"
 #include "protocol/kmsg_gen.h"
@@ -895,7 +896,9 @@ rn_fetcher_main(struct rn_worker *w)
 	int max = (int)w->env->shm->hdr->max_partitions;
 	int64_t next_collect_ms = 0;
 	uint32_t offline = 0;
+	struct rn_met_worker *met = rn_metrics_worker(w->env->shm, w->slot);
 	bool changed, whole, busy;
+	int64_t t0;
 	int n_mine = 0;
 
 	if (fetcher_setup(&f, w, &mine) != 0) {
@@ -919,6 +922,7 @@ rn_fetcher_main(struct rn_worker *w)
 		 * changes (and once a second), not for every response; with
 		 * thousands of partitions that lookup was most of the work.
 		 */
+		t0 = rn_now_ns();
 		if ((changed = rn_mdview_refresh(&f.view, w->env->shm) == 1))
 			rn_part_table_sync(&f.parts, &f.view);
 		whole = changed && f.view.changes_all;
@@ -940,6 +944,9 @@ rn_fetcher_main(struct rn_worker *w)
 			qsort(mine, (size_t)n_mine, sizeof(*mine), mine_cmp);
 			next_collect_ms = rn_now_ms() + 1000;
 		}
+		if (changed)
+			rn_met_observe(&met->stages[RN_STAGE_METADATA],
+			    (rn_now_ns() - t0) / 1000);
 		if (f.id_moved) {
 			/* answers in flight may be for the slot's old topic (the
 			 * epoch API names topics, it has no ids): drop them */

@@ -301,11 +301,14 @@ net_housekeeping(struct net *n, int64_t now)
 static void
 net_refresh(struct net *n)
 {
+	int64_t t0 = net_now_us();
+
 	if (rn_mdview_refresh(&n->view, n->w->env->shm) == 1) {
 		rn_part_table_sync(&n->parts, &n->view);
 		if (n->w->ws->duties & RN_DUTY_STORAGE)
 			net_count_isr(n);
 		net_wakeup(n);
+		net_stage(n, RN_STAGE_METADATA, net_now_us() - t0);
 	}
 	/* between requests: no handle is held across this point */
 	(void)rn_part_table_trim(&n->parts);
