@@ -683,6 +683,8 @@ deltas_copy(struct mdv_priv *p, const struct rn_meta_image *mi,
 {
 	size_t n = (size_t)(head - pos);
 
+	if (n == 0)
+		return 0;
 	if (p->deltas_cap < n) {
 		free(p->deltas);
 		p->deltas_cap = 0;

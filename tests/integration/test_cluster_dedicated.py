@@ -60,6 +60,11 @@ with TempDir() as tmp:
         new = [l.split()[-1] for l in r.stdout.splitlines() if l.startswith("LeaderId:")]
         t.ok(new and int(new[0]) in (1, 2, 3) and int(new[0]) != ctl,
              "another voter leads the quorum (%s)" % (new,))
+        # the brokers took the state once, then the log entries after it
+        for b in (4, 5):
+            t.ok("following the metadata log from offset" in c.node(b).logtext(),
+                 "broker %d follows the metadata log by offset after its first "
+                 "state" % b)
         t.eq(c.crashes(), [], "no worker died of a crash (SIGSEGV, SIGABRT, ...)")
     finally:
         c.kill()

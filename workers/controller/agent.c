@@ -11,8 +11,10 @@
  *    this node is not the active controller (CTL_API_FORWARD), and the
  *    network workers' AlterPartition requests;
  *  - image channel (nodes without the metadata log only): long polls
- *    for the metadata state (CTL_API_IMAGE), applied and published here
- *    with this node's own slots and directories.
+ *    for the metadata (CTL_API_IMAGE v1): the log entries after this
+ *    node's offset, or the whole state when the voter no longer has
+ *    them; applied and published here with this node's own slots and
+ *    directories.
  *
  * Which controller: a voter asks raft who leads; a broker-only node uses
  * the controller id its last image named, else tries the voters in turn.
@@ -93,6 +95,7 @@ struct ctl_agent {
 	int64_t epoch;
 	int64_t next_reg_ms, next_hb_ms;
 	bool hb_inflight, img_inflight;
+	bool following;          /* the last image answer was log entries */
 	bool fenced;
 	bool shutdown_done;
 	bool sd_asked;           /* a heartbeat with want_shut_down went */
@@ -773,6 +776,54 @@ image_apply(struct ctl *c, int32_t controller, int64_t epoch,
 	ctl_publish(c);
 }
 
+/*
+ * The log entries after this node's offset: applied as a voter applies
+ * them (the state's hooks remove what a record drops here), then
+ * published, as a delta when they only touch partitions. An entry that
+ * does not parse stops the batch; the next poll asks from there.
+ */
+static void
+image_entries_apply(struct ctl *c, int32_t controller, int64_t epoch,
+    struct rn_kreader *r)
+{
+	int32_t n = rn_kr_int32(r), i;
+	bool applied = false;
+	char before[23];
+
+	if (controller >= 0)
+		c->agent->hint = controller;
+	if (!c->image_loaded)
+		return; /* entries only go on top of a state */
+	if (!c->agent->following)
+		log_info("following the metadata log from offset %llu (node %d)",
+		    (unsigned long long)c->st.last_index, c->agent->img.target);
+	c->agent->following = true;
+	strlcpy(before, c->st.cluster_id, sizeof(before));
+	for (i = 0; i < n && r->err == 0; i++) {
+		int64_t index = rn_kr_int64(r);
+		int32_t len = rn_kr_int32(r);
+		const uint8_t *p = len >= 0 ? rn_kr_take(r, (size_t)len) :
+		    NULL;
+
+		if (r->err != 0 || p == NULL)
+			break;
+		if (index <= (int64_t)c->st.last_index)
+			continue;
+		ctl_state_apply(&c->st, p, (size_t)len, (uint64_t)index);
+		applied = true;
+	}
+	if (r->err != 0 || i < n)
+		log_warnx("metadata entries from node %d do not parse",
+		    c->agent->img.target);
+	if (!applied && controller == c->image_controller)
+		return;
+	c->image_controller = controller;
+	c->image_epoch = (uint64_t)epoch;
+	c->dirty = true;
+	ctl_cluster_id_applied(c, before);
+	ctl_publish(c);
+}
+
 static void
 image_done(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 {
@@ -786,12 +837,22 @@ image_done(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 	if (r->err == 0 && e == 0) {
 		int32_t controller = rn_kr_int32(r);
 		int64_t epoch = rn_kr_int64(r), offset = rn_kr_int64(r);
-		int32_t n = rn_kr_int32(r);
-		const uint8_t *p = n >= 0 ? rn_kr_take(r, (size_t)n) : NULL;
+		int8_t kind = rn_kr_int8(r);
+		int32_t n;
+		const uint8_t *p;
 
-		if (r->err == 0 && p != NULL)
+		if (r->err == 0 && kind == 1) {
+			image_entries_apply(c, controller, epoch, r);
+			goto out;
+		}
+		n = rn_kr_int32(r);
+		p = n >= 0 ? rn_kr_take(r, (size_t)n) : NULL;
+		if (r->err == 0 && kind == 0 && p != NULL) {
+			/* too far behind the entries the voter keeps */
+			a->following = false;
 			image_apply(c, controller, epoch, offset, p,
 			    (size_t)n);
+		}
 	} else if (e == RN_KERR_NOT_CONTROLLER) {
 		chan_reset(k->ch, true);
 	}
@@ -809,7 +870,9 @@ send_image_poll(struct ctl *c)
 	rn_kwriter_init(&w);
 	rn_kw_int64(&w, c->image_loaded ? (int64_t)c->st.last_index : -1);
 	rn_kw_int32(&w, IMAGE_WAIT_MS);
-	if ((k = call_new(&a->img, CTL_API_IMAGE, 0, &w)) != NULL) {
+	/* v1: the log entries after our offset when the answering voter
+	 * still has them, the whole state otherwise */
+	if ((k = call_new(&a->img, CTL_API_IMAGE, 1, &w)) != NULL) {
 		a->img_inflight = true;
 		call_send(&a->img, k, IMAGE_WAIT_MS * 5, image_done);
 	}

@@ -360,6 +360,7 @@ ctl_free(struct ctl *c)
 		rn_ringq_in_done(&c->from_slot[i]);
 	}
 	ctl_state_free(&c->st);
+	ctl_journal_free(&c->journal);
 	free(c->live);
 	free(c->server);
 	free(c->agent);

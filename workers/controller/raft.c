@@ -63,6 +63,7 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	/* raft advances last_applied after this returns */
 	ctl_state_apply(&c->st, buf->base, buf->len,
 	    raft_last_applied(&c->raft) + 1);
+	ctl_journal_add(&c->journal, c->st.last_index, buf->base, buf->len);
 	c->st.last_term = c->raft.current_term;
 	c->dirty = true;
 	c->reconcile = true;
@@ -129,6 +130,7 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	if (rc != 0)
 		log_warnx("metadata snapshot: some records were skipped");
 	raft_free(buf->base); /* ours on success */
+	ctl_journal_reset(&c->journal, c->st.last_index);
 	c->dirty = true;
 	c->reconcile = true;
 	ctl_cluster_id_applied(c, before);

@@ -25,6 +25,7 @@
 
 #include "common/config.h"
 #include "ipc/shm.h"
+#include "workers/controller/journal.h"
 #include "workers/controller/records.h"
 #include "workers/controller/state.h"
 #include "ipc/ringq.h"
@@ -103,6 +104,7 @@ struct ctl {
 
 	/* metadata */
 	struct ctl_state st;
+	struct ctl_journal journal; /* entries for broker-only nodes */
 	bool dirty;               /* applied but not yet published */
 	size_t image_unfit;       /* size of an image that did not fit, or 0 */
 	bool fatal;               /* refuse to go on (cluster id conflict) */

@@ -15,15 +15,21 @@
  *     Response body: int16 error (0, or NOT_CONTROLLER when this node is
  *                    not the active controller), then the response body.
  *
- *   CTL_API_IMAGE (32102) v0: a long poll for the metadata of a node
+ *   CTL_API_IMAGE (32102) v0-1: a long poll for the metadata of a node
  *     without the metadata log (process.roles=broker). Any voter that
  *     has applied the log answers.
  *     Request body:  int64 have_offset (-1: none), int32 max_wait_ms.
  *     Response body: int16 error, int32 controller_id, int64 epoch,
- *                    int64 offset, int32 length + bytes: the state
- *                    snapshot (ctl_state_snapshot) at offset. Answered
- *                    as soon as offset > have_offset, else at
- *                    max_wait_ms with the current one.
+ *                    int64 offset, then
+ *                    v0: int32 length + bytes: the state snapshot
+ *                    (ctl_state_snapshot) at offset;
+ *                    v1: int8 kind, 0: the snapshot as in v0; 1: the
+ *                    log entries after have_offset up to offset (the
+ *                    journal still holds them): int32 count, then per
+ *                    entry int64 index, int32 length + bytes (a record
+ *                    batch as applied).
+ *     Answered as soon as offset > have_offset, else at max_wait_ms with
+ *     the current one.
  */
 #include "autoconf.h"
 
@@ -49,10 +55,14 @@ struct sconn {
 	bool closing;
 };
 
+/* Log entries per answer to a broker-only node catching up. */
+#define IMG_ENTRIES_MAX_BYTES (4u << 20)
+
 struct img_wait {
 	struct img_wait *next;
 	uint64_t conn_id;
 	int32_t corr;
+	int16_t ver;
 	int64_t have;
 	int64_t deadline_ms;
 };
@@ -180,8 +190,33 @@ can_serve_image(struct ctl *c)
 	return c->raft_inited && c->st.cluster_id[0] != '\0';
 }
 
+/* v1: the entries after have, when the journal reaches back to it. */
+static bool
+image_entries(struct ctl *c, struct rn_kwriter *w, int64_t have)
+{
+	const struct ctl_jentry *e = NULL;
+	size_t first, count, k;
+
+	if (have < 0 || ctl_journal_since(&c->journal, (uint64_t)have,
+	    IMG_ENTRIES_MAX_BYTES, &first, &count) != 0)
+		return false;
+	if (count > 0)
+		e = ctl_journal_at(&c->journal, first + count - 1);
+	rn_kw_int64(w, e != NULL ? (int64_t)e->index : have);
+	rn_kw_int8(w, 1);
+	rn_kw_int32(w, (int32_t)count);
+	for (k = 0; k < count; k++) {
+		e = ctl_journal_at(&c->journal, first + k);
+		rn_kw_int64(w, (int64_t)e->index);
+		rn_kw_int32(w, (int32_t)e->len);
+		rn_kw_raw(w, e->data, e->len);
+	}
+	return true;
+}
+
 static void
-image_answer(struct ctl *c, struct sconn *s, int32_t corr)
+image_answer(struct ctl *c, struct sconn *s, int32_t corr, int16_t ver,
+    int64_t have)
 {
 	struct rn_kwriter w;
 	msgpack_sbuffer sb;
@@ -193,16 +228,24 @@ image_answer(struct ctl *c, struct sconn *s, int32_t corr)
 	rn_kwriter_init(&w);
 	mark = rn_kw_frame_begin(&w);
 	rn_kresponse_header_encode(&w, 0, corr);
-	if (!can_serve_image(c) || ctl_state_snapshot(&c->st, &sb) != 0) {
+	if (!can_serve_image(c)) {
 		rn_kw_int16(&w, RN_KERR_NOT_CONTROLLER);
 	} else {
 		raft_leader(&c->raft, &id, &addr);
 		rn_kw_int16(&w, 0);
 		rn_kw_int32(&w, id != 0 ? (int32_t)id : -1);
 		rn_kw_int64(&w, (int64_t)c->raft.current_term);
-		rn_kw_int64(&w, (int64_t)c->st.last_index);
-		rn_kw_int32(&w, (int32_t)sb.size);
-		rn_kw_raw(&w, sb.data, sb.size);
+		if (ver >= 1 && image_entries(c, &w, have)) {
+			/* the entries: their cost is theirs */
+		} else if (ctl_state_snapshot(&c->st, &sb) == 0) {
+			rn_kw_int64(&w, (int64_t)c->st.last_index);
+			if (ver >= 1)
+				rn_kw_int8(&w, 0);
+			rn_kw_int32(&w, (int32_t)sb.size);
+			rn_kw_raw(&w, sb.data, sb.size);
+		} else {
+			w.err = -ENOMEM;
+		}
 	}
 	rn_kw_frame_end(&w, mark);
 	if (w.err == 0)
@@ -230,30 +273,31 @@ ctl_server_image_poll(struct ctl *c, bool flush)
 		}
 		*pp = wt->next;
 		if (s != NULL)
-			image_answer(c, s, wt->corr);
+			image_answer(c, s, wt->corr, wt->ver, wt->have);
 		free(wt);
 	}
 }
 
 static void
-image_request(struct ctl *c, struct sconn *s, int32_t corr,
+image_request(struct ctl *c, struct sconn *s, int32_t corr, int16_t ver,
     struct rn_kreader *r)
 {
 	int64_t have = rn_kr_int64(r);
 	int32_t wait = rn_kr_int32(r);
 	struct img_wait *wt;
 
-	if (r->err != 0) {
+	if (r->err != 0 || ver < 0 || ver > 1) {
 		conn_close(s);
 		return;
 	}
 	if (!can_serve_image(c) || (int64_t)c->st.last_index > have ||
 	    wait <= 0 || (wt = calloc(1, sizeof(*wt))) == NULL) {
-		image_answer(c, s, corr);
+		image_answer(c, s, corr, ver, have);
 		return;
 	}
 	wt->conn_id = s->id;
 	wt->corr = corr;
+	wt->ver = ver;
 	wt->have = have;
 	wt->deadline_ms = rn_now_ms() + (wait < SRV_MAX_WAIT_MS ? wait :
 	    SRV_MAX_WAIT_MS);
@@ -301,7 +345,7 @@ handle_frame(struct sconn *s, const uint8_t *p, size_t n)
 		break;
 	}
 	case CTL_API_IMAGE:
-		image_request(c, s, h.correlation_id, &r);
+		image_request(c, s, h.correlation_id, h.api_version, &r);
 		return;
 	case RN_KAPI_BROKER_REGISTRATION:
 	case RN_KAPI_BROKER_HEARTBEAT:
