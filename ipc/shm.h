@@ -18,7 +18,7 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 5
+#define RN_SHM_LAYOUT_VERSION 6
 /* controller, 64 network, 64 fetchers, log cleaner, group coordinator */
 #define RN_SHM_MAX_WORKERS 131
 
@@ -158,6 +158,9 @@ struct rn_shm_hdr {
 	 * every log down and marks the dirs clean (not at its own restart) */
 	_Atomic uint32_t node_stopping;
 	uint32_t pad5;
+	/* bytes of torn ring tails the supervisor cut off after a worker
+	 * died (rn_ring_repair), for the metrics */
+	_Atomic uint64_t ring_dropped_bytes;
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };
 
