@@ -109,6 +109,23 @@ ring_get(const struct rn_meta_image *mi, uint64_t pos, void *dst, size_t n)
 	memcpy((char *)dst + first, ring_of(mi), n - first);
 }
 
+/* The bytes published: the body's and the deltas' after it (a gauge:
+ * read without the seqlock, so possibly of two publishes). */
+size_t
+rn_mdimage_bytes(const struct rn_shm *shm)
+{
+	const struct rn_meta_image *mi = rn_shm_meta(shm);
+	uint64_t len = 0, from = mi->delta_base, head = mi->delta_head;
+
+	if (mi->body_size >= sizeof(len))
+		memcpy(&len, body_of(mi),
+		    sizeof(len));
+	if (len > mi->body_size)
+		len = 0;
+	return (size_t)len + (head >= from && head - from <= mi->delta_size ?
+	    head - from : 0);
+}
+
 /* ---- writer ------------------------------------------------------- */
 
 int

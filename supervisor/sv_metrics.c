@@ -556,7 +556,6 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 		rn_shm_ring_to_ctl, rn_shm_ring_from_ctl,
 		rn_shm_ring_to_coord, rn_shm_ring_from_coord,
 	};
-	const struct rn_meta_image *mi = rn_shm_meta(&sv->shm);
 	const struct rn_shm_hdr *h = sv->shm.hdr;
 	uint64_t used, repairs = 0, slots = 0;
 	struct stat st;
@@ -581,9 +580,7 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 			    w)->lock.repairs, __ATOMIC_RELAXED);
 		}
 	add_plain(m, F_SHM_SLOTS, slots);
-	/* racy against a publish, as a gauge may be */
-	add_plain(m, F_MD_IMAGE_BYTES, mi->body_size + (mi->delta_head -
-	    mi->delta_base));
+	add_plain(m, F_MD_IMAGE_BYTES, rn_mdimage_bytes(&sv->shm));
 	add_plain(m, F_RLOCK_REPAIRS, repairs);
 }
 
