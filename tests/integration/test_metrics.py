@@ -5,6 +5,7 @@ gauges, bad requests refused, and runnelctl metrics --json agreeing with
 /metrics."""
 import json
 import os
+import re
 import signal
 import socket
 import time
@@ -170,6 +171,21 @@ def check_request_times(got, types):
          "the group APIs are timed too (Heartbeat present)")
 
 
+def check_dashboard(got):
+    """Every family contrib/grafana/runnel.json queries is served."""
+    path = os.path.join(os.environ.get("RUNNEL_SRCDIR", "."), "contrib", "grafana",
+                        "runnel.json")
+    with open(path) as f:
+        dash = json.load(f)
+    exprs = [tg["expr"] for p in dash["panels"] for tg in p.get("targets", [])]
+    names = {re.sub(r"_(bucket|sum|count)$", "", m)
+             for e in exprs for m in re.findall(r"\b(?:kafka|runnel)_[a-zA-Z0-9_]+", e)}
+    served = {re.sub(r"_(bucket|sum|count)$", "", k[0]) for k in got}
+    t.ok(len(exprs) >= 20 and names and names <= served,
+         "the dashboard's %d queries name only served families (missing: %s)" % (
+             len(exprs), sorted(names - served)))
+
+
 def log_sizes(port):
     return {int(dict(k[1])["partition"]): v for k, v in samples(scrape(port)[2])[0].items()
             if k[0] == LOG_SIZE and dict(k[1]).get("topic") == TOPIC}
@@ -295,6 +311,7 @@ with TempDir() as tmp:
         got, types = samples(scrape(mport)[2])
         check_request_times(got, types)
         check_node_gauges(got, types, n.node_id)
+        check_dashboard(got)
 
         # the log's size: each partition's, growing with what is appended
         sizes = log_sizes(mport)
