@@ -246,6 +246,8 @@ struct rn_part_slot *rn_shm_partition(const struct rn_shm *shm, unsigned i);
 /* Note that slot i is in use (idempotent); whether it ever was. */
 void rn_shm_slot_mark(const struct rn_shm *shm, unsigned i);
 bool rn_shm_slot_used(const struct rn_shm *shm, unsigned i);
+/* The first slot at or after from ever used, or max_partitions. */
+unsigned rn_shm_slot_next_used(const struct rn_shm *shm, unsigned from);
 /* The ring a worker writes to reach the controller, and the one it reads. */
 struct rn_ring *rn_shm_ring_to_ctl(const struct rn_shm *shm, unsigned slot);
 struct rn_ring *rn_shm_ring_from_ctl(const struct rn_shm *shm, unsigned slot);

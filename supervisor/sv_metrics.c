@@ -146,6 +146,10 @@ static const char *const ring_names[4] = {
 	"from_coordinator",
 };
 
+/* The samples' array between collections (sv_metrics_free). */
+static struct sv_met_sample *pool;
+static size_t pool_cap;
+
 /* In the order of enum rn_met_stage. */
 static const char *const stage_names[RN_STAGE_COUNT] = {
 	"queued", "decode", "append", "acks", "send", "total",
@@ -573,12 +577,12 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 		    rn_shm_region_size(&sv->shm, r));
 	if (fstat(sv->shm.fd, &st) == 0)
 		add_plain(m, F_SHM_BACKED, (uint64_t)st.st_blocks * 512);
-	for (w = 0; w < h->max_partitions; w++)
-		if (rn_shm_slot_used(&sv->shm, w)) {
-			slots++;
-			repairs += __atomic_load_n(&rn_shm_partition(&sv->shm,
-			    w)->lock.repairs, __ATOMIC_RELAXED);
-		}
+	for (w = rn_shm_slot_next_used(&sv->shm, 0); w < h->max_partitions;
+	    w = rn_shm_slot_next_used(&sv->shm, w + 1)) {
+		slots++;
+		repairs += __atomic_load_n(&rn_shm_partition(&sv->shm,
+		    w)->lock.repairs, __ATOMIC_RELAXED);
+	}
 	add_plain(m, F_SHM_SLOTS, slots);
 	add_plain(m, F_MD_IMAGE_BYTES, rn_mdimage_bytes(&sv->shm));
 	add_plain(m, F_RLOCK_REPAIRS, repairs);
@@ -595,6 +599,11 @@ sv_metrics_collect(struct sv *sv, struct sv_metrics *m)
 		inited = true;
 	}
 	memset(m, 0, sizeof(*m));
+	/* the last collection's array, its size as good as any */
+	m->s = pool;
+	m->cap = pool_cap;
+	pool = NULL;
+	pool_cap = 0;
 	/* an old view is still a view; without one the gauges read 0 */
 	(void)rn_mdview_refresh(&v, &sv->shm);
 	collect_topics(sv, &v, m);
@@ -614,79 +623,184 @@ sv_metrics_collect(struct sv *sv, struct sv_metrics *m)
 void
 sv_metrics_free(struct sv_metrics *m)
 {
-	free(m->s);
+	/* kept for the next collection: a scrape allocates nothing new */
+	free(pool);
+	pool = m->s;
+	pool_cap = m->cap;
 	memset(m, 0, sizeof(*m));
+}
+
+/*
+ * The exposition's buffer: grown by doubling from a guess at its size,
+ * so a scrape of thousands of lines is one or two allocations, not a
+ * memstream's many (with their copies and zero fills).
+ */
+struct obuf {
+	char *b;
+	size_t len, cap;
+	bool err;
+};
+
+static bool
+ob_room(struct obuf *o, size_t n)
+{
+	size_t cap;
+	char *b;
+
+	if (o->err)
+		return false;
+	if (o->len + n + 1 <= o->cap)
+		return true;
+	for (cap = o->cap ? o->cap : 4096; cap < o->len + n + 1; cap *= 2)
+		;
+	if ((b = realloc(o->b, cap)) == NULL) {
+		o->err = true;
+		return false;
+	}
+	o->b = b;
+	o->cap = cap;
+	return true;
+}
+
+static void
+ob_put(struct obuf *o, const char *p, size_t n)
+{
+	if (!ob_room(o, n))
+		return;
+	memcpy(o->b + o->len, p, n);
+	o->len += n;
+}
+
+static void
+ob_str(struct obuf *o, const char *p)
+{
+	ob_put(o, p, strlen(p));
+}
+
+static void __attribute__((format(printf, 2, 3)))
+ob_printf(struct obuf *o, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	/* what a sample's number or a short label takes, at most */
+	if (!ob_room(o, 64))
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= o->cap - o->len) {
+		if (k < 0 || !ob_room(o, (size_t)k)) {
+			o->err = true;
+			return;
+		}
+		va_start(ap, fmt);
+		(void)vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
+		va_end(ap);
+	}
+	o->len += (size_t)k;
+}
+
+/* A number in decimal, without printf's cost: most of a scrape's bytes. */
+static void
+ob_u64(struct obuf *o, uint64_t v, int min_digits)
+{
+	char d[24];
+	int n = 0;
+
+	do {
+		d[sizeof(d) - ++n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0 || n < min_digits);
+	ob_put(o, d + sizeof(d) - n, (size_t)n);
+}
+
+/* name="value" after a comma: a label whose value needs no escapes. */
+static void
+ob_label(struct obuf *o, const char *name, const char *val)
+{
+	ob_put(o, ",", 1);
+	ob_str(o, name);
+	ob_put(o, "=\"", 2);
+	ob_str(o, val);
+	ob_put(o, "\"", 1);
 }
 
 /* A label value with the escapes the text format asks for. */
 static void
-put_label(FILE *f, const struct sv_met_sample *s)
+put_label(struct obuf *f, const struct sv_met_sample *s)
 {
 	size_t i, run;
 
-	fprintf(f, "%s=\"", s->lname);
+	ob_str(f, s->lname);
+	ob_put(f, "=\"", 2);
 	for (i = 0; i < s->lval_len; i += run) {
 		/* the plain stretch at once: topic names need no escapes */
 		for (run = 0; i + run < s->lval_len &&
 		    memchr("\\\"\n", s->lval[i + run], 3) == NULL; run++)
 			;
-		fwrite(s->lval + i, 1, run, f);
+		ob_put(f, s->lval + i, run);
 		if (i + run == s->lval_len)
 			break;
-		fputs(s->lval[i + run] == '\n' ? "\\n" :
-		    s->lval[i + run] == '"' ? "\\\"" : "\\\\", f);
+		ob_str(f, s->lval[i + run] == '\n' ? "\\n" :
+		    s->lval[i + run] == '"' ? "\\\"" : "\\\\");
 		run++;
 	}
-	fputc('"', f);
+	ob_put(f, "\"", 1);
 }
 
 char *
 sv_metrics_text(const struct sv_metrics *m, size_t *len)
 {
 	const struct family *fam;
-	char *buf = NULL;
+	const struct sv_met_sample *s;
+	struct obuf f = { NULL, 0, 0, false };
 	size_t i;
-	FILE *f;
 
-	if ((f = open_memstream(&buf, len)) == NULL)
+	/* most lines are a histogram bucket's, about 110 bytes */
+	if (!ob_room(&f, m->n * 128))
 		return NULL;
 	for (i = 0; i < m->n; i++) {
-		fam = &families[m->s[i].fam];
-		if (i == 0 || m->s[i].fam != m->s[i - 1].fam)
-			fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam->name,
-			    fam->help, fam->name, fam->type);
-		fputs(fam->name, f);
-		if (m->s[i].suffix != NULL)
-			fputs(m->s[i].suffix, f);
-		if (m->s[i].lname != NULL) {
-			fputc('{', f);
-			put_label(f, &m->s[i]);
+		s = &m->s[i];
+		fam = &families[s->fam];
+		if (i == 0 || s->fam != m->s[i - 1].fam)
+			ob_printf(&f, "# HELP %s %s\n# TYPE %s %s\n",
+			    fam->name, fam->help, fam->name, fam->type);
+		ob_str(&f, fam->name);
+		if (s->suffix != NULL)
+			ob_str(&f, s->suffix);
+		if (s->lname != NULL) {
+			ob_put(&f, "{", 1);
+			put_label(&f, s);
 			/* the other labels' values are ours: no escapes */
-			if (m->s[i].l2name != NULL && m->s[i].l2val != NULL)
-				fprintf(f, ",%s=\"%s\"", m->s[i].l2name,
-				    m->s[i].l2val);
-			else if (m->s[i].l2name != NULL)
-				fprintf(f, ",%s=\"%d\"", m->s[i].l2name,
-				    m->s[i].l2num);
-			if (m->s[i].l3name != NULL)
-				fprintf(f, ",%s=\"%s\"", m->s[i].l3name,
-				    m->s[i].l3val);
-			fputc('}', f);
+			if (s->l2name != NULL && s->l2val != NULL)
+				ob_label(&f, s->l2name, s->l2val);
+			else if (s->l2name != NULL)
+				ob_printf(&f, ",%s=\"%d\"", s->l2name,
+				    s->l2num);
+			if (s->l3name != NULL)
+				ob_label(&f, s->l3name, s->l3val);
+			ob_put(&f, "}", 1);
 		}
-		if (m->s[i].v_signed)
-			fprintf(f, " %lld\n", (long long)(int64_t)m->s[i].v);
-		else if (m->s[i].v_us)
-			fprintf(f, " %llu.%06llu\n",
-			    (unsigned long long)(m->s[i].v / 1000000),
-			    (unsigned long long)(m->s[i].v % 1000000));
-		else
-			fprintf(f, " %llu\n", (unsigned long long)m->s[i].v);
+		ob_put(&f, " ", 1);
+		if (s->v_signed && (int64_t)s->v < 0) {
+			ob_put(&f, "-", 1);
+			ob_u64(&f, -(uint64_t)s->v, 1);
+		} else if (s->v_us) {
+			ob_u64(&f, s->v / 1000000, 1);
+			ob_put(&f, ".", 1);
+			ob_u64(&f, s->v % 1000000, 6);
+		} else
+			ob_u64(&f, s->v, 1);
+		ob_put(&f, "\n", 1);
 	}
-	if (fclose(f) != 0) {
-		free(buf);
+	if (f.err) {
+		free(f.b);
 		return NULL;
 	}
-	return buf;
+	f.b[f.len] = '\0';
+	*len = f.len;
+	return f.b;
 }
 
 /* A sample's name: its family's, with a histogram's suffix. */

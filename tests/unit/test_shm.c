@@ -82,6 +82,9 @@ check_layout(const struct rn_shm_params *sp)
 	ok(rn_shm_slot_used(&shm, sp->max_partitions - 1) &&
 	    (sp->max_partitions == 1 || !rn_shm_slot_used(&shm, 0)),
 	    "slot map: marked, and only it");
+	ok(rn_shm_slot_next_used(&shm, 0) == sp->max_partitions - 1 &&
+	    rn_shm_slot_next_used(&shm, sp->max_partitions) ==
+	    sp->max_partitions, "slot map: the scan finds it, then none");
 	rn_shm_destroy(&shm);
 }
 
@@ -110,7 +113,7 @@ main(void)
 	struct rn_shm_params bad = { 0, 4096, 1 };
 	struct rn_shm shm;
 
-	plan(34);
+	plan(36);
 	check_layout(&small);
 	check_layout(&big);
 	check_timed_apis();
