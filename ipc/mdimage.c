@@ -118,8 +118,7 @@ rn_mdimage_bytes(const struct rn_shm *shm)
 	uint64_t len = 0, from = mi->delta_base, head = mi->delta_head;
 
 	if (mi->body_size >= sizeof(len))
-		memcpy(&len, body_of(mi),
-		    sizeof(len));
+		memcpy(&len, body_of(mi), sizeof(len));
 	if (len > mi->body_size)
 		len = 0;
 	return (size_t)len + (head >= from && head - from <= mi->delta_size ?
@@ -700,6 +699,9 @@ deltas_copy(struct mdv_priv *p, const struct rn_meta_image *mi,
 {
 	size_t n = (size_t)(head - pos);
 
+	/* nothing new: p->deltas may be NULL, which memcpy may not take */
+	if (n == 0)
+		return 0;
 	if (p->deltas_cap < n) {
 		free(p->deltas);
 		p->deltas_cap = 0;
