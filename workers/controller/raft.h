@@ -153,11 +153,11 @@ struct ctl {
 int ctl_raft_start(struct ctl *c);
 void ctl_raft_close(struct ctl *c, void (*done)(struct ctl *c));
 /* Propose a finished batch; cb fires once applied (status 0) or failed. */
+int ctl_raft_propose(struct ctl *c, const struct ctl_batch *b,
+    struct raft_apply *req, raft_apply_cb cb);
 /* A proposal's callback came (status 0: committed and applied): its
  * commit latency counted. Every raft_apply_cb of ctl_raft_propose calls it. */
 void ctl_raft_settled(struct ctl *c, struct raft_apply *req, int status);
-int ctl_raft_propose(struct ctl *c, const struct ctl_batch *b,
-    struct raft_apply *req, raft_apply_cb cb);
 bool ctl_raft_is_leader(struct ctl *c);
 /* Leadership changes, bootstrap records; call after each loop turn. */
 void ctl_raft_watch(struct ctl *c);
