@@ -109,6 +109,22 @@ ring_get(const struct rn_meta_image *mi, uint64_t pos, void *dst, size_t n)
 	memcpy((char *)dst + first, ring_of(mi), n - first);
 }
 
+/* The bytes published: the body's and the deltas' after it (a gauge:
+ * read without the seqlock, so possibly of two publishes). */
+size_t
+rn_mdimage_bytes(const struct rn_shm *shm)
+{
+	const struct rn_meta_image *mi = rn_shm_meta(shm);
+	uint64_t len = 0, from = mi->delta_base, head = mi->delta_head;
+
+	if (mi->body_size >= sizeof(len))
+		memcpy(&len, body_of(mi), sizeof(len));
+	if (len > mi->body_size)
+		len = 0;
+	return (size_t)len + (head >= from && head - from <= mi->delta_size ?
+	    head - from : 0);
+}
+
 /* ---- writer ------------------------------------------------------- */
 
 int
@@ -683,6 +699,7 @@ deltas_copy(struct mdv_priv *p, const struct rn_meta_image *mi,
 {
 	size_t n = (size_t)(head - pos);
 
+	/* nothing new: p->deltas may be NULL, which memcpy may not take */
 	if (n == 0)
 		return 0;
 	if (p->deltas_cap < n) {

@@ -62,6 +62,8 @@
 
 /* ---- its region of the segment (a row of RN_SHM_REGIONS) ------------ */
 
+/* Bytes of the image published now: its body and the deltas after it. */
+size_t rn_mdimage_bytes(const struct rn_shm *shm);
 size_t rn_mdimage_shm_size(const struct rn_shm_params *p);
 int rn_mdimage_shm_init(void *base, size_t size, const struct rn_shm_params *p);
 

@@ -10,6 +10,18 @@
 #include "ipc/metrics.h"
 #include "ipc/shm.h"
 
+#define KEY(k) k,
+const int16_t rn_met_api_keys[RN_MET_N_API] = { RN_MET_APIS(KEY) };
+#undef KEY
+
+/* index + 1 by key, 0 (the default): not timed; RN_MET_APIS' order */
+const int8_t rn_met_api_index1[RN_MET_MAX_API] = {
+	[0] = 1, [1] = 2, [2] = 3, [3] = 4, [8] = 5, [9] = 6, [10] = 7,
+	[11] = 8, [12] = 9, [14] = 10, [18] = 11, [22] = 12,
+};
+
+_Static_assert(RN_MET_N_API <= 16, "a compact table of timed APIs");
+
 size_t
 rn_metrics_shm_size(const struct rn_shm_params *p)
 {

@@ -39,6 +39,28 @@ enum rn_met_stage {
 	RN_STAGE_COUNT
 };
 
+/*
+ * Kafka's RequestMetrics stages, timed for the APIs clients use most:
+ * queue (frame complete -> handled), local (handled -> response queued,
+ * or parked), remote (parked for acks=all, a long-polled fetch or a
+ * forwarded request), responsesend (queued -> last byte written), total.
+ */
+enum rn_met_rq {
+	RN_RQ_TOTAL,
+	RN_RQ_QUEUE,
+	RN_RQ_LOCAL,
+	RN_RQ_REMOTE,
+	RN_RQ_SEND,
+	RN_RQ_COUNT
+};
+
+/* The API keys timed, in histogram order (Produce first: see below). */
+#define RN_MET_APIS(X) \
+	X(0) X(1) X(2) X(3) X(8) X(9) X(10) X(11) X(12) X(14) X(18) X(22)
+#define RN_MET_API_ONE(k) + 1
+#define RN_MET_N_API (0 RN_MET_APIS(RN_MET_API_ONE))
+#define RN_MET_API_PRODUCE 0	/* index of key 0 */
+
 /* log2 buckets of microseconds: le 1 us, 2 us, ... 2^24 us (16.8 s), +Inf */
 #define RN_MET_BUCKETS 26
 
@@ -62,8 +84,18 @@ struct rn_met_worker {
 	/* the controller's: images published whole and as deltas */
 	_Atomic uint64_t md_bodies, md_body_bytes;
 	_Atomic uint64_t md_deltas, md_delta_bytes;
-	uint64_t pad[7];
+	/* a replica fetcher's: the largest lag, in records, among the
+	 * replicas it follows, as of their last fetch responses */
+	_Atomic uint64_t fetch_max_lag;
+	/* the controller's: the metadata quorum as its raft sees it
+	 * (leader -1: none known) */
+	_Atomic int64_t raft_leader, raft_epoch, raft_hw;
+	uint64_t pad[3];
 	struct rn_met_hist stages[RN_STAGE_COUNT];
+	/* the controller's: raft_apply -> its entry applied */
+	struct rn_met_hist raft_commit;
+	/* a network worker's: request stages per timed API */
+	struct rn_met_hist req[RN_MET_N_API][RN_RQ_COUNT];
 };
 _Static_assert(sizeof(struct rn_met_worker) % 64 == 0, "metrics slot");
 
@@ -100,6 +132,17 @@ size_t rn_metrics_shm_size(const struct rn_shm_params *p);
 struct rn_met_worker *rn_metrics_worker(const struct rn_shm *shm,
     unsigned slot);
 struct rn_met_part *rn_metrics_part(const struct rn_shm *shm, unsigned slot);
+
+/* The API keys timed, by index; a key's index, or -1 when not timed. */
+extern const int16_t rn_met_api_keys[RN_MET_N_API];
+extern const int8_t rn_met_api_index1[RN_MET_MAX_API];
+
+static inline int
+rn_met_api_index(int key)
+{
+	return key >= 0 && key < RN_MET_MAX_API ?
+	    rn_met_api_index1[key] - 1 : -1;
+}
 
 /* Single writer: no read-modify-write needed. */
 static inline void

@@ -245,6 +245,26 @@ rn_shm_slot_used(const struct rn_shm *shm, unsigned i)
 	    (atomic_load(w) & (1ULL << (i % 64))) != 0;
 }
 
+unsigned
+rn_shm_slot_next_used(const struct rn_shm *shm, unsigned from)
+{
+	const _Atomic uint64_t *map = (const _Atomic uint64_t *)region(shm,
+	    RN_REGION_SLOTMAP);
+	unsigned max = shm->hdr->max_partitions, i;
+	uint64_t w;
+
+	/* a word at a time: a scan of a million slots reads 16,384 words */
+	for (i = from; i < max; i = (i / 64 + 1) * 64) {
+		w = atomic_load_explicit(&map[i / 64], memory_order_relaxed) >>
+		    (i % 64);
+		if (w != 0) {
+			i += (unsigned)__builtin_ctzll(w);
+			return i < max ? i : max;
+		}
+	}
+	return max;
+}
+
 static struct rn_ring *
 ring_at(const struct rn_shm *shm, unsigned idx)
 {

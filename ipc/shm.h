@@ -18,7 +18,7 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 5
+#define RN_SHM_LAYOUT_VERSION 6
 /* controller, 64 network, 64 fetchers, log cleaner, group coordinator */
 #define RN_SHM_MAX_WORKERS 131
 
@@ -158,6 +158,9 @@ struct rn_shm_hdr {
 	 * every log down and marks the dirs clean (not at its own restart) */
 	_Atomic uint32_t node_stopping;
 	uint32_t pad5;
+	/* bytes of torn ring tails the supervisor cut off after a worker
+	 * died (rn_ring_repair), for the metrics */
+	_Atomic uint64_t ring_dropped_bytes;
 	struct rn_shm_region regions[RN_REGION_COUNT];
 };
 
@@ -243,6 +246,8 @@ struct rn_part_slot *rn_shm_partition(const struct rn_shm *shm, unsigned i);
 /* Note that slot i is in use (idempotent); whether it ever was. */
 void rn_shm_slot_mark(const struct rn_shm *shm, unsigned i);
 bool rn_shm_slot_used(const struct rn_shm *shm, unsigned i);
+/* The first slot at or after from ever used, or max_partitions. */
+unsigned rn_shm_slot_next_used(const struct rn_shm *shm, unsigned from);
 /* The ring a worker writes to reach the controller, and the one it reads. */
 struct rn_ring *rn_shm_ring_to_ctl(const struct rn_shm *shm, unsigned slot);
 struct rn_ring *rn_shm_ring_from_ctl(const struct rn_shm *shm, unsigned slot);

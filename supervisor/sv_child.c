@@ -67,6 +67,14 @@ sv_children_init(struct sv *sv)
 	sv->n_children = n;
 }
 
+/* Bytes a repair cut off, for runnel_ring_dropped_bytes_total. */
+static void
+count_dropped(struct sv *sv, size_t bytes)
+{
+	atomic_fetch_add_explicit(&sv->shm.hdr->ring_dropped_bytes, bytes,
+	    memory_order_relaxed);
+}
+
 /* The group coordinator's rings, repaired as the controller's are. */
 static void
 child_repair_coord_rings(struct sv *sv, struct sv_child *c)
@@ -81,13 +89,13 @@ child_repair_coord_rings(struct sv *sv, struct sv_child *c)
 				rn_ring_discard(r);
 			r = rn_shm_ring_from_coord(&sv->shm, s);
 			if (!rn_ring_valid(r))
-				(void)rn_ring_repair(r);
+				count_dropped(sv, rn_ring_repair(r));
 		}
 		return;
 	}
 	r = rn_shm_ring_to_coord(&sv->shm, c->slot);
 	if (!rn_ring_valid(r))
-		(void)rn_ring_repair(r);
+		count_dropped(sv, rn_ring_repair(r));
 	rn_ring_discard(rn_shm_ring_from_coord(&sv->shm, c->slot));
 }
 
@@ -124,16 +132,20 @@ child_repair_ipc(struct sv *sv, struct sv_child *c)
 				rn_ring_discard(r);
 			}
 			r = rn_shm_ring_from_ctl(&sv->shm, s);
-			if (!rn_ring_valid(r) && (dropped = rn_ring_repair(r)) > 0)
+			if (!rn_ring_valid(r) && (dropped = rn_ring_repair(r)) > 0) {
 				log_warnx("ring from the controller to slot %u: "
 				    "dropped a torn tail of %zu bytes", s, dropped);
+				count_dropped(sv, dropped);
+			}
 		}
 		return;
 	}
 	r = rn_shm_ring_to_ctl(&sv->shm, c->slot);
-	if (!rn_ring_valid(r) && (dropped = rn_ring_repair(r)) > 0)
+	if (!rn_ring_valid(r) && (dropped = rn_ring_repair(r)) > 0) {
 		log_warnx("%s: dropped a torn tail of %zu bytes from its ring "
 		    "to the controller", c->name, dropped);
+		count_dropped(sv, dropped);
+	}
 	rn_ring_discard(rn_shm_ring_from_ctl(&sv->shm, c->slot));
 }
 

@@ -108,6 +108,7 @@ conn_close(struct sv_conn *c)
 {
 	close(c->fd);
 	free(c->buf);
+	free(c->out);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 }
@@ -149,7 +150,7 @@ sv_control_pollfds(struct pollfd *pfd, int max)
 	for (i = 0; i < SV_CONTROL_MAX_CONNS && n < max; i++)
 		if (conns[i].fd >= 0) {
 			pfd[n].fd = conns[i].fd;
-			pfd[n].events = POLLIN;
+			pfd[n].events = conns[i].out != NULL ? POLLOUT : POLLIN;
 			pfd[n].revents = 0;
 			n++;
 		}
@@ -193,10 +194,49 @@ reply_error(struct sv_conn *c, const char *msg)
 	reply(c, msg);
 }
 
+/* What the socket takes of a pending reply; -1: the peer is gone. */
+static int
+conn_flush(struct sv_conn *c)
+{
+	ssize_t k;
+
+	while (c->out_off < c->out_len) {
+		k = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k == -1 && errno == EAGAIN)
+			return 0;
+		if (k <= 0)
+			return -1;
+		c->out_off += (size_t)k;
+	}
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	return 0;
+}
+
+/*
+ * A reply of any size (up to RN_CTL_MAX_REPLY): framed, and what the
+ * socket does not take now is sent as the peer reads, never blocking.
+ */
 static void
 reply_sbuf(struct sv_conn *c, msgpack_sbuffer *sb)
 {
-	(void)rn_ctl_send(c->fd, sb->data, sb->size);
+	uint32_t be = htonl((uint32_t)sb->size);
+
+	if (c->out != NULL || (c->out = malloc(4 + sb->size)) == NULL)
+		return;
+	memcpy(c->out, &be, 4);
+	memcpy(c->out + 4, sb->data, sb->size);
+	c->out_len = 4 + sb->size;
+	c->out_off = 0;
+	c->out_ms = rn_now_ms();
+	if (conn_flush(c) != 0) {
+		free(c->out);
+		c->out = NULL;
+		c->out_len = 0;
+	}
 }
 
 static bool
@@ -461,6 +501,8 @@ conn_read(struct sv *sv, struct sv_conn *c)
 				conn_close(c);
 				return;
 			}
+			if (c->out != NULL)
+				return;	/* the next request after this reply */
 		}
 	}
 }
@@ -475,14 +517,19 @@ sv_control_handle(struct sv *sv, const struct pollfd *pfd, int n)
 			continue;
 		for (j = 0; j < SV_CONTROL_MAX_CONNS; j++)
 			if (conns[j].fd == pfd[i].fd) {
-				conn_read(sv, &conns[j]);
+				if (conns[j].out == NULL)
+					conn_read(sv, &conns[j]);
+				else if (conn_flush(&conns[j]) != 0 ||
+				    (pfd[i].revents & (POLLERR | POLLHUP)))
+					conn_close(&conns[j]);
 				break;
 			}
 	}
 	/* a peer that sends part of a request and sits on it is dropped */
 	int64_t now = rn_now_ms();
 	for (j = 0; j < SV_CONTROL_MAX_CONNS; j++)
-		if (conns[j].fd >= 0 && conns[j].have > 0 &&
-		    now - conns[j].opened_ms > 10000)
+		if (conns[j].fd >= 0 && ((conns[j].have > 0 &&
+		    now - conns[j].opened_ms > 10000) || (conns[j].out != NULL &&
+		    now - conns[j].out_ms > 10000)))
 			conn_close(&conns[j]);
 }

@@ -22,6 +22,11 @@ struct sv_conn {
 	char *buf;      /* request body once the length is known */
 	size_t have;    /* bytes received, header included */
 	size_t need;    /* 4 + body length */
+	/* a reply larger than the socket takes at once (metrics): the
+	 * rest, sent as the peer reads; no request is read meanwhile */
+	char *out;
+	size_t out_len, out_off;
+	int64_t out_ms;         /* when it began to wait */
 };
 
 int sv_control_pollfds(struct pollfd *pfd, int max);

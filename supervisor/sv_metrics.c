@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/ctlproto.h"
 #include "ipc/mdimage.h"
@@ -20,6 +21,7 @@
 #include "protocol/kmsg_gen.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_metrics.h"
+#include "workers/partition/partition.h"
 
 enum fam {
 	F_MSGS_IN, F_BYTES_IN, F_BYTES_OUT,
@@ -28,6 +30,11 @@ enum fam {
 	F_ACTIVE_CTL, F_OFFLINE_PARTS, F_FENCED,
 	F_OFFLINE_DIRS, F_REQUESTS, F_RESTARTS, F_REQ_RESTARTS, F_STAGES,
 	F_MD_IMAGES, F_MD_BYTES,
+	F_REQ_TIME, F_LOG_SIZE, F_MAX_LAG, F_DIR_MISMATCH,
+	F_RAFT_LEADER, F_RAFT_EPOCH, F_RAFT_HW, F_RAFT_COMMIT_AVG,
+	F_RAFT_COMMIT, F_RING_USED, F_RING_CAP, F_RING_DROPPED,
+	F_SHM_REGION, F_SHM_BACKED, F_SHM_SLOTS, F_MD_IMAGE_BYTES,
+	F_RLOCK_REPAIRS,
 };
 
 static const struct family {
@@ -81,7 +88,67 @@ static const struct family {
 	    "(body) or as partition changes (delta)" },
 	[F_MD_BYTES] = { "runnel_metadata_image_published_bytes_total",
 	    "counter", "Their bytes, whole (body) and as deltas (delta)" },
+	[F_REQ_TIME] = { "kafka_network_requestmetrics_request_seconds",
+	    "histogram", "Request latency per API by stage, as Kafka's "
+	    "RequestMetrics: total, queue (frame read -> handled), local "
+	    "(handling), remote (acks=all, a parked fetch, a forwarded "
+	    "request), responsesend" },
+	[F_LOG_SIZE] = { "kafka_log_log_size", "gauge",
+	    "Bytes of each partition's log on this broker" },
+	[F_MAX_LAG] = { "kafka_server_replicafetchermanager_maxlag", "gauge",
+	    "Largest lag in records behind the leader's high watermark among "
+	    "the replicas this broker follows, as of their last fetches" },
+	[F_DIR_MISMATCH] = {
+	    "kafka_server_replicamanager_nummismatchingreplicatologdirassignments",
+	    "gauge", "Replicas whose recorded log dir is not where this "
+	    "broker keeps them" },
+	[F_RAFT_LEADER] = { "kafka_server_raftmetrics_current_leader", "gauge",
+	    "Node id of the metadata quorum's leader, -1 when unknown" },
+	[F_RAFT_EPOCH] = { "kafka_server_raftmetrics_current_epoch", "gauge",
+	    "The metadata quorum's epoch (raft term)" },
+	[F_RAFT_HW] = { "kafka_server_raftmetrics_high_watermark", "gauge",
+	    "The metadata log's commit index as this node knows it" },
+	[F_RAFT_COMMIT_AVG] = { "kafka_server_raftmetrics_commit_latency_avg",
+	    "gauge", "Mean milliseconds from proposing metadata records to "
+	    "their being applied, since the node started (active controller)" },
+	[F_RAFT_COMMIT] = { "runnel_raft_commit_seconds", "histogram",
+	    "Proposing metadata records -> their being applied (active "
+	    "controller)" },
+	[F_RING_USED] = { "runnel_ring_used_bytes", "gauge",
+	    "Bytes waiting in the rings between the workers and the "
+	    "controller or group coordinator, summed by direction" },
+	[F_RING_CAP] = { "runnel_ring_capacity_bytes", "gauge",
+	    "Bytes each of those rings holds" },
+	[F_RING_DROPPED] = { "runnel_ring_dropped_bytes_total", "counter",
+	    "Bytes of torn messages cut from rings after a worker died" },
+	[F_SHM_REGION] = { "runnel_shm_region_bytes", "gauge",
+	    "Bytes of each region of the shared-memory segment (reserved)" },
+	[F_SHM_BACKED] = { "runnel_shm_backed_bytes", "gauge",
+	    "Bytes of the shared-memory segment backed by memory" },
+	[F_SHM_SLOTS] = { "runnel_shm_partition_slots_used", "gauge",
+	    "Partition slots used since the node started, of "
+	    "shm.max.partitions" },
+	[F_MD_IMAGE_BYTES] = { "runnel_metadata_image_bytes", "gauge",
+	    "Bytes of the published metadata image: its body and the "
+	    "deltas after it" },
+	[F_RLOCK_REPAIRS] = { "runnel_rlock_repairs_total", "counter",
+	    "Partition locks taken over from a holder that died, and "
+	    "repaired" },
 };
+
+/* In the order of enum rn_met_rq. */
+static const char *const rq_names[RN_RQ_COUNT] = {
+	"total", "queue", "local", "remote", "responsesend",
+};
+
+static const char *const ring_names[4] = {
+	"to_controller", "from_controller", "to_coordinator",
+	"from_coordinator",
+};
+
+/* The samples' array between collections (sv_metrics_free). */
+static struct sv_met_sample *pool;
+static size_t pool_cap;
 
 /* In the order of enum rn_met_stage. */
 static const char *const stage_names[RN_STAGE_COUNT] = {
@@ -114,14 +181,31 @@ add(struct sv_metrics *m, enum fam f, const char *lname, const char *lval,
 		m->s = s;
 		m->cap = cap;
 	}
-	m->s[m->n++] = (struct sv_met_sample){ f, lname, lval, lval_len, v,
-	    NULL, NULL, NULL, false };
+	m->s[m->n++] = (struct sv_met_sample){ .fam = f, .lname = lname,
+	    .lval = lval, .lval_len = lval_len, .v = v };
 }
+
+/* A labelled gauge with a fixed label value. */
+static void
+add_str(struct sv_metrics *m, enum fam f, const char *lname,
+    const char *lval, uint64_t v)
+{
+	add(m, f, lname, lval, strlen(lval), v);
+}
+
 
 static void
 add_plain(struct sv_metrics *m, enum fam f, uint64_t v)
 {
 	add(m, f, NULL, NULL, 0, v);
+}
+
+static void
+add_signed(struct sv_metrics *m, enum fam f, int64_t v)
+{
+	add_plain(m, f, (uint64_t)v);
+	if (m->error == 0)
+		m->s[m->n - 1].v_signed = true;
 }
 
 /* One counter of struct rn_met_worker, summed over the worker slots. */
@@ -305,43 +389,203 @@ collect_restarts(struct sv *sv, struct sv_metrics *m)
 		}
 }
 
+/*
+ * One histogram of the worker slots (at offset base), summed over them
+ * and made cumulative; its labels: lname=lval (none if NULL), then
+ * l2name=l2val if given, then le. Its mean in us, or 0 when empty.
+ */
+static uint64_t
+add_hist(struct sv *sv, struct sv_metrics *m, enum fam f, size_t base,
+    const char *lname, const char *lval, const char *l2name,
+    const char *l2val)
+{
+	struct sv_met_sample *s;
+	uint64_t cum = 0, sum;
+	unsigned b, k;
+
+	for (b = 0; b < RN_MET_BUCKETS + 2; b++) {
+		if (b < RN_MET_BUCKETS)
+			cum += sum_workers(sv, base + offsetof(struct
+			    rn_met_hist, bucket) + b * sizeof(uint64_t));
+		sum = b == RN_MET_BUCKETS ? sum_workers(sv, base +
+		    offsetof(struct rn_met_hist, sum_us)) : cum;
+		add(m, f, lname, lval, lval != NULL ? strlen(lval) : 0, sum);
+		if (m->error != 0)
+			return 0;
+		s = &m->s[m->n - 1];
+		s->suffix = b < RN_MET_BUCKETS ? "_bucket" :
+		    b == RN_MET_BUCKETS ? "_sum" : "_count";
+		s->v_us = b == RN_MET_BUCKETS;
+		/* the labels in order, le last, none left empty */
+		k = 0;
+		if (l2name != NULL) {
+			s->l2name = l2name;
+			s->l2val = l2val;
+			k++;
+		}
+		if (b < RN_MET_BUCKETS) {
+			if (k == 0) {
+				s->l2name = "le";
+				s->l2val = bucket_le[b];
+			} else {
+				s->l3name = "le";
+				s->l3val = bucket_le[b];
+			}
+		}
+		if (lname == NULL && s->l2name != NULL) {
+			/* no first label: le takes its place */
+			s->lname = s->l2name;
+			s->lval = s->l2val;
+			s->lval_len = strlen(s->l2val);
+			s->l2name = s->l2val = NULL;
+		}
+	}
+	return cum > 0 ? sum_workers(sv, base + offsetof(struct rn_met_hist,
+	    sum_us)) / cum : 0;
+}
+
 /* The stage histograms summed over the worker slots, cumulative. */
 static void
 collect_stages(struct sv *sv, struct sv_metrics *m)
 {
-	const char *name;
-	size_t base, at;
-	uint64_t cum, sum;
-	unsigned st, b;
+	unsigned st;
 
-	for (st = 0; st < RN_STAGE_COUNT; st++) {
-		base = W(stages) + st * sizeof(struct rn_met_hist);
-		name = stage_names[st];
+	for (st = 0; st < RN_STAGE_COUNT && m->error == 0; st++)
+		(void)add_hist(sv, m, F_STAGES, W(stages) + st *
+		    sizeof(struct rn_met_hist), "stage", stage_names[st],
+		    NULL, NULL);
+}
 
-		cum = 0;
-		for (b = 0; b < RN_MET_BUCKETS; b++) {
-			at = base + offsetof(struct rn_met_hist, bucket) +
-			    b * sizeof(uint64_t);
-			cum += sum_workers(sv, at);
-			add(m, F_STAGES, "stage", name, strlen(name), cum);
+/* RequestMetrics: each timed API's stages. */
+static void
+collect_request_times(struct sv *sv, struct sv_metrics *m)
+{
+	const struct rn_kapi *api;
+	unsigned a, st;
+
+	for (a = 0; a < RN_MET_N_API; a++) {
+		if ((api = rn_kapi_find(rn_met_api_keys[a])) == NULL)
+			continue;
+		for (st = 0; st < RN_RQ_COUNT && m->error == 0; st++)
+			(void)add_hist(sv, m, F_REQ_TIME, W(req) +
+			    (a * RN_RQ_COUNT + st) *
+			    sizeof(struct rn_met_hist), "request", api->name,
+			    "stage", rq_names[st]);
+	}
+}
+
+/* kafka_log_log_size: each partition with a live log here. */
+static void
+collect_log_sizes(struct sv *sv, const struct rn_mdview *v,
+    struct sv_metrics *m)
+{
+	const struct rn_mdv_topic *t;
+	int64_t size;
+	int i, j;
+
+	for (i = 0; i < v->n_topics && m->error == 0; i++) {
+		t = &v->topics[i];
+		for (j = 0; j < t->n_parts; j++) {
+			if (t->parts[j].slot < 0 || (size = rn_part_slot_log_size(
+			    &sv->shm, (unsigned)t->parts[j].slot, t->id,
+			    t->parts[j].p)) < 0)
+				continue;
+			add(m, F_LOG_SIZE, "topic", t->name, t->name_len,
+			    (uint64_t)size);
 			if (m->error != 0)
 				return;
-			m->s[m->n - 1].suffix = "_bucket";
-			m->s[m->n - 1].l2name = "le";
-			m->s[m->n - 1].l2val = bucket_le[b];
+			m->s[m->n - 1].l2name = "partition";
+			m->s[m->n - 1].l2num = t->parts[j].p;
 		}
-		sum = sum_workers(sv, base + offsetof(struct rn_met_hist,
-		    sum_us));
-		add(m, F_STAGES, "stage", name, strlen(name), sum);
-		if (m->error != 0)
-			return;
-		m->s[m->n - 1].suffix = "_sum";
-		m->s[m->n - 1].v_us = true;
-		add(m, F_STAGES, "stage", name, strlen(name), cum);
-		if (m->error != 0)
-			return;
-		m->s[m->n - 1].suffix = "_count";
 	}
+}
+
+/* The slot of the first worker of a role, or -1. */
+static int
+role_slot(struct sv *sv, enum rn_worker_role role)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->n_children; i++)
+		if (sv->children[i].role == role)
+			return (int)sv->children[i].slot;
+	return -1;
+}
+
+/* The replica fetchers' largest lag, and the controller's raft view. */
+static void
+collect_gauges(struct sv *sv, struct sv_metrics *m)
+{
+	const struct rn_met_worker *w;
+	uint64_t lag = 0, avg_us;
+	unsigned i;
+	int s;
+
+	for (i = 0; i < sv->n_children; i++)
+		if (sv->children[i].role == RN_ROLE_W_FETCHER) {
+			w = rn_metrics_worker(&sv->shm, sv->children[i].slot);
+			if (rn_met_get(&w->fetch_max_lag) > lag)
+				lag = rn_met_get(&w->fetch_max_lag);
+		}
+	add_str(m, F_MAX_LAG, "clientid", "Replica", lag);
+	add_plain(m, F_DIR_MISMATCH, atomic_load(&sv->shm.hdr->dir_mismatches));
+	if ((s = role_slot(sv, RN_ROLE_W_CONTROLLER)) < 0)
+		return;
+	w = rn_metrics_worker(&sv->shm, (unsigned)s);
+	add_signed(m, F_RAFT_LEADER, atomic_load_explicit(&w->raft_leader,
+	    memory_order_relaxed));
+	add_signed(m, F_RAFT_EPOCH, atomic_load_explicit(&w->raft_epoch,
+	    memory_order_relaxed));
+	add_signed(m, F_RAFT_HW, atomic_load_explicit(&w->raft_hw,
+	    memory_order_relaxed));
+	/* the histogram's family follows; its mean is the gauge's, in ms
+	 * (us * 1000 shown as millionths) */
+	add_plain(m, F_RAFT_COMMIT_AVG, 0);
+	if (m->error != 0)
+		return;
+	i = (unsigned)m->n - 1;
+	avg_us = add_hist(sv, m, F_RAFT_COMMIT, W(raft_commit), NULL, NULL,
+	    NULL, NULL);
+	if (m->error == 0) {
+		m->s[i].v = avg_us * 1000;
+		m->s[i].v_us = true;
+	}
+}
+
+/* The rings, the segment and its partition locks. */
+static void
+collect_ipc(struct sv *sv, struct sv_metrics *m)
+{
+	struct rn_ring *(*const ring[4])(const struct rn_shm *, unsigned) = {
+		rn_shm_ring_to_ctl, rn_shm_ring_from_ctl,
+		rn_shm_ring_to_coord, rn_shm_ring_from_coord,
+	};
+	const struct rn_shm_hdr *h = sv->shm.hdr;
+	uint64_t used, repairs = 0, slots = 0;
+	struct stat st;
+	unsigned r, w;
+
+	for (r = 0; r < 4; r++) {
+		for (used = 0, w = 0; w < h->n_workers; w++)
+			used += rn_ring_used(ring[r](&sv->shm, w));
+		add_str(m, F_RING_USED, "ring", ring_names[r], used);
+	}
+	add_plain(m, F_RING_CAP, h->ring_bytes);
+	add_plain(m, F_RING_DROPPED, atomic_load(&h->ring_dropped_bytes));
+	for (r = 0; r < RN_REGION_COUNT; r++)
+		add_str(m, F_SHM_REGION, "region", rn_shm_region_name(r),
+		    rn_shm_region_size(&sv->shm, r));
+	if (fstat(sv->shm.fd, &st) == 0)
+		add_plain(m, F_SHM_BACKED, (uint64_t)st.st_blocks * 512);
+	for (w = rn_shm_slot_next_used(&sv->shm, 0); w < h->max_partitions;
+	    w = rn_shm_slot_next_used(&sv->shm, w + 1)) {
+		slots++;
+		repairs += __atomic_load_n(&rn_shm_partition(&sv->shm,
+		    w)->lock.repairs, __ATOMIC_RELAXED);
+	}
+	add_plain(m, F_SHM_SLOTS, slots);
+	add_plain(m, F_MD_IMAGE_BYTES, rn_mdimage_bytes(&sv->shm));
+	add_plain(m, F_RLOCK_REPAIRS, repairs);
 }
 
 int
@@ -355,6 +599,11 @@ sv_metrics_collect(struct sv *sv, struct sv_metrics *m)
 		inited = true;
 	}
 	memset(m, 0, sizeof(*m));
+	/* the last collection's array, its size as good as any */
+	m->s = pool;
+	m->cap = pool_cap;
+	pool = NULL;
+	pool_cap = 0;
 	/* an old view is still a view; without one the gauges read 0 */
 	(void)rn_mdview_refresh(&v, &sv->shm);
 	collect_topics(sv, &v, m);
@@ -364,77 +613,194 @@ sv_metrics_collect(struct sv *sv, struct sv_metrics *m)
 	collect_requests(sv, m);
 	collect_restarts(sv, m);
 	collect_stages(sv, m);
+	collect_request_times(sv, m);
+	collect_log_sizes(sv, &v, m);
+	collect_gauges(sv, m);
+	collect_ipc(sv, m);
 	return m->error;
 }
 
 void
 sv_metrics_free(struct sv_metrics *m)
 {
-	free(m->s);
+	/* kept for the next collection: a scrape allocates nothing new */
+	free(pool);
+	pool = m->s;
+	pool_cap = m->cap;
 	memset(m, 0, sizeof(*m));
+}
+
+/*
+ * The exposition's buffer: grown by doubling from a guess at its size,
+ * so a scrape of thousands of lines is one or two allocations, not a
+ * memstream's many (with their copies and zero fills).
+ */
+struct obuf {
+	char *b;
+	size_t len, cap;
+	bool err;
+};
+
+static bool
+ob_room(struct obuf *o, size_t n)
+{
+	size_t cap;
+	char *b;
+
+	if (o->err)
+		return false;
+	if (o->len + n + 1 <= o->cap)
+		return true;
+	for (cap = o->cap ? o->cap : 4096; cap < o->len + n + 1; cap *= 2)
+		;
+	if ((b = realloc(o->b, cap)) == NULL) {
+		o->err = true;
+		return false;
+	}
+	o->b = b;
+	o->cap = cap;
+	return true;
+}
+
+static void
+ob_put(struct obuf *o, const char *p, size_t n)
+{
+	if (!ob_room(o, n))
+		return;
+	memcpy(o->b + o->len, p, n);
+	o->len += n;
+}
+
+static void
+ob_str(struct obuf *o, const char *p)
+{
+	ob_put(o, p, strlen(p));
+}
+
+static void __attribute__((format(printf, 2, 3)))
+ob_printf(struct obuf *o, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	/* what a sample's number or a short label takes, at most */
+	if (!ob_room(o, 64))
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= o->cap - o->len) {
+		if (k < 0 || !ob_room(o, (size_t)k)) {
+			o->err = true;
+			return;
+		}
+		va_start(ap, fmt);
+		(void)vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
+		va_end(ap);
+	}
+	o->len += (size_t)k;
+}
+
+/* A number in decimal, without printf's cost: most of a scrape's bytes. */
+static void
+ob_u64(struct obuf *o, uint64_t v, int min_digits)
+{
+	char d[24];
+	int n = 0;
+
+	do {
+		d[sizeof(d) - ++n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0 || n < min_digits);
+	ob_put(o, d + sizeof(d) - n, (size_t)n);
+}
+
+/* name="value" after a comma: a label whose value needs no escapes. */
+static void
+ob_label(struct obuf *o, const char *name, const char *val)
+{
+	ob_put(o, ",", 1);
+	ob_str(o, name);
+	ob_put(o, "=\"", 2);
+	ob_str(o, val);
+	ob_put(o, "\"", 1);
 }
 
 /* A label value with the escapes the text format asks for. */
 static void
-put_label(FILE *f, const struct sv_met_sample *s)
+put_label(struct obuf *f, const struct sv_met_sample *s)
 {
 	size_t i, run;
 
-	fprintf(f, "%s=\"", s->lname);
+	ob_str(f, s->lname);
+	ob_put(f, "=\"", 2);
 	for (i = 0; i < s->lval_len; i += run) {
 		/* the plain stretch at once: topic names need no escapes */
 		for (run = 0; i + run < s->lval_len &&
 		    memchr("\\\"\n", s->lval[i + run], 3) == NULL; run++)
 			;
-		fwrite(s->lval + i, 1, run, f);
+		ob_put(f, s->lval + i, run);
 		if (i + run == s->lval_len)
 			break;
-		fputs(s->lval[i + run] == '\n' ? "\\n" :
-		    s->lval[i + run] == '"' ? "\\\"" : "\\\\", f);
+		ob_str(f, s->lval[i + run] == '\n' ? "\\n" :
+		    s->lval[i + run] == '"' ? "\\\"" : "\\\\");
 		run++;
 	}
-	fputc('"', f);
+	ob_put(f, "\"", 1);
 }
 
 char *
 sv_metrics_text(const struct sv_metrics *m, size_t *len)
 {
 	const struct family *fam;
-	char *buf = NULL;
+	const struct sv_met_sample *s;
+	struct obuf f = { NULL, 0, 0, false };
 	size_t i;
-	FILE *f;
 
-	if ((f = open_memstream(&buf, len)) == NULL)
+	/* most lines are a histogram bucket's, about 110 bytes */
+	if (!ob_room(&f, m->n * 128))
 		return NULL;
 	for (i = 0; i < m->n; i++) {
-		fam = &families[m->s[i].fam];
-		if (i == 0 || m->s[i].fam != m->s[i - 1].fam)
-			fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam->name,
-			    fam->help, fam->name, fam->type);
-		fputs(fam->name, f);
-		if (m->s[i].suffix != NULL)
-			fputs(m->s[i].suffix, f);
-		if (m->s[i].lname != NULL) {
-			fputc('{', f);
-			put_label(f, &m->s[i]);
-			/* a second label's values are ours: no escapes */
-			if (m->s[i].l2name != NULL)
-				fprintf(f, ",%s=\"%s\"", m->s[i].l2name,
-				    m->s[i].l2val);
-			fputc('}', f);
+		s = &m->s[i];
+		fam = &families[s->fam];
+		if (i == 0 || s->fam != m->s[i - 1].fam)
+			ob_printf(&f, "# HELP %s %s\n# TYPE %s %s\n",
+			    fam->name, fam->help, fam->name, fam->type);
+		ob_str(&f, fam->name);
+		if (s->suffix != NULL)
+			ob_str(&f, s->suffix);
+		if (s->lname != NULL) {
+			ob_put(&f, "{", 1);
+			put_label(&f, s);
+			/* the other labels' values are ours: no escapes */
+			if (s->l2name != NULL && s->l2val != NULL)
+				ob_label(&f, s->l2name, s->l2val);
+			else if (s->l2name != NULL)
+				ob_printf(&f, ",%s=\"%d\"", s->l2name,
+				    s->l2num);
+			if (s->l3name != NULL)
+				ob_label(&f, s->l3name, s->l3val);
+			ob_put(&f, "}", 1);
 		}
-		if (m->s[i].v_us)
-			fprintf(f, " %llu.%06llu\n",
-			    (unsigned long long)(m->s[i].v / 1000000),
-			    (unsigned long long)(m->s[i].v % 1000000));
-		else
-			fprintf(f, " %llu\n", (unsigned long long)m->s[i].v);
+		ob_put(&f, " ", 1);
+		if (s->v_signed && (int64_t)s->v < 0) {
+			ob_put(&f, "-", 1);
+			ob_u64(&f, -(uint64_t)s->v, 1);
+		} else if (s->v_us) {
+			ob_u64(&f, s->v / 1000000, 1);
+			ob_put(&f, ".", 1);
+			ob_u64(&f, s->v % 1000000, 6);
+		} else
+			ob_u64(&f, s->v, 1);
+		ob_put(&f, "\n", 1);
 	}
-	if (fclose(f) != 0) {
-		free(buf);
+	if (f.err) {
+		free(f.b);
 		return NULL;
 	}
-	return buf;
+	f.b[f.len] = '\0';
+	*len = f.len;
+	return f.b;
 }
 
 /* A sample's name: its family's, with a histogram's suffix. */
@@ -462,18 +828,29 @@ sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk)
 		rn_mp_pack_str(pk, "name");
 		pack_name(pk, families[s->fam].name, s->suffix);
 		rn_mp_pack_str(pk, "labels");
-		msgpack_pack_map(pk, (s->lname != NULL) + (s->l2name != NULL));
+		msgpack_pack_map(pk, (s->lname != NULL) + (s->l2name != NULL) +
+		    (s->l3name != NULL));
 		if (s->lname != NULL) {
 			rn_mp_pack_str(pk, s->lname);
 			msgpack_pack_str(pk, s->lval_len);
 			msgpack_pack_str_body(pk, s->lval, s->lval_len);
 		}
 		if (s->l2name != NULL) {
+			char num[12];
+
 			rn_mp_pack_str(pk, s->l2name);
-			rn_mp_pack_str(pk, s->l2val);
+			if (s->l2val == NULL)
+				snprintf(num, sizeof(num), "%d", s->l2num);
+			rn_mp_pack_str(pk, s->l2val != NULL ? s->l2val : num);
+		}
+		if (s->l3name != NULL) {
+			rn_mp_pack_str(pk, s->l3name);
+			rn_mp_pack_str(pk, s->l3val);
 		}
 		rn_mp_pack_str(pk, "value");
-		if (s->v_us)
+		if (s->v_signed)
+			msgpack_pack_int64(pk, (int64_t)s->v);
+		else if (s->v_us)
 			msgpack_pack_double(pk, (double)s->v / 1e6);
 		else
 			msgpack_pack_uint64(pk, s->v);

@@ -22,10 +22,14 @@ struct sv_met_sample {
 	size_t lval_len;
 	uint64_t v;
 	/* a histogram's samples: "_bucket", "_sum" or "_count" after the
-	 * family's name, a second label (le), and v in us shown as seconds */
+	 * family's name, more labels (stage, le), and v in us shown as
+	 * seconds. The second label's value is l2num when l2val is NULL. */
 	const char *suffix;
 	const char *l2name, *l2val;
+	const char *l3name, *l3val;
+	int32_t l2num;
 	bool v_us;
+	bool v_signed;          /* v is an int64_t (a gauge that can be -1) */
 };
 
 struct sv_metrics {

@@ -1,8 +1,11 @@
 """The metrics endpoint: Prometheus text parsed by prometheus_client, counters
 that follow real produce and fetch traffic and survive a worker's SIGKILL,
-bad requests refused, and runnelctl metrics --json agreeing with /metrics."""
+request latency histograms per API, log sizes, raft, shared-memory and ring
+gauges, bad requests refused, and runnelctl metrics --json agreeing with
+/metrics."""
 import json
 import os
+import re
 import signal
 import socket
 import time
@@ -86,6 +89,11 @@ def check_stages(mport, n):
     for i in range(SENDS):
         p.produce(TOPIC, value=b"s%d" % i, partition=0)
         p.flush(10)
+    # a response's last stages are counted just after its bytes are
+    # written, so a moment after the client has them
+    wait_for(lambda: all((stage_hist(samples(scrape(mport)[2])[0], st)[2] or 0) -
+                         (stage_hist(before, st)[2] or 0) >= SENDS
+                         for st in REQUEST_STAGES), 2)
     after, _ = samples(scrape(mport)[2])
     for stage in REQUEST_STAGES + LOOP_STAGES:
         b0, _, c0 = stage_hist(before, stage)
@@ -111,6 +119,117 @@ def check_stages(mport, n):
           for m in json.loads(r.stdout)}
     k = (STAGE + "_bucket", (("le", "+Inf"), ("stage", "loop_wait")))
     t.ok(js.get(k) is not None, "runnelctl metrics --json has the stage buckets")
+
+
+REQ = "kafka_network_requestmetrics_request_seconds"
+RQ_STAGES = ("total", "queue", "local", "remote", "responsesend")
+LOG_SIZE = "kafka_log_log_size"
+RAFT = "kafka_server_raftmetrics_"
+
+
+def req_hist(got, api, stage):
+    """[(le, cumulative count)], _sum and _count of one API's stage."""
+    lab = {"request": api, "stage": stage}
+    b = sorted((float(dict(k[1])["le"]), v) for k, v in got.items()
+               if k[0] == REQ + "_bucket" and
+               {x: y for x, y in k[1] if x != "le"} == lab)
+    key = tuple(sorted(lab.items()))
+    return b, got.get((REQ + "_sum", key)), got.get((REQ + "_count", key))
+
+
+def check_request_times(got, types):
+    """Per API: the five stages' histograms well formed and counting the
+    same requests, whose stage times add up to their total exactly (all
+    are whole microseconds); Produce timed once per request answered."""
+    t.eq(types.get(REQ), "histogram", "%s is a histogram" % REQ)
+    for api in ("Produce", "Fetch", "Metadata", "ApiVersions", "InitProducerId"):
+        hs = {st: req_hist(got, api, st) for st in RQ_STAGES}
+        counts = {st: h[2] for st, h in hs.items()}
+        t.ok(all(len(h[0]) == 26 and h[0][-1][0] == float("inf") and
+                 h[0][-1][1] == h[2] and
+                 all(a[1] <= b[1] for a, b in zip(h[0], h[0][1:]))
+                 for h in hs.values()),
+             "%s: 5 stage histograms of 26 cumulative buckets, +Inf the _count" % api)
+        t.ok(counts["total"] > 0 and len(set(counts.values())) == 1,
+             "%s: every stage counts the same %s requests (%s)" % (
+                 api, counts["total"], counts))
+        parts = sum(hs[st][1] for st in RQ_STAGES[1:])
+        t.ok(abs(hs["total"][1] - parts) < 5e-6 * counts["total"] + 1e-9,
+             "%s: queue + local + remote + responsesend = total (%.6f s, %.6f s)" % (
+                 api, parts, hs["total"][1]))
+    rq = "kafka_network_requestmetrics_requests_total"
+    produce = got.get((rq, (("request", "Produce"),)))
+    fetch = got.get((rq, (("request", "Fetch"),)))
+    t.eq(req_hist(got, "Produce", "total")[2], produce,
+         "Produce: every request counted by requests_total (%s) was timed" % produce)
+    fc = req_hist(got, "Fetch", "total")[2]
+    t.ok(fc is not None and fetch is not None and fetch - 5 <= fc <= fetch,
+         "Fetch: timed %s of %s requests (long polls still parked are not)" % (fc, fetch))
+    t.ok(req_hist(got, "Fetch", "remote")[1] > 0,
+         "Fetch: parked fetches show as remote time (%s s)" % req_hist(got, "Fetch", "remote")[1])
+    t.ok((REQ + "_count", (("request", "Heartbeat"), ("stage", "total"))) in got,
+         "the group APIs are timed too (Heartbeat present)")
+
+
+def check_dashboard(got):
+    """Every family contrib/grafana/runnel.json queries is served."""
+    path = os.path.join(os.environ.get("RUNNEL_SRCDIR", "."), "contrib", "grafana",
+                        "runnel.json")
+    with open(path) as f:
+        dash = json.load(f)
+    exprs = [tg["expr"] for p in dash["panels"] for tg in p.get("targets", [])]
+    names = {re.sub(r"_(bucket|sum|count)$", "", m)
+             for e in exprs for m in re.findall(r"\b(?:kafka|runnel)_[a-zA-Z0-9_]+", e)}
+    served = {re.sub(r"_(bucket|sum|count)$", "", k[0]) for k in got}
+    t.ok(len(exprs) >= 20 and names and names <= served,
+         "the dashboard's %d queries name only served families (missing: %s)" % (
+             len(exprs), sorted(names - served)))
+
+
+def log_sizes(port):
+    return {int(dict(k[1])["partition"]): v for k, v in samples(scrape(port)[2])[0].items()
+            if k[0] == LOG_SIZE and dict(k[1]).get("topic") == TOPIC}
+
+
+def check_node_gauges(got, types, node_id):
+    """Raft, fetcher, shared memory, rings and locks on a single node."""
+    t.eq(got.get((RAFT + "current_leader", ())), node_id,
+         "raft current_leader is this node (%d)" % node_id)
+    t.ok((got.get((RAFT + "current_epoch", ())) or 0) >= 1, "raft current_epoch >= 1")
+    t.ok((got.get((RAFT + "high_watermark", ())) or 0) > 0,
+         "raft high_watermark > 0 (%s)" % got.get((RAFT + "high_watermark", ())))
+    t.ok((got.get(("runnel_raft_commit_seconds_count", ())) or 0) > 0 and
+         got.get(("runnel_raft_commit_seconds_sum", ())) > 0,
+         "runnel_raft_commit_seconds counts the commits of the topic creations (%s)" %
+         got.get(("runnel_raft_commit_seconds_count", ())))
+    avg = got.get((RAFT + "commit_latency_avg", ()))
+    t.ok(avg is not None and abs(avg - 1000 * got[("runnel_raft_commit_seconds_sum", ())] /
+                                 got[("runnel_raft_commit_seconds_count", ())]) < 0.01,
+         "commit_latency_avg is the histogram's mean in ms (%s)" % avg)
+    t.eq(got.get(("kafka_server_replicafetchermanager_maxlag", (("clientid", "Replica"),))),
+         0, "maxlag{clientid=Replica} is 0: nothing followed")
+    t.eq(got.get((RM + "nummismatchingreplicatologdirassignments", ())), 0,
+         "no replica in another log dir than recorded")
+    t.eq(types.get("runnel_ring_used_bytes"), "gauge", "ring depth is a gauge")
+    rings = {dict(k[1])["ring"]: v for k, v in got.items() if k[0] == "runnel_ring_used_bytes"}
+    t.eq(sorted(rings), sorted(["to_controller", "from_controller", "to_coordinator",
+                                "from_coordinator"]), "the four ring directions")
+    cap = got.get(("runnel_ring_capacity_bytes", ()))
+    t.ok(cap and cap >= 4096 and all(0 <= v <= cap * 200 for v in rings.values()),
+         "ring depths within their capacity (%s of %s each)" % (rings, cap))
+    t.eq(got.get(("runnel_ring_dropped_bytes_total", ())), 0, "no ring bytes dropped")
+    regions = {dict(k[1])["region"]: v for k, v in got.items()
+               if k[0] == "runnel_shm_region_bytes"}
+    backed = got.get(("runnel_shm_backed_bytes", ()))
+    t.ok(regions.get("metrics", 0) > 0 and regions.get("partitions", 0) > 0 and
+         backed is not None and 0 < backed <= sum(regions.values()),
+         "shm: regions %s, %s bytes backed" % (regions, backed))
+    t.ok((got.get(("runnel_shm_partition_slots_used", ())) or 0) >= 3,
+         "shm: the topic's 3 partition slots are in use (%s)" %
+         got.get(("runnel_shm_partition_slots_used", ())))
+    md = got.get(("runnel_metadata_image_bytes", ())) or 0
+    t.ok(0 < md < 1 << 20, "the metadata image's bytes: %s" % md)
+    t.eq(got.get(("runnel_rlock_repairs_total", ())), 0, "no lock needed repair")
 
 
 with TempDir() as tmp:
@@ -183,8 +302,35 @@ with TempDir() as tmp:
             m = c.poll(1)
             if m is not None and not m.error():
                 seen += 1
+        # then to the end of the log, where long polls wait (remote time)
+        for _ in range(100):
+            if c.poll(1.5) is None:
+                break
         c.close()
         t.eq(seen, N, "the consumer read all %d" % N)
+        got, types = samples(scrape(mport)[2])
+        check_request_times(got, types)
+        check_node_gauges(got, types, n.node_id)
+        check_dashboard(got)
+
+        # the log's size: each partition's, growing with what is appended
+        sizes = log_sizes(mport)
+        t.eq(sorted(sizes), [0, 1, 2], "kafka_log_log_size for the 3 partitions")
+        t.ok(all(v > 0 for v in sizes.values()) and
+             sum(sizes.values()) >= N * PAYLOAD,
+             "their sizes hold the %d records (%s)" % (N, sizes))
+        disk = sum(os.path.getsize(os.path.join(dp, f))
+                   for dp, _, fs in os.walk(n.dir) if os.path.basename(dp) == TOPIC + "-0"
+                   for f in fs if f.endswith(".log"))
+        t.eq(sizes[0], disk, "partition 0's size is its segments' bytes on disk (%d)" % disk)
+        p = Producer({"bootstrap.servers": n.bootstrap, "linger.ms": 5})
+        for i in range(1000):
+            p.produce(TOPIC, value=b"y" * PAYLOAD, partition=0)
+        t.eq(p.flush(30), 0, "1000 more records to partition 0")
+        grown = log_sizes(mport)
+        t.ok(grown[0] - sizes[0] >= 1000 * PAYLOAD and grown[1] == sizes[1],
+             "partition 0 grew by at least their payload (%d), the others not" %
+             (grown[0] - sizes[0]))
         out1 = get(mport, BTM + "bytesout_total", topic=TOPIC) or 0
         t.ok(out1 - out0 >= N * PAYLOAD,
              "bytesout_total{topic} rose by at least the payload (%d)" % (out1 - out0))
@@ -259,6 +405,9 @@ with TempDir() as tmp:
                 a.delete_topics(["recycled"])["recycled"].result(20)
                 t.ok(wait_for(lambda: rkey2 not in samples(scrape(mport)[2])[0], 10),
                      "a deleted topic leaves /metrics")
+                t.ok(not any(k[0] == LOG_SIZE and dict(k[1]).get("topic") == "recycled"
+                             for k in samples(scrape(mport)[2])[0]),
+                     "and its log size with it")
         t.eq(n.crashes(), [], "no worker crashed")
     finally:
         n.stop()

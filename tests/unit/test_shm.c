@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ipc/mdimage.h"
+#include "ipc/metrics.h"
 #include "ipc/ring.h"
 #include "ipc/shm.h"
 #include "tests/lib/tap.h"
@@ -71,12 +72,37 @@ check_layout(const struct rn_shm_params *sp)
 	ok(inside(&shm, RN_REGION_WORKERS, rn_shm_worker(&shm,
 	    sp->n_workers - 1), sizeof(struct rn_worker_slot)),
 	    "the last worker slot is inside its region");
+	ok(inside(&shm, RN_REGION_METRICS, rn_metrics_part(&shm,
+	    sp->max_partitions - 1), sizeof(struct rn_met_part)) &&
+	    inside(&shm, RN_REGION_METRICS, rn_metrics_worker(&shm,
+	    sp->n_workers - 1), sizeof(struct rn_met_worker)),
+	    "the last metrics slots are inside their region");
 	ok(!rn_shm_slot_used(&shm, sp->max_partitions - 1), "slot map: unused");
 	rn_shm_slot_mark(&shm, sp->max_partitions - 1);
 	ok(rn_shm_slot_used(&shm, sp->max_partitions - 1) &&
 	    (sp->max_partitions == 1 || !rn_shm_slot_used(&shm, 0)),
 	    "slot map: marked, and only it");
+	ok(rn_shm_slot_next_used(&shm, 0) == sp->max_partitions - 1 &&
+	    rn_shm_slot_next_used(&shm, sp->max_partitions) ==
+	    sp->max_partitions, "slot map: the scan finds it, then none");
 	rn_shm_destroy(&shm);
+}
+
+/* The timed APIs' table and its index by key agree, Produce first. */
+static void
+check_timed_apis(void)
+{
+	int i, k, n = 0;
+	bool agree = true;
+
+	for (i = 0; i < RN_MET_N_API; i++)
+		agree = agree && rn_met_api_index(rn_met_api_keys[i]) == i;
+	for (k = -1; k <= RN_MET_MAX_API; k++)
+		n += rn_met_api_index(k) >= 0;
+	ok(agree, "each timed API key maps to its histogram index");
+	is_int(n, RN_MET_N_API, "and no other key does (%d timed)", n);
+	is_int(rn_met_api_keys[RN_MET_API_PRODUCE], 0, "Produce is index 0");
+	diag("a worker's metrics slot: %zu bytes", sizeof(struct rn_met_worker));
 }
 
 int
@@ -87,9 +113,10 @@ main(void)
 	struct rn_shm_params bad = { 0, 4096, 1 };
 	struct rn_shm shm;
 
-	plan(29);
+	plan(36);
 	check_layout(&small);
 	check_layout(&big);
+	check_timed_apis();
 	is_int(rn_shm_create(&bad, &shm), -EINVAL, "no workers: refused");
 	return done_testing();
 }

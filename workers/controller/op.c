@@ -399,6 +399,7 @@ op_applied(struct raft_apply *req, int status, void *result)
 	struct ctl *c = op->c;
 
 	(void)result;
+	ctl_raft_settled(c, req, status);
 	c->op_inflight = NULL;
 	if (status != 0 && op_retry_later(c, op))
 		return;

@@ -300,7 +300,8 @@ ctl_raft_propose(struct ctl *c, const struct ctl_batch *b,
 {
 	struct raft_buffer buf;
 	void *entry;
-	size_t len;
+	int64_t t0;
+	size_t len, i;
 	int rc;
 
 	if (!ctl_raft_is_leader(c))
@@ -320,6 +321,7 @@ ctl_raft_propose(struct ctl *c, const struct ctl_batch *b,
 	}
 	memcpy(buf.base, entry, len);
 	free(entry);
+	t0 = rn_now_ns() / 1000;
 	if ((rc = raft_apply(&c->raft, req, &buf, 1, cb)) != 0) {
 		raft_free(buf.base);
 		log_warnx("proposing %u metadata record(s): %s", b->n,
@@ -327,7 +329,49 @@ ctl_raft_propose(struct ctl *c, const struct ctl_batch *b,
 		return rc == RAFT_NOTLEADER || rc == RAFT_LEADERSHIPLOST ?
 		    -ENOTCONN : -EIO;
 	}
+	for (i = 0; i < sizeof(c->proposed) / sizeof(c->proposed[0]); i++)
+		if (c->proposed[i].req == NULL) {
+			c->proposed[i].req = req;
+			c->proposed[i].us = t0;
+			break;
+		}
 	return 0;
+}
+
+void
+ctl_raft_settled(struct ctl *c, struct raft_apply *req, int status)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(c->proposed) / sizeof(c->proposed[0]); i++)
+		if (c->proposed[i].req == req) {
+			c->proposed[i].req = NULL;
+			if (status == 0 && c->w != NULL)
+				rn_met_observe(&rn_metrics_worker(c->shm,
+				    c->w->slot)->raft_commit,
+				    rn_now_ns() / 1000 - c->proposed[i].us);
+			return;
+		}
+}
+
+/* Kafka's raft-metrics gauges, as of this loop turn. */
+static void
+ctl_raft_gauges(struct ctl *c)
+{
+	struct rn_met_worker *m;
+	struct ctl_local loc;
+
+	if (c->w == NULL)
+		return;
+	m = rn_metrics_worker(c->shm, c->w->slot);
+	ctl_local(c, &loc);
+	atomic_store_explicit(&m->raft_leader, loc.controller_id,
+	    memory_order_relaxed);
+	atomic_store_explicit(&m->raft_epoch, (int64_t)loc.epoch,
+	    memory_order_relaxed);
+	if (c->raft_inited)
+		atomic_store_explicit(&m->raft_hw,
+		    (int64_t)c->raft.commit_index, memory_order_relaxed);
 }
 
 /* ---- the image ------------------------------------------------------ */
@@ -472,6 +516,7 @@ ctl_boot_applied(struct raft_apply *req, int status, void *result)
 	struct ctl *c = req->data;
 
 	(void)result;
+	ctl_raft_settled(c, req, status);
 	c->boot_inflight = false;
 	if (status != 0) {
 		log_warnx("bootstrap metadata records not committed: %s",
@@ -574,6 +619,7 @@ ctl_raft_watch(struct ctl *c)
 	const char *addr = NULL;
 	bool leader;
 
+	ctl_raft_gauges(c);
 	if (!c->raft_inited || c->stopping || c->fatal)
 		return;
 	leader = raft_state(&c->raft) == RAFT_LEADER;

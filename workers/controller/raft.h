@@ -109,6 +109,13 @@ struct ctl {
 	size_t image_unfit;       /* size of an image that did not fit, or 0 */
 	bool fatal;               /* refuse to go on (cluster id conflict) */
 
+	/* proposals in flight and when they were made (us), for the
+	 * commit latency; few: one operation and the bootstrap at most */
+	struct {
+		struct raft_apply *req;
+		int64_t us;
+	} proposed[4];
+
 	/* leadership */
 	uint64_t leader_term;     /* term this node leads in; 0: not leader */
 	uint64_t last_leader;     /* leader id last published (raft_id) */
@@ -150,6 +157,9 @@ void ctl_raft_close(struct ctl *c, void (*done)(struct ctl *c));
 /* Propose a finished batch; cb fires once applied (status 0) or failed. */
 int ctl_raft_propose(struct ctl *c, const struct ctl_batch *b,
     struct raft_apply *req, raft_apply_cb cb);
+/* A proposal's callback came (status 0: committed and applied): its
+ * commit latency counted. Every raft_apply_cb of ctl_raft_propose calls it. */
+void ctl_raft_settled(struct ctl *c, struct raft_apply *req, int status);
 bool ctl_raft_is_leader(struct ctl *c);
 /* Leadership changes, bootstrap records; call after each loop turn. */
 void ctl_raft_watch(struct ctl *c);

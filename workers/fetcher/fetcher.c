@@ -56,6 +56,8 @@ struct fpart {
 	uint8_t id[16];         /* topic id the state above is for */
 	int32_t leader;         /* as of the last round (mp may be stale) */
 	uint64_t round;         /* t and mp are valid only in this round */
+	int64_t lag;            /* records below the leader's high watermark
+	                         * after its last fetch response */
 	bool throttled;         /* under the follower replication quota */
 	bool listed;            /* seen while the list is rebuilt */
 };
@@ -92,6 +94,7 @@ struct fetcher {
 	bool id_moved;          /* a slot changed topic id in this round */
 	struct rn_replquota quota; /* follower.replication.throttled.rate */
 	struct rn_mover mover;  /* moves between this node's log dirs */
+	bool lag_moved;         /* a response came: the max lag is due */
 };
 
 static bool
@@ -309,6 +312,28 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 	}
 	/* a follower's high watermark: the leader's, as far as we have it */
 	rn_part_hw_follow(p, pd->high_watermark);
+	/* Kafka's fetcher lag: what the leader has committed beyond us */
+	fp->lag = pd->high_watermark - rn_part_log_end(p);
+	if (fp->lag < 0)
+		fp->lag = 0;
+	f->lag_moved = true;
+}
+
+/* ReplicaFetcherManager MaxLag, this fetcher's share: the largest lag
+ * among the replicas it follows now. */
+static void
+publish_max_lag(struct fetcher *f, struct fpart **mine, int n,
+    struct rn_met_worker *met)
+{
+	int64_t max = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (mine[i]->lag > max)
+			max = mine[i]->lag;
+	atomic_store_explicit(&met->fetch_max_lag, (uint64_t)max,
+	    memory_order_relaxed);
+	f->lag_moved = false;
 }
 
 /*
@@ -667,6 +692,7 @@ collect_one(struct fetcher *f, const struct rn_mdv_topic *t,
 			f->id_moved = true;
 		memcpy(fp->id, t->id, 16);
 		fp->leader = -1;
+		fp->lag = 0;
 	}
 	/* fp->mp may point into an image freed since */
 	if (fp->leader != mp->leader)
@@ -965,6 +991,8 @@ rn_fetcher_main(struct rn_worker *w)
 		busy = rn_mover_turn(&f.mover, &f.parts, &f.view);
 		fetcher_kick(&f, mine, n_mine);
 		poll_leaders(&f, in, busy);
+		if (f.lag_moved || changed)
+			publish_max_lag(&f, mine, n_mine, met);
 	}
 	fetcher_free(&f, mine);
 	return RN_WORKER_EXIT_OK;

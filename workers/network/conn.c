@@ -229,8 +229,12 @@ conn_flush(struct net *n, struct conn *c)
 		if (o->ready_us != 0) {
 			int64_t now = net_now_us();
 
-			net_stage(n, RN_STAGE_SEND, now - o->queued_us);
-			net_stage(n, RN_STAGE_TOTAL, now - o->ready_us);
+			if (o->met_api == RN_MET_API_PRODUCE) {
+				net_stage(n, RN_STAGE_SEND, now - o->queued_us);
+				net_stage(n, RN_STAGE_TOTAL, now - o->ready_us);
+			}
+			net_request_timed(n, o->met_api, o->ready_us,
+			    o->start_us, o->park_us, o->queued_us, now);
 		}
 		net_out_free(n, o);
 	}

@@ -141,7 +141,13 @@ net_out_finish(struct net *n, struct conn *c, struct net_out *o, size_t mark)
 	o->n_chunks = k;
 	if (c->ready_us != 0) {
 		o->ready_us = c->ready_us;
+		o->start_us = c->start_us;
+		o->park_us = c->park_us;
 		o->queued_us = net_now_us();
+		o->met_api = c->met_api;
+		/* one response per request is timed */
+		c->ready_us = 0;
+		c->met_queued = true;
 	}
 	net_conn_queue(n, c, o);
 }
@@ -203,6 +209,28 @@ frame_ready_us(const struct conn *c)
 	    c->prev_rx_us;
 }
 
+/*
+ * A timed request's handler returned: parked (remote time begins now),
+ * answered (timed when written), or answered with nothing (acks=0).
+ */
+static void
+handled(struct net *n, struct conn *c, int64_t t_decoded)
+{
+	bool produce = c->met_api == RN_MET_API_PRODUCE;
+	int64_t now;
+
+	if (!produce && c->wait == CONN_IDLE && c->met_queued)
+		return;
+	now = net_now_us();
+	if (produce)
+		net_stage(n, RN_STAGE_APPEND, now - t_decoded);
+	if (c->wait != CONN_IDLE)
+		c->park_us = now;
+	else if (!c->met_queued)
+		net_request_timed(n, c->met_api, c->ready_us, c->start_us, 0,
+		    now, now);
+}
+
 bool
 net_dispatch(struct net *n, struct conn *c)
 {
@@ -212,13 +240,16 @@ net_dispatch(struct net *n, struct conn *c)
 	size_t i;
 	int rc;
 
-	/* Produce is timed by stage: where its latency goes */
-	c->ready_us = 0;
-	if (c->frame_len >= 2 && (c->rbuf[c->frame_off + 4] << 8 |
-	    c->rbuf[c->frame_off + 5]) == RN_KAPI_PRODUCE) {
-		t_start = net_now_us();
+	/* the APIs clients use most are timed by stage, Produce finer */
+	c->ready_us = c->park_us = 0;
+	c->met_api = -1;
+	c->met_queued = false;
+	if (c->frame_len >= 2 && (c->met_api = rn_met_api_index(
+	    c->rbuf[c->frame_off + 4] << 8 | c->rbuf[c->frame_off + 5])) >= 0) {
+		c->start_us = t_start = net_now_us();
 		c->ready_us = frame_ready_us(c);
-		net_stage(n, RN_STAGE_QUEUED, t_start - c->ready_us);
+		if (c->met_api == RN_MET_API_PRODUCE)
+			net_stage(n, RN_STAGE_QUEUED, t_start - c->ready_us);
 	}
 	rn_kreader_init(&r, c->rbuf + c->frame_off + 4, c->frame_len);
 	rc = rn_krequest_header_decode(&r, &c->hdr);
@@ -266,18 +297,15 @@ net_dispatch(struct net *n, struct conn *c)
 	rn_arena_mark(&c->arena, &c->req_mark);
 	rn_arena_set_limit(&c->arena, rn_arena_used(&c->arena) +
 	    (size_t)n->cfg->socket_request_max_bytes);
-	if (c->ready_us != 0) {
+	if (c->met_api == RN_MET_API_PRODUCE) {
 		t_decoded = net_now_us();
 		net_stage(n, RN_STAGE_DECODE, t_decoded - t_start);
 	}
 	for (i = 0; i < N_SERVED; i++)
 		if (served[i].key == c->hdr.api_key) {
 			rc = served[i].fn(n, c);
-			if (c->ready_us != 0) {
-				c->park_us = net_now_us();
-				net_stage(n, RN_STAGE_APPEND,
-				    c->park_us - t_decoded);
-			}
+			if (c->met_api >= 0 && rc == 0)
+				handled(n, c, t_decoded);
 			if (rc < 0)
 				log_warnx("%s v%d from %s failed: %s", api->name,
 				    c->hdr.api_version, c->peer, strerror(-rc));

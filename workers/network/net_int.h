@@ -33,9 +33,11 @@ struct net_out {
 	struct rn_log_slice *slices; /* released once sent */
 	struct rn_part **slice_parts;
 	int n_slices;
-	/* a timed request's (Produce): its frame complete, response queued;
-	 * 0 when not timed (us, CLOCK_MONOTONIC) */
-	int64_t ready_us, queued_us;
+	/* a timed request's: its frame complete, handled, parked (0: never)
+	 * and its response queued; ready_us 0 when not timed (us,
+	 * CLOCK_MONOTONIC); its API's histogram index */
+	int64_t ready_us, start_us, park_us, queued_us;
+	int met_api;
 };
 
 struct msgpack_object;
@@ -86,9 +88,13 @@ struct conn {
 	void *resp;              /* a response being completed (acks=all) */
 	struct produce_wait *pw;
 	int n_pw;
-	/* the stage histograms' times of the request being handled (us);
-	 * ready_us 0: not timed */
-	int64_t ready_us, park_us;
+	/* the stage histograms' times of the request being handled (us):
+	 * frame complete, handled, parked (0: not); ready_us 0: not timed.
+	 * met_api: its API's histogram index, -1: none; met_queued: its
+	 * response is queued (and timed when written) */
+	int64_t ready_us, start_us, park_us;
+	int met_api;
+	bool met_queued;
 
 	struct net_out *out_head, *out_tail;
 	bool want_write;
@@ -255,6 +261,10 @@ void net_count_isr(struct net *n);
 int64_t net_now_us(void);
 /* One sample of us microseconds in this worker's histogram of stage. */
 void net_stage(struct net *n, enum rn_met_stage stage, int64_t us);
+/* A timed request's RequestMetrics stages, from its times (us; park 0:
+ * never parked) and when its response's last byte was written. */
+void net_request_timed(struct net *n, int api, int64_t ready, int64_t start,
+    int64_t park, int64_t queued, int64_t sent);
 /* keyless.c: is the topic compacted; does a payload hold a record without
  * a key (1), none (0), or a batch that cannot be opened (-EBADMSG)? */
 bool net_policy_compact(struct net *n, const struct rn_mdv_topic *t);

@@ -66,6 +66,23 @@ net_stage(struct net *n, enum rn_met_stage stage, int64_t us)
 	rn_met_observe(&self(n)->stages[stage], us);
 }
 
+void
+net_request_timed(struct net *n, int api, int64_t ready, int64_t start,
+    int64_t park, int64_t queued, int64_t sent)
+{
+	struct rn_met_hist *h;
+
+	if (api < 0 || api >= RN_MET_N_API)
+		return;
+	h = self(n)->req[api];
+	rn_met_observe(&h[RN_RQ_QUEUE], start - ready);
+	rn_met_observe(&h[RN_RQ_LOCAL], (park != 0 ? park : queued) - start);
+	/* like Kafka's, 0 for a request answered where it was handled */
+	rn_met_observe(&h[RN_RQ_REMOTE], park != 0 ? queued - park : 0);
+	rn_met_observe(&h[RN_RQ_SEND], sent - queued);
+	rn_met_observe(&h[RN_RQ_TOTAL], sent - ready);
+}
+
 /*
  * ISR shrinks and expands as the image commits them, counted like Kafka's
  * leader counts the changes the controller accepted: a led partition

@@ -18,6 +18,7 @@ rn_part_locked(struct rn_part *p, int (*fn)(struct rn_log *log, void *arg),
 	if ((rc = rn_part_lock(p)) < 0)
 		return rc;
 	rc = rn_part_io(p, fn(p->log, arg), "swapping cleaned segments");
+	rn_part_size_sync(p);
 	rn_part_unlock(p);
 	return rc;
 }

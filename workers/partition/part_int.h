@@ -83,6 +83,13 @@ struct rn_part_rt {
 	 * when the slot is taken and moved by a swap; -1: not yet known */
 	_Atomic int32_t cur_dir;
 	struct rn_part_move move;
+	/*
+	 * The log's bytes outside its active segment, set under the lock
+	 * whenever the segments change (open, roll, truncation, retention,
+	 * cleaning): with log.active_size, the log's size for the metrics
+	 * at no cost to an append.
+	 */
+	_Atomic int64_t sealed_bytes;
 	struct rn_log_shared log;
 };
 _Static_assert(sizeof(struct rn_part_rt) <= sizeof(struct rn_part_slot),
@@ -138,6 +145,9 @@ void rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out);
 /* Snapshots below `below` or above `above` (-1: none) removed, and all
  * but the newest few. */
 void rn_part_snapshots_prune(struct rn_part *p, int64_t below, int64_t above);
+
+/* The log's segments changed (lock held): sealed_bytes again. */
+void rn_part_size_sync(struct rn_part *p);
 
 /* A leader's record of one follower, NULL if it never fetched. */
 struct rn_part_follower *rn_part_follower(struct rn_part *p, int32_t id);

@@ -410,6 +410,8 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 		    RN_PARTITION_METADATA, strerror(-rc));
 	if (rc == 0 && died == 1)
 		rc = rn_log_repair(p->log);
+	if (rc == 0)
+		rn_part_size_sync(p);
 	(void)rn_dirfail_check(t->shm, dir, t->cfg->log_dirs[dir], rc,
 	    "opening a log");
 	if (rc == 0 && fresh)
@@ -685,6 +687,36 @@ rn_part_offline(const struct rn_part_table *t,
 {
 	return (mp->slot >= 0 || mp->dir == RN_MDV_DIR_LOST) &&
 	    part_dir_offline(t, topic, mp);
+}
+
+void
+rn_part_size_sync(struct rn_part *p)
+{
+	int64_t all;
+
+	if (p->log == NULL || (all = rn_log_size_bytes(p->log)) < 0)
+		return;
+	atomic_store_explicit(&p->rt->sealed_bytes, all -
+	    atomic_load(&p->rt->log.active_size), memory_order_relaxed);
+}
+
+int64_t
+rn_part_slot_log_size(const struct rn_shm *shm, unsigned slot,
+    const uint8_t topic_id[16], int32_t partition)
+{
+	const struct rn_part_rt *rt;
+	int64_t n;
+
+	if (slot >= shm->hdr->max_partitions || !rn_shm_slot_used(shm, slot))
+		return -1;
+	rt = (const struct rn_part_rt *)rn_shm_partition(shm, slot);
+	if (atomic_load(&rt->incarnation) == 0 || rt->partition != partition ||
+	    memcmp(rt->topic_id.b, topic_id, 16) != 0 ||
+	    atomic_load(&rt->log.magic) != RN_LOG_SHARED_MAGIC)
+		return -1;
+	n = atomic_load_explicit(&rt->sealed_bytes, memory_order_relaxed) +
+	    atomic_load_explicit(&rt->log.active_size, memory_order_relaxed);
+	return n > 0 ? n : 0;
 }
 
 int64_t

@@ -119,6 +119,13 @@ struct rn_part *rn_part_peek(struct rn_part_table *t,
  */
 bool rn_part_offline(const struct rn_part_table *t,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp);
+/*
+ * The bytes of the log in a partition slot, if the slot holds that
+ * partition's live log; else -1. Reads shared memory only (the
+ * supervisor's metrics).
+ */
+int64_t rn_part_slot_log_size(const struct rn_shm *shm, unsigned slot,
+    const uint8_t topic_id[16], int32_t partition);
 /* The log's end and start offsets from the slot, open or not. */
 int64_t rn_part_log_end(const struct rn_part *p);
 int64_t rn_part_log_start(const struct rn_part *p);

@@ -25,6 +25,7 @@
 static void
 part_rolled(struct rn_part *p)
 {
+	rn_part_size_sync(p);
 	(void)rn_part_snapshot_producers(p,
 	    atomic_load(&p->rt->log.active_base_offset), 0);
 }
@@ -110,6 +111,7 @@ rn_part_truncate(struct rn_part *p, int64_t cut, int64_t *from)
 	/* a copy of this log under way copies its tail again */
 	atomic_fetch_add(&p->rt->move.truncations, 1);
 	(void)rn_part_io(p, rn_log_truncate_to(p->log, cut), "truncating");
+	rn_part_size_sync(p);
 	/* its producers' newest batches may be gone: as they were at the
 	 * new end, from the snapshots that still describe the log */
 	rn_idem_reset(&p->rt->idem);
@@ -131,6 +133,7 @@ rn_part_restart_at(struct rn_part *p, int64_t leader_log_start)
 		atomic_fetch_add(&p->rt->move.truncations, 1);
 		(void)rn_part_io(p, rn_log_truncate_fully(p->log,
 		    leader_log_start), "truncating");
+		rn_part_size_sync(p);
 		rn_idem_reset(&p->rt->idem);
 		rn_part_snapshots_prune(p, INT64_MAX, -1);
 		cut = true;
@@ -164,6 +167,7 @@ rn_part_delete_records(struct rn_part *p, int64_t target, int64_t *low)
 	*low = rn_log_delete_records_before(p->log, target);
 	if (*low < 0)
 		(void)rn_part_io(p, (int)*low, "deleting records");
+	rn_part_size_sync(p);
 	rn_part_unlock(p);
 	return *low < 0 ? (int16_t)rn_storage_kafka_error((int)*low) :
 	    RN_KERR_NONE;
@@ -178,6 +182,8 @@ rn_part_retention(struct rn_part *p, int64_t now_ms)
 		return 0;
 	deleted = rn_part_io(p, rn_log_retention(p->log, now_ms),
 	    "deleting segments");
+	/* also the periodic check that the size kept up */
+	rn_part_size_sync(p);
 	rn_part_unlock(p);
 	/* the producer snapshots of segments gone go with them */
 	if (deleted > 0)
