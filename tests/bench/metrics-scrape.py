@@ -40,6 +40,13 @@ def scraper(port, path, stop, count):
         time.sleep(max(0, nxt - time.monotonic()))
 
 
+def cpu_seconds(pid):
+    """utime + stime of one process."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def produce(n, topic):
     out = subprocess.run([os.path.join(BUILD, "runnel-perf"), "producer",
                           "--bootstrap-server", n.bootstrap, "--topic", topic,
@@ -59,6 +66,7 @@ with TempDir() as tmp:
         admin.create_topics([NewTopic("bench", 3, 1)])["bench"].result(20)
         modes = (None, "/metrics", "/nothing-here")
         res = {m: [] for m in modes}
+        sv_cpu = []
         for r in range(ROUNDS):
             for path in modes:
                 stop, count = threading.Event(), [0]
@@ -67,17 +75,29 @@ with TempDir() as tmp:
                 if path:
                     th.start()
                 t0 = time.monotonic()
+                c0 = cpu_seconds(n.proc.pid)
                 rps = produce(n, "bench")
                 dt = time.monotonic() - t0
                 stop.set()
                 if path:
                     th.join()
+                sv = cpu_seconds(n.proc.pid) - c0
                 res[path].append(rps)
-                print("round %d scrape=%s: %.0f records/s (%d scrapes, %.0f/s)"
-                      % (r, path, rps, count[0], count[0] / dt), flush=True)
+                if path == "/metrics":
+                    sv_cpu.append((sv, count[0], dt))
+                print("round %d scrape=%s: %.0f records/s (%d scrapes, %.0f/s; "
+                      "supervisor %.0f ms of CPU)"
+                      % (r, path, rps, count[0], count[0] / dt, sv * 1000),
+                      flush=True)
         off, on, nothing = (statistics.median(res[m]) for m in modes)
         print("median: %.0f records/s without scraping, %.0f with /metrics, "
               "%.0f with a 404" % (off, on, nothing))
+        cpu = sum(c for c, _, _ in sv_cpu)
+        scrapes = sum(k for _, k, _ in sv_cpu) or 1
+        secs = sum(d for _, _, d in sv_cpu) or 1
+        print("the supervisor's CPU while scraped: %.3f ms per scrape, %.2f%% "
+              "of one core at the rate scraped" % (cpu * 1000 / scrapes,
+                                                   100.0 * cpu / secs))
         print("collection (/metrics against 404): %+.2f%%; the scraping "
               "client (404 against none): %+.2f%%; both (/metrics against "
               "none): %+.2f%%" % (100.0 * (on - nothing) / nothing,
