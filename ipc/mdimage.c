@@ -839,8 +839,10 @@ rn_mdview_refresh(struct rn_mdview *v, const struct rn_shm *shm)
 		return 0;
 	if (v->priv != NULL && gen == v->generation && v->version != 0 &&
 	    ver > v->version) {
+		/* anything but a wait goes to the body: a delta that did not
+		 * apply may have left its partition half written */
 		rc = refresh_deltas(v, mi);
-		if (rc != -ESTALE)
+		if (rc == 1 || rc == -EAGAIN)
 			return rc;
 	}
 	return refresh_body(v, shm, gen);
