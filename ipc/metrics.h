@@ -90,7 +90,9 @@ struct rn_met_worker {
 	/* the controller's: the metadata quorum as its raft sees it
 	 * (leader -1: none known) */
 	_Atomic int64_t raft_leader, raft_epoch, raft_hw;
-	uint64_t pad[3];
+	/* a network worker's: client connections open now */
+	_Atomic int64_t connections;
+	uint64_t pad[2];
 	struct rn_met_hist stages[RN_STAGE_COUNT];
 	/* the controller's: raft_apply -> its entry applied */
 	struct rn_met_hist raft_commit;

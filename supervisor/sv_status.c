@@ -3,12 +3,14 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/ctlproto.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
 #include "ipc/mdimage_write.h"
+#include "ipc/metrics.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
 
@@ -24,6 +26,65 @@ pack_listeners(msgpack_packer *pk, const struct rn_listener *l, int n)
 		    l[i].port);
 		rn_mp_pack_str(pk, buf);
 	}
+}
+
+/* CPU time (user + system) and resident bytes of a process; 0 if gone. */
+static void
+proc_usage(pid_t pid, int64_t *cpu_ms, int64_t *rss)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0, pages = 0;
+	FILE *f;
+
+	*cpu_ms = *rss = 0;
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) != NULL) {
+		/* the fields after the command name, which may hold spaces */
+		if (fgets(buf, sizeof(buf), f) != NULL &&
+		    (p = strrchr(buf, ')')) != NULL &&
+		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+		    "%*u %llu %llu", &ut, &st) == 2)
+			*cpu_ms = (int64_t)((ut + st) * 1000 /
+			    (unsigned long long)sysconf(_SC_CLK_TCK));
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	if ((f = fopen(path, "re")) != NULL) {
+		if (fscanf(f, "%*u %llu", &pages) == 1)
+			*rss = (int64_t)pages * sysconf(_SC_PAGESIZE);
+		fclose(f);
+	}
+}
+
+/* How the worker's last run ended: "" when it never ended. */
+static void
+exit_str(const struct sv_child *c, char *buf, size_t len)
+{
+	int s = c->last_status;
+
+	buf[0] = '\0';
+	if (c->restarts == 0 && s == 0)
+		return;
+	if (WIFSIGNALED(s))
+		snprintf(buf, len, "killed by %s", strsignal(WTERMSIG(s)));
+	else if (WIFEXITED(s))
+		snprintf(buf, len, "exit status %d", WEXITSTATUS(s));
+}
+
+/* Requests the worker answered (its metrics slot; 0 for other roles). */
+static uint64_t
+worker_requests(struct sv *sv, unsigned slot)
+{
+	const struct rn_met_worker *m = rn_metrics_worker(&sv->shm, slot);
+	uint64_t n = 0;
+	unsigned k;
+
+	for (k = 0; k < RN_MET_MAX_API; k++)
+		n += atomic_load_explicit(&m->requests[k],
+		    memory_order_relaxed);
+	return n;
 }
 
 static void
@@ -84,9 +145,12 @@ sv_control_pack_status(struct sv *sv, msgpack_packer *pk)
 	for (i = 0; i < sv->n_children; i++) {
 		const struct sv_child *c = &sv->children[i];
 		struct rn_worker_slot *ws = rn_shm_worker(&sv->shm, c->slot);
-		int64_t hb = atomic_load(&ws->heartbeat_ms);
+		int64_t hb = atomic_load(&ws->heartbeat_ms), cpu_ms, rss;
+		char last[64];
 
-		msgpack_pack_map(pk, 10);
+		proc_usage(c->pid, &cpu_ms, &rss);
+		exit_str(c, last, sizeof(last));
+		msgpack_pack_map(pk, 15);
 		rn_mp_pack_str(pk, "name");
 		rn_mp_pack_str(pk, c->name);
 		rn_mp_pack_str(pk, "role");
@@ -109,6 +173,17 @@ sv_control_pack_status(struct sv *sv, msgpack_packer *pk)
 		msgpack_pack_array(pk, ws->duties & RN_DUTY_STORAGE ? 1 : 0);
 		if (ws->duties & RN_DUTY_STORAGE)
 			rn_mp_pack_str(pk, "storage");
+		rn_mp_pack_str(pk, "cpu_ms");
+		msgpack_pack_int64(pk, cpu_ms);
+		rn_mp_pack_str(pk, "rss_bytes");
+		msgpack_pack_int64(pk, rss);
+		rn_mp_pack_str(pk, "connections");
+		msgpack_pack_int64(pk, atomic_load_explicit(&rn_metrics_worker(
+		    &sv->shm, c->slot)->connections, memory_order_relaxed));
+		rn_mp_pack_str(pk, "requests");
+		msgpack_pack_uint64(pk, worker_requests(sv, c->slot));
+		rn_mp_pack_str(pk, "last_exit");
+		rn_mp_pack_str(pk, last);
 	}
 }
 

@@ -1,6 +1,7 @@
 /*
  * runnelctl: the operator's client of the supervisor's control socket.
  *   runnelctl [-s PATH] status [--json]
+ *   runnelctl [-s PATH] top [--interval MS] [--count N]
  *   runnelctl [-s PATH] metrics [--json]
  *   runnelctl [-s PATH] restart WORKER
  *   runnelctl [-s PATH] restart --role ROLE [--rolling] [--json]
@@ -20,6 +21,7 @@
 #include <msgpack.h>
 
 #include "common/ctlproto.h"
+#include "tools/runnelctl_top.h"
 
 #define DEFAULT_SOCKET "/run/runnel/runneld.sock"
 
@@ -28,6 +30,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: runnelctl [-s SOCKET] status [--json]\n"
+	    "       runnelctl [-s SOCKET] top [--interval MS] [--count N]\n"
 	    "       runnelctl [-s SOCKET] metrics [--json]\n"
 	    "       runnelctl [-s SOCKET] restart WORKER\n"
 	    "       runnelctl [-s SOCKET] restart --role ROLE [--rolling] "
@@ -193,13 +196,14 @@ print_status(const msgpack_object *r)
 	printf("\ncluster id: %s\n", cluster[0] ? cluster : "(not known yet)");
 	printf("metadata image version: %lld\n\n",
 	    (long long)rn_mp_get_int(node, "metadata_image_version", 0));
-	printf("%-20s %-17s %-8s %-9s %8s %10s  %s\n", "NAME", "ROLE", "PID",
-	    "STATE", "RESTARTS", "UPTIME", "DUTIES");
+	printf("%-20s %-17s %-8s %-9s %8s %10s %9s %8s %6s  %-8s %s\n",
+	    "NAME", "ROLE", "PID", "STATE", "RESTARTS", "UPTIME", "CPU s",
+	    "RSS MiB", "CONNS", "DUTIES", "LAST EXIT");
 	for (i = 0; ws != NULL && ws->type == MSGPACK_OBJECT_ARRAY &&
 	    i < ws->via.array.size; i++) {
 		const msgpack_object *w = &ws->via.array.ptr[i];
 		char name[64] = "", role[32] = "", st[32] = "", pid[16];
-		char dbuf[64];
+		char dbuf[64], last[64] = "";
 		int64_t p = rn_mp_get_int(w, "pid", 0);
 
 		rn_mp_get_str(w, "name", name, sizeof(name));
@@ -208,10 +212,14 @@ print_status(const msgpack_object *r)
 		snprintf(pid, sizeof(pid), "%lld", (long long)p);
 		fmt_duration(p ? rn_mp_get_int(w, "uptime_ms", -1) : -1, up,
 		    sizeof(up));
-		printf("%-20s %-17s %-8s %-9s %8lld %10s  %s\n", name, role,
-		    p ? pid : "-", st,
+		rn_mp_get_str(w, "last_exit", last, sizeof(last));
+		printf("%-20s %-17s %-8s %-9s %8lld %10s %9.1f %8.1f %6lld  "
+		    "%-8s %s\n", name, role, p ? pid : "-", st,
 		    (long long)rn_mp_get_int(w, "restarts", 0), up,
-		    duties(w, dbuf, sizeof(dbuf)));
+		    (double)rn_mp_get_int(w, "cpu_ms", 0) / 1000.0,
+		    (double)rn_mp_get_int(w, "rss_bytes", 0) / (1024.0 * 1024.0),
+		    (long long)rn_mp_get_int(w, "connections", 0),
+		    duties(w, dbuf, sizeof(dbuf)), last);
 	}
 }
 
@@ -221,6 +229,7 @@ struct cmd {
 	const char *worker;     /* restart */
 	const char *role;       /* restart --role */
 	const char *binary;     /* upgrade --binary */
+	int interval_ms, count; /* top */
 	bool rolling;
 	const char *fault, *fault_state;
 	bool json;
@@ -233,6 +242,7 @@ static const struct verb {
 	const char *missing;
 } verbs[] = {
 	{ "status", 0, NULL },
+	{ "top", 0, NULL },
 	{ "metrics", 0, NULL },
 	{ "stop", 0, NULL },
 	{ "upgrade", 0, NULL },
@@ -251,6 +261,8 @@ parse_opts(int argc, char **argv, const char *optstring, struct cmd *c)
 		{ "role", required_argument, NULL, 'r' },
 		{ "rolling", no_argument, NULL, 'R' },
 		{ "binary", required_argument, NULL, 'b' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -263,6 +275,8 @@ parse_opts(int argc, char **argv, const char *optstring, struct cmd *c)
 		case 'r': c->role = optarg; break;
 		case 'R': c->rolling = true; break;
 		case 'b': c->binary = optarg; break;
+		case 'i': c->interval_ms = atoi(optarg); break;
+		case 'n': c->count = atoi(optarg); break;
 		case 'h':
 			if (optstring[0] == '+')
 				return 1;
@@ -291,7 +305,7 @@ parse_args(int argc, char **argv, struct cmd *c)
 	}
 	c->verb = argv[optind++];
 	/* options may also follow the verb: "status --json" */
-	if (parse_opts(argc, argv, "s:jh", c) != 0) {
+	if (parse_opts(argc, argv, "s:jhi:n:", c) != 0) {
 		usage(stderr);
 		return 2;
 	}
@@ -525,6 +539,9 @@ main(int argc, char **argv)
 		c.path = DEFAULT_SOCKET;
 	if ((rc = parse_args(argc, argv, &c)) >= 0)
 		return rc;
+	if (strcmp(c.verb, "top") == 0)
+		return rn_ctl_top(c.path, c.interval_ms > 0 ? c.interval_ms :
+		    1000, c.count > 0 ? c.count : 0);
 	if ((fd = rn_ctl_connect(c.path)) < 0) {
 		fprintf(stderr, "runnelctl: cannot connect to %s: %s\n", c.path,
 		    strerror(-fd));

@@ -39,6 +39,8 @@
 #define FETCH_VERSION 13         /* topic ids: never another topic's data */
 #define OFFSETS_VERSION 3
 #define FETCH_MAX_WAIT_MS 500
+#define COLLECT_RETRY_MS 1000     /* a followed log that could not be opened */
+#define COLLECT_IDLE_MS 30000     /* the list built again from the image */
 #define FETCH_MAX_BYTES (16 * 1024 * 1024)
 #define PARTITION_MAX_BYTES (1024 * 1024)
 #define IO_TIMEOUT_MS 10000
@@ -91,6 +93,8 @@ struct fetcher {
 	struct leader **polled;
 	int32_t next_corr;
 	uint64_t round;         /* bumped every time the image is read */
+	int unopened;           /* followed replicas whose log could not be
+	                         * opened since the last full collect */
 	bool id_moved;          /* a slot changed topic id in this round */
 	struct rn_replquota quota; /* follower.replication.throttled.rate */
 	struct rn_mover mover;  /* moves between this node's log dirs */
@@ -705,8 +709,10 @@ collect_one(struct fetcher *f, const struct rn_mdv_topic *t,
 	 * up without opening its log */
 	fp->p = rn_part_peek(&f->parts, t, mp);
 	if ((fp->p == NULL || fp->p->log != NULL) &&
-	    (fp->p = rn_part_get(&f->parts, &f->view, t, mp, &kerr)) == NULL)
+	    (fp->p = rn_part_get(&f->parts, &f->view, t, mp, &kerr)) == NULL) {
+		f->unopened++; /* looked at again by the next full collect */
 		return NULL;
+	}
 	fp->round = f->round;
 	fp->throttled = rn_replquota_applies(&f->quota, t, mp, self, self);
 	return fp;
@@ -945,8 +951,8 @@ rn_fetcher_main(struct rn_worker *w)
 		(void)rn_part_table_trim(&f.parts);
 		/*
 		 * Which replicas, from whom: looked up again when the image
-		 * changes (and once a second), not for every response; with
-		 * thousands of partitions that lookup was most of the work.
+		 * changes, not for every response; with thousands of
+		 * partitions that lookup was most of the work.
 		 */
 		t0 = rn_now_ns();
 		if ((changed = rn_mdview_refresh(&f.view, w->env->shm) == 1))
@@ -963,12 +969,22 @@ rn_fetcher_main(struct rn_worker *w)
 			if (collect_changes(&f, mine, &n_mine, max))
 				qsort(mine, (size_t)n_mine, sizeof(*mine),
 				    mine_cmp);
+			if (f.unopened > 0 && next_collect_ms > rn_now_ms() +
+			    COLLECT_RETRY_MS)
+				next_collect_ms = rn_now_ms() + COLLECT_RETRY_MS;
 		} else if (whole || changed || rn_now_ms() >= next_collect_ms) {
 			f.round++;
 			f.id_moved = false;
+			f.unopened = 0;
 			n_mine = collect(&f, mine, max);
 			qsort(mine, (size_t)n_mine, sizeof(*mine), mine_cmp);
-			next_collect_ms = rn_now_ms() + 1000;
+			/*
+			 * Deltas keep the list current: it is built again a
+			 * second later only to retry logs that could not be
+			 * opened, else every 30 s (O(partitions) each time).
+			 */
+			next_collect_ms = rn_now_ms() + (f.unopened > 0 ?
+			    COLLECT_RETRY_MS : COLLECT_IDLE_MS);
 		}
 		if (changed)
 			rn_met_observe(&met->stages[RN_STAGE_METADATA],

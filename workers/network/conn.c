@@ -105,6 +105,7 @@ net_conn_new(struct net *n, int fd)
 		n->conns->prev_all = c;
 	n->conns = c;
 	n->n_conns++;
+	net_count_conns(n);
 	return c;
 }
 
@@ -134,6 +135,7 @@ net_conn_close(struct net *n, struct conn *c, const char *why)
 	if (c->next_all)
 		c->next_all->prev_all = c->prev_all;
 	n->n_conns--;
+	net_count_conns(n);
 	/* later events of this round may still name it: free it after them */
 	c->next_all = n->dead;
 	n->dead = c;

@@ -257,6 +257,7 @@ void net_count_in(struct net *n, const struct rn_part *p, int64_t records,
 void net_count_out(struct net *n, const struct rn_part *p, size_t bytes);
 void net_count_request(struct net *n, int16_t api_key);
 void net_count_isr(struct net *n);
+void net_count_conns(struct net *n);
 /* CLOCK_MONOTONIC in us, for the stage histograms */
 int64_t net_now_us(void);
 /* One sample of us microseconds in this worker's histogram of stage. */

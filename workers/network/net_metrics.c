@@ -131,3 +131,11 @@ net_count_isr(struct net *n)
 }
 
 _Static_assert(RN_KAPI_MAX_KEY < RN_MET_MAX_API, "a counter per API key");
+
+/* The connections this worker has open, for runnelctl status and top. */
+void
+net_count_conns(struct net *n)
+{
+	atomic_store_explicit(&self(n)->connections, (int64_t)n->n_conns,
+	    memory_order_relaxed);
+}
