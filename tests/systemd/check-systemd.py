@@ -270,6 +270,23 @@ class Machine:
             time.sleep(0.05)
         return self.pid
 
+    def host_pid(self, pid):
+        """The pid here of the machine's process pid."""
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                for line in open("/proc/%s/status" % d):
+                    if line.startswith("NSpid:"):
+                        f = line.split()
+                        if len(f) >= 3 and int(f[-1]) == pid and \
+                                os.readlink("/proc/%s/ns/pid" % d) == \
+                                os.readlink("/proc/%d/ns/pid" % self.pid):
+                            return int(d)
+            except (OSError, ValueError):
+                pass
+        return -1
+
     def sh(self, args, timeout=120):
         """A command in the machine, by the path its root has."""
         return run(["nsenter", "-t", str(self.pid), "-m", "-p", "-u", "-i", "-r", "-w",
@@ -520,6 +537,36 @@ def checks(m, port):
     t.diag(st)
     t.ok(m.systemctl("is-enabled", "runneld").stdout.strip() == "enabled",
          "the unit is enabled (WantedBy=multi-user.target)")
+
+    # the sandboxing the unit asks for, as the kernel sees it
+    status = dict(x.split(":\t", 1) for x in
+                  m.sh(["cat", "/proc/%d/status" % pid1]).stdout.splitlines() if ":\t" in x)
+    bnd = int(status.get("CapBnd", "0"), 16)
+    # CAP_CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID, NET_BIND_SERVICE
+    want = sum(1 << b for b in (0, 1, 3, 5, 6, 7, 10))
+    ns_main = m.sh(["readlink", "/proc/%d/ns/mnt" % pid1]).stdout.strip()
+    ns_init = m.sh(["readlink", "/proc/1/ns/mnt"]).stdout.strip()
+    ro = run(["nsenter", "-t", str(m.host_pid(pid1)), "-m", "--", "touch",
+              "/usr/runnel-sandbox-probe"])
+    t.ok(status.get("NoNewPrivs", "").strip() == "1" and
+         status.get("Seccomp", "").strip() == "2" and bnd == want and
+         ns_main and ns_main != ns_init and ro.returncode != 0 and
+         "read-only" in ro.stderr.lower(),
+         "sandboxed: NoNewPrivs %s, Seccomp %s (MemoryDenyWriteExecute, "
+         "SystemCallArchitectures), CapBnd %#x (want %#x), its own mount namespace, "
+         "/usr read-only in it (%s)"
+         % (status.get("NoNewPrivs", "?").strip(), status.get("Seccomp", "?").strip(),
+            bnd, want, ro.stderr.strip()[-80:]))
+    kids = m.sh(["cat", "/proc/%d/task/%d/children" % (pid1, pid1)]).stdout.split()
+    uids = set()
+    for k in kids:
+        for x in m.sh(["cat", "/proc/%s/status" % k]).stdout.splitlines():
+            if x.startswith("Uid:"):
+                uids.add(int(x.split()[1]))
+    runnel_uid = m.sh(["id", "-u", "runnel"]).stdout.strip()
+    t.ok(len(kids) >= 5 and uids == {int(runnel_uid or -1)},
+         "%d workers, all running as the runnel user (uids %s, runnel is %s)"
+         % (len(kids), sorted(uids), runnel_uid))
 
     with Phase("produce"):
         errs = []
