@@ -26,7 +26,6 @@ TAP on stdout; `1..0 # SKIP reason` where the namespaces cannot be made.
 Everything (the namespace's PID 1 and so every process in it, its mounts,
 its cgroup, the scratch root) goes on exit, failed or not.
 """
-import errno
 import fcntl
 import hashlib
 import json
@@ -95,9 +94,12 @@ class Phase:
         return False
 
 
+class Skip(Exception):
+    pass
+
+
 def skip(why):
-    print("1..0 # SKIP " + why, flush=True)
-    sys.exit(0)
+    raise Skip(why)
 
 
 def run(args, timeout=120, **kw):
@@ -694,6 +696,12 @@ def checks(m, port):
 if __name__ == "__main__":
     try:
         main()
-    finally:
+    except Skip as e:
+        print("1..0 # SKIP %s" % e, flush=True)
+        sys.exit(0)
+    except BaseException:
+        t.ok(False, "the test itself failed (below)")
         print("1..%d" % t.n, flush=True)
+        raise
+    print("1..%d" % t.n, flush=True)
     sys.exit(1 if t.failed else 0)
