@@ -26,6 +26,7 @@ TAP on stdout; `1..0 # SKIP reason` where the namespaces cannot be made.
 Everything (the namespace's PID 1 and so every process in it, its mounts,
 its cgroup, the scratch root) goes on exit, failed or not.
 """
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -242,15 +243,20 @@ class Machine:
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "container": "runnel-check",
                "LANG": "C.UTF-8"}
         log = open(os.path.join(os.path.dirname(self.root), "systemd-root.console"), "w")
-        pre = None
-        if self.cgroup:
-            cg = self.cgroup
+        cg = self.cgroup
 
-            def pre():  # the new namespace's cgroup root is this one
+        def pre():
+            # this test killed, even by SIGKILL: unshare gets SIGKILL, and
+            # its child, the namespace's PID 1, too (--kill-child), and
+            # with it every process in the namespace
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+            if cg:  # the new namespace's cgroup root is this one
                 with open(os.path.join(cg, "cgroup.procs"), "w") as f:
                     f.write("0")
         self.proc = subprocess.Popen(
-            ["unshare", "--pid", "--fork", "--mount", "--uts", "--ipc"] +
+            ["unshare", "--pid", "--fork", "--kill-child=SIGKILL", "--mount", "--uts",
+             "--ipc"] +
             (["--cgroup"] if self.cgroup else []) + ["sh", "-c", script],
             env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             preexec_fn=pre, start_new_session=True)
@@ -329,6 +335,10 @@ def make_cgroup():
     for mnt in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
         if os.path.exists(os.path.join(mnt, "cgroup.procs")) and \
                 os.path.exists(os.path.join(mnt, "cgroup.subtree_control")):
+            for old in os.listdir(mnt):  # of a run killed by SIGKILL
+                if old.startswith("runnel-check-systemd-") and \
+                        not os.path.exists("/proc/" + old.rsplit("-", 1)[1]):
+                    remove_cgroup(os.path.join(mnt, old))
             d = os.path.join(mnt, "runnel-check-systemd-%d" % os.getpid())
             try:
                 os.mkdir(d)
@@ -439,7 +449,14 @@ def wait_for(fn, timeout, step=0.2):
 
 # -------------------------------------------------------------------- main
 
+def on_sigterm(signum, _frame):
+    # timeout(1) and make's interrupt: tear down through the finally blocks
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
 def main():
+    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGHUP, on_sigterm)
     if os.geteuid() != 0:
         skip("needs root (PID, mount and cgroup namespaces, chroot)")
     for tool in ("debootstrap", "unshare", "nsenter", "chroot"):
