@@ -482,36 +482,37 @@ def main():
     while ctl_port == kafka_port:
         ctl_port = free_port()
 
-    with Phase("root"):
-        base = cached_base()
-    if not t.ok(base is not None, "a Debian %s minbase root with systemd and runnel's libraries"
-                % SUITE):
-        return
-    with Phase("install"):
-        err = prepare_root(base, root, kafka_port, ctl_port)
-    unit = os.path.join(root, "usr/lib/systemd/system/runneld.service")
-    text = open(unit).read() if os.path.exists(unit) else ""
-    if not t.ok(err is None and "ExecStart=/usr/sbin/runneld --config /etc/runnel/server.properties"
-                in text and os.path.exists(os.path.join(root, "usr/sbin/runneld")),
-                "make install DESTDIR=ROOT prefix=/usr sysconfdir=/etc; the unit names "
-                "/usr/sbin/runneld (%s)" % (err or "ok")):
-        return
-    passwd = open(os.path.join(root, "etc/passwd")).read()
-    line = [x for x in passwd.splitlines() if x.startswith("runnel:")]
-    st = os.stat(os.path.join(root, "var/lib/runnel"))
-    t.ok(line and st.st_uid == int(line[0].split(":")[2]) and (st.st_mode & 0o777) == 0o750,
-         "the root's systemd-sysusers and systemd-tmpfiles made the runnel user and "
-         "/var/lib/runnel (0750, owned by it)")
-
-    cgroup = make_cgroup()
-    m = Machine(root, cgroup)
+    cgroup = None
+    m = None
     try:
+        with Phase("root"):
+            base = cached_base()
+        if not t.ok(base is not None, "a Debian %s minbase root with systemd and runnel's libraries"
+                    % SUITE):
+            return
+        with Phase("install"):
+            err = prepare_root(base, root, kafka_port, ctl_port)
+        unit = os.path.join(root, "usr/lib/systemd/system/runneld.service")
+        text = open(unit).read() if os.path.exists(unit) else ""
+        if not t.ok(err is None and "ExecStart=/usr/sbin/runneld --config /etc/runnel/server.properties"
+                    in text and os.path.exists(os.path.join(root, "usr/sbin/runneld")),
+                    "make install DESTDIR=ROOT prefix=/usr sysconfdir=/etc; the unit names "
+                    "/usr/sbin/runneld (%s)" % (err or "ok")):
+            return
+        passwd = open(os.path.join(root, "etc/passwd")).read()
+        line = [x for x in passwd.splitlines() if x.startswith("runnel:")]
+        st = os.stat(os.path.join(root, "var/lib/runnel"))
+        t.ok(line and st.st_uid == int(line[0].split(":")[2]) and (st.st_mode & 0o777) == 0o750,
+             "the root's systemd-sysusers and systemd-tmpfiles made the runnel user and "
+             "/var/lib/runnel (0750, owned by it)")
+
+        cgroup = make_cgroup()
+        m = Machine(root, cgroup)
         with Phase("boot"):
             pid = m.boot()
             state = ""
             if pid:
-                # ExecStart of is-system-running --wait would block on a
-                # degraded boot forever; poll instead
+                # (is-system-running --wait has no deadline: poll)
                 def booted():
                     nonlocal state
                     state = m.systemctl("is-system-running").stdout.strip()
@@ -528,7 +529,8 @@ def main():
         checks(m, kafka_port)
     finally:
         with Phase("teardown"):
-            m.stop()
+            if m:
+                m.stop()
             remove_cgroup(cgroup)
             if os.environ.get("RUNNEL_SYSTEMD_KEEP") != "1":
                 run(["rm", "-rf", "--one-file-system", work], timeout=300)
