@@ -646,6 +646,13 @@ def checks(m, port):
     t.ok(loop.refused == 0 and not loop.other and loop.ok > 10,
          "no TCP connect refused during the reload (%d connects, %d refused, %s)"
          % (loop.ok, loop.refused, loop.other[:2]))
+    # the new supervisor, once the old one left, names itself again so
+    # that systemd no longer takes it for a process it did not fork
+    handback = wait_for(lambda: [x for x in m.journal(
+        "-u", "runneld", "_PID=%d" % pid2, "-o", "cat").stdout.splitlines()
+        if "main pid %d again" % pid2 in x], 10, 0.5)
+    t.ok(handback, "the new supervisor handed systemd its main pid back (%s)"
+         % (handback[:1] or "no such line"))
     with Phase("after-reload"):
         second = ["after-%d" % i for i in range(1000)]
         perr = produce(port, second)
