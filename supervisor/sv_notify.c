@@ -97,7 +97,7 @@ reclaim_main_pid(struct sv *sv)
 	}
 	sd_notifyf(0, "MAINPID=%d", (int)helper);
 	sd_notifyf(0, "MAINPID=%d", (int)getpid());
-	r = sd_notify_barrier(0, 5 * 1000000ULL);
+	r = sd_notify_barrier(0, 2 * 1000000ULL);
 	kill(helper, SIGKILL);
 	while (waitpid(helper, &status, 0) == -1 && errno == EINTR)
 		;
