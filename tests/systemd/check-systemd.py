@@ -392,10 +392,9 @@ def consume(port, want, timeout=60):
     got = []
     deadline = time.monotonic() + timeout
     while len(got) < want and time.monotonic() < deadline:
-        m = c.poll(1.0)
-        if m is None or m.error():
-            continue
-        got.append(m.value().decode())
+        for m in c.consume(1000, 1.0):
+            if not m.error():
+                got.append(m.value().decode())
     c.close()
     return got
 
@@ -436,6 +435,39 @@ class ConnectLoop(threading.Thread):
             finally:
                 s.close()
             time.sleep(0.005)
+
+
+class ProduceLoop(threading.Thread):
+    """An idempotent producer at full speed until stopped; what was acked."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        from confluent_kafka import Producer
+        self.errors = []
+        self.acked = []
+        self.failed = []
+        self.halt = threading.Event()
+        self.p = Producer({"bootstrap.servers": "127.0.0.1:%d" % port, "acks": "all",
+                           "enable.idempotence": True, "linger.ms": 5,
+                           "queue.buffering.max.messages": 20000,
+                           "message.timeout.ms": 60000,
+                           "error_cb": lambda e: self.errors.append(str(e))})
+
+    def dr(self, err, msg):
+        (self.failed if err is not None else self.acked).append(msg.value().decode())
+
+    def run(self):
+        i = 0
+        while not self.halt.is_set():
+            try:
+                self.p.produce(TOPIC, value=("during-%d" % i).encode(), on_delivery=self.dr)
+                i += 1
+            except BufferError:
+                self.p.poll(0.05)
+                continue
+            self.p.poll(0)
+        self.left = self.p.flush(60)
+        self.sent = i
 
 
 def wait_for(fn, timeout, step=0.2):
@@ -627,14 +659,18 @@ def checks(m, port):
     with Phase("reload"):
         loop = ConnectLoop(port)
         loop.start()
-        time.sleep(0.5)
+        prod = ProduceLoop(port)
+        prod.start()
+        time.sleep(1)
         t0 = time.monotonic()
         r = m.systemctl("reload", "runneld", timeout=120)
         reload_s = time.monotonic() - t0
         s = m.show("runneld", "ActiveState", "SubState", "MainPID", "StatusText")
         time.sleep(1)
         loop.halt.set()
+        prod.halt.set()
         loop.join()
+        prod.join()
     pid2 = int(s.get("MainPID", "0") or 0)
     t.diag("reload: %.1f s, MainPID %d -> %d, %d connects, %d refused"
            % (reload_s, pid1, pid2, loop.ok, loop.refused))
@@ -653,13 +689,26 @@ def checks(m, port):
         if "main pid %d again" % pid2 in x], 10, 0.5)
     t.ok(handback, "the new supervisor handed systemd its main pid back (%s)"
          % (handback[:1] or "no such line"))
+    refused = [e for e in prod.errors if "refused" in e.lower()]
+    t.ok(prod.sent > 0 and len(prod.acked) == prod.sent and not prod.failed and
+         not refused and prod.left == 0,
+         "an idempotent producer at full speed all through it: %d sent, %d acked, "
+         "%d failed, %d connection refused (%s)"
+         % (prod.sent, len(prod.acked), len(prod.failed), len(refused), prod.errors[:2]))
+    during = prod.acked
     with Phase("after-reload"):
         second = ["after-%d" % i for i in range(1000)]
         perr = produce(port, second)
-        got = consume(port, len(first) + len(second))
-    t.ok(not perr and got == first + second,
-         "the 1000 records from before are still there and 1000 more produced after "
-         "(%d read, %s)" % (len(got), perr[:3] or "no error"))
+        want = first + during + second
+        got = consume(port, len(want))
+    missing = len(set(want) - set(got))
+    dups = len(got) - len(set(got))
+    t.ok(not perr and got == want,
+         "after it, everything read back once and in order: the 1000 from before, the %d "
+         "produced during the reload, 1000 more produced after (%d read, %d missing, "
+         "%d duplicated, %s)" % (len(during), len(got), missing, dups,
+                                 perr[:3] or "no error"))
+    first = first + during
 
     # stop: SIGTERM, the controlled shutdown, within TimeoutStopSec
     with Phase("stop"):
