@@ -353,10 +353,15 @@ main_loop(const sigset_t *waitmask)
 				break;
 			}
 		} else {
+			/* ready reads the workers' own states in the segment;
+			 * the status line the table's copies, which the next
+			 * sv_children_tick brings up to date: not both in one
+			 * turn, or STATUS= says "recovering" right after READY=1 */
 			if (!sv.ready_sent && sv_takeover_done(&sv) &&
 			    sv_children_all_running(&sv))
 				sv_notify_ready(&sv);
-			update_status(now);
+			else
+				update_status(now);
 		}
 		sv_children_tick(&sv, now);
 		sv_roll_tick(&sv, now);

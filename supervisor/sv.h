@@ -87,6 +87,7 @@ struct sv {
 	int n_lock_fd;
 	struct sv_upgrade *upgrade;    /* old side: a new supervisor starting */
 	struct sv_takeover *takeover;  /* new side: replacing the old's workers */
+	pid_t old_supervisor;          /* new side: our parent until it left */
 };
 
 /* sv_roles.c */

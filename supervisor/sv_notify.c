@@ -5,9 +5,15 @@
  */
 #include "autoconf.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -61,6 +67,49 @@ sv_notify_stopping(struct sv *sv)
 }
 
 /*
+ * After an upgrade systemd got our MAINPID= while we were still the old
+ * supervisor's child, and it remembers a main pid it did not fork as
+ * "alien" (systemd's main_pid_alien): on stop it sends the alien SIGTERM
+ * and, since it cannot wait for a process that is not its child, SIGKILL
+ * to the whole unit at once: no controlled shutdown, and the unit ends
+ * "failed". Once the old supervisor has left we are the manager's child
+ * (it reaps orphans), but systemd decides "alien" again only when the main
+ * pid changes: name a helper child for an instant, then ourselves, and
+ * keep the helper until systemd has read both (BARRIER=1).
+ */
+static void
+reclaim_main_pid(struct sv *sv)
+{
+	pid_t helper;
+	int status, r;
+
+	sv->old_supervisor = 0;
+	if (getenv("NOTIFY_SOCKET") == NULL)
+		return;
+	if ((helper = fork()) == -1) {
+		log_warn("systemd: fork for the main pid hand-back");
+		return;
+	}
+	if (helper == 0) {
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	sd_notifyf(0, "MAINPID=%d", (int)helper);
+	sd_notifyf(0, "MAINPID=%d", (int)getpid());
+	r = sd_notify_barrier(0, 2 * 1000000ULL);
+	kill(helper, SIGKILL);
+	while (waitpid(helper, &status, 0) == -1 && errno == EINTR)
+		;
+	if (r < 0)
+		log_warnx("systemd: no answer to BARRIER=1 after MAINPID=%d: %s",
+		    (int)getpid(), strerror(-r));
+	else
+		log_info("systemd: main pid %d again, now the manager's child",
+		    (int)getpid());
+}
+
+/*
  * Healthy means no worker has been given up on (the caller asks the
  * child table). A hung worker is killed and restarted by the child
  * table, so the watchdog only stops when the supervisor itself stalls or
@@ -69,6 +118,8 @@ sv_notify_stopping(struct sv *sv)
 void
 sv_notify_tick(struct sv *sv, int64_t now, bool healthy)
 {
+	if (sv->old_supervisor != 0 && getppid() != sv->old_supervisor)
+		reclaim_main_pid(sv);
 	if (sv->watchdog_usec == 0 || now < sv->next_watchdog_ms)
 		return;
 	if (healthy && !sv->stopping)

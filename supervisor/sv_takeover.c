@@ -417,6 +417,7 @@ sv_takeover_tick(struct sv *sv, int64_t now)
 	close(to.chan);
 	to.chan = -1;
 	sv->takeover = NULL;
+	sv->old_supervisor = getppid(); /* sv_notify_tick: once it has left */
 	log_notice("upgrade: every worker is ours; the old supervisor leaves");
 }
 

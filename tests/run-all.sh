@@ -3,6 +3,8 @@
 # and integration tests against real runneld processes and real Kafka
 # clients) twice: once as shipped, once built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, where any sanitizer report is a failure.
+# After the first pass, make check-systemd in the same build: the
+# installed unit under a real systemd (tests/systemd/check-systemd.py).
 # Installs missing Debian packages when run as root. The last line is
 # "N passed, N failed", counted from the TAP results of both passes.
 #
@@ -44,7 +46,29 @@ run_pass() {
 	total_failed=$((total_failed + failed))
 }
 
+# run_systemd BUILDDIR: make check-systemd there (the installed unit under
+# a real systemd, TAP on its output), its ok and not ok lines added to the
+# totals like make check's results.
+run_systemd() {
+	build=$1
+	log="$build/check-systemd.log"
+	[ -f "$build/Makefile" ] || { total_failed=$((total_failed + 1)); return; }
+	(cd "$build" && make check-systemd) >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	passed=$(grep -c '^ok ' "$log")
+	failed=$(grep -c '^not ok ' "$log")
+	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+		failed=1 # the target itself failed
+	fi
+	grep '^1\.\.0 # SKIP' "$log" | sed 's/^/(systemd: /; s/$/)/'
+	echo "systemd: $passed passed, $failed failed"
+	total_passed=$((total_passed + passed))
+	total_failed=$((total_failed + failed))
+}
+
 run_pass plain "$top/build-check"
+run_systemd "$top/build-check"
 
 if [ "${1:-}" != "--no-sanitizers" ]; then
 	# Reports go to files, so one in a worker that the supervisor
