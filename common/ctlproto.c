@@ -133,3 +133,32 @@ rn_mp_pack_nstr(msgpack_packer *pk, const char *s)
 	else
 		msgpack_pack_nil(pk);
 }
+
+ssize_t
+rn_ctl_call_verb(const char *path, const char *verb, char **reply,
+    bool *connected)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	ssize_t n;
+	int fd;
+
+	*reply = NULL;
+	*connected = false;
+	if ((fd = rn_ctl_connect(path)) < 0)
+		return fd;
+	*connected = true;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_CTL_VERSION);
+	rn_mp_pack_str(&pk, "verb");
+	rn_mp_pack_str(&pk, verb);
+	n = rn_ctl_send(fd, sb.data, sb.size);
+	if (n == 0)
+		n = rn_ctl_recv(fd, reply, RN_CTL_MAX_REPLY);
+	msgpack_sbuffer_destroy(&sb);
+	close(fd);
+	return n;
+}

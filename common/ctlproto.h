@@ -7,6 +7,7 @@
 #ifndef RN_CTLPROTO_H
 #define RN_CTLPROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,13 @@ int rn_ctl_send(int fd, const void *buf, size_t len);
  * -ECONNRESET on EOF, -errno otherwise.
  */
 ssize_t rn_ctl_recv(int fd, char **buf, size_t max);
+/*
+ * One request of a verb without fields ({"v", "verb"}) and its reply, in
+ * a malloc'd *reply: its length, or -errno. *connected says whether the
+ * socket was reached (to tell "cannot connect" from "no reply").
+ */
+ssize_t rn_ctl_call_verb(const char *path, const char *verb, char **reply,
+    bool *connected);
 
 /* Lookups in a msgpack map; NULL / default when absent or mistyped. */
 const msgpack_object *rn_mp_get(const msgpack_object *map, const char *key);

@@ -25,6 +25,18 @@ pack_bin16(msgpack_packer *pk, const uint8_t id[16])
 	msgpack_pack_bin_body(pk, id, 16);
 }
 
+/* Who leads and how far the image goes: a body's and a delta's alike. */
+static void
+pack_position(msgpack_packer *pk, const struct rn_mdimage_enc_head *h)
+{
+	rn_mp_pack_str(pk, "controller_id");
+	msgpack_pack_int32(pk, h->controller_id);
+	rn_mp_pack_str(pk, "epoch");
+	msgpack_pack_uint64(pk, h->epoch);
+	rn_mp_pack_str(pk, "offset");
+	msgpack_pack_uint64(pk, h->offset);
+}
+
 void
 rn_mdimage_enc_begin(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
     const struct rn_mdimage_enc_head *h)
@@ -35,12 +47,7 @@ rn_mdimage_enc_begin(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
 	msgpack_pack_map(pk, 8);
 	rn_mp_pack_str(pk, "cluster_id");
 	rn_mp_pack_str(pk, h->cluster_id);
-	rn_mp_pack_str(pk, "controller_id");
-	msgpack_pack_int32(pk, h->controller_id);
-	rn_mp_pack_str(pk, "epoch");
-	msgpack_pack_uint64(pk, h->epoch);
-	rn_mp_pack_str(pk, "offset");
-	msgpack_pack_uint64(pk, h->offset);
+	pack_position(pk, h);
 	rn_mp_pack_str(pk, "brokers");
 	msgpack_pack_array(pk, (size_t)h->n_brokers);
 }
@@ -210,12 +217,7 @@ rn_mdimage_enc_delta(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
 
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
 	msgpack_pack_map(pk, 4);
-	rn_mp_pack_str(pk, "controller_id");
-	msgpack_pack_int32(pk, h->controller_id);
-	rn_mp_pack_str(pk, "epoch");
-	msgpack_pack_uint64(pk, h->epoch);
-	rn_mp_pack_str(pk, "offset");
-	msgpack_pack_uint64(pk, h->offset);
+	pack_position(pk, h);
 	rn_mp_pack_str(pk, "parts");
 	msgpack_pack_array(pk, (size_t)n_parts);
 }

@@ -262,33 +262,21 @@ print_list(const char *reply, size_t n)
 static int
 list(const struct args *a)
 {
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
 	char *reply = NULL;
+	bool connected;
 	ssize_t n;
-	int fd, rc = 1;
+	int rc = 1;
 
-	if ((fd = rn_ctl_connect(a->socket)) < 0) {
+	n = rn_ctl_call_verb(a->socket, "brokers", &reply, &connected);
+	if (!connected)
 		fprintf(stderr, "%s: cannot connect to %s: %s\n", prog,
-		    a->socket, strerror(-fd));
-		return 1;
-	}
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 2);
-	rn_mp_pack_str(&pk, "v");
-	msgpack_pack_int(&pk, RN_CTL_VERSION);
-	rn_mp_pack_str(&pk, "verb");
-	rn_mp_pack_str(&pk, "brokers");
-	if (rn_ctl_send(fd, sb.data, sb.size) != 0 ||
-	    (n = rn_ctl_recv(fd, &reply, RN_CTL_MAX_REPLY)) < 0)
+		    a->socket, strerror((int)-n));
+	else if (n < 0)
 		fprintf(stderr, "%s: %s: no reply from runneld\n", prog,
 		    a->socket);
 	else
 		rc = print_list(reply, (size_t)n);
 	free(reply);
-	msgpack_sbuffer_destroy(&sb);
-	close(fd);
 	return rc;
 }
 

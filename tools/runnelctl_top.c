@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <msgpack.h>
 
 #include "common/ctlproto.h"
+#include "common/util.h"
 #include "tools/runnelctl_top.h"
 
 #define TOP_MAX_WORKERS 160
@@ -33,44 +33,24 @@ struct top_sample {
 	struct top_worker w[TOP_MAX_WORKERS];
 };
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One status request; 0, or -1 with the reason said. */
 static int
 sample(const char *path, struct top_sample *s)
 {
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
 	msgpack_unpacked up;
 	const msgpack_object *ws;
 	char *reply = NULL;
-	ssize_t n = -1;
+	bool connected;
+	ssize_t n;
 	uint32_t i;
-	int fd, rc = -1;
+	int rc = -1;
 
-	if ((fd = rn_ctl_connect(path)) < 0) {
+	n = rn_ctl_call_verb(path, "status", &reply, &connected);
+	if (!connected) {
 		fprintf(stderr, "runnelctl: cannot connect to %s\n", path);
 		return -1;
 	}
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 2);
-	rn_mp_pack_str(&pk, "v");
-	msgpack_pack_int(&pk, RN_CTL_VERSION);
-	rn_mp_pack_str(&pk, "verb");
-	rn_mp_pack_str(&pk, "status");
-	if (rn_ctl_send(fd, sb.data, sb.size) == 0)
-		n = rn_ctl_recv(fd, &reply, RN_CTL_MAX_REPLY);
-	close(fd);
-	msgpack_sbuffer_destroy(&sb);
-	s->at_ms = mono_ms();
+	s->at_ms = rn_now_ms();
 	s->n = 0;
 	msgpack_unpacked_init(&up);
 	if (n > 0 && msgpack_unpack_next(&up, reply, (size_t)n, NULL) ==
