@@ -23,127 +23,22 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from rncluster import read_partitions
+from rnload import ClientErrors, Load, rate
 from rntest import BUILDDIR, RUNNELCTL, Node, Tap, TempDir, wait_for, _alive
 
 t = Tap()
+errors = ClientErrors()
 TOPIC, PARTS = "upg", 4
-REFUSED = re.compile(r"connection refused|ECONNREFUSED", re.I)
 
 # the supervisors an upgrade leaves behind are reparented to this process
 PR_SET_CHILD_SUBREAPER = 36
 ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-class Errors:
-    """librdkafka's error callbacks and its log lines (stderr, to a file)."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.refused, self.lines = 0, []
-        self.logfile = None
-
-    def capture(self, path):
-        sys.stderr.flush()
-        self.logfile = path
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self.saved = os.dup(2)
-        os.dup2(fd, 2)
-        os.close(fd)
-        self.pystderr = sys.stderr
-        sys.stderr = open(self.saved, "w", closefd=False)
-
-    def release(self):
-        if self.logfile is not None:
-            sys.stderr.flush()
-            os.dup2(self.saved, 2)
-            sys.stderr = self.pystderr
-
-    def note(self, text):
-        with self.lock:
-            if REFUSED.search(text):
-                self.refused += 1
-            if len(self.lines) < 200:
-                self.lines.append(text)
-
-    def error_cb(self, err):
-        self.note(str(err))
-
-    def log_refused(self):
-        with open(self.logfile, errors="replace") as f:
-            return [l.rstrip() for l in f if REFUSED.search(l)]
-
-
-errors = Errors()
-
-
-def client_conf(bootstrap):
-    return {"bootstrap.servers": bootstrap, "error_cb": errors.error_cb,
-            "reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 200}
-
-
-class Load:
-    """A producer of unique values at full speed, a consumer reading them."""
-
-    def __init__(self, bootstrap):
-        self.stop = threading.Event()
-        self.acked, self.ack_t, self.failed = [], [], 0
-        self.seen_t = []
-        pc = client_conf(bootstrap)
-        pc.update({"acks": "all", "enable.idempotence": True, "linger.ms": 5,
-                   "message.timeout.ms": 120000})
-        self.p = Producer(pc)
-        cc = client_conf(bootstrap)
-        cc.update({"group.id": "upg-reader", "enable.auto.commit": False,
-                   "fetch.wait.max.ms": 100})
-        self.c = Consumer(cc)
-        self.c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTS)])
-        self.pt = threading.Thread(target=self.produce, daemon=True)
-        self.ct = threading.Thread(target=self.consume, daemon=True)
-
-    def cb(self, err, msg):
-        if err is None:
-            self.acked.append(msg.value())
-            self.ack_t.append(time.monotonic())
-        else:
-            self.failed += 1
-            errors.note("delivery failed: %s" % err)
-
-    def produce(self):
-        i = 0
-        while not self.stop.is_set():
-            try:
-                self.p.produce(TOPIC, value=b"v-%09d" % i, on_delivery=self.cb)
-                i += 1
-            except BufferError:
-                self.p.poll(0.01)
-                continue
-            if i % 200 == 0:
-                self.p.poll(0)
-        self.p.flush(120)
-
-    def consume(self):
-        while not self.stop.is_set():
-            for m in self.c.consume(1000, 0.2):
-                if not m.error():
-                    self.seen_t.append(time.monotonic())
-        self.c.close()
-
-    def start(self):
-        self.pt.start()
-        self.ct.start()
-
-    def finish(self):
-        self.stop.set()
-        self.pt.join(180)
-        self.ct.join(60)
 
 
 class Connects:
@@ -196,12 +91,6 @@ class Notify:
 
     def since(self, t0):
         return [m for ts, m in list(self.msgs) if ts >= t0]
-
-
-def rate(times, t0, t1):
-    if t1 <= t0:
-        return 0.0
-    return sum(1 for x in list(times) if t0 <= x < t1) / (t1 - t0)
 
 
 def upgrade(node, binary=None, timeout=120):
@@ -277,7 +166,7 @@ with TempDir() as tmp:
         errors.capture(os.path.join(tmp, "clients.log"))
         conns = Connects(n.port)
         conns.th.start()
-        load = Load(n.bootstrap)
+        load = Load(n.bootstrap, errors, TOPIC, PARTS, "upg-reader")
         load.start()
         wait_for(lambda: len(load.acked) > 20000, 60)
         b0 = time.monotonic()
