@@ -43,6 +43,8 @@ struct rn_log {
 	uint32_t gen;		/* generation the segment list matches */
 	struct rn_segment **segs;	/* oldest first; the last is active */
 	int nsegs;
+	/* the list holds the active segment only, as opened (tail_list) */
+	int tail_only;
 	int cap;
 	char *epoch_path;
 	struct hdr_reader hr;	/* batch header cache for lookups (one thread) */
@@ -303,6 +305,7 @@ rescan(struct rn_log *log)
 	}
 	memcpy(log->segs, ns, (size_t)n * sizeof(*ns));
 	log->nsegs = n;
+	log->tail_only = 0;
 	free(ns);
 	free(bases);
 	return 0;
@@ -337,6 +340,61 @@ refresh(struct rn_log *log)
 	return -EAGAIN;
 }
 
+/*
+ * A log another process already recovered opens with its active segment
+ * alone, from the shared state: reading the directory and stat-ing every
+ * segment was most of what reopening a log cost, and a worker that cycles
+ * handles over 10,000 partitions reopens them all the time. Appends and
+ * tail reads need nothing older; whatever does reads the directory first
+ * (need_from). -EAGAIN: something moved meanwhile, read the directory.
+ */
+static int
+tail_list(struct rn_log *log)
+{
+	struct rn_log_shared *sh = log->sh;
+	uint32_t g1 = atomic_load_explicit(&sh->generation, ACQ);
+	int64_t abase = atomic_load_explicit(&sh->active_base_offset, ACQ);
+	struct rn_segment *seg;
+	int rc;
+
+	if (g1 & 1)
+		return -EAGAIN;
+	if ((seg = rn_segment_new(abase)) == NULL)
+		return -ENOMEM;
+	if ((rc = list_append(log, seg)) < 0) {
+		rn_segment_free(seg);
+		return rc;
+	}
+	atomic_thread_fence(ACQ);
+	if (atomic_load_explicit(&sh->generation, RLX) != g1 ||
+	    atomic_load_explicit(&sh->active_base_offset, RLX) != abase) {
+		list_truncate(log, 0);
+		return -EAGAIN;
+	}
+	log->gen = g1;
+	log->tail_only = 1;
+	return 0;
+}
+
+/*
+ * Before touching segments below the active one: list them all if only
+ * the active one is listed and offset lies below it (INT64_MIN: always).
+ */
+static int
+need_from(struct rn_log *log, int64_t offset)
+{
+	if (!log->tail_only || log->nsegs == 0 ||
+	    offset >= log->segs[0]->base_offset)
+		return 0;
+	return refresh(log);
+}
+
+static int
+need_all(struct rn_log *log)
+{
+	return need_from(log, INT64_MIN);
+}
+
 /* Is a segment with this base in the list (searching from the newest)? */
 static int
 list_has(const struct rn_log *log, int64_t base)
@@ -351,7 +409,7 @@ list_has(const struct rn_log *log, int64_t base)
 }
 
 static int
-snapshot(struct rn_log *log, struct snap *s)
+snapshot_tail(struct rn_log *log, struct snap *s)
 {
 	struct rn_log_shared *sh = log->sh;
 
@@ -398,6 +456,15 @@ snapshot(struct rn_log *log, struct snap *s)
 		return 0;
 	}
 	return -EAGAIN;
+}
+
+/* A snapshot with every segment listed. */
+static int
+snapshot(struct rn_log *log, struct snap *s)
+{
+	int rc = need_all(log);
+
+	return rc < 0 ? rc : snapshot_tail(log, s);
 }
 
 static int
@@ -923,10 +990,8 @@ rn_log_open(const char *dir, const struct rn_log_config *cfg,
 {
 	struct rn_log *log;
 	size_t dlen = strlen(dir);
-	int rc, made;
+	int rc, made = 0;
 
-	if ((made = make_log_dir(dir)) < 0)
-		return made;
 	log = calloc(1, sizeof(*log));
 	if (log == NULL)
 		return -ENOMEM;
@@ -943,7 +1008,15 @@ rn_log_open(const char *dir, const struct rn_log_config *cfg,
 	}
 	memcpy(log->epoch_path, dir, dlen);
 	strcpy(log->epoch_path + dlen, "/" RN_LEADER_EPOCH_CHECKPOINT);
+	/* made only when missing: a reopen costs no mkdir */
 	log->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (log->dirfd < 0 && errno == ENOENT) {
+		if ((made = make_log_dir(dir)) < 0) {
+			rc = made;
+			goto fail;
+		}
+		log->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (log->dirfd < 0) {
 		rc = -errno;
 		goto fail;
@@ -955,7 +1028,8 @@ rn_log_open(const char *dir, const struct rn_log_config *cfg,
 		    rec == NULL || rec->recovery_point <= 0, RLX);
 		rc = recover_log(log, rec);
 	} else {
-		rc = refresh(log);
+		if ((rc = tail_list(log)) == -EAGAIN)
+			rc = refresh(log);
 		if (rc == -EAGAIN) {
 			/*
 			 * The generation stays odd: a lock owner died mid-change
@@ -991,9 +1065,12 @@ rn_log_close(struct rn_log *log)
 
 /* ---- writer side ---- */
 
-/* Bring this handle up to date before a mutation (lock held). */
+/*
+ * Bring this handle up to date before a mutation (lock held); appends
+ * need only the active segment listed.
+ */
 static int
-writer_enter(struct rn_log *log, struct rn_segment **active)
+writer_enter_tail(struct rn_log *log, struct rn_segment **active)
 {
 	struct rn_log_shared *sh = log->sh;
 	struct rn_segment *seg;
@@ -1029,6 +1106,18 @@ writer_enter(struct rn_log *log, struct rn_segment **active)
 	if (active != NULL)
 		*active = seg;
 	return 0;
+}
+
+/* writer_enter_tail with every segment listed (after any repair). */
+static int
+writer_enter(struct rn_log *log, struct rn_segment **active)
+{
+	int rc = writer_enter_tail(log, active);
+
+	/* listing drops index mappings: enter again to map the active ones */
+	if (rc == 0 && log->tail_only && (rc = need_all(log)) == 0)
+		rc = writer_enter_tail(log, active);
+	return rc;
 }
 
 /*
@@ -1191,7 +1280,7 @@ rn_log_append(struct rn_log *log, void *batches, size_t len,
 		return rc;
 	if ((int64_t)len > log->cfg.segment_bytes)
 		return RN_ERR_RECORD_LIST_TOO_LARGE;	/* could never fit a segment */
-	rc = writer_enter(log, &seg);
+	rc = writer_enter_tail(log, &seg);
 	if (rc < 0)
 		return rc;
 	rc = maybe_roll(log, seg, len, &sum, lat ? now_ms : sum.max_timestamp);
@@ -1231,7 +1320,7 @@ rn_log_append_replica(struct rn_log *log, const void *batches, size_t len,
 	rc = rn_batch_validate(batches, len, &lim, &sum);
 	if (rc < 0)
 		return rc;
-	rc = writer_enter(log, &seg);
+	rc = writer_enter_tail(log, &seg);
 	if (rc < 0)
 		return rc;
 	if (sum.first_offset < atomic_load_explicit(&log->sh->log_end_offset, ACQ))
@@ -1345,8 +1434,8 @@ rn_log_read(struct rn_log *log, int64_t offset, int64_t max_bytes,
 
 		memset(out, 0, sizeof(*out));
 		out->fd = -1;
-		rc = snapshot(log, &s);
-		if (rc < 0)
+		if ((rc = need_from(log, offset)) < 0 ||
+		    (rc = snapshot_tail(log, &s)) < 0)
 			return rc;
 		out->log_end_offset = s.leo;
 		out->log_start_offset = s.lso;
@@ -1819,6 +1908,8 @@ rn_log_flush(struct rn_log *log, int64_t now_ms)
 		if (rc < 0)
 			return rc;
 	}
+	if (leo > rp && (rc = need_from(log, rp)) < 0)
+		return rc;
 	if (leo > rp) {
 		int i = seg_find(log, rp);
 

@@ -196,6 +196,73 @@ test_basic(void)
 	free(sh);
 }
 
+/*
+ * A handle opened over live shared state lists only the active segment
+ * until something needs the older ones; each of those, asked first thing
+ * on a new handle, answers as the handle that listed them all does.
+ */
+static void
+test_tail_open(void)
+{
+	char dir[300];
+	struct rn_log_config cfg = lf_small_config();
+	struct rn_log_shared *sh = calloc(1, sizeof(*sh));
+	struct rn_log *a, *b;
+	struct rn_append_info info;
+	int64_t bases[256], leo, size, nb, off_a, off_b, ts;
+	int nseg;
+	size_t n;
+
+	snprintf(dir, sizeof(dir), "%s/tail-0", root);
+	rn_log_open(dir, &cfg, sh, NULL, &a);
+	lf_append_varied(a, 300, 77, 1000, 5000, NULL);
+	nseg = rn_log_segment_bases(a, bases, 256);
+	ok(nseg > 4, "a log of %d segments", nseg);
+
+	is_int(rn_log_open(dir, &cfg, sh, NULL, &b), 0, "a second handle opens");
+	n = lf_mk_batch(lf_pbuf, sizeof(lf_pbuf), 5, 100, 1000, 9);
+	leo = rn_log_end_offset(a);
+	is_int(rn_log_append(b, lf_pbuf, n, 2, 5000, &info), 0, "appends through it");
+	is_int(info.base_offset, leo, "... at the log end");
+	leo += 5;
+	is_int(rn_log_end_offset(a), leo, "the first handle sees the append");
+	size = rn_log_size_bytes(a);
+	rn_log_close(b);
+
+	rn_log_open(dir, &cfg, sh, NULL, &b);
+	is_int(rn_log_segment_count(b), nseg, "a new handle counts every segment");
+	rn_log_close(b);
+	rn_log_open(dir, &cfg, sh, NULL, &b);
+	is_int(rn_log_size_bytes(b), size, "... sums every segment");
+	rn_log_close(b);
+	rn_log_open(dir, &cfg, sh, NULL, &b);
+	is_int(lf_check_all(b, 0, 65536, &nb, NULL), leo, "... reads from offset 0");
+	is_int(nb, 301, "... every batch");
+	rn_log_close(b);
+	rn_log_open(dir, &cfg, sh, NULL, &b);
+	rn_log_offset_for_time(a, 0, &off_a, &ts);
+	is_int(rn_log_offset_for_time(b, 0, &off_b, &ts), 0, "... finds a time");
+	is_int(off_b, off_a, "... in the oldest segment (%lld)", (long long)off_a);
+	rn_log_close(b);
+	rn_log_open(dir, &cfg, sh, NULL, &b);
+	is_int(rn_log_flush(b, 1), 0, "... flushes from recovery point 0");
+	is_int(rn_log_recovery_point(b), leo, "... up to the log end");
+	rn_log_close(b);
+	rn_log_open(dir, &cfg, sh, NULL, &b);
+	is_int(rn_log_delete_records_before(b, bases[2]), bases[2],
+	    "... deletes records into the third segment");
+	is_int(rn_log_segment_count(a), nseg - 2, "the first handle sees two segments gone");
+	rn_log_close(b);
+	rn_log_open(dir, &cfg, sh, NULL, &b);
+	is_int(rn_log_truncate_to(b, bases[3]), 0, "a new handle truncates to the fourth segment");
+	is_int(rn_log_end_offset(a), bases[3], "the first handle sees the new end");
+	is_int(rn_log_segment_count(a), 2, "... and the segments left");
+	is_int(lf_check_all(a, bases[2], 65536, NULL, NULL), bases[3], "... which read");
+	rn_log_close(b);
+	rn_log_close(a);
+	free(sh);
+}
+
 static void
 test_time(void)
 {
@@ -1148,6 +1215,7 @@ main(void)
 	if (mkdtemp(root) == NULL)
 		bail("mkdtemp");
 	test_basic();
+	test_tail_open();
 	test_time();
 	test_truncate_delete();
 	test_recovery();

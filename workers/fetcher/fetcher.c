@@ -259,11 +259,27 @@ fp_open(struct fetcher *f, struct fpart *fp)
 	return fp->p = rn_part_get(&f->parts, &f->view, fp->t, fp->mp, &kerr);
 }
 
+/*
+ * The replica for what its slot answers alone (the high watermark, the
+ * log end): an answer without records opens no log, so following more
+ * replicas than this process may keep open costs a reopen only for those
+ * the leader sent records for.
+ */
+static struct rn_part *
+fp_slot(struct fetcher *f, struct fpart *fp)
+{
+	if (fp->p != NULL && !rn_part_stale(fp->p))
+		return fp->p;
+	return fp_open(f, fp);
+}
+
 static void
 apply_partition(struct fetcher *f, struct fpart *fp,
     const struct rn_FetchResponse_PartitionData *pd)
 {
-	struct rn_part *p = fp_open(f, fp);
+	struct rn_part *p = pd->records.len > 0 ||
+	    pd->error_code == RN_KERR_OFFSET_OUT_OF_RANGE ? fp_open(f, fp) :
+	    fp_slot(f, fp);
 	int16_t kerr;
 	int rc;
 

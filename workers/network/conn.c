@@ -150,6 +150,7 @@ net_conn_reap(struct net *n)
 		n->dead = c->next_all;
 		rn_arena_free(&c->arena);
 		free(c->rbuf);
+		free(c->watch);
 		free(c);
 	}
 }

@@ -39,10 +39,16 @@ replica_of(const struct rn_mdv_partition *mp, int32_t id)
 	return false;
 }
 
-/* The local leader replica, or an error code. */
+/*
+ * The local leader replica, or an error code. Without need_log its log may
+ * be closed: a fetch with nothing to read needs only the slot, so a leader
+ * answering fetches of more partitions than it keeps open reopens only
+ * those with data (fetch_read opens them).
+ */
 static struct rn_part *
 leader_part(struct net *n, const struct rn_mdv_topic *t, int32_t partition,
-    int32_t current_epoch, const struct rn_mdv_partition **mpp, int16_t *kerr)
+    int32_t current_epoch, bool need_log, const struct rn_mdv_partition **mpp,
+    int16_t *kerr)
 {
 	const struct rn_mdv_partition *mp;
 
@@ -61,7 +67,8 @@ leader_part(struct net *n, const struct rn_mdv_topic *t, int32_t partition,
 		*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
 		return NULL;
 	}
-	return rn_part_get(&n->parts, &n->view, t, mp, kerr);
+	return need_log ? rn_part_get(&n->parts, &n->view, t, mp, kerr) :
+	    rn_part_led(&n->parts, &n->view, t, mp, kerr);
 }
 
 struct fetch_state {
@@ -71,7 +78,7 @@ struct fetch_state {
 	int n_slices;
 	int64_t bytes;
 	bool error;
-	struct rn_part **touched;  /* partitions to watch if parked */
+	struct net_watch *touched; /* partitions to watch if parked */
 	int n_touched;
 	struct rn_arena *arena;    /* the connection's: copied small reads */
 };
@@ -116,13 +123,16 @@ fetch_copy_small(struct fetch_state *fs, struct rn_part *p,
 
 /* One partition's records from fetch_offset, within the byte budget. */
 static void
-fetch_read(struct fetch_state *fs, struct rn_part *p,
+fetch_read(struct net *n, struct fetch_state *fs, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp,
     const struct rn_FetchRequest_FetchPartition *fp,
     struct rn_FetchResponse_PartitionData *pd, int64_t limit,
     int64_t *budget)
 {
 	struct rn_log_slice sl;
+	struct rn_part *p;
 	int64_t max = fp->partition_max_bytes;
+	int16_t kerr;
 	int rc;
 
 	if (max > *budget)
@@ -130,6 +140,11 @@ fetch_read(struct fetch_state *fs, struct rn_part *p,
 	/* the first data always goes out whole, like Kafka */
 	if (max <= 0 && fs->bytes > 0)
 		return;
+	if ((p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL) {
+		pd->error_code = kerr;
+		fs->error = true;
+		return;
+	}
 	rc = rn_part_io(p, rn_log_read(p->log, fp->fetch_offset, max, limit,
 	    &sl), "reading");
 	/*
@@ -164,7 +179,8 @@ fetch_read(struct fetch_state *fs, struct rn_part *p,
  * quota: no more than the quota allows now, nothing when it is spent.
  */
 static void
-fetch_throttled(struct net *n, struct fetch_state *fs, struct rn_part *p,
+fetch_throttled(struct net *n, struct fetch_state *fs,
+    const struct rn_mdv_topic *t, const struct rn_mdv_partition *mp,
     const struct rn_FetchRequest_FetchPartition *fp,
     struct rn_FetchResponse_PartitionData *pd, int64_t *budget)
 {
@@ -175,7 +191,7 @@ fetch_throttled(struct net *n, struct fetch_state *fs, struct rn_part *p,
 	    fp->partition_max_bytes);
 	if (capped.partition_max_bytes <= 0)
 		return;
-	fetch_read(fs, p, &capped, pd, -1, budget);
+	fetch_read(n, fs, t, mp, &capped, pd, -1, budget);
 	rn_replquota_charge(&n->lquota, (size_t)(fs->bytes - before));
 }
 
@@ -196,8 +212,8 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 	rn_FetchResponse_PartitionData_init(pd);
 	pd->partition_index = fp->partition;
 	pd->records = (struct rn_records){ NULL, 0, -1, 0 };
-	p = leader_part(n, t, fp->partition, fp->current_leader_epoch, &mp,
-	    &kerr);
+	p = leader_part(n, t, fp->partition, fp->current_leader_epoch, false,
+	    &mp, &kerr);
 	if (p == NULL) {
 		if (t == NULL && by_id)
 			kerr = RN_KERR_UNKNOWN_TOPIC_ID;
@@ -205,7 +221,7 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 		fs->error = true;
 		return;
 	}
-	fs->touched[fs->n_touched++] = p;
+	fs->touched[fs->n_touched++] = (struct net_watch){ p, fp->fetch_offset };
 	if (req->replica_id >= 0) {
 		if (!replica_of(mp, req->replica_id)) {
 			pd->error_code = RN_KERR_NOT_LEADER_OR_FOLLOWER;
@@ -219,9 +235,9 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 	hw = rn_part_hw(p);
 	pd->high_watermark = hw;
 	pd->last_stable_offset = hw;
-	pd->log_start_offset = rn_log_start_offset(p->log);
+	pd->log_start_offset = rn_part_log_start(p);
 	if (fp->fetch_offset < pd->log_start_offset ||
-	    fp->fetch_offset > rn_log_end_offset(p->log)) {
+	    fp->fetch_offset > rn_part_log_end(p)) {
 		pd->error_code = RN_KERR_OFFSET_OUT_OF_RANGE;
 		fs->error = true;
 		return;
@@ -230,13 +246,13 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 	limit = req->replica_id >= 0 ? -1 : hw;
 	if (limit >= 0 && fp->fetch_offset >= limit)
 		return;
-	if (limit < 0 && fp->fetch_offset >= rn_log_end_offset(p->log))
+	if (limit < 0 && fp->fetch_offset >= rn_part_log_end(p))
 		return;
 	if (req->replica_id >= 0 && rn_replquota_applies(&n->lquota, t, mp,
 	    n->cfg->node_id, req->replica_id))
-		fetch_throttled(n, fs, p, fp, pd, budget);
+		fetch_throttled(n, fs, t, mp, fp, pd, budget);
 	else
-		fetch_read(fs, p, fp, pd, limit, budget);
+		fetch_read(n, fs, t, mp, fp, pd, limit, budget);
 	}
 
 /*
@@ -327,7 +343,54 @@ fetch_watch(struct net *n, struct fetch_state *fs)
 	int i;
 
 	for (i = 0; i < fs->n_touched; i++)
-		rn_part_park(fs->touched[i], n->w->index);
+		rn_part_park(fs->touched[i].p, n->w->index);
+}
+
+/* Keep what the parked fetch waits on (fetch_still_waits). */
+static int
+fetch_keep_watch(struct net *n, struct conn *c, const struct fetch_state *fs)
+{
+	if (fs->n_touched > c->watch_cap) {
+		struct net_watch *w = realloc(c->watch,
+		    sizeof(*w) * (size_t)fs->n_touched);
+
+		if (w == NULL)
+			return -ENOMEM;
+		c->watch = w;
+		c->watch_cap = fs->n_touched;
+	}
+	memcpy(c->watch, fs->touched, sizeof(*c->watch) * (size_t)fs->n_touched);
+	c->n_watch = fs->n_touched;
+	c->watch_version = n->view.version;
+	return 0;
+}
+
+/*
+ * A wake-up came from an append or a high watermark anywhere on this
+ * node. A follower's fetch of 10,000 partitions built again for each one
+ * was most of a leader's work: true while none of its partitions has
+ * records past what it asked for (the log end for a follower, the high
+ * watermark for a consumer) and the image is the one it was built on.
+ * Only a fetch waiting for its first byte is judged so.
+ */
+static bool
+fetch_still_waits(struct net *n, struct conn *c)
+{
+	const struct rn_FetchRequest *req = c->req;
+	int i;
+
+	if (c->n_watch == 0 || c->watch_version != n->view.version ||
+	    req->min_bytes > 1)
+		return false;
+	for (i = 0; i < c->n_watch; i++) {
+		struct rn_part *p = c->watch[i].p;
+		int64_t end = req->replica_id >= 0 ? rn_part_log_end(p) :
+		    rn_part_hw(p);
+
+		if (rn_part_stale(p) || c->watch[i].offset < end)
+			return false;
+	}
+	return true;
 }
 
 /* Build the answer; park the connection if it is too small to send yet. */
@@ -352,8 +415,15 @@ fetch_run(struct net *n, struct conn *c, bool may_park, bool first,
 		free(fs.slices);
 		free(fs.slice_parts);
 		/* announce first, then look again: an append in between
-		 * either sees our bit or is seen by the second look */
+		 * either sees our bit or is seen by the second look, which
+		 * builds only if the watch sees records */
 		fetch_watch(n, &fs);
+		if (fetch_keep_watch(n, c, &fs) != 0)
+			c->n_watch = 0;
+		if (fetch_still_waits(n, c)) {
+			*parked = true;
+			return 0;
+		}
 		if ((rc = fetch_build(n, c, &fs, false)) != 0) {
 			fetch_release(&fs);
 			free(fs.slices);
@@ -364,6 +434,8 @@ fetch_run(struct net *n, struct conn *c, bool may_park, bool first,
 			fetch_release(&fs);
 			free(fs.slices);
 			free(fs.slice_parts);
+			if (fetch_keep_watch(n, c, &fs) != 0)
+				c->n_watch = 0;	/* wake-ups build again */
 			*parked = true;
 			return 0;
 		}
@@ -393,6 +465,8 @@ net_fetch_recheck(struct net *n, struct conn *c, bool timed_out)
 	bool parked;
 	int rc;
 
+	if (!timed_out && fetch_still_waits(n, c))
+		return;
 	if ((rc = fetch_run(n, c, !timed_out, false, &parked)) != 0) {
 		log_warnx("Fetch v%d from %s: cannot answer a parked fetch "
 		    "(%s): closing", c->hdr.api_version, c->peer,
@@ -443,7 +517,7 @@ net_list_offsets(struct net *n, struct conn *c)
 			rn_ListOffsetsResponse_ListOffsetsPartitionResponse_init(pr);
 			pr->partition_index = lp->partition_index;
 			p = leader_part(n, t, lp->partition_index,
-			    lp->current_leader_epoch, &mp, &kerr);
+			    lp->current_leader_epoch, true, &mp, &kerr);
 			if (p == NULL) {
 				pr->error_code = kerr;
 				continue;
@@ -507,7 +581,7 @@ net_offset_for_leader_epoch(struct net *n, struct conn *c)
 			rn_OffsetForLeaderEpochResponse_EpochEndOffset_init(pr);
 			pr->partition = lp->partition;
 			p = leader_part(n, t, lp->partition,
-			    lp->current_leader_epoch, &mp, &kerr);
+			    lp->current_leader_epoch, true, &mp, &kerr);
 			if (p == NULL) {
 				pr->error_code = kerr;
 				continue;
@@ -557,7 +631,8 @@ net_delete_records(struct net *n, struct conn *c)
 			rn_DeleteRecordsResponse_DeleteRecordsPartitionResult_init(pr);
 			pr->partition_index = dp->partition_index;
 			pr->low_watermark = -1;
-			p = leader_part(n, t, dp->partition_index, -1, &mp, &kerr);
+			p = leader_part(n, t, dp->partition_index, -1, true, &mp,
+			    &kerr);
 			if (p == NULL) {
 				pr->error_code = kerr;
 				continue;

@@ -60,6 +60,12 @@ struct produce_wait {
 	bool done;
 };
 
+/* One partition a parked fetch waits on: records past offset. */
+struct net_watch {
+	struct rn_part *p;
+	int64_t offset;
+};
+
 struct conn {
 	int fd;
 	uint64_t id;
@@ -88,6 +94,11 @@ struct conn {
 	void *resp;              /* a response being completed (acks=all) */
 	struct produce_wait *pw;
 	int n_pw;
+	/* a parked fetch's partitions and offsets, and the image it was
+	 * built on: a wake-up looks at these before building again */
+	struct net_watch *watch;
+	int n_watch, watch_cap;
+	uint64_t watch_version;
 	/* the stage histograms' times of the request being handled (us):
 	 * frame complete, handled, parked (0: not); ready_us 0: not timed.
 	 * met_api: its API's histogram index, -1: none; met_queued: its

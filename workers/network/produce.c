@@ -126,8 +126,9 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 		if (t != NULL && memcmp(t->id, w->topic_id, 16) != 0)
 			t = NULL;
 		mp = t ? rn_mdview_partition(t, w->out->index) : NULL;
+		/* the slot answers: no log is reopened on each wake-up */
 		if (mp == NULL || !net_leads(n, mp) ||
-		    (p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL) {
+		    (p = rn_part_led(&n->parts, &n->view, t, mp, &kerr)) == NULL) {
 			w->out->error_code = RN_KERR_NOT_LEADER_OR_FOLLOWER;
 			w->done = true;
 			continue;

@@ -104,7 +104,7 @@ net_isr_housekeeping(struct net *n, int64_t now_ms)
 			if (!net_leads(n, mp) || mp->slot < 0 ||
 			    mp->n_replicas <= 1)
 				continue;
-			if ((p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
+			if ((p = rn_part_led(&n->parts, v, t, mp, &kerr)) == NULL)
 				continue;
 			for (k = 0; k < mp->n_isr && kept < RN_PART_MAX_REPLICAS; k++) {
 				int64_t caught_up;

@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "workers/partition/partition.h"
 #define RN_PARTITION_INTERNAL
 #include "workers/partition/part_int.h"
@@ -75,19 +76,20 @@ use_cmp(const void *a, const void *b)
 }
 
 /*
- * Close the least recently got handles among those last got at or before
- * `before`, until three quarters of max_open are open. Returns how many.
+ * Close the least recently got handles among those last got before
+ * `before`, until at most keep are open. Returns how many.
  */
 static uint32_t
-trim_older(struct rn_part_table *t, uint64_t before)
+trim_older(struct rn_part_table *t, uint64_t before, uint32_t keep)
 {
-	uint32_t keep = t->max_open / 4 * 3, n = 0, closed = 0, i;
+	uint32_t n = 0, closed = 0, i;
 	uint64_t *uses, cut;
 
-	if ((uses = malloc(sizeof(*uses) * t->n_open)) == NULL)
+	if (t->n_open <= keep ||
+	    (uses = malloc(sizeof(*uses) * t->n_open)) == NULL)
 		return 0;
 	for (i = 0; i < t->hi && n < t->n_open; i++)
-		if (t->parts[i].log != NULL && t->parts[i].last_use <= before)
+		if (t->parts[i].log != NULL && t->parts[i].last_use < before)
 			uses[n++] = t->parts[i].last_use;
 	qsort(uses, n, sizeof(*uses), use_cmp);
 	/* what is newer than `before` stays open whatever it costs */
@@ -107,32 +109,49 @@ trim_older(struct rn_part_table *t, uint64_t before)
 	return closed;
 }
 
+/*
+ * Every HANDLE_IDLE_MS the clock is marked: a handle last got before the
+ * mark before last was idle for at least that long.
+ */
+#define HANDLE_IDLE_MS 10000
+
 uint32_t
 rn_part_table_trim(struct rn_part_table *t)
 {
+	int64_t now = rn_now_ms();
 	uint32_t closed = 0;
 
+	if (now - t->mark_ms >= HANDLE_IDLE_MS) {
+		t->idle_clock = t->mark_clock;
+		t->mark_clock = t->clock;
+		t->mark_ms = now;
+	}
 	if (t->n_open > t->max_open)
-		closed = trim_older(t, t->clock);
-	t->turn_clock = t->clock;
-	t->turn_full = false;
+		closed = trim_older(t, t->clock + 1, t->max_open);
+	t->turns = true;
 	return closed;
 }
 
 /*
- * Before p's log opens: a request that touches thousands of partitions
- * makes room among the handles no caller can hold, those last got before
- * the caller's turn began (before its last rn_part_table_trim), and when
- * those are gone, the one got just before p, which its caller is done
- * with (the promise rn_part_table_trim states).
+ * Before p's log opens with the table full. Idle handles go first, the
+ * least recently got of them, down to three quarters of the bound (one
+ * look per idle period). Past that the handle got just before p goes,
+ * which its caller is done with (the promise rn_part_table_trim states):
+ * a worker cycling over more partitions than it may keep open, as a
+ * leader answering follower fetches of 10,000 partitions does, then keeps
+ * a stable part of them open and reopens the rest, where closing the
+ * least recently used would close each one just before its next use.
  */
 void
 rn_part_handle_make_room(struct rn_part_table *t, struct rn_part *p)
 {
-	if (t->turn_clock == 0 || t->n_open < t->max_open)
+	if (!t->turns || t->n_open < t->max_open)
 		return;
-	if (!t->turn_full && trim_older(t, t->turn_clock) == 0)
-		t->turn_full = true;	/* nothing older until the turn ends */
-	if (t->turn_full && t->last != NULL && t->last != p)
+	if (t->idle_looked != t->idle_clock) {
+		t->idle_looked = t->idle_clock;
+		if (trim_older(t, t->idle_clock, t->max_open / 4 * 3) > 0)
+			return;
+	}
+	if (t->last != NULL && t->last != p)
 		rn_part_handle_close(t, t->last);
 }

@@ -28,8 +28,10 @@ rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
 	t->hi = 0;
 	t->n_open = 0;
 	t->max_open = rn_part_handle_budget();
-	t->clock = t->turn_clock = 0;
-	t->turn_full = false;
+	t->clock = 0;
+	t->turns = false;
+	t->mark_ms = rn_now_ms();
+	t->mark_clock = t->idle_clock = t->idle_looked = 0;
 	t->last = NULL;
 	t->lcfg_version = 0;
 	t->lcfg_topic = NULL;
@@ -393,13 +395,14 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 	struct rn_part_rt *rt = p->rt;
 	struct rn_log_recovery rec = { 0, -1, 0 };
 	int rc = 0, write_md = 0;
+	bool recovering;
 
 	if (fresh)
 		rc = write_md = part_check_dir(t->cfg->log_dirs[dir], topic,
 		    mp->p);
 	/* recovers from disk when the shared state is new: from the
 	 * checkpointed recovery point, or not at all after a clean stop */
-	if (atomic_load(&rt->log.magic) != RN_LOG_SHARED_MAGIC)
+	if ((recovering = atomic_load(&rt->log.magic) != RN_LOG_SHARED_MAGIC))
 		rn_part_recovery_input(t, dir, topic->name, mp->p, fresh, &rec);
 	if (rc >= 0)
 		rc = rn_log_open(path, lcfg, &rt->log, &rec, &p->log);
@@ -410,7 +413,9 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 		    RN_PARTITION_METADATA, strerror(-rc));
 	if (rc == 0 && died == 1)
 		rc = rn_log_repair(p->log);
-	if (rc == 0)
+	/* the size in the slot is kept by every change after recovery: a
+	 * reopen leaves it (summing it lists every segment) */
+	if (rc == 0 && (recovering || died == 1))
 		rn_part_size_sync(p);
 	(void)rn_dirfail_check(t->shm, dir, t->cfg->log_dirs[dir], rc,
 	    "opening a log");
@@ -561,7 +566,7 @@ bool
 rn_part_advance_hw(struct rn_part *p, const struct rn_mdv_partition *mp,
     int32_t self)
 {
-	int64_t hw = rn_log_end_offset(p->log), old;
+	int64_t hw = rn_part_log_end(p), old;
 	int i;
 
 	/* the smallest log end among the in-sync replicas */
@@ -590,7 +595,7 @@ rn_part_follower_fetched(struct rn_part *p, const struct rn_mdv_partition *mp,
     int32_t replica, int64_t fetch_offset, int64_t now_ms)
 {
 	struct rn_part_follower *f = rn_part_follower(p, replica);
-	int64_t leo = rn_log_end_offset(p->log);
+	int64_t leo = rn_part_log_end(p);
 	int64_t prev_leader_leo;
 
 	if (f == NULL)
@@ -661,6 +666,18 @@ rn_part_peek(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 	    part_dir_offline(t, topic, mp))
 		return NULL;
 	return p;
+}
+
+struct rn_part *
+rn_part_led(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
+    int16_t *kerr)
+{
+	struct rn_part *p = rn_part_peek(t, topic, mp);
+
+	if (p != NULL && mp->leader_epoch <= atomic_load(&p->rt->leader_epoch))
+		return p;
+	return rn_part_get(t, v, topic, mp, kerr);
 }
 
 /* The slot of mp as this node holds it for topic tp, or NULL. */

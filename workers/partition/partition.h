@@ -62,8 +62,11 @@ struct rn_part_table {
 	/* open log handles, and how many rn_part_table_trim keeps (handles.c) */
 	uint32_t n_open, max_open;
 	uint64_t clock;                /* ticks once per rn_part_get */
-	uint64_t turn_clock;           /* the clock at the last trim; 0: none */
-	bool turn_full;                /* nothing older closable until the next */
+	bool turns;                    /* rn_part_table_trim was called */
+	/* the clock at the last idle mark and the one before (handles.c),
+	 * and the idle mark make_room last looked for idle handles at */
+	int64_t mark_ms;
+	uint64_t mark_clock, idle_clock, idle_looked;
 	struct rn_part *last;          /* what rn_part_get returned last */
 	/* the log rules of one topic as of one image (partition.c) */
 	uint64_t lcfg_version;
@@ -88,18 +91,17 @@ void rn_part_table_close(struct rn_part_table *t);
 
 /*
  * Each open log holds descriptors and index mappings, so a process serving
- * 100,000 partitions cannot keep them all open: past max_open (from
- * RLIMIT_NOFILE and vm.max_map_count) this closes the least recently got
- * ones, down to three quarters of it. Call it only where the caller holds
- * no struct rn_part * across (where rn_part_table_sync is safe): it marks
- * the start of a turn. Until the next call, an rn_part_get that would go
- * past max_open closes handles last got before that mark, or when none is
- * left the one got just before it: a role that calls this promises to use
- * a handle's log only until its next rn_part_get of another partition, as
- * the network workers' per-partition loops do (a read's slices keep their
- * segments open on their own). A closed one reopens on its next
- * rn_part_get without recovery. A role that never calls it keeps every
- * handle open. Returns how many it closed.
+ * 100,000 partitions cannot keep them all open: max_open (from
+ * RLIMIT_NOFILE and vm.max_map_count) bounds them. Call this only where
+ * the caller holds no struct rn_part * across (where rn_part_table_sync is
+ * safe): between calls, an rn_part_get that would go past max_open closes
+ * handles idle for 10-20 s, or when none is left the one got just before
+ * it. A role that calls this promises to use a handle's log only until
+ * its next rn_part_get of another partition, as the network workers'
+ * per-partition loops do (a read's slices keep their segments open on
+ * their own). A closed one reopens on its next rn_part_get without
+ * recovery. A role that never calls it keeps every handle open. Returns
+ * how many it closed (only past max_open).
  */
 uint32_t rn_part_table_trim(struct rn_part_table *t);
 
@@ -112,6 +114,17 @@ uint32_t rn_part_table_trim(struct rn_part_table *t);
  */
 struct rn_part *rn_part_peek(struct rn_part_table *t,
     const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp);
+/*
+ * A partition this node leads, for what the slot answers alone (offsets,
+ * the high watermark, follower positions, parking): its log may be
+ * closed, and is opened only when this process never opened it or has
+ * not taken up its leader epoch (rn_part_get). A leader of more
+ * partitions than it may keep open reopens only the logs it reads or
+ * writes, not each one a follower fetch or a waiting produce looks at.
+ */
+struct rn_part *rn_part_led(struct rn_part_table *t, const struct rn_mdview *v,
+    const struct rn_mdv_topic *topic, const struct rn_mdv_partition *mp,
+    int16_t *kerr);
 /*
  * This node's replica of it is in an offline log dir (LOST in the image,
  * or its dir's bit set): Kafka answers KAFKA_STORAGE_ERROR for it before

@@ -145,7 +145,7 @@ rn_part_restart_at(struct rn_part *p, int64_t leader_log_start)
 void
 rn_part_hw_follow(struct rn_part *p, int64_t leader_hw)
 {
-	int64_t leo = rn_log_end_offset(p->log);
+	int64_t leo = rn_part_log_end(p);
 	int64_t hw = leader_hw < leo ? leader_hw : leo;
 
 	/* one fetcher owns a follower replica: no other writer races */
