@@ -48,17 +48,16 @@ log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
 static void
 log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
 {
-	const char *fields[2] = { NULL, NULL };
-	char field[CTL_TOPIC_NAME_MAX + 8], msg[1024];
+	char topic[CTL_TOPIC_NAME_MAX + 1], msg[1024];
 	va_list ap;
 
-	snprintf(field, sizeof(field), "TOPIC=%.*s",
-	    (int)(name.len > 0 ? name.len : 0), name.ptr);
-	fields[0] = field;
+	/* a name too long to be a topic's is cut (CreateTopics refuses it) */
+	snprintf(topic, sizeof(topic), "%.*s",
+	    (int)(name.len > 0 ? name.len : 0), name.len > 0 ? name.ptr : "");
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	rn_log_fields(prio, fields, "%s", msg);
+	rn_log_about(prio, rn_subj_topic(topic), "%s", msg);
 }
 
 #define MSG_MAX CTL_OP_MSG_MAX
@@ -592,9 +591,10 @@ ctl_op_auto_create(struct ctl_op *op)
 		if (e == RN_KERR_TOPIC_ALREADY_EXISTS)
 			continue;
 		if (e != 0) {
-			log_warnx("auto-creating topic %.*s: %s (%.*s)",
-			    (int)t.name.len, t.name.ptr, rn_kerr_name(e),
-			    (int)(msg.len > 0 ? msg.len : 0), msg.ptr);
+			log_topic(LOG_WARNING, t.name, "auto-creating topic "
+			    "%.*s: %s (%.*s)", (int)t.name.len, t.name.ptr,
+			    rn_kerr_name(e), (int)(msg.len > 0 ? msg.len : 0),
+			    msg.ptr);
 			continue;
 		}
 		/* the name must outlive the unpacked message */

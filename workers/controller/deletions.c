@@ -389,14 +389,8 @@ ctl_admin_run_deletions(struct ctl *c)
 		}
 		if ((rc = rn_logdir_retire(d->dir, d->name, to,
 		    sizeof(to))) == 0) {
-			const char *fields[] = { NULL, NULL, NULL };
-			char tf[320], pf[32];
-
-			snprintf(tf, sizeof(tf), "TOPIC=%s", d->topic);
-			snprintf(pf, sizeof(pf), "PARTITION=%d", d->partition);
-			fields[0] = tf;
-			fields[1] = pf;
-			rn_log_fields(LOG_INFO, fields, "deleting %s", to);
+			rn_log_about(LOG_INFO, rn_subj_part(d->topic,
+			    d->partition), "deleting %s", to);
 			rm_tree(to);
 		} else if (rc != -ENOENT)
 			log_warnx("renaming %s for deletion: %s", d->path,

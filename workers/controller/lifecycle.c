@@ -107,28 +107,18 @@ static void
 log_change(const struct ctl_topic *t, int32_t p, const struct ctl_partition
     *old, const struct ctl_pchange *ch, const char *why)
 {
-	const char *fields[3] = { NULL, NULL, NULL };
-	char tf[300], pf[32], isr[256];
-	int32_t i;
-	size_t n = 0;
+	char isr[256];
 
-	isr[0] = '\0';
-	for (i = 0; i < ch->n_isr && n < sizeof(isr) - 16; i++)
-		n += (size_t)snprintf(isr + n, sizeof(isr) - n, "%s%d",
-		    i ? "," : "", ch->isr[i]);
-	snprintf(tf, sizeof(tf), "TOPIC=%s", t->name);
-	snprintf(pf, sizeof(pf), "PARTITION=%d", p);
-	fields[0] = tf;
-	fields[1] = pf;
+	ctl_ids_str(ch->isr, ch->n_isr, isr, sizeof(isr));
 	if (ch->unclean)
-		rn_log_fields(LOG_WARNING, fields, "%s-%d: unclean leader "
-		    "election: out-of-sync replica %d leads (leader epoch %d); "
-		    "records it never had are lost", t->name, p, ch->leader,
-		    ch->leader_epoch);
+		rn_log_about(LOG_WARNING, rn_subj_replica(t->name, p,
+		    ch->leader), "%s-%d: unclean leader election: out-of-sync "
+		    "replica %d leads (leader epoch %d); records it never had "
+		    "are lost", t->name, p, ch->leader, ch->leader_epoch);
 	else
-		rn_log_fields(LOG_INFO, fields, "%s-%d: leader %d -> %d, "
-		    "leader epoch %d, ISR [%s] (%s)", t->name, p, old->leader,
-		    ch->leader, ch->leader_epoch, isr, why);
+		rn_log_about(LOG_INFO, rn_subj_part(t->name, p), "%s-%d: "
+		    "leader %d -> %d, leader epoch %d, ISR [%s] (%s)", t->name,
+		    p, old->leader, ch->leader, ch->leader_epoch, isr, why);
 }
 
 static void
@@ -416,21 +406,11 @@ static void
 alter_log(const struct ctl_topic *t, const struct ctl_partition *pp,
     int32_t partition, const int32_t *isr, int32_t n, int32_t epoch)
 {
-	const char *fields[3] = { NULL, NULL, NULL };
-	char tf[300], pf[32], s[256];
-	size_t k = 0;
-	int32_t i;
+	char s[256];
 
-	s[0] = '\0';
-	for (i = 0; i < n && k < sizeof(s) - 16; i++)
-		k += (size_t)snprintf(s + k, sizeof(s) - k, "%s%d",
-		    i ? "," : "", isr[i]);
-	snprintf(tf, sizeof(tf), "TOPIC=%s", t->name);
-	snprintf(pf, sizeof(pf), "PARTITION=%d", partition);
-	fields[0] = tf;
-	fields[1] = pf;
-	rn_log_fields(LOG_INFO, fields, "%s-%d: ISR %s to [%s] by "
-	    "leader %d (partition epoch %d)", t->name, partition,
+	ctl_ids_str(isr, n, s, sizeof(s));
+	rn_log_about(LOG_INFO, rn_subj_part(t->name, partition), "%s-%d: ISR "
+	    "%s to [%s] by leader %d (partition epoch %d)", t->name, partition,
 	    n < pp->n_isr ? "shrinks" : "changes", s, pp->leader, epoch);
 }
 

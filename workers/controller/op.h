@@ -156,6 +156,8 @@ struct rn_kstr ctl_op_msg(struct ctl_op *op, const char *fmt, ...)
 struct rn_kstr ctl_op_str(struct ctl_op *op, const char *str);
 /* NUL-terminated copy of a kstr into buf; false if null or too long. */
 bool ctl_kstr_copy(struct rn_kstr s, char *buf, size_t len);
+/* Broker ids as "1,2,3" for a log line, as many as fit buf. */
+void ctl_ids_str(const int32_t *v, int32_t n, char *buf, size_t len);
 /* Answer whoever asked with a raw response body (or err != 0 and no
  * body), then free the operation. */
 void ctl_op_reply_raw(struct ctl_op *op, int16_t err, const void *body,
