@@ -372,9 +372,10 @@ create_records(struct ctl_op *op, struct ctl_placer *pl,
     const struct rn_CreateTopicsRequest_CreatableTopic *t,
     const uint8_t tid[16], int32_t np, int32_t rf, const int32_t *replicas)
 {
-	char key[256], val[4096];
+	char key[256], val[4096], name[CTL_TOPIC_NAME_MAX + 1];
 	int32_t i;
 
+	kstr_copy(t->name, name, sizeof(name)); /* checked: it fits */
 	ctl_rec_topic(&op->batch, t->name.ptr, (size_t)t->name.len, tid);
 	/* configs go between the topic and its partitions, as in Kafka */
 	for (i = 0; i < t->configs_count; i++) {
@@ -384,8 +385,8 @@ create_records(struct ctl_op *op, struct ctl_placer *pl,
 		    (size_t)t->name.len, key, val);
 	}
 	for (i = 0; i < np; i++)
-		ctl_place_record(&op->batch, pl, tid, i, &replicas[i * rf],
-		    rf);
+		ctl_place_record(&op->batch, pl, name, tid, i,
+		    &replicas[i * rf], rf);
 }
 
 static int16_t
@@ -821,8 +822,8 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 		cur = t->n_parts;
 		rf = grow_rf(t);
 		for (p = 0; p < tp->count - cur; p++)
-			ctl_place_record(&op->batch, &pl, t->id, cur + p,
-			    &replicas[p * rf], rf);
+			ctl_place_record(&op->batch, &pl, t->name, t->id,
+			    cur + p, &replicas[p * rf], rf);
 		log_topic(LOG_INFO, tp->name, "CreatePartitions %s: %d -> %d",
 		    t->name, cur, tp->count);
 	}

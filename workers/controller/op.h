@@ -209,9 +209,10 @@ struct ctl_placer {
 int32_t *ctl_place_live_brokers(struct ctl_op *op, int *n);
 /* The log dir of a new replica on broker (the least loaded). */
 void ctl_place_dir(struct ctl_placer *pl, int32_t broker, uint8_t out[16]);
-/* One new partition's record into b. */
+/* One new partition's record into b, and its log line. */
 void ctl_place_record(struct ctl_batch *b, struct ctl_placer *pl,
-    const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf);
+    const char *topic, const uint8_t tid[16], int32_t p,
+    const int32_t *replicas, int32_t rf);
 int16_t ctl_place_check_manual(struct ctl_op *op, const struct ctl_state *st,
     const int32_t *ids, int32_t n, int32_t want_rf, struct rn_kstr *msg);
 int16_t ctl_place_check_slots(struct ctl_op *op, const int32_t *replicas,
