@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "storage/logdir.h"
 #include "tests/lib/tap.h"
 
 static char f[RN_LOG_SUBJECT_FIELDS][RN_LOG_FIELD_MAX];
@@ -82,6 +83,22 @@ test_fields(void)
 	    "Kafka's longest topic name (249) is kept whole");
 }
 
+/* Lines about a partition that only know its directory. */
+static void
+test_dirs(void)
+{
+	char topic[RN_TOPIC_MAX + 1];
+
+	is_str(fields_of(rn_logdir_subject("/var/lib/runnel/orders-3", topic)),
+	    "TOPIC=orders PARTITION=3", "a partition directory's path");
+	is_str(fields_of(rn_logdir_subject("my-topic-12", topic)),
+	    "TOPIC=my-topic PARTITION=12", "a bare name, split at its last '-'");
+	is_str(fields_of(rn_logdir_subject("/d/orders-3.00112233445566778899"
+	    "aabbccddeeff-future", topic)), "", "a future copy names none");
+	is_str(fields_of(rn_logdir_subject("/d/orders-3.00112233445566778899"
+	    "aabbccddeeff-delete", topic)), "", "nor a deleted one");
+}
+
 /* What stderr got from fn. */
 static const char *
 stderr_of(void (*fn)(void))
@@ -139,8 +156,9 @@ test_stderr(void)
 int
 main(void)
 {
-	plan(22);
+	plan(26);
 	test_fields();
+	test_dirs();
 	test_stderr();
 	return done_testing();
 }

@@ -148,8 +148,9 @@ ctl_reconcile(struct ctl *c, struct ctl_batch *b)
 		if (br->fenced || (l = live_get(c, br->id)) == NULL ||
 		    now - l->last_hb_ms <= c->cfg->broker_session_timeout_ms)
 			continue;
-		log_warnx("fencing broker %d: no heartbeat for %lld ms",
-		    br->id, (long long)(now - l->last_hb_ms));
+		rn_log_about(LOG_WARNING, rn_subj_broker(br->id), "fencing "
+		    "broker %d: no heartbeat for %lld ms", br->id,
+		    (long long)(now - l->last_hb_ms));
 		ctl_rec_broker_absent(b, br->id, wall_ms());
 		if (bs.n_down < (int)RN_ARRAY_SIZE(bs.down))
 			bs.down[bs.n_down++] = br->id;
@@ -227,7 +228,8 @@ registration_refused(struct ctl_op *op,
 
 	if (req->cluster_id.len > 0 && c->st.cluster_id[0] != '\0' &&
 	    !rn_kstr_eq(req->cluster_id, c->st.cluster_id)) {
-		log_warnx("broker %d registers with cluster id %.*s, but this "
+		rn_log_about(LOG_WARNING, rn_subj_broker(req->broker_id),
+		    "broker %d registers with cluster id %.*s, but this "
 		    "cluster is %s: refused", req->broker_id,
 		    (int)req->cluster_id.len, req->cluster_id.ptr,
 		    c->st.cluster_id);
@@ -245,9 +247,9 @@ registration_refused(struct ctl_op *op,
 	    16) != 0 && !old->fenced && !old->in_controlled_shutdown &&
 	    (l = live_get(c, old->id)) != NULL &&
 	    rn_now_ms() - l->last_hb_ms <= c->cfg->broker_session_timeout_ms) {
-		log_info("broker %d registers with a new incarnation while the "
-		    "old one's session is live: refused for now",
-		    req->broker_id);
+		rn_log_about(LOG_INFO, rn_subj_broker(req->broker_id), "broker "
+		    "%d registers with a new incarnation while the old one's "
+		    "session is live: refused for now", req->broker_id);
 		return RN_KERR_DUPLICATE_BROKER_REGISTRATION;
 	}
 	return RN_KERR_NONE;
@@ -305,8 +307,8 @@ ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r)
 	br.fenced = true; /* until its heartbeat shows it caught up */
 	ctl_rec_register_broker(&op->batch, &br, false);
 	ctl_dirs_unassign_missing(&op->batch, &c->st, &br);
-	log_info("registering broker %d%s%s", br.id, br.rack[0] ?
-	    " in rack " : "", br.rack);
+	rn_log_about(LOG_INFO, rn_subj_broker(br.id), "registering broker "
+	    "%d%s%s", br.id, br.rack[0] ? " in rack " : "", br.rack);
 	return 0;
 }
 
@@ -339,22 +341,22 @@ ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r)
 	live_touch(c, b->id, req.current_metadata_offset);
 	if (req.offline_log_dirs_count > 0 && ctl_dirs_offline(c, &op->batch,
 	    b->id, req.offline_log_dirs, req.offline_log_dirs_count) > 0)
-		log_warnx("broker %d reports %d offline log dir(s): its "
-		    "replicas there are offline", b->id,
-		    (int)req.offline_log_dirs_count);
+		rn_log_about(LOG_WARNING, rn_subj_broker(b->id), "broker %d "
+		    "reports %d offline log dir(s): its replicas there are "
+		    "offline", b->id, (int)req.offline_log_dirs_count);
 	if (req.want_shut_down) {
 		if (!b->fenced && !b->in_controlled_shutdown) {
-			log_info("broker %d asks for a controlled shutdown",
-			    b->id);
+			rn_log_about(LOG_INFO, rn_subj_broker(b->id), "broker "
+			    "%d asks for a controlled shutdown", b->id);
 			ctl_rec_broker_change(&op->batch, b->id, -1, 1);
 		}
 	} else if (b->fenced && !b->in_controlled_shutdown &&
 	    !req.want_fence && req.current_metadata_offset >= b->epoch) {
 		/* KIP-858: a broker with several dirs asks to stay fenced
 		 * while replicas are assigned elsewhere than it keeps them */
-		log_info("unfencing broker %d: caught up with the metadata "
-		    "log at offset %lld", b->id,
-		    (long long)req.current_metadata_offset);
+		rn_log_about(LOG_INFO, rn_subj_broker(b->id), "unfencing "
+		    "broker %d: caught up with the metadata log at offset %lld",
+		    b->id, (long long)req.current_metadata_offset);
 		ctl_rec_broker_change(&op->batch, b->id, 0, -1);
 	}
 	return 0;
@@ -520,8 +522,10 @@ ctl_op_alter_partition(struct ctl_op *op, struct rn_kreader *r)
 				po->error_code = alter_one(op, &req, t,
 				    &td->partitions[k], po);
 			if (po->error_code != 0)
-				log_info("AlterPartition from broker %d for "
-				    "%s-%d refused: %s", req.broker_id,
+				rn_log_about(LOG_INFO, rn_subj_replica(t !=
+				    NULL ? t->name : NULL, po->partition_index,
+				    req.broker_id), "AlterPartition from broker "
+				    "%d for %s-%d refused: %s", req.broker_id,
 				    t != NULL ? t->name : "?",
 				    po->partition_index,
 				    rn_kerr_name(po->error_code));
@@ -832,7 +836,8 @@ ctl_op_committed(struct ctl_op *op)
 	if (op->key == RN_KAPI_BROKER_REGISTRATION &&
 	    op->resp.br.error_code == 0 && b != NULL) {
 		if (op->resp.br.broker_epoch != b->epoch)
-			log_info("broker %d registered, epoch %lld", b->id,
+			rn_log_about(LOG_INFO, rn_subj_broker(b->id), "broker "
+			    "%d registered, epoch %lld", b->id,
 			    (long long)b->epoch);
 		op->resp.br.broker_epoch = b->epoch;
 	} else if (op->key == RN_KAPI_BROKER_HEARTBEAT &&
