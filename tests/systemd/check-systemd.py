@@ -695,8 +695,9 @@ def reload_once(m, port, k, pid1):
     handback = wait_for(lambda: [x for x in m.journal(
         "-u", "runneld", "_PID=%d" % pid2, "-o", "cat").stdout.splitlines()
         if "main pid %d again" % pid2 in x], 10, 0.5)
-    t.ok(handback, "%s: the new supervisor handed systemd its main pid back (%s)"
-         % (what, handback[:1] or "no such line"))
+    if not t.ok(handback, "%s: the new supervisor handed systemd its main pid back (%s)"
+                % (what, handback[:1] or "no such line")):
+        t.diag(m.journal("-u", "runneld", "-n", "40", "-o", "short-precise").stdout)
     refused = [e for e in prod.errors if "refused" in e.lower()]
     t.ok(prod.sent > 0 and len(prod.acked) == prod.sent and not prod.failed and
          not refused and prod.left == 0,
