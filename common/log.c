@@ -117,6 +117,29 @@ rn_log_fields(int prio, const char *const *fields, const char *fmt, ...)
 	errno = saved;
 }
 
+void
+rn_log_about(int prio, struct rn_log_subject subj, const char *fmt, ...)
+{
+	char f[RN_LOG_SUBJECT_FIELDS][RN_LOG_FIELD_MAX], msg[1024];
+	const char *fields[RN_LOG_SUBJECT_FIELDS + 1] = { NULL };
+	va_list ap;
+	int saved = errno, i, n;
+
+	if (prio == LOG_DEBUG && !log_verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* stderr shows the message alone: the fields are the journal's */
+	if (log_to_journal) {
+		n = rn_log_subject_fields(&subj, f);
+		for (i = 0; i < n; i++)
+			fields[i] = f[i];
+	}
+	log_emit(prio, fields, msg);
+	errno = saved;
+}
+
 /* The message with strerror(errno) after it, at prio with prefix. */
 static void
 log_errno(int prio, const char *prefix, const char *fmt, va_list ap)

@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "storage/checkpoint.h"
+#include "storage/logdir.h"
 #include "storage/segment.h"
 #include "storage/swap.h"
 
@@ -764,13 +765,14 @@ static void
 log_warn_corrupt(const struct rn_log *log, const struct rn_segment *seg,
     int64_t size, int64_t next_offset, int later)
 {
-	char more[64] = "";
+	char more[64] = "", topic[RN_TOPIC_MAX + 1];
 
 	if (later > 0)
 		snprintf(more, sizeof(more), "; %d later segment(s) removed",
 		    later);
-	log_warnx("%s/%020lld.log: invalid data from byte %lld of %lld: the "
-	    "log now ends at offset %lld%s", log->dir,
+	rn_log_about(LOG_WARNING, rn_logdir_subject(log->dir, topic), "%s/"
+	    "%020lld.log: invalid data from byte %lld of %lld: the log now "
+	    "ends at offset %lld%s", log->dir,
 	    (long long)seg->base_offset, (long long)seg->size,
 	    (long long)size, (long long)next_offset, more);
 }

@@ -67,6 +67,18 @@ rn_partition_dir_parse(const char *name, char topic[RN_TOPIC_MAX + 1],
 	return 0;
 }
 
+struct rn_log_subject
+rn_logdir_subject(const char *path, char topic[RN_TOPIC_MAX + 1])
+{
+	const char *base = strrchr(path, '/');
+	int32_t p;
+
+	if (rn_partition_dir_parse(base != NULL ? base + 1 : path, topic,
+	    &p) != 0)
+		return (struct rn_log_subject){ NULL, -1, -1, NULL };
+	return rn_subj_part(topic, p);
+}
+
 int
 rn_logdir_list(const char *root,
     int (*fn)(void *arg, const char *topic, int32_t partition), void *arg)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/log.h"
 #include "storage/checkpoint.h"
 
 #define RN_CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
@@ -23,6 +24,14 @@ int rn_partition_dir_name(char *buf, size_t size, const char *topic,
 /* Split a directory name at its last '-'; -EINVAL if it is not one. */
 int rn_partition_dir_parse(const char *name, char topic[RN_TOPIC_MAX + 1],
     int32_t *partition);
+
+/*
+ * The partition a partition directory's path names ("/data/orders-3") as
+ * a log line's subject, its topic kept in topic; no subject if the last
+ * component is not "<topic>-<partition>" (a future or deleted copy).
+ */
+struct rn_log_subject rn_logdir_subject(const char *path,
+    char topic[RN_TOPIC_MAX + 1]);
 
 /* Call fn for every partition directory under root; stops on fn < 0. */
 int rn_logdir_list(const char *root,

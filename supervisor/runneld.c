@@ -457,8 +457,9 @@ main(int argc, char **argv)
 	setup_signals(&waitmask);
 	sv_notify_init(&sv);
 	sv_notify_status(&sv, "starting workers");
-	log_info("node %d (%s) starting: %d network, %d replica-fetcher "
-	    "workers", sv.cfg.node_id, rn_config_roles_str(sv.cfg.roles),
+	rn_log_about(LOG_INFO, rn_subj_broker(sv.cfg.node_id), "node %d (%s) "
+	    "starting: %d network, %d replica-fetcher workers",
+	    sv.cfg.node_id, rn_config_roles_str(sv.cfg.roles),
 	    sv.cfg.num_network_threads, sv.cfg.num_replica_fetchers);
 
 	sv_children_init(&sv);

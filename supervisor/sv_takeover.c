@@ -413,11 +413,16 @@ sv_takeover_tick(struct sv *sv, int64_t now)
 	}
 	if (!sv->ready_sent)
 		return; /* the main loop sends READY=1 and MAINPID= first */
+	/*
+	 * Its pid before it hears "ready": it may leave at once, and a
+	 * getppid() after that would name init, so that sv_notify_tick never
+	 * saw it leave nor handed systemd the main pid back.
+	 */
+	sv->old_supervisor = getppid();
 	dprintf(to.chan, "ready %d\n", (int)getpid());
 	close(to.chan);
 	to.chan = -1;
 	sv->takeover = NULL;
-	sv->old_supervisor = getppid(); /* sv_notify_tick: once it has left */
 	log_notice("upgrade: every worker is ours; the old supervisor leaves");
 }
 

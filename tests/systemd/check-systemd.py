@@ -13,10 +13,14 @@ clients here reach the unit's listener on 127.0.0.1.
   2. systemd booted as PID 1; is-system-running says running or degraded
   3. systemctl enable --now runneld: active/running (Type=notify, so
      READY=1 arrived), the STATUS= line; records produced and read back
-     from here; journalctl -o json has runneld's COMPONENT= and WORKER=
-  4. systemctl reload runneld (runnelctl upgrade): a new MainPID, still
-     active, the records still there, new ones produced, and no refused
-     TCP connect in a loop of them during the reload
+     from here; journalctl -o json has runneld's COMPONENT= and WORKER=;
+     journalctl TOPIC=, BROKER= and GROUP= find the lines about the topic
+     made here (its partition's with PARTITION=), node 1 (its
+     registration) and a group a consumer here joined (its rebalance)
+  4. systemctl reload runneld (runnelctl upgrade), three times in a row,
+     each timed and checked: a new MainPID, still active, no refused TCP
+     connect in a loop of them, and every record an idempotent producer
+     had acked across it read back once and in order; then all of them
   5. systemctl stop: within TimeoutStopSec, the controlled shutdown
      logged; systemctl start works again
   6. the watchdog: the supervisor SIGSTOPped, systemd kills it after
@@ -56,6 +60,9 @@ PACKAGES = sorted([
     "libjansson4", "librdkafka1",
 ])
 TOPIC = "systemd-check"
+GROUP = "systemd-check-group"
+NODE_ID = 1  # contrib/server.properties
+RELOADS = 3  # the issue's "three times each", under systemd too
 
 
 class Tap:
@@ -383,20 +390,41 @@ def produce(port, values):
     return errors + (["%d undelivered" % left] if left else [])
 
 
-def consume(port, want, timeout=60):
+def consume(port, want, timeout=None, start=None):
+    """want records of TOPIC from offset start (the beginning if None)."""
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
     c = Consumer({"bootstrap.servers": "127.0.0.1:%d" % port,
                   "group.id": "systemd-check-%d" % time.time_ns(),
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING if start is None else start)])
     got = []
-    deadline = time.monotonic() + timeout
+    # a million records take some 10 s to read here
+    deadline = time.monotonic() + (timeout or 60 + want / 20000)
     while len(got) < want and time.monotonic() < deadline:
         for m in c.consume(1000, 1.0):
             if not m.error():
                 got.append(m.value().decode())
     c.close()
     return got
+
+
+def join_group(port, n):
+    """A consumer of GROUP subscribed to TOPIC: it joins, reads n records,
+    commits and leaves. The records it read."""
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": "127.0.0.1:%d" % port, "group.id": GROUP,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([TOPIC])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < n and time.monotonic() < deadline:
+        for m in c.consume(100, 1.0):
+            if not m.error():
+                got.append(m.value().decode())
+    if got:
+        c.commit(asynchronous=False)
+    c.close()
+    return got[:n]
 
 
 def create_topic(port):
@@ -438,13 +466,16 @@ class ConnectLoop(threading.Thread):
 
 
 class ProduceLoop(threading.Thread):
-    """An idempotent producer at full speed until stopped; what was acked."""
+    """An idempotent producer at full speed until stopped; what was acked.
+    Its values are "<name>-<n>"."""
 
-    def __init__(self, port):
+    def __init__(self, port, name="during"):
         super().__init__(daemon=True)
         from confluent_kafka import Producer
+        self.name = name
         self.errors = []
         self.acked = []
+        self.first_offset = None  # of the first record acked
         self.failed = []
         self.halt = threading.Event()
         self.p = Producer({"bootstrap.servers": "127.0.0.1:%d" % port, "acks": "all",
@@ -454,13 +485,15 @@ class ProduceLoop(threading.Thread):
                            "error_cb": lambda e: self.errors.append(str(e))})
 
     def dr(self, err, msg):
+        if err is None and self.first_offset is None:
+            self.first_offset = msg.offset()
         (self.failed if err is not None else self.acked).append(msg.value().decode())
 
     def run(self):
         i = 0
         while not self.halt.is_set():
             try:
-                self.p.produce(TOPIC, value=("during-%d" % i).encode(), on_delivery=self.dr)
+                self.p.produce(TOPIC, value=("%s-%d" % (self.name, i)).encode(), on_delivery=self.dr)
                 i += 1
             except BufferError:
                 self.p.poll(0.05)
@@ -571,6 +604,116 @@ def main():
                "; total %.1f s" % total)
 
 
+def journal_json(m, *args):
+    """journalctl -o json ARGS: one dict a record."""
+    out = []
+    for line in m.journal("-o", "json", *args).stdout.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def subject_checks(m, port, first):
+    """journalctl TOPIC=, BROKER= and GROUP= find the lines about each."""
+    with Phase("journal-subjects"):
+        grouped = join_group(port, 10)
+
+        def lines(match, want):
+            """The records journalctl MATCH finds, once one's MESSAGE has want."""
+            found = []
+
+            def get():
+                found[:] = journal_json(m, match)
+                return any(want in str(x.get("MESSAGE")) for x in found)
+            wait_for(get, 15, 0.5)
+            return found
+        by_topic = lines("TOPIC=" + TOPIC, "%s-0: created" % TOPIC)
+        by_broker = lines("BROKER=%d" % NODE_ID, "registering broker %d" % NODE_ID)
+        by_group = lines("GROUP=" + GROUP, "group %s: generation 1 with 1 members" % GROUP)
+
+    def msgs(recs):
+        return [str(x.get("MESSAGE")) for x in recs]
+    created = [x for x in by_topic if str(x.get("MESSAGE")).startswith("CreateTopics %s:" % TOPIC)]
+    parts = [x for x in by_topic if str(x.get("MESSAGE")).startswith(TOPIC + "-")]
+    t.ok(created and parts and all(x.get("TOPIC") == TOPIC for x in by_topic) and
+         all(x.get("PARTITION") == x["MESSAGE"][len(TOPIC) + 1:].split(":")[0]
+             for x in parts) and
+         any(x.get("PARTITION") == "0" and "leader %d" % NODE_ID in x["MESSAGE"]
+             for x in parts),
+         "journalctl TOPIC=%s: %d records, its creation and its partition's line with "
+         "PARTITION=0 and its leader (%s)" % (TOPIC, len(by_topic), msgs(created + parts)[:3]))
+    reg = [x for x in msgs(by_broker) if "registering broker %d" % NODE_ID in x or
+           "broker %d registered" % NODE_ID in x]
+    t.ok(reg and all(x.get("BROKER") == str(NODE_ID) for x in by_broker),
+         "journalctl BROKER=%d: %d records, its registration among them (%s)"
+         % (NODE_ID, len(by_broker), reg[:2]))
+    stable = [x for x in msgs(by_group) if "generation 1 with 1 members" in x]
+    t.ok(grouped == first[:10] and stable and
+         all(x.get("GROUP") == GROUP for x in by_group),
+         "a consumer of group %s joined and read %d records; journalctl GROUP=%s: %d "
+         "records, the coordinator's rebalance among them (%s)"
+         % (GROUP, len(grouped), GROUP, len(by_group), msgs(by_group)[:2]))
+
+
+def reload_once(m, port, k, pid1):
+    """Reload k of RELOADS under a connect loop and an idempotent producer:
+    the new MainPID and the records acked across it."""
+    with Phase("reload-%d" % k):
+        loop = ConnectLoop(port)
+        loop.start()
+        prod = ProduceLoop(port, "reload%d" % k)
+        prod.start()
+        time.sleep(1)
+        t0 = time.monotonic()
+        r = m.systemctl("reload", "runneld", timeout=120)
+        reload_s = time.monotonic() - t0
+        s = m.show("runneld", "ActiveState", "SubState", "MainPID", "StatusText")
+        time.sleep(1)
+        loop.halt.set()
+        prod.halt.set()
+        loop.join()
+        prod.join()
+        during = prod.acked
+        got = consume(port, len(during), start=prod.first_offset) \
+            if prod.first_offset is not None else []
+    pid2 = int(s.get("MainPID", "0") or 0)
+    what = "reload %d of %d" % (k, RELOADS)
+    t.diag("%s: %.1f s, MainPID %d -> %d, %d connects, %d refused"
+           % (what, reload_s, pid1, pid2, loop.ok, loop.refused))
+    t.ok(r.returncode == 0, "%s: systemctl reload runneld succeeds in %.1f s (%s)"
+         % (what, reload_s, r.stderr.strip()[-300:]))
+    t.ok(s.get("ActiveState") == "active" and s.get("SubState") == "running" and
+         pid2 > 0 and pid2 != pid1,
+         "%s: then active/running, MainPID %d -> %d" % (what, pid1, pid2))
+    t.ok(loop.refused == 0 and not loop.other and loop.ok > 10,
+         "%s: no TCP connect refused (%d connects, %d refused, %s)"
+         % (what, loop.ok, loop.refused, loop.other[:2]))
+    # the new supervisor, once the old one left, names itself again so
+    # that systemd no longer takes it for a process it did not fork
+    handback = wait_for(lambda: [x for x in m.journal(
+        "-u", "runneld", "_PID=%d" % pid2, "-o", "cat").stdout.splitlines()
+        if "main pid %d again" % pid2 in x], 10, 0.5)
+    if not t.ok(handback, "%s: the new supervisor handed systemd its main pid back (%s)"
+                % (what, handback[:1] or "no such line")):
+        t.diag(m.journal("-u", "runneld", "-n", "40", "-o", "short-precise").stdout)
+    refused = [e for e in prod.errors if "refused" in e.lower()]
+    t.ok(prod.sent > 0 and len(prod.acked) == prod.sent and not prod.failed and
+         not refused and prod.left == 0,
+         "%s: an idempotent producer at full speed all through it: %d sent, %d acked, "
+         "%d failed, %d connection refused (%s)"
+         % (what, prod.sent, len(prod.acked), len(prod.failed), len(refused),
+            prod.errors[:2]))
+    missing = len(set(during) - set(got))
+    t.ok(during and got == during,
+         "%s: the %d records acked across it read back once and in order from offset %s "
+         "(%d read, %d missing, %d duplicated)"
+         % (what, len(during), prod.first_offset, len(got), missing,
+            len(got) - len(set(got))))
+    return pid2, during
+
+
 def checks(m, port):
     with Phase("start"):
         r = m.systemctl("enable", "--now", "runneld", timeout=120)
@@ -639,14 +782,8 @@ def checks(m, port):
 
     # journald: runneld's own fields
     with Phase("journal"):
-        js = m.journal("-u", "runneld", "-o", "json", "--output-fields",
-                       "COMPONENT,WORKER,MESSAGE,_PID,SYSLOG_IDENTIFIER")
-        recs = []
-        for line in js.stdout.splitlines():
-            try:
-                recs.append(json.loads(line))
-            except ValueError:
-                pass
+        recs = journal_json(m, "-u", "runneld", "--output-fields",
+                            "COMPONENT,WORKER,MESSAGE,_PID,SYSLOG_IDENTIFIER")
     comps = sorted({str(x.get("COMPONENT")) for x in recs if x.get("COMPONENT")})
     workers = sorted({str(x.get("WORKER")) for x in recs if x.get("WORKER")})
     t.ok("supervisor" in comps and any(w.startswith("network") for w in workers),
@@ -654,61 +791,25 @@ def checks(m, port):
          % (len(recs), comps, workers[:8]))
     r = m.journal("-u", "runneld", "COMPONENT=supervisor", "-o", "cat")
     t.ok("ready" in r.stdout, "journalctl -u runneld COMPONENT=supervisor shows the ready line")
+    subject_checks(m, port, first)
 
-    # the upgrade: systemctl reload runneld runs runnelctl upgrade
-    with Phase("reload"):
-        loop = ConnectLoop(port)
-        loop.start()
-        prod = ProduceLoop(port)
-        prod.start()
-        time.sleep(1)
-        t0 = time.monotonic()
-        r = m.systemctl("reload", "runneld", timeout=120)
-        reload_s = time.monotonic() - t0
-        s = m.show("runneld", "ActiveState", "SubState", "MainPID", "StatusText")
-        time.sleep(1)
-        loop.halt.set()
-        prod.halt.set()
-        loop.join()
-        prod.join()
-    pid2 = int(s.get("MainPID", "0") or 0)
-    t.diag("reload: %.1f s, MainPID %d -> %d, %d connects, %d refused"
-           % (reload_s, pid1, pid2, loop.ok, loop.refused))
-    t.ok(r.returncode == 0, "systemctl reload runneld succeeds in %.1f s (%s)"
-         % (reload_s, r.stderr.strip()[-300:]))
-    t.ok(s.get("ActiveState") == "active" and s.get("SubState") == "running" and
-         pid2 > 0 and pid2 != pid1,
-         "after the reload: active/running, MainPID %d -> %d" % (pid1, pid2))
-    t.ok(loop.refused == 0 and not loop.other and loop.ok > 10,
-         "no TCP connect refused during the reload (%d connects, %d refused, %s)"
-         % (loop.ok, loop.refused, loop.other[:2]))
-    # the new supervisor, once the old one left, names itself again so
-    # that systemd no longer takes it for a process it did not fork
-    handback = wait_for(lambda: [x for x in m.journal(
-        "-u", "runneld", "_PID=%d" % pid2, "-o", "cat").stdout.splitlines()
-        if "main pid %d again" % pid2 in x], 10, 0.5)
-    t.ok(handback, "the new supervisor handed systemd its main pid back (%s)"
-         % (handback[:1] or "no such line"))
-    refused = [e for e in prod.errors if "refused" in e.lower()]
-    t.ok(prod.sent > 0 and len(prod.acked) == prod.sent and not prod.failed and
-         not refused and prod.left == 0,
-         "an idempotent producer at full speed all through it: %d sent, %d acked, "
-         "%d failed, %d connection refused (%s)"
-         % (prod.sent, len(prod.acked), len(prod.failed), len(refused), prod.errors[:2]))
-    during = prod.acked
+    # the upgrade: systemctl reload runneld runs runnelctl upgrade; three in a row
+    pid = pid1
+    for k in range(1, RELOADS + 1):
+        pid, during = reload_once(m, port, k, pid)
+        first = first + during
     with Phase("after-reload"):
         second = ["after-%d" % i for i in range(1000)]
         perr = produce(port, second)
-        want = first + during + second
+        want = first + second
         got = consume(port, len(want))
     missing = len(set(want) - set(got))
     dups = len(got) - len(set(got))
     t.ok(not perr and got == want,
-         "after it, everything read back once and in order: the 1000 from before, the %d "
-         "produced during the reload, 1000 more produced after (%d read, %d missing, "
-         "%d duplicated, %s)" % (len(during), len(got), missing, dups,
-                                 perr[:3] or "no error"))
-    first = first + during
+         "after the %d reloads, everything read back once and in order: the 1000 from "
+         "before, the %d produced during the reloads, 1000 more produced after (%d read, "
+         "%d missing, %d duplicated, %s)" % (RELOADS, len(first) - 1000, len(got), missing,
+                                             dups, perr[:3] or "no error"))
 
     # stop: SIGTERM, the controlled shutdown, within TimeoutStopSec
     with Phase("stop"):

@@ -246,11 +246,13 @@ clean_one(struct cleaner *c, struct cand *b)
 		    topic, b->mp->p, res.next_dirty),
 		    "writing the cleaner checkpoint")
 		    != 0)
-			log_warnx("%s-%d: cannot write the cleaner checkpoint",
-			    topic, b->mp->p);
-		log_info("%s-%d: cleaned up to offset %lld: %d segment(s) "
-		    "swapped, %lld of %lld records kept, %lld bytes read, "
-		    "%lld written in %lld ms", topic, b->mp->p,
+			rn_log_about(LOG_WARNING, rn_subj_part(topic,
+			    b->mp->p), "%s-%d: cannot write the cleaner "
+			    "checkpoint", topic, b->mp->p);
+		rn_log_about(LOG_INFO, rn_subj_part(topic, b->mp->p), "%s-%d: "
+		    "cleaned up to offset %lld: %d segment(s) swapped, %lld of "
+		    "%lld records kept, %lld bytes read, %lld written in %lld "
+		    "ms", topic, b->mp->p,
 		    (long long)res.next_dirty, res.groups,
 		    (long long)res.records_out, (long long)res.records_in,
 		    (long long)res.bytes_read, (long long)res.bytes_written,
@@ -258,7 +260,8 @@ clean_one(struct cleaner *c, struct cand *b)
 	} else if (rc == -ESTALE || rc == -EAGAIN || rc == -EINTR) {
 		s->retry_ms = b->prm.now_ms + 1000;	/* the log moved: later */
 	} else {
-		log_warnx("%s-%d: cleaning failed: %s", topic, b->mp->p,
+		rn_log_about(LOG_WARNING, rn_subj_part(topic, b->mp->p),
+		    "%s-%d: cleaning failed: %s", topic, b->mp->p,
 		    strerror(rc < -4096 ? EINVAL : -rc));
 		s->retry_ms = b->prm.now_ms + RETRY_FAILED_MS;
 	}

@@ -48,17 +48,16 @@ log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
 static void
 log_topic(int prio, struct rn_kstr name, const char *fmt, ...)
 {
-	const char *fields[2] = { NULL, NULL };
-	char field[CTL_TOPIC_NAME_MAX + 8], msg[1024];
+	char topic[CTL_TOPIC_NAME_MAX + 1], msg[1024];
 	va_list ap;
 
-	snprintf(field, sizeof(field), "TOPIC=%.*s",
-	    (int)(name.len > 0 ? name.len : 0), name.ptr);
-	fields[0] = field;
+	/* a name too long to be a topic's is cut (CreateTopics refuses it) */
+	snprintf(topic, sizeof(topic), "%.*s",
+	    (int)(name.len > 0 ? name.len : 0), name.len > 0 ? name.ptr : "");
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	rn_log_fields(prio, fields, "%s", msg);
+	rn_log_about(prio, rn_subj_topic(topic), "%s", msg);
 }
 
 #define MSG_MAX CTL_OP_MSG_MAX
@@ -373,9 +372,10 @@ create_records(struct ctl_op *op, struct ctl_placer *pl,
     const struct rn_CreateTopicsRequest_CreatableTopic *t,
     const uint8_t tid[16], int32_t np, int32_t rf, const int32_t *replicas)
 {
-	char key[256], val[4096];
+	char key[256], val[4096], name[CTL_TOPIC_NAME_MAX + 1];
 	int32_t i;
 
+	kstr_copy(t->name, name, sizeof(name)); /* checked: it fits */
 	ctl_rec_topic(&op->batch, t->name.ptr, (size_t)t->name.len, tid);
 	/* configs go between the topic and its partitions, as in Kafka */
 	for (i = 0; i < t->configs_count; i++) {
@@ -385,8 +385,8 @@ create_records(struct ctl_op *op, struct ctl_placer *pl,
 		    (size_t)t->name.len, key, val);
 	}
 	for (i = 0; i < np; i++)
-		ctl_place_record(&op->batch, pl, tid, i, &replicas[i * rf],
-		    rf);
+		ctl_place_record(&op->batch, pl, name, tid, i,
+		    &replicas[i * rf], rf);
 }
 
 static int16_t
@@ -592,9 +592,10 @@ ctl_op_auto_create(struct ctl_op *op)
 		if (e == RN_KERR_TOPIC_ALREADY_EXISTS)
 			continue;
 		if (e != 0) {
-			log_warnx("auto-creating topic %.*s: %s (%.*s)",
-			    (int)t.name.len, t.name.ptr, rn_kerr_name(e),
-			    (int)(msg.len > 0 ? msg.len : 0), msg.ptr);
+			log_topic(LOG_WARNING, t.name, "auto-creating topic "
+			    "%.*s: %s (%.*s)", (int)t.name.len, t.name.ptr,
+			    rn_kerr_name(e), (int)(msg.len > 0 ? msg.len : 0),
+			    msg.ptr);
 			continue;
 		}
 		/* the name must outlive the unpacked message */
@@ -821,8 +822,8 @@ ctl_op_create_partitions(struct ctl_op *op, struct rn_kreader *r)
 		cur = t->n_parts;
 		rf = grow_rf(t);
 		for (p = 0; p < tp->count - cur; p++)
-			ctl_place_record(&op->batch, &pl, t->id, cur + p,
-			    &replicas[p * rf], rf);
+			ctl_place_record(&op->batch, &pl, t->name, t->id,
+			    cur + p, &replicas[p * rf], rf);
 		log_topic(LOG_INFO, tp->name, "CreatePartitions %s: %d -> %d",
 		    t->name, cur, tp->count);
 	}

@@ -269,7 +269,8 @@ chan_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (ch == NULL)
 		return;
 	if (nread < 0) {
-		log_debug("%s channel to node %d: %s", ch->name, ch->target,
+		rn_log_about(LOG_DEBUG, rn_subj_broker(ch->target), "%s "
+		    "channel to node %d: %s", ch->name, ch->target,
 		    uv_strerror((int)nread));
 		chan_reset(ch, true);
 		return;
@@ -300,8 +301,9 @@ chan_connected(uv_connect_t *req, int status)
 	if (tcp != ch->tcp || tcp->data == NULL)
 		return; /* reset meanwhile */
 	if (status != 0) {
-		log_debug("%s channel: connecting to node %d: %s", ch->name,
-		    ch->target, uv_strerror(status));
+		rn_log_about(LOG_DEBUG, rn_subj_broker(ch->target), "%s "
+		    "channel: connecting to node %d: %s", ch->name, ch->target,
+		    uv_strerror(status));
 		chan_reset(ch, true);
 		return;
 	}
@@ -385,8 +387,9 @@ chan_pump(struct chan *ch)
 	 * worker is down). Try another controller rather than wait on it.
 	 */
 	if (stale && ch->tcp != NULL) {
-		log_warnx("controller %d answered nothing in time: trying "
-		    "another", ch->target);
+		rn_log_about(LOG_WARNING, rn_subj_broker(ch->target),
+		    "controller %d answered nothing in time: trying another",
+		    ch->target);
 		chan_reset(ch, true);
 	}
 	if (ch->head == NULL || ch->c->stopping)
@@ -471,9 +474,10 @@ call_send(struct chan *ch, struct call *k, int64_t timeout_ms, void (*cb)(
 static void
 fatal_cluster_id(struct ctl *c)
 {
-	log_errx("the active controller refused this node: its cluster id "
-	    "%s (from meta.properties) is not the cluster's; this node "
-	    "belongs to another cluster and stops", c->known_cluster_id[0] ?
+	rn_log_about(LOG_ERR, rn_subj_broker(c->cfg->node_id), "the active "
+	    "controller refused this node: its cluster id %s (from "
+	    "meta.properties) is not the cluster's; this node belongs to "
+	    "another cluster and stops", c->known_cluster_id[0] ?
 	    c->known_cluster_id : "(none)");
 	c->fatal = true;
 	c->exit_code = RN_WORKER_EXIT_FATAL;
@@ -503,9 +507,10 @@ registered(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 		a->next_hb_ms = now;
 		a->dup_logged = false;
 		atomic_store(&c->shm->hdr->registered_epoch, a->epoch);
-		log_info("broker %d registered with the active controller "
-		    "(node %d), broker epoch %lld", c->cfg->node_id,
-		    ch->target, (long long)a->epoch);
+		rn_log_about(LOG_INFO, rn_subj_broker(c->cfg->node_id),
+		    "broker %d registered with the active controller (node "
+		    "%d), broker epoch %lld", c->cfg->node_id, ch->target,
+		    (long long)a->epoch);
 		break;
 	case RN_KERR_INCONSISTENT_CLUSTER_ID:
 		fatal_cluster_id(c);
@@ -515,9 +520,10 @@ registered(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 			goto refused;
 		/* KIP-858: a broker without an online log dir has no place
 		 * for a replica; retrying would not change that */
-		log_errx("the active controller refused this node's "
-		    "registration (INVALID_REQUEST): it has no online log "
-		    "directory; it stops");
+		rn_log_about(LOG_ERR, rn_subj_broker(c->cfg->node_id), "the "
+		    "active controller refused this node's registration "
+		    "(INVALID_REQUEST): it has no online log directory; it "
+		    "stops");
 		c->fatal = true;
 		c->exit_code = RN_WORKER_EXIT_FATAL;
 		break;
@@ -527,15 +533,17 @@ registered(struct ctl *c, struct call *k, int16_t err, struct rn_kreader *r)
 		break;
 	case RN_KERR_DUPLICATE_BROKER_REGISTRATION:
 		if (!a->dup_logged)
-			log_info("the previous incarnation of broker %d is "
-			    "still registered: retrying until its session "
-			    "expires", c->cfg->node_id);
+			rn_log_about(LOG_INFO, rn_subj_broker(c->cfg->node_id),
+			    "the previous incarnation of broker %d is still "
+			    "registered: retrying until its session expires",
+			    c->cfg->node_id);
 		a->dup_logged = true;
 		a->next_reg_ms = now + c->cfg->broker_heartbeat_interval_ms;
 		break;
 	default:
 	refused:
-		log_warnx("broker registration refused: %s",
+		rn_log_about(LOG_WARNING, rn_subj_broker(c->cfg->node_id),
+		    "broker registration refused: %s",
 		    rn_kerr_name(resp.error_code));
 		a->next_reg_ms = now + 1000;
 	}
@@ -610,13 +618,15 @@ heartbeat_done(struct ctl *c, struct call *k, int16_t err,
 	case 0:
 		a->off_acked |= a->off_inflight;
 		if (a->fenced != resp.is_fenced)
-			log_info("broker %d is %s", c->cfg->node_id,
+			rn_log_about(LOG_INFO, rn_subj_broker(c->cfg->node_id),
+			    "broker %d is %s", c->cfg->node_id,
 			    resp.is_fenced ? "fenced" : "unfenced");
 		a->fenced = resp.is_fenced;
 		if (resp.should_shut_down && !a->shutdown_done &&
 		    atomic_load(&c->shm->hdr->controlled_shutdown) == 1) {
-			log_info("controlled shutdown: the active controller "
-			    "moved this broker's leaderships away");
+			rn_log_about(LOG_INFO, rn_subj_broker(c->cfg->node_id),
+			    "controlled shutdown: the active controller moved "
+			    "this broker's leaderships away");
 			a->shutdown_done = true;
 			atomic_store(&c->shm->hdr->controlled_shutdown, 2);
 		}
@@ -627,14 +637,15 @@ heartbeat_done(struct ctl *c, struct call *k, int16_t err,
 		break;
 	case RN_KERR_STALE_BROKER_EPOCH:
 	case RN_KERR_BROKER_ID_NOT_REGISTERED:
-		log_info("heartbeat refused (%s): registering again",
+		rn_log_about(LOG_INFO, rn_subj_broker(c->cfg->node_id),
+		    "heartbeat refused (%s): registering again",
 		    rn_kerr_name(resp.error_code));
 		a->state = AG_UNREGISTERED;
 		a->next_reg_ms = now;
 		break;
 	default:
-		log_warnx("heartbeat refused: %s",
-		    rn_kerr_name(resp.error_code));
+		rn_log_about(LOG_WARNING, rn_subj_broker(c->cfg->node_id),
+		    "heartbeat refused: %s", rn_kerr_name(resp.error_code));
 	}
 out:
 	rn_arena_free(&ar);
@@ -749,7 +760,8 @@ image_apply(struct ctl *c, int32_t controller, int64_t epoch,
 	ctl_state_init(&nst);
 	if (ctl_state_restore(&nst, snap, len) == -EBADMSG &&
 	    nst.last_index == 0) {
-		log_warnx("metadata image from node %d does not parse",
+		rn_log_about(LOG_WARNING, rn_subj_broker(c->agent->img.target),
+		    "metadata image from node %d does not parse",
 		    c->agent->img.target);
 		ctl_state_free(&nst);
 		return;
@@ -795,7 +807,8 @@ image_entries_apply(struct ctl *c, int32_t controller, int64_t epoch,
 	if (!c->image_loaded)
 		return; /* entries only go on top of a state */
 	if (!c->agent->following)
-		log_info("following the metadata log from offset %llu (node %d)",
+		rn_log_about(LOG_INFO, rn_subj_broker(c->agent->img.target),
+		    "following the metadata log from offset %llu (node %d)",
 		    (unsigned long long)c->st.last_index, c->agent->img.target);
 	c->agent->following = true;
 	strlcpy(before, c->st.cluster_id, sizeof(before));
@@ -813,7 +826,8 @@ image_entries_apply(struct ctl *c, int32_t controller, int64_t epoch,
 		applied = true;
 	}
 	if (r->err != 0 || i < n)
-		log_warnx("metadata entries from node %d do not parse",
+		rn_log_about(LOG_WARNING, rn_subj_broker(c->agent->img.target),
+		    "metadata entries from node %d do not parse",
 		    c->agent->img.target);
 	if (!applied && controller == c->image_controller)
 		return;

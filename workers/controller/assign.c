@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
 #include "common/placement.h"
@@ -113,15 +114,18 @@ ctl_place_dir(struct ctl_placer *pl, int32_t broker, uint8_t out[16])
 
 /*
  * One new partition's record: leader = first live replica, ISR = the
- * live replicas (callers made sure there is one).
+ * live replicas (callers made sure there is one). Its line is the first
+ * of the partition's history in the log, as Kafka's "Created partition".
  */
 void
 ctl_place_record(struct ctl_batch *b, struct ctl_placer *pl,
-    const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf)
+    const char *topic, const uint8_t tid[16], int32_t p,
+    const int32_t *replicas, int32_t rf)
 {
 	struct ctl_partition part;
 	uint8_t dirs[64][16];
 	int32_t i, isr[64], n_isr = 0;
+	char rs[256], is[256];
 
 	for (i = 0; i < rf && i < 64; i++)
 		if (ctl_broker_state((void *)pl->st, replicas[i]) == CTL_B_UP)
@@ -138,6 +142,11 @@ ctl_place_record(struct ctl_batch *b, struct ctl_placer *pl,
 		ctl_place_dir(pl, replicas[i], dirs[i]);
 	part.dirs = dirs;
 	ctl_rec_partition(b, tid, p, &part, false);
+	ctl_ids_str(replicas, rf, rs, sizeof(rs));
+	ctl_ids_str(isr, n_isr, is, sizeof(is));
+	rn_log_about(LOG_INFO, rn_subj_part(topic, p), "%s-%d: created: "
+	    "replicas [%s], leader %d, ISR [%s]", topic, p, rs, part.leader,
+	    is);
 }
 
 /* Kafka's checks of a manual assignment; 0 or an error code with msg. */

@@ -410,7 +410,10 @@ alter_resource(struct ctl_op *op, int8_t type, struct rn_kstr name,
 	}
 	if (!op->validate_only)
 		emit_changes(op, type, rname, cur, ch, n, replace);
-	log_info("%s %s %s: %d change(s)%s", replace ? "AlterConfigs" :
+	/* a broker's resource name is its id; "" the cluster default */
+	rn_log_about(LOG_INFO, type == CTL_RES_TOPIC ? rn_subj_topic(rname) :
+	    rn_subj_broker(rname[0] ? atoi(rname) : -1), "%s %s %s: %d "
+	    "change(s)%s", replace ? "AlterConfigs" :
 	    "IncrementalAlterConfigs", type == CTL_RES_TOPIC ? "topic" :
 	    "broker", rname[0] ? rname : "(default)", n,
 	    op->validate_only ? " (validate only)" : "");

@@ -386,7 +386,8 @@ rn_controller_main(struct rn_worker *w)
 	c->st.hook_arg = c;
 	ctl_wire(c);
 	rn_worker_heartbeat(w);
-	log_info("controller up: node %d, roles %s", c->cfg->node_id,
+	rn_log_about(LOG_INFO, rn_subj_broker(c->cfg->node_id), "controller "
+	    "up: node %d, roles %s", c->cfg->node_id,
 	    rn_config_roles_str(c->cfg->roles));
 	if (ctl_load_ids(c, env) != 0) {
 		free(c);

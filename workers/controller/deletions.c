@@ -177,8 +177,9 @@ remove_other_copies(struct ctl *c, const struct ctl_deletion *d)
 
 		snprintf(path, sizeof(path), "%s/%s", c->cfg->log_dirs[i], fut);
 		if (access(path, F_OK) == 0) {
-			log_info("deleting %s, the future replica of a deleted "
-			    "one", path);
+			rn_log_about(LOG_INFO, rn_subj_part(d->topic,
+			    d->partition), "deleting %s, the future replica "
+			    "of a deleted one", path);
 			(void)rn_logdir_discard(c->cfg->log_dirs[i], fut);
 		}
 		snprintf(path, sizeof(path), "%s/%s", c->cfg->log_dirs[i],
@@ -186,7 +187,8 @@ remove_other_copies(struct ctl *c, const struct ctl_deletion *d)
 		if (strcmp(c->cfg->log_dirs[i], d->dir) != 0 &&
 		    rn_partition_metadata_read(path, id) == 0 &&
 		    memcmp(id, d->id, 16) == 0) {
-			log_info("deleting %s", path);
+			rn_log_about(LOG_INFO, rn_subj_part(d->topic,
+			    d->partition), "deleting %s", path);
 			(void)rn_logdir_discard(c->cfg->log_dirs[i], d->name);
 		}
 	}
@@ -338,7 +340,7 @@ ctl_admin_sweep_strays(struct ctl *c)
 {
 	static bool swept;
 	const struct ctl_broker *b;
-	char why[400];
+	char why[400], topic[RN_TOPIC_MAX + 1];
 	struct dirent *de;
 	DIR *dp;
 	int i;
@@ -357,8 +359,10 @@ ctl_admin_sweep_strays(struct ctl *c)
 			    sizeof(why)) && !stray_future(c, de->d_name, why,
 			    sizeof(why))))
 				continue;
-			log_warnx("%s/%s: removing stray partition directory: "
-			    "%s", c->cfg->log_dirs[i], de->d_name, why);
+			rn_log_about(LOG_WARNING, rn_logdir_subject(de->d_name,
+			    topic), "%s/%s: removing stray partition "
+			    "directory: %s", c->cfg->log_dirs[i], de->d_name,
+			    why);
 			(void)rn_logdir_discard(c->cfg->log_dirs[i], de->d_name);
 		}
 		closedir(dp);
@@ -389,18 +393,13 @@ ctl_admin_run_deletions(struct ctl *c)
 		}
 		if ((rc = rn_logdir_retire(d->dir, d->name, to,
 		    sizeof(to))) == 0) {
-			const char *fields[] = { NULL, NULL, NULL };
-			char tf[320], pf[32];
-
-			snprintf(tf, sizeof(tf), "TOPIC=%s", d->topic);
-			snprintf(pf, sizeof(pf), "PARTITION=%d", d->partition);
-			fields[0] = tf;
-			fields[1] = pf;
-			rn_log_fields(LOG_INFO, fields, "deleting %s", to);
+			rn_log_about(LOG_INFO, rn_subj_part(d->topic,
+			    d->partition), "deleting %s", to);
 			rm_tree(to);
 		} else if (rc != -ENOENT)
-			log_warnx("renaming %s for deletion: %s", d->path,
-			    strerror(-rc));
+			rn_log_about(LOG_WARNING, rn_subj_part(d->topic,
+			    d->partition), "renaming %s for deletion: %s",
+			    d->path, strerror(-rc));
 		remove_other_copies(c, d);
 		free(d);
 	}

@@ -83,9 +83,10 @@ ctl_dirs_unassign_missing(struct ctl_batch *b, const struct ctl_state *st,
 		}
 	}
 	if (n > 0)
-		log_info("broker %d no longer registers the log dir of %d of "
-		    "its replicas: they are unassigned (Uuid.ZERO) until it "
-		    "reports where it keeps them", nb->id, n);
+		rn_log_about(LOG_INFO, rn_subj_broker(nb->id), "broker %d no "
+		    "longer registers the log dir of %d of its replicas: they "
+		    "are unassigned (Uuid.ZERO) until it reports where it "
+		    "keeps them", nb->id, n);
 	return n;
 }
 

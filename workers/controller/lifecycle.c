@@ -107,28 +107,18 @@ static void
 log_change(const struct ctl_topic *t, int32_t p, const struct ctl_partition
     *old, const struct ctl_pchange *ch, const char *why)
 {
-	const char *fields[3] = { NULL, NULL, NULL };
-	char tf[300], pf[32], isr[256];
-	int32_t i;
-	size_t n = 0;
+	char isr[256];
 
-	isr[0] = '\0';
-	for (i = 0; i < ch->n_isr && n < sizeof(isr) - 16; i++)
-		n += (size_t)snprintf(isr + n, sizeof(isr) - n, "%s%d",
-		    i ? "," : "", ch->isr[i]);
-	snprintf(tf, sizeof(tf), "TOPIC=%s", t->name);
-	snprintf(pf, sizeof(pf), "PARTITION=%d", p);
-	fields[0] = tf;
-	fields[1] = pf;
+	ctl_ids_str(ch->isr, ch->n_isr, isr, sizeof(isr));
 	if (ch->unclean)
-		rn_log_fields(LOG_WARNING, fields, "%s-%d: unclean leader "
-		    "election: out-of-sync replica %d leads (leader epoch %d); "
-		    "records it never had are lost", t->name, p, ch->leader,
-		    ch->leader_epoch);
+		rn_log_about(LOG_WARNING, rn_subj_replica(t->name, p,
+		    ch->leader), "%s-%d: unclean leader election: out-of-sync "
+		    "replica %d leads (leader epoch %d); records it never had "
+		    "are lost", t->name, p, ch->leader, ch->leader_epoch);
 	else
-		rn_log_fields(LOG_INFO, fields, "%s-%d: leader %d -> %d, "
-		    "leader epoch %d, ISR [%s] (%s)", t->name, p, old->leader,
-		    ch->leader, ch->leader_epoch, isr, why);
+		rn_log_about(LOG_INFO, rn_subj_part(t->name, p), "%s-%d: "
+		    "leader %d -> %d, leader epoch %d, ISR [%s] (%s)", t->name,
+		    p, old->leader, ch->leader, ch->leader_epoch, isr, why);
 }
 
 static void
@@ -158,8 +148,9 @@ ctl_reconcile(struct ctl *c, struct ctl_batch *b)
 		if (br->fenced || (l = live_get(c, br->id)) == NULL ||
 		    now - l->last_hb_ms <= c->cfg->broker_session_timeout_ms)
 			continue;
-		log_warnx("fencing broker %d: no heartbeat for %lld ms",
-		    br->id, (long long)(now - l->last_hb_ms));
+		rn_log_about(LOG_WARNING, rn_subj_broker(br->id), "fencing "
+		    "broker %d: no heartbeat for %lld ms", br->id,
+		    (long long)(now - l->last_hb_ms));
 		ctl_rec_broker_absent(b, br->id, wall_ms());
 		if (bs.n_down < (int)RN_ARRAY_SIZE(bs.down))
 			bs.down[bs.n_down++] = br->id;
@@ -237,7 +228,8 @@ registration_refused(struct ctl_op *op,
 
 	if (req->cluster_id.len > 0 && c->st.cluster_id[0] != '\0' &&
 	    !rn_kstr_eq(req->cluster_id, c->st.cluster_id)) {
-		log_warnx("broker %d registers with cluster id %.*s, but this "
+		rn_log_about(LOG_WARNING, rn_subj_broker(req->broker_id),
+		    "broker %d registers with cluster id %.*s, but this "
 		    "cluster is %s: refused", req->broker_id,
 		    (int)req->cluster_id.len, req->cluster_id.ptr,
 		    c->st.cluster_id);
@@ -255,9 +247,9 @@ registration_refused(struct ctl_op *op,
 	    16) != 0 && !old->fenced && !old->in_controlled_shutdown &&
 	    (l = live_get(c, old->id)) != NULL &&
 	    rn_now_ms() - l->last_hb_ms <= c->cfg->broker_session_timeout_ms) {
-		log_info("broker %d registers with a new incarnation while the "
-		    "old one's session is live: refused for now",
-		    req->broker_id);
+		rn_log_about(LOG_INFO, rn_subj_broker(req->broker_id), "broker "
+		    "%d registers with a new incarnation while the old one's "
+		    "session is live: refused for now", req->broker_id);
 		return RN_KERR_DUPLICATE_BROKER_REGISTRATION;
 	}
 	return RN_KERR_NONE;
@@ -315,8 +307,8 @@ ctl_op_broker_registration(struct ctl_op *op, struct rn_kreader *r)
 	br.fenced = true; /* until its heartbeat shows it caught up */
 	ctl_rec_register_broker(&op->batch, &br, false);
 	ctl_dirs_unassign_missing(&op->batch, &c->st, &br);
-	log_info("registering broker %d%s%s", br.id, br.rack[0] ?
-	    " in rack " : "", br.rack);
+	rn_log_about(LOG_INFO, rn_subj_broker(br.id), "registering broker "
+	    "%d%s%s", br.id, br.rack[0] ? " in rack " : "", br.rack);
 	return 0;
 }
 
@@ -349,22 +341,22 @@ ctl_op_broker_heartbeat(struct ctl_op *op, struct rn_kreader *r)
 	live_touch(c, b->id, req.current_metadata_offset);
 	if (req.offline_log_dirs_count > 0 && ctl_dirs_offline(c, &op->batch,
 	    b->id, req.offline_log_dirs, req.offline_log_dirs_count) > 0)
-		log_warnx("broker %d reports %d offline log dir(s): its "
-		    "replicas there are offline", b->id,
-		    (int)req.offline_log_dirs_count);
+		rn_log_about(LOG_WARNING, rn_subj_broker(b->id), "broker %d "
+		    "reports %d offline log dir(s): its replicas there are "
+		    "offline", b->id, (int)req.offline_log_dirs_count);
 	if (req.want_shut_down) {
 		if (!b->fenced && !b->in_controlled_shutdown) {
-			log_info("broker %d asks for a controlled shutdown",
-			    b->id);
+			rn_log_about(LOG_INFO, rn_subj_broker(b->id), "broker "
+			    "%d asks for a controlled shutdown", b->id);
 			ctl_rec_broker_change(&op->batch, b->id, -1, 1);
 		}
 	} else if (b->fenced && !b->in_controlled_shutdown &&
 	    !req.want_fence && req.current_metadata_offset >= b->epoch) {
 		/* KIP-858: a broker with several dirs asks to stay fenced
 		 * while replicas are assigned elsewhere than it keeps them */
-		log_info("unfencing broker %d: caught up with the metadata "
-		    "log at offset %lld", b->id,
-		    (long long)req.current_metadata_offset);
+		rn_log_about(LOG_INFO, rn_subj_broker(b->id), "unfencing "
+		    "broker %d: caught up with the metadata log at offset %lld",
+		    b->id, (long long)req.current_metadata_offset);
 		ctl_rec_broker_change(&op->batch, b->id, 0, -1);
 	}
 	return 0;
@@ -416,21 +408,11 @@ static void
 alter_log(const struct ctl_topic *t, const struct ctl_partition *pp,
     int32_t partition, const int32_t *isr, int32_t n, int32_t epoch)
 {
-	const char *fields[3] = { NULL, NULL, NULL };
-	char tf[300], pf[32], s[256];
-	size_t k = 0;
-	int32_t i;
+	char s[256];
 
-	s[0] = '\0';
-	for (i = 0; i < n && k < sizeof(s) - 16; i++)
-		k += (size_t)snprintf(s + k, sizeof(s) - k, "%s%d",
-		    i ? "," : "", isr[i]);
-	snprintf(tf, sizeof(tf), "TOPIC=%s", t->name);
-	snprintf(pf, sizeof(pf), "PARTITION=%d", partition);
-	fields[0] = tf;
-	fields[1] = pf;
-	rn_log_fields(LOG_INFO, fields, "%s-%d: ISR %s to [%s] by "
-	    "leader %d (partition epoch %d)", t->name, partition,
+	ctl_ids_str(isr, n, s, sizeof(s));
+	rn_log_about(LOG_INFO, rn_subj_part(t->name, partition), "%s-%d: ISR "
+	    "%s to [%s] by leader %d (partition epoch %d)", t->name, partition,
 	    n < pp->n_isr ? "shrinks" : "changes", s, pp->leader, epoch);
 }
 
@@ -540,8 +522,10 @@ ctl_op_alter_partition(struct ctl_op *op, struct rn_kreader *r)
 				po->error_code = alter_one(op, &req, t,
 				    &td->partitions[k], po);
 			if (po->error_code != 0)
-				log_info("AlterPartition from broker %d for "
-				    "%s-%d refused: %s", req.broker_id,
+				rn_log_about(LOG_INFO, rn_subj_replica(t !=
+				    NULL ? t->name : NULL, po->partition_index,
+				    req.broker_id), "AlterPartition from broker "
+				    "%d for %s-%d refused: %s", req.broker_id,
 				    t != NULL ? t->name : "?",
 				    po->partition_index,
 				    rn_kerr_name(po->error_code));
@@ -852,7 +836,8 @@ ctl_op_committed(struct ctl_op *op)
 	if (op->key == RN_KAPI_BROKER_REGISTRATION &&
 	    op->resp.br.error_code == 0 && b != NULL) {
 		if (op->resp.br.broker_epoch != b->epoch)
-			log_info("broker %d registered, epoch %lld", b->id,
+			rn_log_about(LOG_INFO, rn_subj_broker(b->id), "broker "
+			    "%d registered, epoch %lld", b->id,
 			    (long long)b->epoch);
 		op->resp.br.broker_epoch = b->epoch;
 	} else if (op->key == RN_KAPI_BROKER_HEARTBEAT &&

@@ -55,8 +55,8 @@ ctl_op_unregister_broker(struct ctl_op *op, struct rn_kreader *r)
 		    " (in controlled shutdown)" : "");
 		return 0;
 	}
-	log_info("unregistering broker %d: no new replica goes there",
-	    b->id);
+	rn_log_about(LOG_INFO, rn_subj_broker(b->id), "unregistering broker "
+	    "%d: no new replica goes there", b->id);
 	ctl_rec_unregister_broker(&op->batch, b->id);
 	return 0;
 }
@@ -146,7 +146,8 @@ rebalance_pass(struct ctl *c, struct ctl_batch *b)
 			if (ctl_elect_preferred(pp, ctl_broker_state,
 			    (void *)st, &ch) != 0)
 				continue;
-			log_info("%s-%d: leader %d -> %d, leader epoch %d "
+			rn_log_about(LOG_INFO, rn_subj_part(t->name, p),
+			    "%s-%d: leader %d -> %d, leader epoch %d "
 			    "(automatic rebalance)", t->name, p, pp->leader,
 			    ch.leader, ch.leader_epoch);
 			ctl_rec_partition_change(b, t->id, p, ch.leader,

@@ -95,9 +95,10 @@ mark_lost(struct ctl *c, struct ctl_batch *b, const struct ctl_topic *t,
 	/* the directories changed even when leader and ISR did not */
 	np.partition_epoch = pp->partition_epoch + 1;
 	ctl_rec_partition(b, t->id, p, &np, false);
-	log_warnx("%s-%d: the replica on broker %d is offline (its log dir "
-	    "failed): leader %d -> %d, leader epoch %d", t->name, p, broker,
-	    pp->leader, np.leader, np.leader_epoch);
+	rn_log_about(LOG_WARNING, rn_subj_replica(t->name, p, broker), "%s-%d: "
+	    "the replica on broker %d is offline (its log dir failed): leader "
+	    "%d -> %d, leader epoch %d", t->name, p, broker, pp->leader,
+	    np.leader, np.leader_epoch);
 	free(dirs);
 	return 0;
 }

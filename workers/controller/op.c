@@ -86,6 +86,18 @@ ctl_kstr_copy(struct rn_kstr s, char *buf, size_t len)
 	return true;
 }
 
+void
+ctl_ids_str(const int32_t *v, int32_t n, char *buf, size_t len)
+{
+	size_t k = 0;
+	int32_t i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && k < len - 16; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s%d", i ? "," : "",
+		    v[i]);
+}
+
 /* ---- replies -------------------------------------------------------- */
 
 static const struct ctl_op_api *

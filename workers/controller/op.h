@@ -156,6 +156,8 @@ struct rn_kstr ctl_op_msg(struct ctl_op *op, const char *fmt, ...)
 struct rn_kstr ctl_op_str(struct ctl_op *op, const char *str);
 /* NUL-terminated copy of a kstr into buf; false if null or too long. */
 bool ctl_kstr_copy(struct rn_kstr s, char *buf, size_t len);
+/* Broker ids as "1,2,3" for a log line, as many as fit buf. */
+void ctl_ids_str(const int32_t *v, int32_t n, char *buf, size_t len);
 /* Answer whoever asked with a raw response body (or err != 0 and no
  * body), then free the operation. */
 void ctl_op_reply_raw(struct ctl_op *op, int16_t err, const void *body,
@@ -207,9 +209,10 @@ struct ctl_placer {
 int32_t *ctl_place_live_brokers(struct ctl_op *op, int *n);
 /* The log dir of a new replica on broker (the least loaded). */
 void ctl_place_dir(struct ctl_placer *pl, int32_t broker, uint8_t out[16]);
-/* One new partition's record into b. */
+/* One new partition's record into b, and its log line. */
 void ctl_place_record(struct ctl_batch *b, struct ctl_placer *pl,
-    const uint8_t tid[16], int32_t p, const int32_t *replicas, int32_t rf);
+    const char *topic, const uint8_t tid[16], int32_t p,
+    const int32_t *replicas, int32_t rf);
 int16_t ctl_place_check_manual(struct ctl_op *op, const struct ctl_state *st,
     const int32_t *ids, int32_t n, int32_t want_rf, struct rn_kstr *msg);
 int16_t ctl_place_check_slots(struct ctl_op *op, const int32_t *replicas,

@@ -205,9 +205,9 @@ ctl_raft_start(struct ctl *c)
 		if (cfg->voters[i].id == cfg->node_id)
 			me = i;
 	if (me < 0) {
-		log_info("node %d is not a voter: it follows the active "
-		    "controller's metadata image instead of the raft log",
-		    cfg->node_id);
+		rn_log_about(LOG_INFO, rn_subj_broker(cfg->node_id), "node %d "
+		    "is not a voter: it follows the active controller's "
+		    "metadata image instead of the raft log", cfg->node_id);
 		return 0;
 	}
 	voter_addr(&cfg->voters[me], self, sizeof(self));
@@ -253,8 +253,9 @@ ctl_raft_start(struct ctl *c)
 		log_errx("metadata log: %s", raft_errmsg(&c->raft));
 		return -EIO;
 	}
-	log_info("metadata quorum started: node %d at %s, %d voter(s)",
-	    cfg->node_id, self, cfg->n_voters);
+	rn_log_about(LOG_INFO, rn_subj_broker(cfg->node_id), "metadata quorum "
+	    "started: node %d at %s, %d voter(s)", cfg->node_id, self,
+	    cfg->n_voters);
 	return 0;
 }
 
@@ -580,7 +581,8 @@ ctl_leader_bootstrap(struct ctl *c)
 		br.n_log_dirs = c->n_dirs;
 		br.fenced = false; /* the local broker is up with us */
 		ctl_rec_register_broker(&b, &br, false);
-		log_info("registering broker %d", cfg->node_id);
+		rn_log_about(LOG_INFO, rn_subj_broker(cfg->node_id),
+		    "registering broker %d", cfg->node_id);
 	}
 	if (b.n == 0) {
 		ctl_batch_free(&b);

@@ -196,33 +196,16 @@ reassign_record(struct ctl_batch *b, struct ctl_placer *pl,
 }
 
 static void
-ids_str(const int32_t *v, int32_t n, char *buf, size_t len)
-{
-	size_t k = 0;
-	int32_t i;
-
-	buf[0] = '\0';
-	for (i = 0; i < n && k < len - 16; i++)
-		k += (size_t)snprintf(buf + k, len - k, "%s%d", i ? "," : "",
-		    v[i]);
-}
-
-static void
 log_step(const struct ctl_topic *t, int32_t p, const struct ctl_reassign *ra,
     const char *what)
 {
-	const char *fields[3] = { NULL, NULL, NULL };
-	char tf[300], pf[32], rs[256], as[256];
+	char rs[256], as[256];
 
-	ids_str(ra->replicas, ra->n_replicas, rs, sizeof(rs));
-	ids_str(ra->adding, ra->n_adding, as, sizeof(as));
-	snprintf(tf, sizeof(tf), "TOPIC=%s", t->name);
-	snprintf(pf, sizeof(pf), "PARTITION=%d", p);
-	fields[0] = tf;
-	fields[1] = pf;
-	rn_log_fields(LOG_INFO, fields, "%s-%d: reassignment %s: replicas "
-	    "[%s], adding [%s], leader %d (leader epoch %d)", t->name, p,
-	    what, rs, as, ra->leader, ra->leader_epoch);
+	ctl_ids_str(ra->replicas, ra->n_replicas, rs, sizeof(rs));
+	ctl_ids_str(ra->adding, ra->n_adding, as, sizeof(as));
+	rn_log_about(LOG_INFO, rn_subj_part(t->name, p), "%s-%d: reassignment "
+	    "%s: replicas [%s], adding [%s], leader %d (leader epoch %d)",
+	    t->name, p, what, rs, as, ra->leader, ra->leader_epoch);
 }
 
 bool

@@ -706,8 +706,12 @@ apply_topic(struct ctl_state *st, const msgpack_object *rec)
 		return -EINVAL;
 	if (ctl_state_topic(st, name->via.str.ptr, name->via.str.size) !=
 	    NULL || ctl_state_topic_by_id(st, id) != NULL) {
-		log_warnx("Topic record for an existing topic %.*s: skipped",
-		    (int)name->via.str.size, name->via.str.ptr);
+		char topic[CTL_TOPIC_NAME_MAX + 1];
+
+		memcpy(topic, name->via.str.ptr, name->via.str.size);
+		topic[name->via.str.size] = '\0';
+		rn_log_about(LOG_WARNING, rn_subj_topic(topic), "Topic record "
+		    "for an existing topic %s: skipped", topic);
 		return -EINVAL;
 	}
 	if (st->n_topics == st->cap_topics) {
@@ -843,8 +847,8 @@ apply_partition(struct ctl_state *st, const msgpack_object *rec)
 		return -EINVAL;
 	}
 	if (p > t->n_parts) {
-		log_warnx("Partition record for %s-%d leaves a gap: skipped",
-		    t->name, p);
+		rn_log_about(LOG_WARNING, rn_subj_part(t->name, p), "Partition "
+		    "record for %s-%d leaves a gap: skipped", t->name, p);
 		return -EINVAL;
 	}
 	if ((rc = part_decode(rec, &np)) != 0)
@@ -909,8 +913,8 @@ apply_config(struct ctl_state *st, const msgpack_object *rec)
 		    strlen(rname));
 
 		if (t == NULL) {
-			log_warnx("Config record for unknown topic %s: "
-			    "skipped", rname);
+			rn_log_about(LOG_WARNING, rn_subj_topic(rname), "Config "
+			    "record for unknown topic %s: skipped", rname);
 			return -EINVAL;
 		}
 		c = &t->configs;
@@ -967,8 +971,8 @@ apply_broker_change(struct ctl_state *st, const msgpack_object *rec)
 	if (!get_i32(rec, "id", &id))
 		return -EINVAL;
 	if ((b = ctl_state_broker(st, id)) == NULL) {
-		log_warnx("BrokerChange record for unknown broker %d: skipped",
-		    id);
+		rn_log_about(LOG_WARNING, rn_subj_broker(id), "BrokerChange "
+		    "record for unknown broker %d: skipped", id);
 		return -EINVAL;
 	}
 	if ((o = rn_mp_get(rec, "fenced")) != NULL && o->type ==

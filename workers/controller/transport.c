@@ -242,8 +242,8 @@ in_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (ct->closing || id == 0) {
 		ct_close_stream(ct, tcp);
 	} else {
-		log_debug("raft connection from node %llu",
-		    (unsigned long long)id);
+		rn_log_about(LOG_DEBUG, rn_subj_broker((int32_t)id), "raft "
+		    "connection from node %llu", (unsigned long long)id);
 		ct->handles--;
 		tcp->data = NULL;
 		ct->accept_cb(ct->t, id, voter_address(ct->cfg, id, addr,
@@ -345,7 +345,8 @@ out_connected(uv_connect_t *c, int status)
 
 	if (status != 0 || o->ct->closing) {
 		if (status != 0 && status != UV_ECANCELED)
-			log_debug("raft connection to node %llu: %s",
+			rn_log_about(LOG_DEBUG, rn_subj_broker((int32_t)o->id),
+			    "raft connection to node %llu: %s",
 			    (unsigned long long)o->id, uv_strerror(status));
 		out_fail(o, status);
 		return;

@@ -264,8 +264,8 @@ co_unload(struct co *co, int32_t p)
 
 	if (co->part[p].state == CP_NONE)
 		return;
-	log_info("%s-%d: no longer led here: unloading its groups",
-	    RN_OFFSETS_TOPIC, p);
+	rn_log_about(LOG_INFO, rn_subj_part(RN_OFFSETS_TOPIC, p), "%s-%d: no "
+	    "longer led here: unloading its groups", RN_OFFSETS_TOPIC, p);
 	for (pp = &co->writes; (wr = *pp) != NULL;) {
 		if (wr->partition == p) {
 			*pp = wr->next;
@@ -316,7 +316,8 @@ co_follow_image(struct co *co)
 			cp->state = CP_LOADING;
 			cp->leader_epoch = mp->leader_epoch;
 			cp->load_next = -1;
-			log_debug("%s-%d: led here at epoch %d: loading",
+			rn_log_about(LOG_DEBUG, rn_subj_part(RN_OFFSETS_TOPIC,
+			    p), "%s-%d: led here at epoch %d: loading",
 			    RN_OFFSETS_TOPIC, p, mp->leader_epoch);
 		}
 	}

@@ -167,8 +167,8 @@ prepare_rebalance(struct co *co, struct co_group *g, const char *why)
 	} else
 		g->join_deadline = co->now + max_rebalance_ms(g);
 	co_set_state(g, GS_PREPARING);
-	log_info("group %s: preparing to rebalance generation %d (%s)",
-	    g->id, g->generation, why);
+	rn_log_about(LOG_INFO, rn_subj_group(g->id), "group %s: preparing to "
+	    "rebalance generation %d (%s)", g->id, g->generation, why);
 	maybe_complete_join(co, g);
 }
 
@@ -199,8 +199,8 @@ complete_join(struct co *co, struct co_group *g)
 			i++;
 			continue;
 		}
-		log_info("group %s: member %s did not rejoin in time", g->id,
-		    m->id);
+		rn_log_about(LOG_INFO, rn_subj_group(g->id), "group %s: member "
+		    "%s did not rejoin in time", g->id, m->id);
 		member_remove(co, g, m, RN_KERR_UNKNOWN_MEMBER_ID);
 	}
 	g->generation++;
@@ -208,16 +208,16 @@ complete_join(struct co *co, struct co_group *g)
 		co_set_str(&g->protocol, NULL);
 		co_set_state(g, GS_EMPTY);
 		(void)co_group_store(co, g, NULL);
-		log_info("group %s: generation %d is empty", g->id,
-		    g->generation);
+		rn_log_about(LOG_INFO, rn_subj_group(g->id), "group %s: "
+		    "generation %d is empty", g->id, g->generation);
 		return;
 	}
 	proto = co_select_protocol(g);
 	co_set_str(&g->protocol, proto);
 	co_set_state(g, GS_COMPLETING);
-	log_info("group %s: generation %d with %d members, protocol %s, "
-	    "leader %s", g->id, g->generation, g->n_members,
-	    proto ? proto : "-", g->leader);
+	rn_log_about(LOG_INFO, rn_subj_group(g->id), "group %s: generation %d "
+	    "with %d members, protocol %s, leader %s", g->id, g->generation,
+	    g->n_members, proto ? proto : "-", g->leader);
 	for (i = 0; i < g->n_members; i++) {
 		struct co_member *m = g->members[i];
 
@@ -238,7 +238,8 @@ static void
 member_gone(struct co *co, struct co_group *g, struct co_member *m,
     const char *why)
 {
-	log_info("group %s: member %s %s", g->id, m->id, why);
+	rn_log_about(LOG_INFO, rn_subj_group(g->id), "group %s: member %s %s",
+	    g->id, m->id, why);
 	member_remove(co, g, m, RN_KERR_UNKNOWN_MEMBER_ID);
 	if (g->state == GS_STABLE || g->state == GS_COMPLETING) {
 		if (g->n_members == 0) {
@@ -319,8 +320,8 @@ join_static_rejoin(struct co *co, struct co_group *g, struct co_member *old,
 	if (old->sync.active)
 		sync_answer(co, &old->sync, RN_KERR_FENCED_INSTANCE_ID, NULL,
 		    NULL);
-	log_info("group %s: static member %s rejoined as %s", g->id,
-	    old->instance_id, id);
+	rn_log_about(LOG_INFO, rn_subj_group(g->id), "group %s: static member "
+	    "%s rejoined as %s", g->id, old->instance_id, id);
 	free(old->id);
 	old->id = id;
 	if (was_leader)

@@ -183,7 +183,8 @@ delete_one(struct co *co, struct rn_kstr id)
 	if (err != 0)
 		return err == RN_KERR_NOT_COORDINATOR ? err :
 		    RN_KERR_COORDINATOR_NOT_AVAILABLE;
-	log_info("group %s deleted", g->id);
+	rn_log_about(LOG_INFO, rn_subj_group(g->id), "group %s deleted",
+	    g->id);
 	co_group_remove(co, g);
 	return 0;
 }

@@ -139,8 +139,8 @@ co_group_store(struct co *co, struct co_group *g, int64_t *end)
 	rec.timestamp = rn_wallclock_ms();
 	if (kw.err || vw.err || (err = co_log_append(co, g->partition, &rec,
 	    1, end)) != 0)
-		log_warnx("group %s: cannot store its metadata (%s)", g->id,
-		    rn_kerr_name(err));
+		rn_log_about(LOG_WARNING, rn_subj_group(g->id), "group %s: "
+		    "cannot store its metadata (%s)", g->id, rn_kerr_name(err));
 	rn_kwriter_free(&kw);
 	rn_kwriter_free(&vw);
 	free(ms);

@@ -221,8 +221,9 @@ load_batches(struct co *co, int32_t partition, const uint8_t *buf,
 				if (rv.offset >= *next)
 					load_record(co, partition, &rv);
 		} else if (h.attributes & RN_BATCH_ATTR_COMPRESSION_MASK)
-			log_warnx("%s-%d: skipping a compressed batch at %lld",
-			    RN_OFFSETS_TOPIC, partition,
+			rn_log_about(LOG_WARNING, rn_subj_part(RN_OFFSETS_TOPIC,
+			    partition), "%s-%d: skipping a compressed batch "
+			    "at %lld", RN_OFFSETS_TOPIC, partition,
 			    (long long)h.base_offset);
 		*next = rn_batch_last_offset(&h) + 1;
 		off += size;
@@ -263,7 +264,8 @@ co_log_load_step(struct co *co, int32_t partition)
 			rn_log_slice_release(p->log, &sl);
 		cp->state = CP_LOADED;
 		if (cp->load_next > rn_log_start_offset(p->log))
-			log_info("%s-%d: loaded up to offset %lld",
+			rn_log_about(LOG_INFO, rn_subj_part(RN_OFFSETS_TOPIC,
+			    partition), "%s-%d: loaded up to offset %lld",
 			    RN_OFFSETS_TOPIC, partition,
 			    (long long)cp->load_next);
 		return true;
@@ -280,8 +282,9 @@ co_log_load_step(struct co *co, int32_t partition)
 	free(buf);
 	if (k <= 0 || cp->load_next == before) {
 		/* the next turn tries again rather than spin on it here */
-		log_warnx("%s-%d: cannot read at offset %lld", RN_OFFSETS_TOPIC,
-		    partition, (long long)cp->load_next);
+		rn_log_about(LOG_WARNING, rn_subj_part(RN_OFFSETS_TOPIC,
+		    partition), "%s-%d: cannot read at offset %lld",
+		    RN_OFFSETS_TOPIC, partition, (long long)cp->load_next);
 		return true;
 	}
 	return false;

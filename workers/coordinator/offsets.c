@@ -799,7 +799,8 @@ co_offsets_expire(struct co *co)
 			}
 			if (n == g->n_offsets && write_tombstones(co, g, offs,
 			    n, true) == 0) {
-				log_info("group %s: offsets expired; removed",
+				rn_log_about(LOG_INFO, rn_subj_group(g->id),
+				    "group %s: offsets expired; removed",
 				    g->id);
 				co_group_remove(co, g);
 			} else if (n > 0 && write_tombstones(co, g, offs, n,

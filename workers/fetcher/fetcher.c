@@ -117,7 +117,8 @@ leader_close(struct leader *l, const char *why)
 {
 	if (l->fd >= 0) {
 		if (why != NULL)
-			log_info("connection to leader %d closed: %s", l->id, why);
+			rn_log_about(LOG_INFO, rn_subj_broker(l->id),
+			    "connection to leader %d closed: %s", l->id, why);
 		close(l->fd);
 	}
 	l->fd = -1;
@@ -292,8 +293,9 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 	case RN_KERR_OFFSET_OUT_OF_RANGE:
 		/* the leader deleted what we miss: start over there */
 		if (rn_part_restart_at(p, pd->log_start_offset))
-			log_warnx("%s-%d: below the leader's log start %lld: "
-			    "restarted the replica there", fp->t->name,
+			rn_log_about(LOG_WARNING, rn_subj_part(fp->t->name,
+			    fp->mp->p), "%s-%d: below the leader's log start "
+			    "%lld: restarted the replica there", fp->t->name,
 			    fp->mp->p, (long long)pd->log_start_offset);
 		fp->synced_epoch = -1; /* ahead of the leader: check divergence */
 		return;
@@ -305,7 +307,8 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 	case RN_KERR_KAFKA_STORAGE_ERROR: /* its dir failed: it moves */
 		return; /* the next image tells who leads */
 	default:
-		log_warnx("%s-%d: fetch error %s", fp->t->name, fp->mp->p,
+		rn_log_about(LOG_WARNING, rn_subj_part(fp->t->name, fp->mp->p),
+		    "%s-%d: fetch error %s", fp->t->name, fp->mp->p,
 		    rn_kerr_name(pd->error_code));
 		return;
 	}
@@ -325,8 +328,9 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 		if (rc == RN_PART_STALE || p == NULL)
 			return;
 		if (rc != 0 && rc != -EILSEQ) {
-			log_warnx("%s-%d: cannot append fetched records: %s",
-			    fp->t->name, fp->mp->p, strerror(-rc));
+			rn_log_about(LOG_WARNING, rn_subj_part(fp->t->name,
+			    fp->mp->p), "%s-%d: cannot append fetched records: "
+			    "%s", fp->t->name, fp->mp->p, strerror(-rc));
 			return;
 		}
 	}
@@ -409,8 +413,8 @@ handle_fetch_response(struct fetcher *f, struct leader *l,
 		return;
 	}
 	if (resp.error_code != RN_KERR_NONE)
-		log_warnx("fetch from leader %d: %s", l->id,
-		    rn_kerr_name(resp.error_code));
+		rn_log_about(LOG_WARNING, rn_subj_broker(l->id), "fetch from "
+		    "leader %d: %s", l->id, rn_kerr_name(resp.error_code));
 	for (i = 0; i < resp.responses_count; i++) {
 		const struct rn_FetchResponse_FetchableTopicResponse *tr =
 		    &resp.responses[i];
@@ -442,9 +446,10 @@ epoch_apply(struct fetcher *f, struct fpart *fp,
 	if (our_end >= 0 && our_end < cut)
 		cut = our_end;
 	if (e->end_offset >= 0 && rn_part_truncate(fp->p, cut, &from))
-		log_warnx("%s-%d: truncated from %lld to %lld after leader "
-		    "epoch %d", fp->t->name, fp->mp->p, (long long)from,
-		    (long long)cut, fp->mp->leader_epoch);
+		rn_log_about(LOG_WARNING, rn_subj_part(fp->t->name, fp->mp->p),
+		    "%s-%d: truncated from %lld to %lld after leader epoch %d",
+		    fp->t->name, fp->mp->p, (long long)from, (long long)cut,
+		    fp->mp->leader_epoch);
 	fp->synced_epoch = fp->mp->leader_epoch;
 }
 

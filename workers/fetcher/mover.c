@@ -217,7 +217,8 @@ start(struct rn_mover *m, struct rn_part_table *parts,
 	memcpy(m->id, t->id, 16);
 	m->started_ms = rn_now_ms();
 	m->caught_ms = 0;
-	log_info("%s-%d: copying to %s", t->name, mp->p, path);
+	rn_log_about(LOG_INFO, rn_subj_part(t->name, mp->p), "%s-%d: copying "
+	    "to %s", t->name, mp->p, path);
 	return true;
 }
 
@@ -226,8 +227,9 @@ done(struct rn_mover *m, const struct rn_mdv_topic *t)
 {
 	int64_t ms = rn_now_ms() - m->started_ms;
 
-	log_info("%s-%d: moved to %s in %lld ms (%lld bytes copied, %.1f "
-	    "MB/s; caught up after %lld ms)", t->name, m->partition,
+	rn_log_about(LOG_INFO, rn_subj_part(t->name, m->partition), "%s-%d: "
+	    "moved to %s in %lld ms (%lld bytes copied, %.1f MB/s; caught up "
+	    "after %lld ms)", t->name, m->partition,
 	    m->w->env->cfg->log_dirs[m->dest], (long long)ms,
 	    (long long)m->lc.copied, ms > 0 ? (double)m->lc.copied / 1e3 /
 	    (double)ms : 0.0, (long long)(m->caught_ms - m->started_ms));
@@ -286,8 +288,9 @@ step(struct rn_mover *m, struct rn_part_table *parts,
 		 * the swap (ReplicaAlterLogDirsThread) */
 		m->asked = rn_part_move_caught_up(p, m->seq);
 		if (m->asked)
-			log_info("%s-%d: the copy caught up: asking for %s to be "
-			    "recorded", t->name, m->partition,
+			rn_log_about(LOG_INFO, rn_subj_part(t->name,
+			    m->partition), "%s-%d: the copy caught up: asking "
+			    "for %s to be recorded", t->name, m->partition,
 			    m->w->env->cfg->log_dirs[m->dest]);
 	}
 	if (!m->asked || mp->dir != m->dest)

@@ -178,8 +178,8 @@ offsets_topic_create(struct net *n)
 	rn_mp_pack_str(&pk, seg);
 	if (rn_worker_send_ctl(n->w, RN_IPC_AUTO_CREATE, sb.data,
 	    (uint32_t)sb.size) != 0)
-		log_warnx("cannot ask the controller to create %s",
-		    RN_OFFSETS_TOPIC);
+		rn_log_about(LOG_WARNING, rn_subj_topic(RN_OFFSETS_TOPIC),
+		    "cannot ask the controller to create %s", RN_OFFSETS_TOPIC);
 	msgpack_sbuffer_destroy(&sb);
 }
 

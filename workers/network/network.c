@@ -226,8 +226,9 @@ net_retention_step(struct net *n, int64_t deadline)
 			continue;
 		deleted = rn_part_retention(p, rn_wallclock_ms());
 		if (deleted > 0)
-			log_info("%s-%d: retention deleted %d segments",
-			    t->name, mp->p, deleted);
+			rn_log_about(LOG_INFO, rn_subj_part(t->name, mp->p),
+			    "%s-%d: retention deleted %d segments", t->name,
+			    mp->p, deleted);
 		if (rn_now_ms() >= deadline)
 			return true;
 	}
@@ -363,8 +364,8 @@ net_start_serving(struct net *n)
 		return;
 	}
 	n->serving = true;
-	log_info("serving clients: this broker's registration is in the "
-	    "metadata image");
+	rn_log_about(LOG_INFO, rn_subj_broker(n->cfg->node_id), "serving "
+	    "clients: this broker's registration is in the metadata image");
 }
 
 /* How long the next wait may last: deadlines, accept pause, the ring. */

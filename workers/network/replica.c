@@ -72,7 +72,8 @@ net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
 	for (i = 0; i < mp->n_isr; i++)
 		isr[i] = mp->isr[i];
 	isr[i++] = replica;
-	log_info("%s-%d: replica %d caught up: asking to add it to the ISR",
+	rn_log_about(LOG_INFO, rn_subj_replica(t->name, mp->p, replica),
+	    "%s-%d: replica %d caught up: asking to add it to the ISR",
 	    t->name, mp->p, replica);
 	isr_change_send(n, t, mp, p, isr, i, now);
 }
@@ -113,9 +114,11 @@ net_isr_housekeeping(struct net *n, int64_t now_ms)
 				    (caught_up = rn_part_follower_caught_up_ms(p,
 				    mp->isr[k])) >= 0 &&
 				    now - caught_up > n->cfg->replica_lag_time_max_ms) {
-					log_info("%s-%d: replica %d has not caught "
-					    "up for %lld ms: asking to remove it "
-					    "from the ISR", t->name, mp->p,
+					rn_log_about(LOG_INFO, rn_subj_replica(
+					    t->name, mp->p, mp->isr[k]), "%s-%d: "
+					    "replica %d has not caught up for "
+					    "%lld ms: asking to remove it from "
+					    "the ISR", t->name, mp->p,
 					    mp->isr[k], (long long)(now - caught_up));
 					continue;
 				}

@@ -139,6 +139,7 @@ unopened_on_disk(const struct rn_part_table *t, const struct rn_mdv_topic *tp,
 static int
 shutdown_one(struct rn_part_table *t, struct rn_part *p)
 {
+	char topic[RN_TOPIC_MAX + 1];
 	int rc;
 
 	if ((rc = rn_part_lock(p)) == 0) {
@@ -151,7 +152,8 @@ shutdown_one(struct rn_part_table *t, struct rn_part *p)
 		rn_part_unlock(p);
 	}
 	if (rc != 0)
-		log_warnx("%s: cannot flush it at the stop: %s",
+		rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log),
+		    topic), "%s: cannot flush it at the stop: %s",
 		    rn_log_dir(p->log), strerror(-rc));
 	rn_part_handle_close(t, p);
 	return rc;

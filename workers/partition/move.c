@@ -170,15 +170,17 @@ static int
 finish_swap(const struct rn_config *cfg, const char *name, const char *fut,
     int dest)
 {
-	char from[4400], to[4400];
+	char from[4400], to[4400], topic[RN_TOPIC_MAX + 1];
+	struct rn_log_subject s = rn_logdir_subject(name, topic);
 	int d, rc;
 
 	for (d = 0; d < cfg->n_log_dirs; d++)
 		if ((d != dest || is_dir(cfg->log_dirs[dest], fut)) &&
 		    is_dir(cfg->log_dirs[d], name)) {
-			log_info("%s/%s: the move to %s was cut short after its "
-			    "copy was whole: this copy goes",
-			    cfg->log_dirs[d], name, cfg->log_dirs[dest]);
+			rn_log_about(LOG_INFO, s, "%s/%s: the move to %s was "
+			    "cut short after its copy was whole: this copy "
+			    "goes", cfg->log_dirs[d], name,
+			    cfg->log_dirs[dest]);
 			(void)rn_logdir_retire(cfg->log_dirs[d], name, to,
 			    sizeof(to));
 		}
@@ -187,14 +189,15 @@ finish_swap(const struct rn_config *cfg, const char *name, const char *fut,
 		snprintf(to, sizeof(to), "%s/%s", cfg->log_dirs[dest], name);
 		if (rename(from, to) != 0) {
 			rc = -errno;
-			log_warn("finishing a move: renaming %s", from);
+			rn_log_about(LOG_WARNING, s, "finishing a move: "
+			    "renaming %s: %s", from, strerror(-rc));
 			return rc;
 		}
 		(void)sync_dir(cfg->log_dirs[dest]);
 	}
 	drop_marker(cfg->log_dirs[dest], name);
-	log_info("%s/%s: the move cut short by a crash is finished",
-	    cfg->log_dirs[dest], name);
+	rn_log_about(LOG_INFO, s, "%s/%s: the move cut short by a crash is "
+	    "finished", cfg->log_dirs[dest], name);
 	remove_retired_copies(cfg, name);
 	return 0;
 }
@@ -256,7 +259,8 @@ rn_part_move_claim(const struct rn_config *cfg, const struct rn_shm *shm,
 		 * the old copy's -delete tree */
 		drop_marker(cfg->log_dirs[actual], rt->move.name);
 		remove_retired_copies(cfg, rt->move.name);
-		log_info("%s/%s: the move cut short by a crash is finished",
+		rn_log_about(LOG_INFO, rn_subj_part(topic, partition), "%s/%s: "
+		    "the move cut short by a crash is finished",
 		    cfg->log_dirs[actual], rt->move.name);
 	}
 	if (fut_d == actual) {
@@ -265,15 +269,17 @@ rn_part_move_claim(const struct rn_config *cfg, const struct rn_shm *shm,
 	}
 	atomic_store(&rt->cur_dir, actual);
 	if (fut_d >= 0) {
-		log_info("%s/%s: a move cut short before its copy was whole: "
-		    "the copy starts over", cfg->log_dirs[fut_d], fut);
+		rn_log_about(LOG_INFO, rn_subj_part(topic, partition), "%s/%s: "
+		    "a move cut short before its copy was whole: the copy "
+		    "starts over", cfg->log_dirs[fut_d], fut);
 		atomic_store(&rt->move.dest, fut_d);
 		atomic_store(&rt->move.state, RN_MOVE_COPYING);
 	}
 	if (actual != image_dir && fut_d != image_dir) {
-		log_info("%s/%s: the log is here, not in %s where the metadata "
-		    "has it: reporting its dir", cfg->log_dirs[actual],
-		    rt->move.name, cfg->log_dirs[image_dir]);
+		rn_log_about(LOG_INFO, rn_subj_part(topic, partition), "%s/%s: "
+		    "the log is here, not in %s where the metadata has it: "
+		    "reporting its dir", cfg->log_dirs[actual], rt->move.name,
+		    cfg->log_dirs[image_dir]);
 		want_dir(shm, rt, actual);
 	}
 	return actual;
@@ -283,7 +289,7 @@ int
 rn_part_move_repair(const struct rn_config *cfg, struct rn_part_rt *rt,
     const uint8_t id[16])
 {
-	char fut[RN_PART_DIRNAME_MAX + 64];
+	char fut[RN_PART_DIRNAME_MAX + 64], topic[RN_TOPIC_MAX + 1];
 	int dest = atomic_load(&rt->move.dest);
 	int cur = atomic_load(&rt->cur_dir);
 
@@ -294,14 +300,16 @@ rn_part_move_repair(const struct rn_config *cfg, struct rn_part_rt *rt,
 	if (!has_marker(cfg->log_dirs[dest], fut) &&
 	    !has_marker(cfg->log_dirs[dest], rt->move.name)) {
 		/* died before the copy was whole: it starts over */
-		log_warnx("%s/%s: the worker swapping it in died before its "
+		rn_log_about(LOG_WARNING, rn_logdir_subject(rt->move.name,
+		    topic), "%s/%s: the worker swapping it in died before its "
 		    "copy was whole: the copy starts over",
 		    cfg->log_dirs[dest], fut);
 		atomic_store(&rt->move.state, RN_MOVE_COPYING);
 		atomic_fetch_add(&rt->move.seq, 1);
 		return 0;
 	}
-	log_warnx("%s/%s: the worker swapping it in died: finishing the swap",
+	rn_log_about(LOG_WARNING, rn_logdir_subject(rt->move.name, topic),
+	    "%s/%s: the worker swapping it in died: finishing the swap",
 	    cfg->log_dirs[dest], fut);
 	if (finish_swap(cfg, rt->move.name, fut, dest) != 0)
 		return 0;
@@ -368,7 +376,7 @@ rn_part_slot_move(const struct rn_shm *shm, int32_t slot, const uint8_t id[16],
 static void
 retire_future(struct rn_part *p, int d, char *to, size_t tolen)
 {
-	char fut[RN_PART_DIRNAME_MAX + 64];
+	char fut[RN_PART_DIRNAME_MAX + 64], topic[RN_TOPIC_MAX + 1];
 	int rc;
 
 	to[0] = '\0';
@@ -378,8 +386,9 @@ retire_future(struct rn_part *p, int d, char *to, size_t tolen)
 	if ((rc = rn_logdir_retire(p->cfg->log_dirs[d], fut, to, tolen)) != 0) {
 		to[0] = '\0';
 		if (rc != -ENOENT)
-			log_warnx("%s/%s: cannot remove it: %s",
-			    p->cfg->log_dirs[d], fut, strerror(-rc));
+			rn_log_about(LOG_WARNING, rn_logdir_subject(
+			    p->rt->move.name, topic), "%s/%s: cannot remove "
+			    "it: %s", p->cfg->log_dirs[d], fut, strerror(-rc));
 	}
 }
 
@@ -397,6 +406,8 @@ rn_part_move_request(struct rn_part *p, int32_t dest)
 {
 	struct rn_part_rt *rt = p->rt;
 	char fut[RN_PART_DIRNAME_MAX + 64], path[4400], old_to[4400];
+	char topic[RN_TOPIC_MAX + 1];
+	struct rn_log_subject s = rn_logdir_subject(rt->move.name, topic);
 	int32_t cur, old;
 	int rc;
 
@@ -422,8 +433,8 @@ rn_part_move_request(struct rn_part *p, int32_t dest)
 			old_to[0] = '\0';
 		move_clear(rt);
 		want_dir(p->shm, rt, cur);
-		log_info("%s: the move to %s is cancelled", rt->move.name,
-		    p->cfg->log_dirs[old]);
+		rn_log_about(LOG_INFO, s, "%s: the move to %s is cancelled",
+		    rt->move.name, p->cfg->log_dirs[old]);
 	}
 	if (dest == cur) {
 		rn_part_unlock(p);
@@ -440,7 +451,8 @@ rn_part_move_request(struct rn_part *p, int32_t dest)
 		    "making a future replica's directory");
 		rn_part_unlock(p);
 		remove_retired(old_to);
-		log_warnx("%s: cannot make it: %s", path, strerror(-rc));
+		rn_log_about(LOG_WARNING, s, "%s: cannot make it: %s", path,
+		    strerror(-rc));
 		return RN_KERR_KAFKA_STORAGE_ERROR;
 	}
 	atomic_store(&rt->move.future_size, 0);
@@ -450,7 +462,7 @@ rn_part_move_request(struct rn_part *p, int32_t dest)
 	atomic_fetch_add(&rt->move.seq, 1);
 	rn_part_unlock(p);
 	remove_retired(old_to);
-	log_info("%s: moving from %s to %s", rt->move.name,
+	rn_log_about(LOG_INFO, s, "%s: moving from %s to %s", rt->move.name,
 	    p->cfg->log_dirs[cur], p->cfg->log_dirs[dest]);
 	return RN_KERR_NONE;
 }
@@ -533,6 +545,7 @@ rn_part_move_swap(struct rn_part *p, uint32_t seq, struct rn_logcopy *lc)
 	struct rn_part_rt *rt = p->rt;
 	const struct rn_config *cfg = p->cfg;
 	char fut[RN_PART_DIRNAME_MAX + 64], from[4400], to[4400], gone[4400];
+	char topic[RN_TOPIC_MAX + 1];
 	int32_t dest, cur;
 	int rc, fd;
 
@@ -583,7 +596,8 @@ rn_part_move_swap(struct rn_part *p, uint32_t seq, struct rn_logcopy *lc)
 	snprintf(to, sizeof(to), "%s/%s", cfg->log_dirs[dest], rt->move.name);
 	if (rename(from, to) != 0 || sync_dir(cfg->log_dirs[dest]) != 0) {
 		rc = -errno;
-		log_warn("swapping in %s", from);
+		rn_log_about(LOG_WARNING, rn_logdir_subject(rt->move.name,
+		    topic), "swapping in %s: %s", from, strerror(-rc));
 		/* the marked copy wins at the next start */
 		(void)rn_dirfail_check(p->shm, dest, cfg->log_dirs[dest], rc,
 		    "renaming a future replica");
@@ -599,7 +613,8 @@ rn_part_move_swap(struct rn_part *p, uint32_t seq, struct rn_logcopy *lc)
 	move_clear(rt);
 	atomic_fetch_add(&rt->incarnation, 1);
 	rn_part_unlock(p);
-	log_info("%s: moved from %s to %s", rt->move.name, cfg->log_dirs[cur],
+	rn_log_about(LOG_INFO, rn_logdir_subject(rt->move.name, topic), "%s: "
+	    "moved from %s to %s", rt->move.name, cfg->log_dirs[cur],
 	    cfg->log_dirs[dest]);
 	/* S5 */
 	remove_retired(gone);
@@ -618,7 +633,7 @@ void
 rn_part_move_abandon(struct rn_part *p, uint32_t seq, const char *why)
 {
 	struct rn_part_rt *rt = p->rt;
-	char to[4400];
+	char to[4400], topic[RN_TOPIC_MAX + 1];
 	int32_t dest;
 
 	to[0] = '\0';
@@ -633,7 +648,8 @@ rn_part_move_abandon(struct rn_part *p, uint32_t seq, const char *why)
 	move_clear(rt);
 	want_dir(p->shm, rt, rn_part_dir(p));
 	rn_part_unlock(p);
-	log_warnx("%s: the move to %s is abandoned: %s", rt->move.name,
+	rn_log_about(LOG_WARNING, rn_logdir_subject(rt->move.name, topic),
+	    "%s: the move to %s is abandoned: %s", rt->move.name,
 	    p->cfg->log_dirs[dest], why);
 	remove_retired(to);
 }

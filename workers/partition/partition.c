@@ -81,11 +81,16 @@ part_repair(void *arg)
 		return;
 	}
 	if (p->incarnation == atomic_load(&rt->incarnation) && p->log != NULL) {
-		log_warnx("a partition lock holder died: repairing its log");
+		char topic[RN_TOPIC_MAX + 1];
+		struct rn_log_subject s = rn_logdir_subject(rn_log_dir(p->log),
+		    topic);
+
+		rn_log_about(LOG_WARNING, s, "a partition lock holder died: "
+		    "repairing its log");
 		if ((rc = rn_log_repair(p->log)) == 0)
 			return;
-		log_warnx("log repair failed (%s): the next open recovers it",
-		    strerror(-rc));
+		rn_log_about(LOG_WARNING, s, "log repair failed (%s): the next "
+		    "open recovers it", strerror(-rc));
 	}
 	atomic_store(&rt->log.magic, 0);
 	atomic_fetch_add(&rt->incarnation, 1);
@@ -257,9 +262,9 @@ part_log_recovered(struct rn_part *p, const char *topic, int32_t partition)
 		    (long long)st.recovery_point);
 	/* a new or empty log says it only when asked: 100,000 of them
 	 * would fill the journal */
-	rn_log(st.segments > 1 || st.scanned_bytes > 0 || pl.batches > 0 ||
-	    pl.snapshot >= 0 ? LOG_INFO : LOG_DEBUG,
-	    "%s-%d: log recovered in %lld ms (%s): scanned %d of %d "
+	rn_log_about(st.segments > 1 || st.scanned_bytes > 0 ||
+	    pl.batches > 0 || pl.snapshot >= 0 ? LOG_INFO : LOG_DEBUG,
+	    rn_subj_part(topic, partition), "%s-%d: log recovered in %lld ms (%s): scanned %d of %d "
 	    "segments, %lld bytes, from offset %lld; producers: snapshot %lld, "
 	    "%d batches replayed from offset %lld in %lld ms", topic, partition,
 	    (long long)st.ms, from, st.scanned, st.segments,
@@ -312,19 +317,20 @@ part_check_dir(const char *root, const struct rn_mdv_topic *topic, int32_t p)
 	if (rc == -ENOENT)
 		return 1; /* new, or written before topic ids were kept */
 	if (rc < 0) {
-		log_warnx("%s/%s: %s", path, RN_PARTITION_METADATA,
-		    strerror(-rc));
+		rn_log_about(LOG_WARNING, rn_subj_part(topic->name, p),
+		    "%s/%s: %s", path, RN_PARTITION_METADATA, strerror(-rc));
 		return rc;
 	}
 	if (memcmp(id, topic->id, 16) == 0)
 		return 0;
 	rn_uuid_to_base64url(id, have);
 	rn_uuid_to_base64url(topic->id, want);
-	log_warnx("%s: stray partition directory of topic id %s (the "
-	    "metadata log has %s for %s): removing it", path, have, want,
-	    topic->name);
+	rn_log_about(LOG_WARNING, rn_subj_part(topic->name, p), "%s: stray "
+	    "partition directory of topic id %s (the metadata log has %s for "
+	    "%s): removing it", path, have, want, topic->name);
 	if ((rc = rn_logdir_discard(root, name)) != 0 && rc != -ENOENT) {
-		log_warnx("%s: cannot remove it: %s", path, strerror(-rc));
+		rn_log_about(LOG_WARNING, rn_subj_part(topic->name, p),
+		    "%s: cannot remove it: %s", path, strerror(-rc));
 		return rc;
 	}
 	return 1;
@@ -409,8 +415,9 @@ part_load(struct rn_part_table *t, const struct rn_mdv_topic *topic,
 	if (rc == 0 && write_md == 1 &&
 	    (rc = rn_partition_metadata_write(path, topic->id,
 	    !atomic_load(&rt->log.dir_unsynced))) != 0)
-		log_warnx("%s: cannot write %s: %s", path,
-		    RN_PARTITION_METADATA, strerror(-rc));
+		rn_log_about(LOG_WARNING, rn_subj_part(topic->name, mp->p),
+		    "%s: cannot write %s: %s", path, RN_PARTITION_METADATA,
+		    strerror(-rc));
 	if (rc == 0 && died == 1)
 		rc = rn_log_repair(p->log);
 	/* the size in the slot is kept by every change after recovery: a
@@ -486,7 +493,8 @@ part_open(struct rn_part_table *t, const struct rn_mdview *v,
 	rc = part_load(t, topic, mp, p, dir, path, &lcfg, fresh, died);
 	rn_rlock_unlock(&rt->lock);
 	if (rc != 0) {
-		log_warnx("cannot open log %s: %s", path, strerror(-rc));
+		rn_log_about(LOG_WARNING, rn_subj_part(topic->name, mp->p),
+		    "cannot open log %s: %s", path, strerror(-rc));
 		if (p->log != NULL) {
 			rn_log_close(p->log);
 			p->log = NULL;

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "storage/logdir.h"
 #include "storage/prodsnap.h"
 #define RN_PARTITION_INTERNAL
 #include "workers/partition/part_int.h"
@@ -75,9 +76,11 @@ rn_part_snapshot_producers(struct rn_part *p, int64_t offset, int durable)
 	struct rn_prodsnap_entry e[RN_IDEM_PRODUCERS];
 	size_t n = table_entries(&p->rt->idem, offset, e);
 	int rc = rn_prodsnap_write(rn_log_dirfd(p->log), offset, e, n, durable);
+	char topic[RN_TOPIC_MAX + 1];
 
 	if (rc != 0)
-		log_warnx("%s: cannot write the producer snapshot at offset "
+		rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log),
+		    topic), "%s: cannot write the producer snapshot at offset "
 		    "%lld: %s", rn_log_dir(p->log), (long long)offset,
 		    strerror(-rc));
 	return rc;
@@ -132,6 +135,7 @@ load_newest_snapshot(struct rn_part *p, int64_t lso, int64_t leo)
 {
 	int64_t offs[SNAP_LIST_CAP];
 	int dirfd = rn_log_dirfd(p->log), n, i, rc;
+	char topic[RN_TOPIC_MAX + 1];
 
 	if ((n = rn_prodsnap_list(dirfd, offs, SNAP_LIST_CAP)) < 0)
 		return -1;
@@ -146,7 +150,8 @@ load_newest_snapshot(struct rn_part *p, int64_t lso, int64_t leo)
 		if ((rc = rn_prodsnap_read(dirfd, offs[i], load_entry,
 		    &p->rt->idem)) == 0)
 			return offs[i];
-		log_warnx("%s/%020lld%s: %s: producer snapshot skipped and "
+		rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log),
+		    topic), "%s/%020lld%s: %s: producer snapshot skipped and "
 		    "removed; trying an older one", rn_log_dir(p->log),
 		    (long long)offs[i], RN_PRODSNAP_SUFFIX,
 		    rc == -EBADMSG ? "corrupt" : strerror(-rc));
@@ -163,6 +168,7 @@ rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out)
 	int64_t abase = atomic_load(&p->rt->log.active_base_offset);
 	int64_t t0 = rn_now_ms(), snap;
 	struct replay r = { &p->rt->idem, 0, leo, rn_wallclock_ms(), 0 };
+	char topic[RN_TOPIC_MAX + 1];
 	int rc;
 
 	/* snapshots past the log end describe data it no longer has */
@@ -180,7 +186,8 @@ rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out)
 	}
 	rc = rn_log_scan_headers(p->log, r.from, replay_batch, &r);
 	if (rc < 0)
-		log_warnx("%s: replaying producers from offset %lld: %s",
+		rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log),
+		    topic), "%s: replaying producers from offset %lld: %s",
 		    rn_log_dir(p->log), (long long)r.from, strerror(-rc));
 	out->snapshot = snap;
 	out->from = r.from;
@@ -193,8 +200,10 @@ rn_part_snapshots_prune(struct rn_part *p, int64_t below, int64_t above)
 {
 	int rc = rn_prodsnap_prune(rn_log_dirfd(p->log), below, above,
 	    RN_PART_SNAPSHOTS_KEPT);
+	char topic[RN_TOPIC_MAX + 1];
 
 	if (rc < 0)
-		log_warnx("%s: cannot remove old producer snapshots: %s",
+		rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log),
+		    topic), "%s: cannot remove old producer snapshots: %s",
 		    rn_log_dir(p->log), strerror(-rc));
 }
