@@ -4,8 +4,13 @@ with log.flush.interval.messages=1 loses nothing acknowledged; with Kafka's defa
 (no sync but on roll and shutdown) it loses at most the unsynced tail and
 comes back consistent: contiguous offsets, every record's CRC good, the
 high watermark not past the log. One node of three cut loses nothing
-acknowledged: replication covers it."""
+acknowledged: replication covers it. Then the active controller's node (a
+Raft voter) is power-cut: the two other voters elect a controller and
+commit a topic creation without it, nothing acknowledged is lost, and it
+comes back with its metadata log cut to what it synced, catches up and
+serves the topic made while it was down."""
 import os
+import time
 
 import history
 import powercut
@@ -33,6 +38,23 @@ def produce(bootstrap, topic, n):
         p.poll(0)
     p.flush(30)
     return acked, errs
+
+
+def active_controller(bootstrap):
+    try:
+        return AdminClient({"bootstrap.servers": bootstrap}).list_topics(
+            timeout=3).controller_id
+    except Exception:
+        return -1
+
+
+def has_topic(bootstrap, topic):
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(
+            topic, timeout=3)
+        return topic in md.topics and md.topics[topic].error is None
+    except Exception:
+        return False
 
 
 def watermarks(bootstrap, topic):
@@ -146,6 +168,62 @@ with TempDir() as tmp:
               "reordered", "unexpected"):
         t.eq(len(res[k]), 0, "the leader of cut-0 (node %d) power-cut: %s 0"
              % (victim.node_id, k))
+
+    # the active controller's node loses power: a voter of the quorum
+    ctl = wait_for(lambda: active_controller(cl.bootstrap)
+                   if active_controller(cl.bootstrap) > 0 else None, 30)
+    if not t.ok(ctl, "node %s is the active controller" % ctl):
+        t.done()
+    voter, vshadow = cl.node(ctl), shadows[ctl]
+
+    def created(name, parts, rf):
+        # a new client each time: one that knew the old controller waits
+        # out its request timeout on the dead connection
+        a = AdminClient({"bootstrap.servers": cl.bootstrap})
+        try:
+            a.create_topics([NewTopic(name, parts, rf)])[name].result(15)
+            return True
+        except Exception as e:
+            return "already exists" in str(e)
+    # the node cut before registers again once its logs are recovered
+    t.ok(wait_for(lambda: created("cutctl", 3, 3), 60) and
+         wait_for(lambda: history.fully_replicated(cl.bootstrap, "cutctl",
+                                                   3, 3), 30),
+         "topic cutctl: 3 partitions, RF 3")
+    seen = {}
+
+    def cut_voter():
+        voter.kill()
+        cut = powercut.cut(voter.logdir, vshadow)
+        t.diag("node %d (active controller) power cut: %d entries dropped, "
+               "%s bytes reverted" % (ctl, len(cut.get("entries dropped", [])),
+                                      cut.get("bytes reverted")))
+        seen["controller"] = wait_for(
+            lambda: (lambda c: c if c > 0 and c != ctl else None)(
+                active_controller(cl.bootstrap)), 30)
+        t0 = time.monotonic()
+        seen["created"] = wait_for(lambda: created("during", 1, 2), 60)
+        seen["create_s"] = time.monotonic() - t0
+
+    def voter_back():
+        powercut.baseline(voter.logdir, vshadow)
+        voter.start(env=powercut.env(voter.logdir, vshadow))
+
+    res = history.run(t, cl, "cutctl", 3, inject=cut_voter, heal=voter_back,
+                      hold=3.0)
+    t.ok(seen.get("controller"), "with node %d cut, node %s became the active "
+         "controller" % (ctl, seen.get("controller")))
+    t.ok(seen.get("created"), "the two other voters committed a topic "
+         "creation without it (%.1f s)" % seen.get("create_s", -1))
+    for k in ("lost", "duplicated", "inconsistent", "misplaced",
+              "reordered", "unexpected"):
+        t.eq(len(res[k]), 0, "the active controller (node %d) power-cut: %s 0"
+             % (ctl, k))
+    t.ok(wait_for(lambda: has_topic(voter.bootstrap, "during"), 60),
+         "node %d came back, caught up with the metadata log and serves the "
+         "topic created while it was down" % ctl)
+    t.ok(wait_for(lambda: active_controller(cl.bootstrap) > 0, 30),
+         "a controller is active at the end")
     t.eq(cl.crashes(), [], "no worker crashed")
     cl.kill()
 
