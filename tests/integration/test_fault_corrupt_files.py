@@ -1,6 +1,7 @@
 """Corrupt files on a stopped node: garbage in an offset index, a time
-index, the leader-epoch and the checkpoint files, then a bit flipped in
-the middle of a segment. Each time the node comes back, never serves a
+index, the leader-epoch and the checkpoint files, the newest producer
+snapshot (the idempotent producer goes on without a sequence error or a
+duplicate), then a bit flipped in the middle of a segment. Each time the node comes back, never serves a
 record whose CRC fails (librdkafka checks every CRC), serves contiguous
 offsets, and says in its log what it threw away; a broken
 meta.properties stops the node with a message naming the file instead
@@ -24,6 +25,7 @@ def produce(n):
         if err is None:
             acked[m.offset()] = m.value()
     p = Producer({"bootstrap.servers": n.bootstrap, "acks": "all",
+                  "enable.idempotence": True,
                   "batch.size": 16384, "linger.ms": 2})
     for i in range(N):
         p.produce("c", value=b"%06d" % i * 20, partition=0, on_delivery=report)
@@ -105,6 +107,43 @@ with TempDir() as tmp:
     garble(hwfile, 0, 16)
     restart_and_check(n, acked, "garbage high-watermark checkpoint")
 
+    # the newest producer snapshot, written at the clean stop: an older
+    # one and a replay of the batch headers after it give the producer
+    # back, so one idempotent producer goes on across the restart
+    n.start()
+    t.ok(n.wait_running(20) is not None, "node runs")
+    errs = []
+    keep = Producer({"bootstrap.servers": n.bootstrap, "acks": "all",
+                     "enable.idempotence": True, "linger.ms": 2})
+
+    def send(tag, k):
+        for i in range(k):
+            keep.produce("c", value=b"%s%03d" % (tag, i), partition=0,
+                         on_delivery=lambda e, m: errs.append(e) if e else None)
+        keep.flush(60)
+    send(b"before", 10)
+    n.stop()
+    snaps = sorted(f for f in os.listdir(pdir) if f.endswith(".snapshot"))
+    t.ok(len(snaps) >= 2, "producer snapshots at the rolls and the stop (%d)"
+         % len(snaps))
+    garble(os.path.join(pdir, snaps[-1]), 0, 32)
+    n.start()
+    t.ok(n.wait_running(20) is not None, "garbage producer snapshot: node runs")
+    send(b"after", 100)
+    t.eq(errs, [], "the idempotent producer goes on across it: no sequence "
+         "error")
+    hi, got, errors = read_all(n)
+    t.eq(errors, [], "garbage producer snapshot: no read error, no bad CRC")
+    t.ok(hi == N + 110 and sorted(got) == list(range(hi)) and
+         sorted(v for v in got.values() if v.startswith(b"after")) ==
+         [b"after%03d" % i for i in range(100)],
+         "each of its 110 records is there once, offsets without a hole "
+         "(%s records)" % hi)
+    t.ok("trying an older one" in n.logtext(),
+         "the log says the snapshot was set aside")
+    n.stop()
+    acked.update({o: v for o, v in got.items() if o >= N})
+
     # a flipped bit in the middle of the second segment: what follows the
     # bad batch cannot be trusted and is dropped, with a log line. As in
     # Kafka, a segment below the checkpointed recovery point is trusted
@@ -121,8 +160,8 @@ with TempDir() as tmp:
     t.ok(n.wait_running(20) is not None, "flipped bit: node runs")
     n.kill()
     hi = restart_and_check(n, acked, "flipped bit", want_all=False)
-    t.ok(0 < hi < N, "flipped bit: the log ends before the bad batch "
-         "(%d of %d records kept)" % (hi, N))
+    t.ok(0 < hi < len(acked), "flipped bit: the log ends before the bad "
+         "batch (%d of %d records kept)" % (hi, len(acked)))
     t.ok("invalid data from byte" in n.logtext() and segs[1] in n.logtext(),
          "flipped bit: the log names the segment and where it was cut")
 
