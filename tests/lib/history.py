@@ -102,6 +102,39 @@ class Tail(threading.Thread):
         self.c.close()
 
 
+class GroupTail(Tail):
+    """Reads the topic as a member of a consumer group (subscribe, offsets
+    committed after each record), so a fault that moves the group
+    coordinator or a partition's leader shows as a rebalance and a resume
+    from the committed offsets: the group may read a record twice, never
+    two values at one offset, and must read every acknowledged one."""
+
+    def __init__(self, bootstrap, topic, group):
+        threading.Thread.__init__(self, daemon=True)
+        self.seen = {}
+        self.clashes = []
+        self.stop_flag = threading.Event()
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                           "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest",
+                           "session.timeout.ms": 10000})
+        self.c.subscribe([topic])
+
+    def run(self):
+        while not self.stop_flag.is_set():
+            m = self.c.poll(0.2)
+            if m is None or m.error():
+                continue
+            key, v = (m.partition(), m.offset()), m.value().decode()
+            old = self.seen.setdefault(key, v)
+            if old != v:
+                self.clashes.append((key, old, v))
+            try:
+                self.c.commit(message=m, asynchronous=True)
+            except Exception:
+                pass  # a rebalance under way: the next record commits
+
+
 def final_read(bootstrap, topic, partitions, timeout=60):
     """{(partition, offset): value} of the whole log, read after healing."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "final",
@@ -132,10 +165,12 @@ def final_read(bootstrap, topic, partitions, timeout=60):
     return got, ends
 
 
-def check(writers, tail, final, idempotent=True, prefix=""):
+def check(writers, tail, final, idempotent=True, prefix="", group=None):
     """Counts and examples of each anomaly; 'ok' when none that counts.
     Values of earlier runs on the same topic (another prefix) are only
-    compared offset by offset."""
+    compared offset by offset. With a GroupTail, what it read counts for
+    inconsistency too, and an acknowledged record it never read is
+    group_missed."""
     sent = {v: w for w in writers for v in w.sent}
     acked = {v: po for w in writers for v, po in w.acked.items()}
     where = {}
@@ -148,6 +183,12 @@ def check(writers, tail, final, idempotent=True, prefix=""):
         v for v in final.values() if not _VALUE.match(v))
     inconsistent = [(k, v, final[k]) for k, v in tail.seen.items()
                     if k in final and final[k] != v] + tail.clashes
+    group_missed = []
+    if group is not None:
+        inconsistent += [(k, v, final[k]) for k, v in group.seen.items()
+                         if k in final and final[k] != v] + group.clashes
+        got = set(group.seen.values())
+        group_missed = sorted(v for v in acked if v in where and v not in got)
     # offsets the producer was told must hold its value
     misplaced = sorted(v for v, po in acked.items()
                        if v in where and po not in where[v])
@@ -174,9 +215,11 @@ def check(writers, tail, final, idempotent=True, prefix=""):
         "misplaced": misplaced,
         "reordered": reordered,
         "unexpected": unexpected,
+        "group_missed": group_missed,
+        "grouped": group is not None,
     }
     bad = lost or inconsistent or misplaced or reordered or unexpected or \
-        (duplicated and idempotent)
+        group_missed or (duplicated and idempotent)
     res["ok"] = not bad
     return res
 
@@ -225,19 +268,25 @@ _runs = 0
 
 
 def run(t, cl, topic, partitions, inject, heal, hold=15.0, writers=3,
-        idempotent=True, rf=3, acks="all"):
+        idempotent=True, rf=3, acks="all", group=False):
     """Writers and a tail run; inject() the fault, hold it, heal() it, then
-    wait for full replication, read everything back and check. Returns the
-    check result (also printed as a diagnostic)."""
+    wait for full replication, read everything back and check. With group,
+    a consumer group member reads too and must have read every record
+    before the end. Returns the check result (also printed as a
+    diagnostic)."""
     global _runs
     _runs += 1
     prefix = "r%d/" % _runs
     ws = [Writer(i, cl.bootstrap, topic, idempotent=idempotent, acks=acks,
                  prefix=prefix) for i in range(writers)]
     tail = Tail(cl.bootstrap, topic, partitions)
+    gtail = GroupTail(cl.bootstrap, topic, "hist-%s" % topic) if group \
+        else None
     for w in ws:
         w.start()
     tail.start()
+    if gtail:
+        gtail.start()
     time.sleep(3)
     before = sum(len(w.acked) for w in ws)
     inject()
@@ -254,13 +303,20 @@ def run(t, cl, topic, partitions, inject, heal, hold=15.0, writers=3,
         w.finish()
     tail.finish()
     final, _ = final_read(cl.bootstrap, topic, partitions)
-    res = check(ws, tail, final, idempotent, prefix)
+    if gtail:
+        # the group catches up after healing: give it the time to
+        wait_for(lambda: all(k in gtail.seen for k in final), 90, 0.5)
+        gtail.finish()
+    res = check(ws, tail, final, idempotent, prefix, gtail)
     res["acked_during_fault"] = during
     res["heal_to_full_replication_s"] = service
     t.diag("%s; acknowledged during the fault %d; full replication %.1f s "
            "after healing" % (summary(res), during, service))
+    if gtail:
+        t.diag("the group read %d records, missed %d"
+               % (len(gtail.seen), len(res["group_missed"])))
     for k in ("lost", "duplicated", "inconsistent", "misplaced",
-              "reordered", "unexpected"):
+              "reordered", "unexpected", "group_missed"):
         if res[k]:
             t.diag("%s (first 5): %r" % (k, res[k][:5]))
     return res
@@ -268,6 +324,8 @@ def run(t, cl, topic, partitions, inject, heal, hold=15.0, writers=3,
 
 # what each anomaly means to a user, in the order judge() checks them
 ANOMALIES = (("lost", "no acknowledged write lost"),
+             ("group_missed", "the consumer group read every acknowledged "
+              "write"),
              ("duplicated", "no value at two offsets"),
              ("inconsistent", "no offset read with two values"),
              ("misplaced", "every value at its acknowledged offset"),
@@ -285,6 +343,8 @@ def judge(t, res, what, during=True):
              "acknowledged during the fault (%d)"
              % (what, res["acked_during_fault"]))
     for k, name in ANOMALIES:
+        if k == "group_missed" and not res.get("grouped"):
+            continue
         t.eq(len(res[k]), 0, "%s: %s" % (what, name))
 
 
