@@ -4,10 +4,12 @@
 # the request decoder's is corpus/):
 #   request   the Kafka request decoder (fuzz_request.c)
 #   config    the server.properties parser (fuzz_config.c)
+#   segment   a segment's .log through batch validation and crash
+#             recovery (fuzz_segment.c)
 # Prints TAP: per target, the build, then "no crash in N runs".
 #
 #   RUNNEL_BUILDDIR=./build FUZZ_SECONDS=600 tests/fuzz/run-fuzz.sh
-#   RUNNEL_BUILDDIR=./build FUZZ_EACH=120 FUZZ_TARGETS=config \
+#   RUNNEL_BUILDDIR=./build FUZZ_EACH=120 FUZZ_TARGETS=segment \
 #       tests/fuzz/run-fuzz.sh
 #
 # The sources are compiled directly (not through librunnel.a): the target
@@ -32,7 +34,7 @@ srcdir=${RUNNEL_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${RUNNEL_BUILDDIR:-$srcdir/build}
 secs=${FUZZ_SECONDS:-60}
 each=${FUZZ_EACH:-}
-all="request config"
+all="request config segment"
 targets=${FUZZ_TARGETS:-$all}
 out=$builddir/tests/fuzz
 pkgs="clang-14 libclang-rt-14-dev"
@@ -190,6 +192,11 @@ fuzz() {
 		    "$srcdir/common/kconfig_catalogue.c" \
 		    "$srcdir/common/util.c" &&
 		    run_target config corpus-config ;;
+	segment)
+		build_target segment \
+		    "$srcdir/storage/segment.c" "$srcdir/storage/index.c" \
+		    "$srcdir/storage/batch.c" "$srcdir/storage/crc32c.c" &&
+		    run_target segment corpus-segment ;;
 	esac
 }
 
