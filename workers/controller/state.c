@@ -13,6 +13,7 @@
 
 #include "common/ctlproto.h"
 #include "common/log.h"
+#include "common/mpbound.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
 #include "ipc/mdimage_write.h"
@@ -1092,8 +1093,9 @@ ctl_state_apply(struct ctl_state *st, const void *buf, size_t len,
 	int n = 0;
 
 	msgpack_unpacked_init(&up);
-	if (msgpack_unpack_next(&up, buf, len, NULL) !=
-	    MSGPACK_UNPACK_SUCCESS || up.data.type != MSGPACK_OBJECT_ARRAY) {
+	/* bounded: an entry comes from the leader, over the network */
+	if (rn_mp_unpack(&up, buf, len) != MSGPACK_UNPACK_SUCCESS ||
+	    up.data.type != MSGPACK_OBJECT_ARRAY) {
 		msgpack_unpacked_destroy(&up);
 		log_warnx("log entry %llu is not a record batch: skipped",
 		    (unsigned long long)index);
@@ -1175,10 +1177,10 @@ ctl_state_restore(struct ctl_state *st, const void *buf, size_t len)
 	int rc = 0;
 
 	msgpack_unpacked_init(&up);
-	if (msgpack_unpack_next(&up, buf, len, NULL) !=
-	    MSGPACK_UNPACK_SUCCESS || rn_mp_get_int(&up.data, "v", -1) !=
-	    SNAPSHOT_VERSION || (recs = rn_mp_get(&up.data, "records")) ==
-	    NULL || recs->type != MSGPACK_OBJECT_ARRAY) {
+	if (rn_mp_unpack(&up, buf, len) != MSGPACK_UNPACK_SUCCESS ||
+	    rn_mp_get_int(&up.data, "v", -1) != SNAPSHOT_VERSION ||
+	    (recs = rn_mp_get(&up.data, "records")) == NULL ||
+	    recs->type != MSGPACK_OBJECT_ARRAY) {
 		msgpack_unpacked_destroy(&up);
 		return -EBADMSG;
 	}
