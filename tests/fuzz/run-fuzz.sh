@@ -4,6 +4,8 @@
 # the request decoder's is corpus/):
 #   request   the Kafka request decoder (fuzz_request.c)
 #   config    the server.properties parser (fuzz_config.c)
+#   records   metadata-log entries and snapshots applied to a fresh
+#             controller state (fuzz_records.c)
 #   segment   a segment's .log through batch validation and crash
 #             recovery (fuzz_segment.c)
 # Prints TAP: per target, the build, then "no crash in N runs".
@@ -34,7 +36,7 @@ srcdir=${RUNNEL_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${RUNNEL_BUILDDIR:-$srcdir/build}
 secs=${FUZZ_SECONDS:-60}
 each=${FUZZ_EACH:-}
-all="request config segment"
+all="request config records segment"
 targets=${FUZZ_TARGETS:-$all}
 out=$builddir/tests/fuzz
 pkgs="clang-14 libclang-rt-14-dev"
@@ -89,6 +91,10 @@ fi
 rm -f "$out/probe" "$out/probe.c" "$out/probe.log"
 bsd=$(pkg-config --cflags --libs libbsd-overlay 2>/dev/null) ||
     fail_build "pkg-config libbsd-overlay failed: install the Debian packages libbsd-dev pkg-config"
+# what configure found; msgpack-c is "msgpack" on Debian 12
+mp=$(pkg-config --cflags --libs msgpack-c 2>/dev/null ||
+    pkg-config --cflags --libs msgpack 2>/dev/null) ||
+    fail_build "pkg-config msgpack-c failed: install the Debian package libmsgpack-dev"
 
 # seconds: how long the target $name runs.
 seconds() {
@@ -192,6 +198,26 @@ fuzz() {
 		    "$srcdir/common/kconfig_catalogue.c" \
 		    "$srcdir/common/util.c" &&
 		    run_target config corpus-config ;;
+	records)
+		# state.c, and what its image encoder and the workers' image
+		# parser pull in
+		# shellcheck disable=SC2086 # $mp is a list of flags
+		build_target records \
+		    "$srcdir/workers/controller/state.c" \
+		    "$srcdir/workers/controller/records.c" \
+		    "$srcdir/workers/controller/offline_dirs.c" \
+		    "$srcdir/workers/controller/elect.c" \
+		    "$srcdir/ipc/mdimage.c" "$srcdir/ipc/mdimage_write.c" \
+		    "$srcdir/ipc/shm.c" "$srcdir/ipc/ring.c" \
+		    "$srcdir/ipc/metrics.c" \
+		    "$srcdir/common/ctlproto.c" "$srcdir/common/mpbound.c" \
+		    "$srcdir/common/config.c" "$srcdir/common/kconfig.c" \
+		    "$srcdir/common/kconfig_catalogue.c" \
+		    "$srcdir/common/arena.c" "$srcdir/common/util.c" \
+		    "$srcdir/common/log_subject.c" \
+		    "$srcdir/tests/fuzz/fuzz_log.c" $mp &&
+		    run_target records corpus-records \
+		    -dict="$srcdir/tests/fuzz/records.dict" ;;
 	segment)
 		build_target segment \
 		    "$srcdir/storage/segment.c" "$srcdir/storage/index.c" \
