@@ -4,6 +4,7 @@
 # the request decoder's is corpus/):
 #   request   the Kafka request decoder (fuzz_request.c)
 #   config    the server.properties parser (fuzz_config.c)
+#   ctl       a control-socket request as runneld decodes it (fuzz_ctl.c)
 #   records   metadata-log entries and snapshots applied to a fresh
 #             controller state (fuzz_records.c)
 #   segment   a segment's .log through batch validation and crash
@@ -36,7 +37,7 @@ srcdir=${RUNNEL_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${RUNNEL_BUILDDIR:-$srcdir/build}
 secs=${FUZZ_SECONDS:-60}
 each=${FUZZ_EACH:-}
-all="request config records segment"
+all="request config ctl records segment"
 targets=${FUZZ_TARGETS:-$all}
 out=$builddir/tests/fuzz
 pkgs="clang-14 libclang-rt-14-dev"
@@ -198,6 +199,13 @@ fuzz() {
 		    "$srcdir/common/kconfig_catalogue.c" \
 		    "$srcdir/common/util.c" &&
 		    run_target config corpus-config ;;
+	ctl)
+		# shellcheck disable=SC2086 # $mp is a list of flags
+		build_target ctl \
+		    "$srcdir/supervisor/sv_request.c" \
+		    "$srcdir/common/ctlproto.c" "$srcdir/common/mpbound.c" \
+		    "$srcdir/common/util.c" $mp &&
+		    run_target ctl corpus-ctl ;;
 	records)
 		# state.c, and what its image encoder and the workers' image
 		# parser pull in
