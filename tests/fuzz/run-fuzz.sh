@@ -7,6 +7,9 @@
 #   ctl       a control-socket request as runneld decodes it (fuzz_ctl.c)
 #   records   metadata-log entries and snapshots applied to a fresh
 #             controller state (fuzz_records.c)
+#   raft      what the controller listener makes of a connection's first
+#             bytes: the raft preamble, and the transport over loopback
+#             (fuzz_raft.c)
 #   segment   a segment's .log through batch validation and crash
 #             recovery (fuzz_segment.c)
 # Prints TAP: per target, the build, then "no crash in N runs".
@@ -37,7 +40,7 @@ srcdir=${RUNNEL_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${RUNNEL_BUILDDIR:-$srcdir/build}
 secs=${FUZZ_SECONDS:-60}
 each=${FUZZ_EACH:-}
-all="request config ctl records segment"
+all="request config ctl records raft segment"
 targets=${FUZZ_TARGETS:-$all}
 out=$builddir/tests/fuzz
 pkgs="clang-14 libclang-rt-14-dev"
@@ -96,6 +99,8 @@ bsd=$(pkg-config --cflags --libs libbsd-overlay 2>/dev/null) ||
 mp=$(pkg-config --cflags --libs msgpack-c 2>/dev/null ||
     pkg-config --cflags --libs msgpack 2>/dev/null) ||
     fail_build "pkg-config msgpack-c failed: install the Debian package libmsgpack-dev"
+uvraft=$(pkg-config --cflags --libs raft libuv 2>/dev/null) ||
+    fail_build "pkg-config raft libuv failed: install the Debian packages libraft-dev libuv1-dev"
 
 # seconds: how long the target $name runs.
 seconds() {
@@ -226,6 +231,14 @@ fuzz() {
 		    "$srcdir/tests/fuzz/fuzz_log.c" $mp &&
 		    run_target records corpus-records \
 		    -dict="$srcdir/tests/fuzz/records.dict" ;;
+	raft)
+		# shellcheck disable=SC2086 # $uvraft is a list of flags
+		build_target raft \
+		    "$srcdir/workers/controller/preamble.c" \
+		    "$srcdir/workers/controller/transport.c" \
+		    "$srcdir/common/util.c" "$srcdir/common/log_subject.c" \
+		    "$srcdir/tests/fuzz/fuzz_log.c" $uvraft &&
+		    run_target raft corpus-raft ;;
 	segment)
 		build_target segment \
 		    "$srcdir/storage/segment.c" "$srcdir/storage/index.c" \
