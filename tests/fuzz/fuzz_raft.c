@@ -28,7 +28,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -177,26 +176,63 @@ transport_start(void)
 		bug("the transport does not listen", 0, 0);
 }
 
+/* Wait for fd to be ready for events; libFuzzer's SIGALRM (its -timeout
+ * clock) interrupts system calls once a second. */
+static void
+wait_for(int fd, short events)
+{
+	struct pollfd p = { fd, events, 0 };
+
+	while (poll(&p, 1, 1000) != 1)
+		if (errno != EINTR)
+			bug("poll on the loopback connection", errno, 0);
+}
+
+/* A connection to the listener, non-blocking. */
+static int
+dial(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0), err = 0;
+	socklen_t len = sizeof(err);
+
+	if (fd < 0)
+		bug("socket", errno, 0);
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+		if (errno != EINPROGRESS && errno != EINTR)
+			bug("connect to the loopback listener", errno, 0);
+		wait_for(fd, POLLOUT);
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
+		    err != 0)
+			bug("connect to the loopback listener", err, 0);
+	}
+	return fd;
+}
+
 /* Send the input, close our side, turn the loop until the transport is
  * done with the connection (our side reads its end). */
 static void
 transport_run(const uint8_t *data, size_t size)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), i;
+	int fd = dial(), i;
 	size_t off = 0;
 	int64_t deadline;
 	char junk[256];
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
-		bug("connect to the loopback listener", errno, 0);
-	(void)fcntl(fd, F_SETFL, O_NONBLOCK);
-	/* the transport reads 16 bytes at most: what the socket takes */
+	/* the preamble's bytes whole; the transport reads no more, so of
+	 * the rest what the socket takes */
 	while (off < size) {
 		ssize_t k = write(fd, data + off, size - off);
 
-		if (k <= 0)
+		if (k > 0)
+			off += (size_t)k;
+		else if (k < 0 && errno == EINTR)
+			continue;
+		else if (k < 0 && errno == EAGAIN &&
+		    off < CTL_RAFT_PREAMBLE_LEN)
+			wait_for(fd, POLLOUT);
+		else
 			break;
-		off += (size_t)k;
 	}
 	shutdown(fd, SHUT_WR);
 	deadline = rn_now_ms() + 1000;
@@ -208,7 +244,8 @@ transport_run(const uint8_t *data, size_t size)
 		if (poll(&p, 1, 1) == 1) {
 			while ((k = read(fd, junk, sizeof(junk))) > 0)
 				;
-			if (k == 0 || (k < 0 && errno != EAGAIN))
+			if (k == 0 || (k < 0 && errno != EAGAIN &&
+			    errno != EINTR))
 				break;	/* closed by the transport or by us */
 		}
 		if (rn_now_ms() > deadline)
