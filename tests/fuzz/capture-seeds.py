@@ -15,8 +15,9 @@ configured build when a format changes, then commit what it wrote:
   entries out of libraft's AppendEntries messages, in log order, as one
   log and one by one, and a snapshot holding the largest entry's records.
 - corpus-segment/: the .log segments node 1 wrote for topics produced to
-  by kcat (librdkafka) with each codec, keys and headers, and by an
-  idempotent producer; with the option byte fuzz_segment reads first.
+  with keys and headers by kcat (librdkafka: uncompressed, zstd) and
+  kafka-python (gzip), and by an idempotent kcat; each with the option
+  byte fuzz_segment reads first.
 """
 import os
 import re
