@@ -94,8 +94,10 @@ rn_mp_get_str(const msgpack_object *map, const char *key, char *out,
 {
 	const msgpack_object *o = rn_mp_get(map, key);
 
+	/* a NUL inside would end the copy early: another string */
 	if (o == NULL || o->type != MSGPACK_OBJECT_STR ||
-	    o->via.str.size >= outlen)
+	    o->via.str.size >= outlen ||
+	    memchr(o->via.str.ptr, '\0', o->via.str.size) != NULL)
 		return -1;
 	memcpy(out, o->via.str.ptr, o->via.str.size);
 	out[o->via.str.size] = '\0';

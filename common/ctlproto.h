@@ -35,7 +35,10 @@ ssize_t rn_ctl_recv(int fd, char **buf, size_t max);
 ssize_t rn_ctl_call_verb(const char *path, const char *verb, char **reply,
     bool *connected);
 
-/* Lookups in a msgpack map; NULL / default when absent or mistyped. */
+/*
+ * Lookups in a msgpack map; NULL / default when absent or mistyped. A
+ * string is copied NUL-terminated: -1 when it does not fit or holds a NUL.
+ */
 const msgpack_object *rn_mp_get(const msgpack_object *map, const char *key);
 int rn_mp_get_str(const msgpack_object *map, const char *key, char *out,
     size_t outlen);

@@ -123,12 +123,25 @@ rn_index_grow(struct rn_index *ix, size_t bytes)
 	return index_map(ix);
 }
 
+/*
+ * The offset an entry's relative one names. Added as Java adds longs
+ * (wrapping): the entry is read from disk, and a garbage one in a segment
+ * based near INT64_MAX must fail the sanity checks, not overflow (UB;
+ * the fuzzer found it).
+ */
+static inline int64_t
+rel_offset(const struct rn_index *ix, const uint8_t *rel)
+{
+	return (int64_t)((uint64_t)ix->base_offset +
+	    (uint64_t)(int64_t)(int32_t)rn_get_be32(rel));
+}
+
 void
 rn_oidx_get(const struct rn_index *ix, uint32_t i, int64_t *offset, int64_t *pos)
 {
 	const uint8_t *e = ix->map + (size_t)i * RN_OFFSET_INDEX_ENTRY;
 
-	*offset = ix->base_offset + (int32_t)rn_get_be32(e);
+	*offset = rel_offset(ix, e);
 	*pos = (int64_t)rn_get_be32(e + 4);
 }
 
@@ -170,7 +183,7 @@ rn_tidx_get(const struct rn_index *ix, uint32_t i, int64_t *ts, int64_t *offset)
 	const uint8_t *e = ix->map + (size_t)i * RN_TIME_INDEX_ENTRY;
 
 	*ts = (int64_t)rn_get_be64(e);
-	*offset = ix->base_offset + (int32_t)rn_get_be32(e + 8);
+	*offset = rel_offset(ix, e + 8);
 }
 
 int

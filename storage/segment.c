@@ -297,15 +297,24 @@ scan_fill(const struct rn_segment *seg, struct scanbuf *sb, int64_t pos,
 	return sb->blen >= need;
 }
 
-/* A header that can start a batch of this segment after next_min. */
+/*
+ * A header that can start a batch of this segment after next_min: its
+ * last offset + 1 fits an int64 and is within 2^31 of the segment's base
+ * (the indexes hold offsets relative to it). The header is read from
+ * disk, so this is computed without overflowing (the fuzzer found
+ * base + delta wrapping for a base near INT64_MAX).
+ */
 static bool
 header_plausible(const struct rn_segment *seg,
     const struct rn_batch_header *h, int64_t next_min)
 {
 	return h->magic == RN_BATCH_MAGIC_V2 &&
 	    h->batch_length >= RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD &&
-	    h->base_offset >= next_min && h->last_offset_delta >= 0 &&
-	    rn_batch_last_offset(h) - seg->base_offset <= INT32_MAX;
+	    h->base_offset >= next_min && next_min >= 0 &&
+	    h->last_offset_delta >= 0 &&
+	    h->base_offset < INT64_MAX - h->last_offset_delta &&
+	    h->base_offset - seg->base_offset <= INT32_MAX -
+	    h->last_offset_delta;
 }
 
 int

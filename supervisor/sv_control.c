@@ -26,6 +26,7 @@
 #include "supervisor/sv.h"
 #include "supervisor/sv_control.h"
 #include "supervisor/sv_metrics.h"
+#include "supervisor/sv_request.h"
 
 static struct sv_conn conns[SV_CONTROL_MAX_CONNS];
 static uint64_t conn_gen;  /* tells a slot's connections apart */
@@ -266,7 +267,7 @@ reply_packed(struct sv *sv, struct sv_conn *c,
 }
 
 static void
-verb_status(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+verb_status(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
 {
 	(void)req;
 	reply_packed(sv, c, sv_control_pack_status);
@@ -274,7 +275,7 @@ verb_status(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 
 /* The observed brokers as this node's metadata image has them. */
 static void
-verb_brokers(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+verb_brokers(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
 {
 	(void)req;
 	reply_packed(sv, c, sv_control_pack_brokers);
@@ -282,7 +283,7 @@ verb_brokers(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 
 /* The figures of /metrics, as text and as samples. */
 static void
-verb_metrics(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+verb_metrics(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
 {
 	(void)req;
 	reply_packed(sv, c, sv_control_pack_metrics);
@@ -290,25 +291,22 @@ verb_metrics(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 
 /* Test faults: named as faults, off unless an operator asks. */
 static void
-verb_fault(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+verb_fault(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
 {
-	char name[32], state[8];
-
-	if (rn_mp_get_str(req, "fault", name, sizeof(name)) != 0 ||
-	    rn_mp_get_str(req, "state", state, sizeof(state)) != 0 ||
-	    strcmp(name, "stall-fetch") != 0 ||
-	    (strcmp(state, "on") != 0 && strcmp(state, "off") != 0)) {
+	if (strcmp(req->fault, "stall-fetch") != 0 ||
+	    (strcmp(req->state, "on") != 0 && strcmp(req->state, "off") != 0)) {
 		reply_error(c, "usage: fault stall-fetch on|off");
 		return;
 	}
-	atomic_store(&sv->shm.hdr->fault_stall_fetch, strcmp(state, "on") == 0);
-	log_warnx("control: test fault %s turned %s by uid %u", name, state,
-	    (unsigned)c->uid);
+	atomic_store(&sv->shm.hdr->fault_stall_fetch,
+	    strcmp(req->state, "on") == 0);
+	log_warnx("control: test fault %s turned %s by uid %u", req->fault,
+	    req->state, (unsigned)c->uid);
 	reply_ok(c);
 }
 
 static void
-verb_stop(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+verb_stop(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
 {
 	(void)sv;
 	(void)req;
@@ -324,11 +322,10 @@ verb_stop(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
  * them), answered when the last new one is healthy (sv_roll.c).
  */
 static void
-verb_restart(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+verb_restart(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
 {
 	struct sv_child *child = NULL;
-	char worker[64], role[32], err[160];
-	const msgpack_object *rolling;
+	char err[160];
 
 	if (sv->stopping) {
 		reply_error(c, "the node is stopping");
@@ -339,26 +336,22 @@ verb_restart(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
 		reply_error(c, "an upgrade is under way");
 		return;
 	}
-	if (rn_mp_get_str(req, "role", role, sizeof(role)) == 0) {
-		rolling = rn_mp_get(req, "rolling");
+	if (req->has_role) {
 		log_notice("control: %srestart of role %s requested by uid %u",
-		    rolling != NULL && rolling->type == MSGPACK_OBJECT_BOOLEAN &&
-		    rolling->via.boolean ? "rolling " : "", role,
+		    req->rolling ? "rolling " : "", req->role,
 		    (unsigned)c->uid);
-		if (sv_roll_begin(sv, role, rolling != NULL &&
-		    rolling->type == MSGPACK_OBJECT_BOOLEAN &&
-		    rolling->via.boolean, (int)(c - conns), c->gen, err,
-		    sizeof(err)) != 0)
+		if (sv_roll_begin(sv, req->role, req->rolling, (int)(c - conns),
+		    c->gen, err, sizeof(err)) != 0)
 			reply_error(c, err);
 		/* else the answer comes when the restarts are done */
 		return;
 	}
-	if (rn_mp_get_str(req, "worker", worker, sizeof(worker)) != 0 ||
-	    (child = sv_child_find(sv, worker)) == NULL) {
+	if (!req->has_worker ||
+	    (child = sv_child_find(sv, req->worker)) == NULL) {
 		reply_error(c, "no such worker");
 	} else {
 		log_notice("control: restart of %s requested by uid %u",
-		    worker, (unsigned)c->uid);
+		    req->worker, (unsigned)c->uid);
 		if (sv_child_restart(sv, child) != 0)
 			reply_error(c, strerror(errno));
 		else
@@ -371,85 +364,66 @@ verb_restart(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
  * when the new one is ready and this one leaves, or when it failed.
  */
 static void
-verb_upgrade(struct sv *sv, struct sv_conn *c, const msgpack_object *req)
+verb_upgrade(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
 {
-	char binary[sizeof(sv->exe)] = "", err[256];
+	char err[256];
 
-	if (rn_mp_get(req, "binary") != NULL &&
-	    rn_mp_get_str(req, "binary", binary, sizeof(binary)) != 0) {
+	if (req->bad_binary) {
 		reply_error(c, "binary: expected an absolute path");
 		return;
 	}
 	log_notice("control: upgrade to %s requested by uid %u",
-	    binary[0] ? binary : sv->exe, (unsigned)c->uid);
-	if (sv_upgrade_begin(sv, binary, (int)(c - conns), c->gen, err,
+	    req->binary[0] ? req->binary : sv->exe, (unsigned)c->uid);
+	if (sv_upgrade_begin(sv, req->binary, (int)(c - conns), c->gen, err,
 	    sizeof(err)) != 0)
 		reply_error(c, err);
 }
 
-/* The verbs runnelctl sends; those that change the node need privilege. */
+_Static_assert(SV_REQUEST_PATH_MAX == sizeof(((struct sv *)0)->exe),
+    "an upgrade's binary fits where the supervisor keeps its own");
+
+/* What each verb runs; those that change the node need privilege. */
 static const struct verb {
-	const char *name;
-	void (*fn)(struct sv *, struct sv_conn *, const msgpack_object *);
+	void (*fn)(struct sv *, struct sv_conn *, const struct sv_request *);
 	bool privileged;
 	bool log_refusal;
-} verbs[] = {
-	{ "status", verb_status, false, false },
-	{ "brokers", verb_brokers, false, false },
-	{ "metrics", verb_metrics, false, false },
-	{ "fault", verb_fault, true, false },
-	{ "restart", verb_restart, true, true },
-	{ "stop", verb_stop, true, true },
-	{ "upgrade", verb_upgrade, true, true },
+} verbs[SV_VERB_COUNT] = {
+	[SV_VERB_STATUS] = { verb_status, false, false },
+	[SV_VERB_BROKERS] = { verb_brokers, false, false },
+	[SV_VERB_METRICS] = { verb_metrics, false, false },
+	[SV_VERB_FAULT] = { verb_fault, true, false },
+	[SV_VERB_RESTART] = { verb_restart, true, true },
+	[SV_VERB_STOP] = { verb_stop, true, true },
+	[SV_VERB_UPGRADE] = { verb_upgrade, true, true },
 };
-
-static void
-run_verb(struct sv *sv, struct sv_conn *c, const char *verb,
-    const msgpack_object *req)
-{
-	const struct verb *v;
-
-	for (v = verbs; v < verbs + sizeof(verbs) / sizeof(verbs[0]); v++) {
-		if (strcmp(verb, v->name) != 0)
-			continue;
-		if (v->privileged && !conn_privileged(sv, c)) {
-			if (v->log_refusal)
-				log_warnx("control: %s refused to uid %u",
-				    verb, (unsigned)c->uid);
-			reply_error(c, "permission denied: only root and the "
-			    "service user may change the node");
-			return;
-		}
-		v->fn(sv, c, req);
-		return;
-	}
-	reply_error(c, "unknown verb");
-}
 
 /* Answer one request; false when the connection should close. */
 static bool
 handle_request(struct sv *sv, struct sv_conn *c, const char *buf, size_t len)
 {
-	msgpack_unpacked up;
-	char verb[32];
-	bool keep = false;
+	struct sv_request req;
+	const struct verb *v;
+	const char *err;
+	int rc;
 
-	msgpack_unpacked_init(&up);
-	if (msgpack_unpack_next(&up, buf, len, NULL) !=
-	    MSGPACK_UNPACK_SUCCESS || up.data.type != MSGPACK_OBJECT_MAP) {
-		log_warnx("control: malformed request from pid %d uid %u",
-		    (int)c->pid, (unsigned)c->uid);
-		reply_error(c, "malformed request: expected a msgpack map");
-	} else if (rn_mp_get_int(&up.data, "v", -1) != RN_CTL_VERSION) {
-		reply_error(c, "unsupported control protocol version");
-	} else if (rn_mp_get_str(&up.data, "verb", verb, sizeof(verb)) != 0) {
-		reply_error(c, "malformed request: no verb");
-	} else {
-		run_verb(sv, c, verb, &up.data);
-		keep = true;
+	if ((rc = sv_request_decode(buf, len, &req, &err)) != 0) {
+		if (rc == -EBADMSG)
+			log_warnx("control: malformed request from pid %d "
+			    "uid %u", (int)c->pid, (unsigned)c->uid);
+		reply_error(c, err);
+		return rc == -ENOENT;	/* an unknown verb: the next one */
 	}
-	msgpack_unpacked_destroy(&up);
-	return keep;
+	v = &verbs[req.verb];
+	if (v->privileged && !conn_privileged(sv, c)) {
+		if (v->log_refusal)
+			log_warnx("control: %s refused to uid %u",
+			    sv_verb_name(req.verb), (unsigned)c->uid);
+		reply_error(c, "permission denied: only root and the "
+		    "service user may change the node");
+		return true;
+	}
+	v->fn(sv, c, &req);
+	return true;
 }
 
 /* Read what is there; answer each complete frame. */

@@ -1,14 +1,25 @@
 #!/bin/sh
 # Build the fuzz targets with libFuzzer, ASan and UBSan and run each for a
-# bounded time over a copy of its seed corpus: the request decoder
-# (fuzz_request.c, corpus/) and the server.properties parser
-# (fuzz_config.c, corpus-config/). Prints TAP: per target, the build, then
-# "no crash in N runs".
+# bounded time over a copy of its seed corpus (tests/fuzz/corpus-NAME/;
+# the request decoder's is corpus/):
+#   request   the Kafka request decoder (fuzz_request.c)
+#   config    the server.properties parser (fuzz_config.c)
+#   ctl       a control-socket request as runneld decodes it (fuzz_ctl.c)
+#   records   metadata-log entries and snapshots applied to a fresh
+#             controller state (fuzz_records.c)
+#   raft      what the controller listener makes of a connection's first
+#             bytes: the raft preamble, and the transport over loopback
+#             (fuzz_raft.c)
+#   segment   a segment's .log through batch validation and crash
+#             recovery (fuzz_segment.c)
+# Prints TAP: per target, the build, then "no crash in N runs".
 #
 #   RUNNEL_BUILDDIR=./build FUZZ_SECONDS=600 tests/fuzz/run-fuzz.sh
+#   RUNNEL_BUILDDIR=./build FUZZ_EACH=120 FUZZ_TARGETS=segment \
+#       tests/fuzz/run-fuzz.sh
 #
 # The sources are compiled directly (not through librunnel.a): the target
-# needs the sanitizer and coverage instrumentation in the codec itself.
+# needs the sanitizer and coverage instrumentation in the code it fuzzes.
 # A crash leaves its input in $builddir/tests/fuzz/artifacts/ and the log
 # says how to replay it. Missing clang or its fuzzer runtime is a failure,
 # not a skip: CI must not go green without having fuzzed.
@@ -16,19 +27,28 @@
 # Environment:
 #   RUNNEL_SRCDIR    source tree (default: this script's ../..)
 #   RUNNEL_BUILDDIR  configured build dir holding autoconf.h (./build)
-#   FUZZ_SECONDS     how long to fuzz the request decoder (60); the config
-#                    parser gets a third of it (at least 5)
+#   FUZZ_SECONDS     the fuzzing time shared by the targets run (60): the
+#                    request decoder gets half, the others the rest in
+#                    equal parts, at least 1 s each (make check)
+#   FUZZ_EACH        if set, every target runs this many seconds instead
+#                    (make fuzz: 600)
+#   FUZZ_TARGETS     the targets to run, by name (all of them)
 #   FUZZ_CC          compiler (clang, else clang-14)
 set -u
 
 srcdir=${RUNNEL_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${RUNNEL_BUILDDIR:-$srcdir/build}
 secs=${FUZZ_SECONDS:-60}
+each=${FUZZ_EACH:-}
+all="request config ctl records raft segment"
+targets=${FUZZ_TARGETS:-$all}
 out=$builddir/tests/fuzz
 pkgs="clang-14 libclang-rt-14-dev"
 n=0
 
-echo "1..4"
+# shellcheck disable=SC2086 # a list of names
+set -- $targets
+echo "1..$(($# * 2))"
 
 fail_build() {
 	echo "not ok $((n + 1)) - build the fuzz target: $*"
@@ -36,11 +56,18 @@ fail_build() {
 	exit 1
 }
 
+for t in $targets; do
+	case " $all " in
+	*" $t "*) ;;
+	*) fail_build "FUZZ_TARGETS names '$t'; the targets are: $all" ;;
+	esac
+done
 case $secs in
 ''|*[!0-9]*) fail_build "FUZZ_SECONDS='$secs' is not a whole number" ;;
 esac
-# libFuzzer reads -max_total_time=0 as "forever"
-[ "$secs" -ge 1 ] || secs=1
+case $each in
+*[!0-9]*) fail_build "FUZZ_EACH='$each' is not a whole number" ;;
+esac
 [ -f "$builddir/autoconf.h" ] ||
     fail_build "no autoconf.h in $builddir (run configure there, or set RUNNEL_BUILDDIR)"
 mkdir -p "$out/artifacts" || fail_build "cannot create $out"
@@ -68,9 +95,40 @@ fi
 rm -f "$out/probe" "$out/probe.c" "$out/probe.log"
 bsd=$(pkg-config --cflags --libs libbsd-overlay 2>/dev/null) ||
     fail_build "pkg-config libbsd-overlay failed: install the Debian packages libbsd-dev pkg-config"
+# what configure found; msgpack-c is "msgpack" on Debian 12
+mp=$(pkg-config --cflags --libs msgpack-c 2>/dev/null ||
+    pkg-config --cflags --libs msgpack 2>/dev/null) ||
+    fail_build "pkg-config msgpack-c failed: install the Debian package libmsgpack-dev"
+uvraft=$(pkg-config --cflags --libs raft libuv 2>/dev/null) ||
+    fail_build "pkg-config raft libuv failed: install the Debian packages libraft-dev libuv1-dev"
 
-# build_target NAME SOURCE...: tests/fuzz/fuzz_NAME.c with the sources it
-# needs, instrumented; TAP line n+1.
+# seconds: how long the target $name runs.
+seconds() {
+	if [ -n "$each" ]; then
+		t=$each
+	else
+		# shellcheck disable=SC2086 # a list of names
+		set -- $targets
+		case " $targets " in
+		*" request "*)
+			if [ $# -eq 1 ]; then
+				t=$secs
+			elif [ "$name" = request ]; then
+				t=$((secs / 2))
+			else
+				t=$(((secs - secs / 2) / ($# - 1)))
+			fi ;;
+		*) t=$((secs / $#)) ;;
+		esac
+	fi
+	# libFuzzer reads -max_total_time=0 as "forever"
+	[ "$t" -ge 1 ] || t=1
+	echo "$t"
+}
+
+# build_target NAME SOURCE|FLAG...: tests/fuzz/fuzz_NAME.c with the
+# sources it needs, instrumented, and the flags of its libraries; TAP
+# lines n+1 and, when it fails, n+2.
 build_target() {
 	name=$1
 	shift
@@ -81,22 +139,29 @@ build_target() {
 	    "$srcdir/tests/fuzz/fuzz_$name.c" "$@" $bsd \
 	    >"$out/build-$name.log" 2>&1; then
 		echo "ok $((n + 1)) - build the $name fuzz target with $cc (libFuzzer, ASan, UBSan)"
-	else
-		sed 's/^/# /' "$out/build-$name.log" | tail -20
-		fail_build "compiling fuzz_$name failed (see $out/build-$name.log)"
+		return 0
 	fi
+	sed 's/^/# /' "$out/build-$name.log" | tail -20
+	echo "not ok $((n + 1)) - build the $name fuzz target: compiling fuzz_$name failed (see $out/build-$name.log)"
+	echo "not ok $((n + 2)) - $name: fuzz run # not run: no target"
+	n=$((n + 2))
+	failed=1
+	return 1
 }
 
-# run_target NAME CORPUS SECONDS [libFuzzer flags]: TAP line n+2.
+# run_target NAME CORPUS [libFuzzer flags]: TAP line n+2.
 run_target() {
-	name=$1 corpus=$2 t=$3
-	shift 3
+	name=$1 corpus=$2
+	shift 2
+	t=$(seconds)
 	bin=$out/fuzz_$name
-	# libFuzzer adds what it finds to the corpus dir: a scratch copy
+	# libFuzzer adds what it finds to the corpus dir: a scratch copy, and
+	# a scratch dir for the targets that need files
 	work=$(mktemp -d "${TMPDIR:-/tmp}/runnel-fuzz.XXXXXX") || exit 1
 	cp -R "$srcdir/tests/fuzz/$corpus" "$work/corpus"
 	log=$out/fuzz-$name.log
-	UBSAN_OPTIONS=print_stacktrace=1 "$bin" -max_total_time="$t" \
+	FUZZ_SCRATCH=$work/scratch UBSAN_OPTIONS=print_stacktrace=1 \
+	    "$bin" -max_total_time="$t" \
 	    -max_len=65536 -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 \
 	    -artifact_prefix="$out/artifacts/" "$@" "$work/corpus" >"$log" 2>&1
 	rc=$?
@@ -110,7 +175,7 @@ run_target() {
 		return 0
 	fi
 	echo "not ok $((n + 2)) - $name: fuzz run failed (exit $rc after ${runs:-?} runs)"
-	grep -E "ERROR|runtime error|SUMMARY|fuzz_$name:|^    #[0-9]+ " "$log" |
+	grep -E "ERROR|runtime error|SUMMARY|fuzz_[a-z]*: |^    #[0-9]+ " "$log" |
 	    head -30 | sed 's/^/# /'
 	for a in $(sed -n "s/.*Test unit written to \(.*\)$/\1/p" "$log"); do
 		echo "# input kept in $a; replay: $bin $a"
@@ -120,19 +185,70 @@ run_target() {
 	failed=1
 }
 
+# fuzz NAME: build and run one target.
+fuzz() {
+	name=$1
+	case $name in
+	request)
+		build_target request \
+		    "$srcdir/protocol/kcodec.c" "$srcdir/protocol/kframe.c" \
+		    "$srcdir/protocol/kerrors.c" "$srcdir/common/arena.c" \
+		    "$srcdir/protocol/kmsg_gen.c" \
+		    "$srcdir/storage/batch.c" "$srcdir/storage/crc32c.c" \
+		    "$srcdir/common/util.c" &&
+		    run_target request corpus \
+		    -dict="$srcdir/tests/fuzz/request.dict" ;;
+	config)
+		build_target config \
+		    "$srcdir/common/config.c" "$srcdir/common/kconfig.c" \
+		    "$srcdir/common/kconfig_catalogue.c" \
+		    "$srcdir/common/util.c" &&
+		    run_target config corpus-config ;;
+	ctl)
+		# shellcheck disable=SC2086 # $mp is a list of flags
+		build_target ctl \
+		    "$srcdir/supervisor/sv_request.c" \
+		    "$srcdir/common/ctlproto.c" "$srcdir/common/mpbound.c" \
+		    "$srcdir/common/util.c" $mp &&
+		    run_target ctl corpus-ctl ;;
+	records)
+		# state.c, and what its image encoder and the workers' image
+		# parser pull in
+		# shellcheck disable=SC2086 # $mp is a list of flags
+		build_target records \
+		    "$srcdir/workers/controller/state.c" \
+		    "$srcdir/workers/controller/records.c" \
+		    "$srcdir/workers/controller/offline_dirs.c" \
+		    "$srcdir/workers/controller/elect.c" \
+		    "$srcdir/ipc/mdimage.c" "$srcdir/ipc/mdimage_write.c" \
+		    "$srcdir/ipc/shm.c" "$srcdir/ipc/ring.c" \
+		    "$srcdir/ipc/metrics.c" \
+		    "$srcdir/common/ctlproto.c" "$srcdir/common/mpbound.c" \
+		    "$srcdir/common/config.c" "$srcdir/common/kconfig.c" \
+		    "$srcdir/common/kconfig_catalogue.c" \
+		    "$srcdir/common/arena.c" "$srcdir/common/util.c" \
+		    "$srcdir/common/log_subject.c" \
+		    "$srcdir/tests/fuzz/fuzz_log.c" $mp &&
+		    run_target records corpus-records \
+		    -dict="$srcdir/tests/fuzz/records.dict" ;;
+	raft)
+		# shellcheck disable=SC2086 # $uvraft is a list of flags
+		build_target raft \
+		    "$srcdir/workers/controller/preamble.c" \
+		    "$srcdir/workers/controller/transport.c" \
+		    "$srcdir/common/util.c" "$srcdir/common/log_subject.c" \
+		    "$srcdir/tests/fuzz/fuzz_log.c" $uvraft &&
+		    run_target raft corpus-raft ;;
+	segment)
+		build_target segment \
+		    "$srcdir/storage/segment.c" "$srcdir/storage/index.c" \
+		    "$srcdir/storage/batch.c" "$srcdir/storage/crc32c.c" &&
+		    run_target segment corpus-segment ;;
+	esac
+}
+
 failed=0
-build_target request \
-    "$srcdir/protocol/kcodec.c" "$srcdir/protocol/kframe.c" \
-    "$srcdir/protocol/kerrors.c" "$srcdir/common/arena.c" \
-    "$srcdir/protocol/kmsg_gen.c" \
-    "$srcdir/storage/batch.c" "$srcdir/storage/crc32c.c" \
-    "$srcdir/common/util.c"
-run_target request corpus "$secs" -dict="$srcdir/tests/fuzz/request.dict"
-build_target config \
-    "$srcdir/common/config.c" "$srcdir/common/kconfig.c" \
-    "$srcdir/common/kconfig_catalogue.c" \
-    "$srcdir/common/util.c"
-csecs=$((secs / 3))
-[ "$csecs" -ge 5 ] || csecs=5
-run_target config corpus-config "$csecs"
+for name in $targets; do
+	fuzz "$name"
+done
 exit $failed

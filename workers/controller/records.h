@@ -106,7 +106,8 @@ bool ctl_uuid_is_zero(const uint8_t id[16]);
 void ctl_mp_str(msgpack_packer *pk, const char *s, size_t len);
 void ctl_mp_bin16(msgpack_packer *pk, const uint8_t id[16]);
 bool ctl_mp_int(const msgpack_object *o, int64_t *out);
-/* NUL-terminated copy; false if absent, not a string or too long. */
+/* NUL-terminated copy; false if absent, not a string, too long or
+ * holding a NUL. */
 bool ctl_mp_strcpy(const msgpack_object *map, const char *key, char *out,
     size_t outlen);
 bool ctl_mp_bin16_get(const msgpack_object *map, const char *key,

@@ -13,6 +13,7 @@
 
 #include "common/ctlproto.h"
 #include "common/log.h"
+#include "common/mpbound.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
 #include "ipc/mdimage_write.h"
@@ -584,19 +585,19 @@ apply_feature_level(struct ctl_state *st, const msgpack_object *rec)
 	if (!ctl_mp_strcpy(rec, "name", name, sizeof(name)) ||
 	    !get_i32(rec, "level", &level))
 		return -EINVAL;
-	if (strcmp(name, "metadata.version") == 0)
-		st->metadata_version = (int16_t)level;
 	for (i = 0; i < st->n_features; i++)
 		if (strcmp(st->features[i].name, name) == 0)
 			break;
 	if (i == st->n_features) {
 		if (i == CTL_MAX_FEATURES)
-			return -EINVAL;
+			return -EINVAL;	/* skipped: it changes nothing */
 		st->n_features++;
 		strlcpy(st->features[i].name, name,
 		    sizeof(st->features[i].name));
 	}
 	st->features[i].level = (int16_t)level;
+	if (strcmp(name, "metadata.version") == 0)
+		st->metadata_version = (int16_t)level;
 	return 0;
 }
 
@@ -700,9 +701,12 @@ apply_topic(struct ctl_state *st, const msgpack_object *rec)
 	struct ctl_topic *t;
 	uint8_t id[16];
 
+	/* names are C strings here: one holding a NUL would be another
+	 * (found by fuzzing: its snapshot named a different topic) */
 	if (name == NULL || name->type != MSGPACK_OBJECT_STR ||
 	    name->via.str.size == 0 || name->via.str.size >
-	    CTL_TOPIC_NAME_MAX || !ctl_mp_bin16_get(rec, "id", id))
+	    CTL_TOPIC_NAME_MAX || memchr(name->via.str.ptr, '\0',
+	    name->via.str.size) != NULL || !ctl_mp_bin16_get(rec, "id", id))
 		return -EINVAL;
 	if (ctl_state_topic(st, name->via.str.ptr, name->via.str.size) !=
 	    NULL || ctl_state_topic_by_id(st, id) != NULL) {
@@ -773,6 +777,22 @@ part_decode(const msgpack_object *rec, struct ctl_partition *np)
 				memcpy(np->dirs[i], d->via.bin.ptr, 16);
 		}
 	return 0;
+}
+
+/*
+ * Slots a snapshot gives are ones a node can have: below the largest
+ * shm.max.partitions. A larger one sized its broker's bitmap (2^31 - 1:
+ * 256 MiB, found by fuzzing) for a slot no image ever shows.
+ */
+static bool
+slots_possible(const int32_t *slots, int32_t n)
+{
+	int32_t i;
+
+	for (i = 0; i < n; i++)
+		if (slots[i] < 0 || slots[i] >= CTL_SLOTS_MAX)
+			return false;
+	return true;
 }
 
 /*
@@ -855,7 +875,8 @@ apply_partition(struct ctl_state *st, const msgpack_object *rec)
 		goto out;
 	rc = -EINVAL;
 	if (rn_mp_get(rec, "slots") != NULL && (get_i32s(rec, "slots",
-	    &given_slots, &n_given) != 0 || n_given != np.n_replicas))
+	    &given_slots, &n_given) != 0 || n_given != np.n_replicas ||
+	    !slots_possible(given_slots, n_given)))
 		goto out;
 	if (p < t->n_parts)
 		old = &t->parts[p];
@@ -899,6 +920,7 @@ apply_config(struct ctl_state *st, const msgpack_object *rec)
 	if (!ctl_mp_int(rn_mp_get(rec, "resource_type"), &type) ||
 	    rn == NULL || rn->type != MSGPACK_OBJECT_STR ||
 	    rn->via.str.size >= sizeof(rname) ||
+	    memchr(rn->via.str.ptr, '\0', rn->via.str.size) != NULL ||
 	    !ctl_mp_strcpy(rec, "key", key, sizeof(key)))
 		return -EINVAL;
 	memcpy(rname, rn->via.str.ptr, rn->via.str.size);
@@ -1092,8 +1114,9 @@ ctl_state_apply(struct ctl_state *st, const void *buf, size_t len,
 	int n = 0;
 
 	msgpack_unpacked_init(&up);
-	if (msgpack_unpack_next(&up, buf, len, NULL) !=
-	    MSGPACK_UNPACK_SUCCESS || up.data.type != MSGPACK_OBJECT_ARRAY) {
+	/* bounded: an entry comes from the leader, over the network */
+	if (rn_mp_unpack(&up, buf, len) != MSGPACK_UNPACK_SUCCESS ||
+	    up.data.type != MSGPACK_OBJECT_ARRAY) {
 		msgpack_unpacked_destroy(&up);
 		log_warnx("log entry %llu is not a record batch: skipped",
 		    (unsigned long long)index);
@@ -1122,11 +1145,17 @@ ctl_state_snapshot(const struct ctl_state *st, msgpack_sbuffer *sb)
 	int32_t p;
 
 	ctl_batch_init(&b);
-	if (st->cluster_id[0] != '\0')
-		ctl_rec_cluster_id(&b, st->cluster_id, st->metadata_version);
 	for (i = 0; i < st->n_features; i++)
 		ctl_rec_feature_level(&b, st->features[i].name,
 		    st->features[i].level);
+	/*
+	 * After the feature levels: both set metadata_version, and the
+	 * state's may have come from a ClusterId record after its
+	 * metadata.version level (found by fuzzing: a restored node had the
+	 * level's version, not the one the node that took it used).
+	 */
+	if (st->cluster_id[0] != '\0')
+		ctl_rec_cluster_id(&b, st->cluster_id, st->metadata_version);
 	for (i = 0; i < st->n_brokers; i++)
 		ctl_rec_register_broker(&b, &st->brokers[i], true);
 	for (i = 0; i < st->n_broker_res; i++)
@@ -1166,6 +1195,20 @@ ctl_state_snapshot(const struct ctl_state *st, msgpack_sbuffer *sb)
 	return 0;
 }
 
+/*
+ * A snapshot's index or term, uint64 as packed (0 when absent or not a
+ * positive integer): read as int64, one past INT64_MAX came back 0 and a
+ * negative one wrapped (found by fuzzing).
+ */
+static uint64_t
+snapshot_u64(const msgpack_object *map, const char *key)
+{
+	const msgpack_object *o = rn_mp_get(map, key);
+
+	return o != NULL && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
+	    o->via.u64 : 0;
+}
+
 int
 ctl_state_restore(struct ctl_state *st, const void *buf, size_t len)
 {
@@ -1175,16 +1218,16 @@ ctl_state_restore(struct ctl_state *st, const void *buf, size_t len)
 	int rc = 0;
 
 	msgpack_unpacked_init(&up);
-	if (msgpack_unpack_next(&up, buf, len, NULL) !=
-	    MSGPACK_UNPACK_SUCCESS || rn_mp_get_int(&up.data, "v", -1) !=
-	    SNAPSHOT_VERSION || (recs = rn_mp_get(&up.data, "records")) ==
-	    NULL || recs->type != MSGPACK_OBJECT_ARRAY) {
+	if (rn_mp_unpack(&up, buf, len) != MSGPACK_UNPACK_SUCCESS ||
+	    rn_mp_get_int(&up.data, "v", -1) != SNAPSHOT_VERSION ||
+	    (recs = rn_mp_get(&up.data, "records")) == NULL ||
+	    recs->type != MSGPACK_OBJECT_ARRAY) {
 		msgpack_unpacked_destroy(&up);
 		return -EBADMSG;
 	}
 	ctl_state_reset(st);
-	st->last_index = (uint64_t)rn_mp_get_int(&up.data, "index", 0);
-	st->last_term = (uint64_t)rn_mp_get_int(&up.data, "term", 0);
+	st->last_index = snapshot_u64(&up.data, "index");
+	st->last_term = snapshot_u64(&up.data, "term");
 	st->applying_index = st->last_index;
 	for (i = 0; i < recs->via.array.size; i++)
 		if (ctl_state_apply_record(st, &recs->via.array.ptr[i]) != 0)

@@ -19,6 +19,8 @@
 #include "common/config.h"
 
 #define CTL_TOPIC_NAME_MAX 249
+/* Partition-runtime slots per node: shm.max.partitions at most. */
+#define CTL_SLOTS_MAX (1 << 24)
 #define CTL_MAX_FEATURES 8
 /* Kafka's metadata.version feature level for 3.9-IV0. */
 #define CTL_METADATA_VERSION 21

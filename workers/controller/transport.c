@@ -202,11 +202,10 @@ in_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct ct_incoming *in = s->data;
 	struct ct *ct = in->ct;
-	size_t cmp;
-	raft_id id = 0;
+	enum ctl_preamble what;
+	uint64_t id = 0;
 	char addr[RN_CONFIG_HOST_MAX + 8];
 	uv_tcp_t *tcp;
-	int i;
 
 	(void)buf;
 	if (nread < 0) {
@@ -214,12 +213,14 @@ in_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	in->n += (size_t)nread;
-	cmp = in->n < CTL_RAFT_MAGIC_LEN ? in->n : CTL_RAFT_MAGIC_LEN;
-	if (memcmp(in->buf, CTL_RAFT_MAGIC, cmp) != 0) {
+	if ((what = ctl_preamble_read(in->buf, in->n, &id)) ==
+	    CTL_PREAMBLE_MORE)
+		return;
+	uv_read_stop(s);
+	tcp = in->tcp;
+	in->tcp = NULL;
+	if (what == CTL_PREAMBLE_KAFKA) {
 		/* a Kafka client or broker, not a raft peer */
-		uv_read_stop(s);
-		tcp = in->tcp;
-		in->tcp = NULL;
 		if (ct->kafka_cb != NULL && !ct->closing) {
 			ct->handles--;
 			ct->kafka_cb(ct->kafka_arg, tcp, in->buf, in->n);
@@ -229,17 +230,7 @@ in_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			    "closing it");
 			ct_close_stream(ct, tcp);
 		}
-		in_finish(in);
-		return;
-	}
-	if (in->n < sizeof(in->buf))
-		return;
-	uv_read_stop(s);
-	for (i = 0; i < 8; i++)
-		id = (id << 8) | in->buf[CTL_RAFT_MAGIC_LEN + i];
-	tcp = in->tcp;
-	in->tcp = NULL;
-	if (ct->closing || id == 0) {
+	} else if (ct->closing || what == CTL_PREAMBLE_NO_ID) {
 		ct_close_stream(ct, tcp);
 	} else {
 		rn_log_about(LOG_DEBUG, rn_subj_broker((int32_t)id), "raft "
@@ -432,7 +423,7 @@ ct_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	struct addrinfo hints;
 	char host[RN_CONFIG_HOST_MAX], port[8];
 	uint16_t p;
-	int i, rc;
+	int rc;
 
 	if (ct->closing)
 		return RAFT_CANCELED;
@@ -447,10 +438,7 @@ ct_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	o->req = req;
 	o->cb = cb;
 	o->id = id;
-	memcpy(o->pre, CTL_RAFT_MAGIC, CTL_RAFT_MAGIC_LEN);
-	for (i = 0; i < 8; i++)
-		o->pre[CTL_RAFT_MAGIC_LEN + i] =
-		    (uint8_t)((uint64_t)ct->id >> (56 - 8 * i));
+	ctl_preamble_write(o->pre, ct->id);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;

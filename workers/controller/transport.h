@@ -1,9 +1,8 @@
 /*
  * libraft transport over the CONTROLLER listener the supervisor bound.
  * The controller worker never binds: it accepts on the inherited socket
- * and tells raft connections from Kafka ones by their first bytes. A raft
- * connection opens with an 8-byte magic and the sender's node id (8
- * bytes, big-endian); anything else is a Kafka-protocol connection
+ * and tells raft connections from Kafka ones by their first bytes
+ * (preamble.h): a raft peer's preamble, or a Kafka-protocol connection
  * (broker-to-controller requests), handed to the kafka callback.
  * Outgoing raft connections go to the peer's controller address from
  * controller.quorum.voters and send the same preamble.
@@ -19,10 +18,8 @@
 #include <uv.h>
 
 #include "common/config.h"
+#include "workers/controller/preamble.h"
 
-#define CTL_RAFT_MAGIC "RNRAFT01"
-#define CTL_RAFT_MAGIC_LEN 8
-#define CTL_RAFT_PREAMBLE_LEN 16
 #define CTL_HANDSHAKE_TIMEOUT_MS 10000
 
 /*
