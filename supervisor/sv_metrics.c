@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "protocol/kmsg_gen.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_metrics.h"
+#include "supervisor/sv_metrics_int.h"
 #include "workers/partition/partition.h"
 
 enum fam {
@@ -34,12 +34,10 @@ enum fam {
 	F_RAFT_LEADER, F_RAFT_EPOCH, F_RAFT_HW, F_RAFT_COMMIT_AVG,
 	F_RAFT_COMMIT, F_RING_USED, F_RING_CAP, F_RING_DROPPED,
 	F_SHM_REGION, F_SHM_BACKED, F_SHM_SLOTS, F_MD_IMAGE_BYTES,
-	F_RLOCK_REPAIRS,
+	F_RLOCK_REPAIRS, F_COUNT
 };
 
-static const struct family {
-	const char *name, *type, *help;
-} families[] = {
+const struct sv_met_family sv_met_families[] = {
 	[F_MSGS_IN] = { "kafka_server_brokertopicmetrics_messagesin_total",
 	    "counter", "Records appended as leader, per topic and in all" },
 	[F_BYTES_IN] = { "kafka_server_brokertopicmetrics_bytesin_total",
@@ -135,6 +133,7 @@ static const struct family {
 	    "Partition locks taken over from a holder that died, and "
 	    "repaired" },
 };
+const unsigned sv_met_n_families = F_COUNT;
 
 /* In the order of enum rn_met_rq. */
 static const char *const rq_names[RN_RQ_COUNT] = {
@@ -650,179 +649,6 @@ sv_metrics_free(struct sv_metrics *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/*
- * The exposition's buffer: grown by doubling from a guess at its size,
- * so a scrape of thousands of lines is one or two allocations, not a
- * memstream's many (with their copies and zero fills).
- */
-struct obuf {
-	char *b;
-	size_t len, cap;
-	bool err;
-};
-
-static bool
-ob_room(struct obuf *o, size_t n)
-{
-	size_t cap;
-	char *b;
-
-	if (o->err)
-		return false;
-	if (o->len + n + 1 <= o->cap)
-		return true;
-	for (cap = o->cap ? o->cap : 4096; cap < o->len + n + 1; cap *= 2)
-		;
-	if ((b = realloc(o->b, cap)) == NULL) {
-		o->err = true;
-		return false;
-	}
-	o->b = b;
-	o->cap = cap;
-	return true;
-}
-
-static void
-ob_put(struct obuf *o, const char *p, size_t n)
-{
-	if (!ob_room(o, n))
-		return;
-	memcpy(o->b + o->len, p, n);
-	o->len += n;
-}
-
-static void
-ob_str(struct obuf *o, const char *p)
-{
-	ob_put(o, p, strlen(p));
-}
-
-static void __attribute__((format(printf, 2, 3)))
-ob_printf(struct obuf *o, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	/* what a sample's number or a short label takes, at most */
-	if (!ob_room(o, 64))
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
-	va_end(ap);
-	if (k < 0 || (size_t)k >= o->cap - o->len) {
-		if (k < 0 || !ob_room(o, (size_t)k)) {
-			o->err = true;
-			return;
-		}
-		va_start(ap, fmt);
-		(void)vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
-		va_end(ap);
-	}
-	o->len += (size_t)k;
-}
-
-/* A number in decimal, without printf's cost: most of a scrape's bytes. */
-static void
-ob_u64(struct obuf *o, uint64_t v, int min_digits)
-{
-	char d[24];
-	int n = 0;
-
-	do {
-		d[sizeof(d) - ++n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0 || n < min_digits);
-	ob_put(o, d + sizeof(d) - n, (size_t)n);
-}
-
-/* name="value" after a comma: a label whose value needs no escapes. */
-static void
-ob_label(struct obuf *o, const char *name, const char *val)
-{
-	ob_put(o, ",", 1);
-	ob_str(o, name);
-	ob_put(o, "=\"", 2);
-	ob_str(o, val);
-	ob_put(o, "\"", 1);
-}
-
-/* A label value with the escapes the text format asks for. */
-static void
-put_label(struct obuf *f, const struct sv_met_sample *s)
-{
-	size_t i, run;
-
-	ob_str(f, s->lname);
-	ob_put(f, "=\"", 2);
-	for (i = 0; i < s->lval_len; i += run) {
-		/* the plain stretch at once: topic names need no escapes */
-		for (run = 0; i + run < s->lval_len &&
-		    memchr("\\\"\n", s->lval[i + run], 3) == NULL; run++)
-			;
-		ob_put(f, s->lval + i, run);
-		if (i + run == s->lval_len)
-			break;
-		ob_str(f, s->lval[i + run] == '\n' ? "\\n" :
-		    s->lval[i + run] == '"' ? "\\\"" : "\\\\");
-		run++;
-	}
-	ob_put(f, "\"", 1);
-}
-
-char *
-sv_metrics_text(const struct sv_metrics *m, size_t *len)
-{
-	const struct family *fam;
-	const struct sv_met_sample *s;
-	struct obuf f = { NULL, 0, 0, false };
-	size_t i;
-
-	/* most lines are a histogram bucket's, about 110 bytes */
-	if (!ob_room(&f, m->n * 128))
-		return NULL;
-	for (i = 0; i < m->n; i++) {
-		s = &m->s[i];
-		fam = &families[s->fam];
-		if (i == 0 || s->fam != m->s[i - 1].fam)
-			ob_printf(&f, "# HELP %s %s\n# TYPE %s %s\n",
-			    fam->name, fam->help, fam->name, fam->type);
-		ob_str(&f, fam->name);
-		if (s->suffix != NULL)
-			ob_str(&f, s->suffix);
-		if (s->lname != NULL) {
-			ob_put(&f, "{", 1);
-			put_label(&f, s);
-			/* the other labels' values are ours: no escapes */
-			if (s->l2name != NULL && s->l2val != NULL)
-				ob_label(&f, s->l2name, s->l2val);
-			else if (s->l2name != NULL)
-				ob_printf(&f, ",%s=\"%d\"", s->l2name,
-				    s->l2num);
-			if (s->l3name != NULL)
-				ob_label(&f, s->l3name, s->l3val);
-			ob_put(&f, "}", 1);
-		}
-		ob_put(&f, " ", 1);
-		if (s->v_signed && (int64_t)s->v < 0) {
-			ob_put(&f, "-", 1);
-			ob_u64(&f, -(uint64_t)s->v, 1);
-		} else if (s->v_us) {
-			ob_u64(&f, s->v / 1000000, 1);
-			ob_put(&f, ".", 1);
-			ob_u64(&f, s->v % 1000000, 6);
-		} else
-			ob_u64(&f, s->v, 1);
-		ob_put(&f, "\n", 1);
-	}
-	if (f.err) {
-		free(f.b);
-		return NULL;
-	}
-	f.b[f.len] = '\0';
-	*len = f.len;
-	return f.b;
-}
-
 /* A sample's name: its family's, with a histogram's suffix. */
 static void
 pack_name(msgpack_packer *pk, const char *name, const char *suffix)
@@ -846,7 +672,7 @@ sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk)
 		s = &m->s[i];
 		msgpack_pack_map(pk, 3);
 		rn_mp_pack_str(pk, "name");
-		pack_name(pk, families[s->fam].name, s->suffix);
+		pack_name(pk, sv_met_families[s->fam].name, s->suffix);
 		rn_mp_pack_str(pk, "labels");
 		msgpack_pack_map(pk, (s->lname != NULL) + (s->l2name != NULL) +
 		    (s->l3name != NULL));
@@ -881,12 +707,12 @@ sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk)
 void
 sv_control_pack_metrics(struct sv *sv, msgpack_packer *pk)
 {
+	static struct sv_obuf text;	/* kept: its size suits the next */
 	struct sv_metrics m;
-	char *text = NULL;
-	size_t len = 0;
 
+	text.len = 0;
 	if (sv_metrics_collect(sv, &m) != 0 ||
-	    (text = sv_metrics_text(&m, &len)) == NULL) {
+	    sv_metrics_render(&m, &text) != 0) {
 		msgpack_pack_map(pk, 2);
 		rn_mp_pack_str(pk, "ok");
 		msgpack_pack_false(pk);
@@ -897,11 +723,10 @@ sv_control_pack_metrics(struct sv *sv, msgpack_packer *pk)
 		rn_mp_pack_str(pk, "ok");
 		msgpack_pack_true(pk);
 		rn_mp_pack_str(pk, "text");
-		msgpack_pack_str(pk, len);
-		msgpack_pack_str_body(pk, text, len);
+		msgpack_pack_str(pk, text.len);
+		msgpack_pack_str_body(pk, text.b, text.len);
 		rn_mp_pack_str(pk, "metrics");
 		sv_metrics_pack(&m, pk);
 	}
-	free(text);
 	sv_metrics_free(&m);
 }
