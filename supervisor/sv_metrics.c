@@ -207,18 +207,37 @@ add_signed(struct sv_metrics *m, enum fam f, int64_t v)
 		m->s[m->n - 1].v_signed = true;
 }
 
-/* One counter of struct rn_met_worker, summed over the worker slots. */
+/* One counter of struct rn_met_worker, summed over the worker slots
+ * (which lie side by side). */
 #define W(field) offsetof(struct rn_met_worker, field)
 static uint64_t
 sum_workers(struct sv *sv, size_t off)
 {
-	uint64_t n = 0;
-	unsigned w;
+	const char *w = (const char *)rn_metrics_worker(&sv->shm, 0) + off;
+	unsigned i, n = sv->shm.hdr->n_workers;
+	uint64_t sum = 0;
 
-	for (w = 0; w < sv->shm.hdr->n_workers; w++)
-		n += rn_met_get((const _Atomic uint64_t *)(const void *)
-		    ((const char *)rn_metrics_worker(&sv->shm, w) + off));
-	return n;
+	for (i = 0; i < n; i++, w += sizeof(struct rn_met_worker))
+		sum += rn_met_get((const _Atomic uint64_t *)(const void *)w);
+	return sum;
+}
+
+/* A histogram of the worker slots (at offset base) summed over them in
+ * one pass: its buckets, then its sum in us. */
+static void
+hist_sums(struct sv *sv, size_t base, uint64_t s[RN_MET_BUCKETS + 1])
+{
+	const char *w = (const char *)rn_metrics_worker(&sv->shm, 0) + base;
+	const struct rn_met_hist *h;
+	unsigned i, b, n = sv->shm.hdr->n_workers;
+
+	memset(s, 0, (RN_MET_BUCKETS + 1) * sizeof(*s));
+	for (i = 0; i < n; i++, w += sizeof(struct rn_met_worker)) {
+		h = (const struct rn_met_hist *)(const void *)w;
+		for (b = 0; b < RN_MET_BUCKETS; b++)
+			s[b] += rn_met_get(&h->bucket[b]);
+		s[RN_MET_BUCKETS] += rn_met_get(&h->sum_us);
+	}
 }
 
 /* A topic's counters: the sums over its partitions' slots here. */
@@ -389,26 +408,26 @@ collect_restarts(struct sv *sv, struct sv_metrics *m)
 }
 
 /*
- * One histogram of the worker slots (at offset base), summed over them
- * and made cumulative; its labels: lname=lval (none if NULL), then
- * l2name=l2val if given, then le. Its mean in us, or 0 when empty.
+ * A histogram's samples from its summed buckets (h: RN_MET_BUCKETS
+ * counts, then the sum in us), made cumulative; its labels: lname=lval
+ * (if NULL, le alone), then l2name=l2val if given, then le. Its mean in
+ * us, or 0 when empty.
  */
 static uint64_t
-add_hist(struct sv *sv, struct sv_metrics *m, enum fam f, size_t base,
-    const char *lname, const char *lval, const char *l2name,
-    const char *l2val)
+add_hist_sums(struct sv_metrics *m, enum fam f,
+    const uint64_t h[RN_MET_BUCKETS + 1], const char *lname,
+    const char *lval, const char *l2name, const char *l2val)
 {
 	struct sv_met_sample *s;
-	uint64_t cum = 0, sum;
-	unsigned b, k;
+	size_t lval_len = lval != NULL ? strlen(lval) : 0;
+	uint64_t cum = 0, v;
+	unsigned b;
 
 	for (b = 0; b < RN_MET_BUCKETS + 2; b++) {
 		if (b < RN_MET_BUCKETS)
-			cum += sum_workers(sv, base + offsetof(struct
-			    rn_met_hist, bucket) + b * sizeof(uint64_t));
-		sum = b == RN_MET_BUCKETS ? sum_workers(sv, base +
-		    offsetof(struct rn_met_hist, sum_us)) : cum;
-		add(m, f, lname, lval, lval != NULL ? strlen(lval) : 0, sum);
+			cum += h[b];
+		v = b == RN_MET_BUCKETS ? h[RN_MET_BUCKETS] : cum;
+		add(m, f, lname, lval, lval_len, v);
 		if (m->error != 0)
 			return 0;
 		s = &m->s[m->n - 1];
@@ -416,31 +435,41 @@ add_hist(struct sv *sv, struct sv_metrics *m, enum fam f, size_t base,
 		    b == RN_MET_BUCKETS ? "_sum" : "_count";
 		s->v_us = b == RN_MET_BUCKETS;
 		/* the labels in order, le last, none left empty */
-		k = 0;
 		if (l2name != NULL) {
 			s->l2name = l2name;
 			s->l2val = l2val;
-			k++;
 		}
-		if (b < RN_MET_BUCKETS) {
-			if (k == 0) {
-				s->l2name = "le";
-				s->l2val = bucket_le[b];
-			} else {
-				s->l3name = "le";
-				s->l3val = bucket_le[b];
-			}
-		}
-		if (lname == NULL && s->l2name != NULL) {
+		if (b >= RN_MET_BUCKETS)
+			continue;
+		if (lname == NULL) {
 			/* no first label: le takes its place */
-			s->lname = s->l2name;
-			s->lval = s->l2val;
-			s->lval_len = strlen(s->l2val);
-			s->l2name = s->l2val = NULL;
+			s->lname = "le";
+			s->lval = bucket_le[b];
+			s->lval_len = strlen(bucket_le[b]);
+		} else if (l2name == NULL) {
+			s->l2name = "le";
+			s->l2val = bucket_le[b];
+		} else {
+			s->l3name = "le";
+			s->l3val = bucket_le[b];
 		}
 	}
-	return cum > 0 ? sum_workers(sv, base + offsetof(struct rn_met_hist,
-	    sum_us)) / cum : 0;
+	return cum > 0 ? h[RN_MET_BUCKETS] / cum : 0;
+}
+
+/*
+ * One histogram of the worker slots (at offset base), summed over them
+ * and made cumulative, as add_hist_sums.
+ */
+static uint64_t
+add_hist(struct sv *sv, struct sv_metrics *m, enum fam f, size_t base,
+    const char *lname, const char *lval, const char *l2name,
+    const char *l2val)
+{
+	uint64_t h[RN_MET_BUCKETS + 1];
+
+	hist_sums(sv, base, h);
+	return add_hist_sums(m, f, h, lname, lval, l2name, l2val);
 }
 
 /* The stage histograms summed over the worker slots, cumulative. */
@@ -455,21 +484,6 @@ collect_stages(struct sv *sv, struct sv_metrics *m)
 		    NULL, NULL);
 }
 
-/* Requests of timed API a that were timed, summed over the workers. */
-static uint64_t
-request_count(struct sv *sv, unsigned a)
-{
-	size_t base = W(req) + (a * RN_RQ_COUNT + RN_RQ_TOTAL) *
-	    sizeof(struct rn_met_hist);
-	uint64_t n = 0;
-	unsigned b;
-
-	for (b = 0; b < RN_MET_BUCKETS; b++)
-		n += sum_workers(sv, base + offsetof(struct rn_met_hist,
-		    bucket) + b * sizeof(uint64_t));
-	return n;
-}
-
 /*
  * RequestMetrics: each timed API's stages, for the APIs this node has
  * answered: an API never asked adds no 140 lines of zeros to every
@@ -479,15 +493,22 @@ static void
 collect_request_times(struct sv *sv, struct sv_metrics *m)
 {
 	const struct rn_kapi *api;
-	unsigned a, st;
+	uint64_t total[RN_MET_BUCKETS + 1], n;
+	unsigned a, st, b;
+	size_t base;
 
 	for (a = 0; a < RN_MET_N_API; a++) {
-		if ((api = rn_kapi_find(rn_met_api_keys[a])) == NULL ||
-		    request_count(sv, a) == 0)
+		if ((api = rn_kapi_find(rn_met_api_keys[a])) == NULL)
+			continue;
+		base = W(req) + a * RN_RQ_COUNT * sizeof(struct rn_met_hist);
+		hist_sums(sv, base + RN_RQ_TOTAL * sizeof(struct rn_met_hist),
+		    total);
+		for (n = 0, b = 0; b < RN_MET_BUCKETS; b++)
+			n += total[b];
+		if (n == 0)
 			continue;
 		for (st = 0; st < RN_RQ_COUNT && m->error == 0; st++)
-			(void)add_hist(sv, m, F_REQ_TIME, W(req) +
-			    (a * RN_RQ_COUNT + st) *
+			(void)add_hist(sv, m, F_REQ_TIME, base + st *
 			    sizeof(struct rn_met_hist), "request", api->name,
 			    "stage", rq_names[st]);
 	}
@@ -571,6 +592,43 @@ collect_gauges(struct sv *sv, struct sv_metrics *m)
 	}
 }
 
+/*
+ * The partition slots ever used and their locks' repairs. The pass reads
+ * the whole slot map (shm.max.partitions bits, 128 KiB by default) and a
+ * line of each used slot: at 100 scrapes a second, a good part of each.
+ * So it is redone only when the segment's backed bytes changed (a slot's
+ * first use backs its pages: a new slot shows at the next scrape) or the
+ * segment was rebuilt, and at least once a second (a repair shows within
+ * it).
+ */
+static void
+slot_pass(struct sv *sv, uint64_t backed, uint64_t *slots,
+    uint64_t *repairs)
+{
+	static uint64_t last_backed, last_gen, n, r;
+	static int64_t last_ms;
+	static bool done;
+	uint64_t gen = atomic_load(&sv->shm.hdr->generation);
+	unsigned w, max = sv->shm.hdr->max_partitions;
+	int64_t now = rn_now_ms();
+
+	if (!done || backed == 0 || backed != last_backed ||
+	    gen != last_gen || now - last_ms >= 1000) {
+		for (n = r = 0, w = rn_shm_slot_next_used(&sv->shm, 0);
+		    w < max; w = rn_shm_slot_next_used(&sv->shm, w + 1)) {
+			n++;
+			r += __atomic_load_n(&rn_shm_partition(&sv->shm,
+			    w)->lock.repairs, __ATOMIC_RELAXED);
+		}
+		done = true;
+		last_backed = backed;
+		last_gen = gen;
+		last_ms = now;
+	}
+	*slots = n;
+	*repairs = r;
+}
+
 /* The rings, the segment and its partition locks. */
 static void
 collect_ipc(struct sv *sv, struct sv_metrics *m)
@@ -580,7 +638,7 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 		rn_shm_ring_to_coord, rn_shm_ring_from_coord,
 	};
 	const struct rn_shm_hdr *h = sv->shm.hdr;
-	uint64_t used, repairs = 0, slots = 0;
+	uint64_t used, repairs, slots, backed = 0;
 	struct stat st;
 	unsigned r, w;
 
@@ -594,14 +652,11 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 	for (r = 0; r < RN_REGION_COUNT; r++)
 		add_str(m, F_SHM_REGION, "region", rn_shm_region_name(r),
 		    rn_shm_region_size(&sv->shm, r));
-	if (fstat(sv->shm.fd, &st) == 0)
-		add_plain(m, F_SHM_BACKED, (uint64_t)st.st_blocks * 512);
-	for (w = rn_shm_slot_next_used(&sv->shm, 0); w < h->max_partitions;
-	    w = rn_shm_slot_next_used(&sv->shm, w + 1)) {
-		slots++;
-		repairs += __atomic_load_n(&rn_shm_partition(&sv->shm,
-		    w)->lock.repairs, __ATOMIC_RELAXED);
+	if (fstat(sv->shm.fd, &st) == 0) {
+		backed = (uint64_t)st.st_blocks * 512;
+		add_plain(m, F_SHM_BACKED, backed);
 	}
+	slot_pass(sv, backed, &slots, &repairs);
 	add_plain(m, F_SHM_SLOTS, slots);
 	add_plain(m, F_MD_IMAGE_BYTES, rn_mdimage_bytes(&sv->shm));
 	add_plain(m, F_RLOCK_REPAIRS, repairs);
