@@ -1,9 +1,11 @@
 /*
- * The metrics endpoint. A scrape is small and rare next to the Kafka
- * traffic, so the supervisor answers it from its own loop: the request is
- * read into a fixed buffer (a larger one gets 431), the answer is built
- * at once from shared memory and written as the socket takes it, then
- * the connection closes. Anything but GET is 405, any other path 404.
+ * The metrics endpoint, served from the supervisor's own loop. A request
+ * is read into a fixed buffer (a larger head gets 431); the answer is
+ * built at once from shared memory into the connection's buffer, its head
+ * put before its body, and written in one send as the socket takes it.
+ * The connection then waits for the next request (HTTP/1.1 keep-alive, as
+ * Prometheus scrapes) unless the client or an error ends it. Anything but
+ * GET is 405, any other path 404.
  */
 #include "autoconf.h"
 
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,19 +24,37 @@
 #include "supervisor/sv_http.h"
 #include "supervisor/sv_metrics.h"
 
+/*
+ * A connection is idle (waiting for a request), reading one, writing an
+ * answer, or draining (its last answer written, reading to the peer's
+ * close so that closing does not reset the answer).
+ */
 struct http_conn {
 	int fd;
-	int64_t opened_ms;
-	size_t have;
-	char *out;              /* the response once there is one */
-	size_t out_len, out_off;
-	bool draining;          /* answered: read to the peer's close */
+	int64_t since_ms;       /* idle or busy since */
+	size_t have;            /* request bytes in in[] */
+	struct sv_obuf out;     /* the answer: head room, then the body */
+	size_t out_off, out_end;
+	bool writing;
+	bool last;              /* the answer being written is the last */
+	bool draining;
 	char in[SV_HTTP_MAX_REQUEST];
 };
+
+/* A scraper keeps its connection between scrapes (Prometheus does);
+ * one idle this long is closed (nginx's keepalive_timeout). */
+#define HTTP_IDLE_MS 75000
+/* A request or an answer that takes this long: a stuck peer. */
+#define HTTP_BUSY_MS 10000
+/* Before the body in out: where its head is written once its length is
+ * known, so head and body go out in one write. */
+#define HTTP_HEAD_ROOM 256
 
 static int http_fd = -1;
 static bool paused;        /* an upgrade: the next supervisor accepts */
 static struct http_conn *conns[SV_HTTP_MAX_CONNS];
+/* a closed connection's answer buffer, for the next connection */
+static struct sv_obuf spare;
 
 /* "http://host:port" into host and port; 0 or -EINVAL. */
 static int
@@ -123,9 +144,14 @@ sv_http_open(struct sv *sv)
 static void
 conn_close(struct http_conn **cp)
 {
-	close((*cp)->fd);
-	free((*cp)->out);
-	free(*cp);
+	struct http_conn *c = *cp;
+
+	close(c->fd);
+	if (spare.b == NULL)
+		spare = c->out;
+	else
+		sv_obuf_free(&c->out);
+	free(c);
 	*cp = NULL;
 }
 
@@ -137,6 +163,7 @@ sv_http_close(void)
 	for (i = 0; i < SV_HTTP_MAX_CONNS; i++)
 		if (conns[i] != NULL)
 			conn_close(&conns[i]);
+	sv_obuf_free(&spare);
 	if (http_fd >= 0)
 		close(http_fd);
 	http_fd = -1;
@@ -171,9 +198,32 @@ sv_http_pollfds(struct pollfd *pfd, int max)
 	for (i = 0; i < SV_HTTP_MAX_CONNS && n < max; i++)
 		if (conns[i] != NULL)
 			pfd[n++] = (struct pollfd){ conns[i]->fd,
-			    conns[i]->out && !conns[i]->draining ? POLLOUT :
-			    POLLIN, 0 };
+			    conns[i]->writing ? POLLOUT : POLLIN, 0 };
 	return n;
+}
+
+static bool
+conn_idle(const struct http_conn *c)
+{
+	return c->have == 0 && !c->writing && !c->draining;
+}
+
+/* A free place in the table, or the one of the longest idle connection. */
+static int
+conn_slot(void)
+{
+	int i, oldest = -1;
+
+	for (i = 0; i < SV_HTTP_MAX_CONNS; i++) {
+		if (conns[i] == NULL)
+			return i;
+		if (conn_idle(conns[i]) && (oldest < 0 ||
+		    conns[i]->since_ms < conns[oldest]->since_ms))
+			oldest = i;
+	}
+	if (oldest >= 0)
+		conn_close(&conns[oldest]);
+	return oldest;
 }
 
 static void
@@ -183,80 +233,175 @@ http_accept(void)
 
 	while ((fd = accept4(http_fd, NULL, NULL, SOCK_CLOEXEC |
 	    SOCK_NONBLOCK)) != -1) {
-		for (i = 0; i < SV_HTTP_MAX_CONNS; i++)
-			if (conns[i] == NULL)
-				break;
-		/* a full table: this scraper tries again at its next round */
-		if (i == SV_HTTP_MAX_CONNS ||
+		/* every connection busy: this scraper tries again at its
+		 * next round */
+		if ((i = conn_slot()) < 0 ||
 		    (conns[i] = calloc(1, sizeof(*conns[i]))) == NULL) {
 			close(fd);
 			continue;
 		}
 		conns[i]->fd = fd;
-		conns[i]->opened_ms = rn_now_ms();
+		conns[i]->since_ms = rn_now_ms();
+		conns[i]->out = spare;
+		spare = (struct sv_obuf){ NULL, 0, 0 };
 	}
 }
 
-/* Queue a whole response; the body is copied. */
-static void
-respond(struct http_conn *c, const char *status, const char *extra,
-    const char *ctype, const char *body, size_t blen)
+/* An answer's body goes after the head's room; false on ENOMEM. */
+static bool
+answer_begin(struct http_conn *c)
 {
-	char head[512];
-	int k;
-
-	/* the head, then the body in one copy (a scrape's is large) */
-	k = snprintf(head, sizeof(head), "HTTP/1.1 %s\r\nContent-Type: %s\r\n"
-	    "Content-Length: %zu\r\n%sConnection: close\r\n\r\n", status,
-	    ctype, blen, extra);
-	if (k < 0 || (size_t)k >= sizeof(head) ||
-	    (c->out = malloc((size_t)k + blen)) == NULL)
-		return;
-	memcpy(c->out, head, (size_t)k);
-	memcpy(c->out + k, body, blen);
-	c->out_len = (size_t)k + blen;
-	c->out_off = 0;
+	c->out.len = 0;
+	if (sv_obuf_reserve(&c->out, HTTP_HEAD_ROOM) != 0)
+		return false;
+	c->out.len = HTTP_HEAD_ROOM;
+	return true;
 }
 
+/* The head before the body in out; the answer is then written. */
+static void
+respond(struct http_conn *c, const char *status, const char *extra,
+    const char *ctype)
+{
+	char head[HTTP_HEAD_ROOM];
+	int k;
+
+	k = snprintf(head, sizeof(head), "HTTP/1.1 %s\r\nContent-Type: %s\r\n"
+	    "Content-Length: %zu\r\n%sConnection: %s\r\n\r\n", status, ctype,
+	    c->out.len - HTTP_HEAD_ROOM, extra, c->last ? "close" :
+	    "keep-alive");
+	if (k < 0 || (size_t)k >= sizeof(head))
+		return;
+	memcpy(c->out.b + HTTP_HEAD_ROOM - k, head, (size_t)k);
+	c->out_off = HTTP_HEAD_ROOM - (size_t)k;
+	c->out_end = c->out.len;
+	c->writing = true;
+}
+
+/* An error's answer; all but a 404 end the connection. */
 static void
 respond_error(struct http_conn *c, const char *status, const char *extra)
 {
-	char body[64];
+	size_t n = strlen(status);
 
-	snprintf(body, sizeof(body), "%s\n", status);
-	respond(c, status, extra, "text/plain; charset=utf-8", body,
-	    strlen(body));
+	if (strncmp(status, "404", 3) != 0)
+		c->last = true;
+	c->out.len = HTTP_HEAD_ROOM;
+	if (sv_obuf_reserve(&c->out, n + 1) != 0)
+		return;
+	memcpy(c->out.b + c->out.len, status, n);
+	c->out.b[c->out.len + n] = '\n';
+	c->out.len += n + 1;
+	respond(c, status, extra, "text/plain; charset=utf-8");
 }
 
 static void
 respond_metrics(struct sv *sv, struct http_conn *c)
 {
 	struct sv_metrics m;
-	char *text = NULL;
-	size_t len = 0;
+	int rc;
 
-	if (sv_metrics_collect(sv, &m) != 0 ||
-	    (text = sv_metrics_text(&m, &len)) == NULL)
+	if ((rc = sv_metrics_collect(sv, &m)) == 0)
+		rc = sv_metrics_render(&m, &c->out);
+	sv_metrics_free(&m);
+	if (rc != 0)
 		respond_error(c, "500 Internal Server Error", "");
 	else
 		respond(c, "200 OK", "", "text/plain; version=0.0.4; "
-		    "charset=utf-8", text, len);
-	free(text);
-	sv_metrics_free(&m);
+		    "charset=utf-8");
 }
 
-/* The request line of a whole head: method, path, version. */
+/* The value of header name in the head's first hlen bytes, or NULL;
+ * *vlen its length. */
+static const char *
+header_value(const char *in, size_t hlen, const char *name, size_t *vlen)
+{
+	size_t n = strlen(name);
+	const char *p, *end = in + hlen, *eol;
+
+	for (p = memchr(in, '\n', hlen); p != NULL && p + 1 < end; p = eol) {
+		p++;
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			break;
+		if ((size_t)(eol - p) > n && strncasecmp(p, name, n) == 0 &&
+		    p[n] == ':') {
+			p += n + 1;
+			p += strspn(p, " \t");
+			*vlen = (size_t)(eol - p);
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* Whether a comma-separated header value names token. */
+static bool
+value_has(const char *v, size_t vlen, const char *token)
+{
+	size_t n = strlen(token), i;
+
+	for (i = 0; i + n <= vlen; i++)
+		if (strncasecmp(v + i, token, n) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the connection stays open after this request: HTTP/1.1 unless
+ * it says close, HTTP/1.0 if it says keep-alive; never after a request
+ * with a body (a GET has none; we would read it as the next request).
+ */
+static bool
+keep_alive(const char *in, size_t hlen, const char *version)
+{
+	const char *v;
+	size_t vlen;
+
+	if (header_value(in, hlen, "Transfer-Encoding", &vlen) != NULL ||
+	    ((v = header_value(in, hlen, "Content-Length", &vlen)) != NULL &&
+	    strtoul(v, NULL, 10) != 0))
+		return false;
+	if ((v = header_value(in, hlen, "Connection", &vlen)) == NULL)
+		return strcmp(version, "HTTP/1.1") == 0;
+	if (value_has(v, vlen, "close"))
+		return false;
+	return strcmp(version, "HTTP/1.1") == 0 ||
+	    value_has(v, vlen, "keep-alive");
+}
+
+/* The next word of s after blanks into w (cap bytes with its NUL); what
+ * follows it, or NULL when there is none or it is too long. */
+static const char *
+next_word(const char *s, char *w, size_t cap)
+{
+	size_t n;
+
+	s += strspn(s, " \t");
+	if ((n = strcspn(s, " \t\r\n")) == 0 || n >= cap)
+		return NULL;
+	memcpy(w, s, n);
+	w[n] = '\0';
+	return s + n;
+}
+
+/* Answer the request whose head is the first hlen bytes of in[]. */
 static void
-route(struct sv *sv, struct http_conn *c)
+route(struct sv *sv, struct http_conn *c, size_t hlen)
 {
 	char method[16], path[256], version[16];
+	const char *p;
 	size_t plen;
 
-	if (sscanf(c->in, "%15s %255s %15s", method, path, version) != 3 ||
+	if (!answer_begin(c))
+		return;
+	if ((p = next_word(c->in, method, sizeof(method))) == NULL ||
+	    (p = next_word(p, path, sizeof(path))) == NULL ||
+	    next_word(p, version, sizeof(version)) == NULL ||
 	    strncmp(version, "HTTP/1.", 7) != 0) {
 		respond_error(c, "400 Bad Request", "");
 		return;
 	}
+	c->last = !keep_alive(c->in, hlen, version);
 	plen = strcspn(path, "?");
 	if (strcmp(method, "GET") != 0) {
 		respond_error(c, "405 Method Not Allowed", "Allow: GET\r\n");
@@ -270,26 +415,72 @@ route(struct sv *sv, struct http_conn *c)
 	respond_metrics(sv, c);
 }
 
-/* Write what the socket takes; once all is out, only wait for the close. */
+/* The length of the first whole request head in in[], or 0. */
+static size_t
+head_length(const struct http_conn *c)
+{
+	const char *a = memmem(c->in, c->have, "\r\n\r\n", 4);
+	const char *b = memmem(c->in, c->have, "\n\n", 2);
+
+	if (a != NULL && (b == NULL || a < b))
+		return (size_t)(a - c->in) + 4;
+	return b != NULL ? (size_t)(b - c->in) + 2 : 0;
+}
+
+/*
+ * Write what the socket takes (the whole answer, as a rule). Once it is
+ * out: after the last answer, only wait for the peer's close; else the
+ * connection is idle again. false when the connection broke.
+ */
 static bool
 http_write(struct http_conn *c)
 {
 	ssize_t n;
 
-	while (c->out_off < c->out_len) {
-		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+	while (c->out_off < c->out_end) {
+		n = send(c->fd, c->out.b + c->out_off, c->out_end - c->out_off,
 		    MSG_NOSIGNAL);
 		if (n == -1)
 			return errno == EAGAIN || errno == EINTR;
 		c->out_off += (size_t)n;
 	}
-	/* closing with the peer's bytes unread would reset the answer */
-	shutdown(c->fd, SHUT_WR);
-	c->draining = true;
+	c->writing = false;
+	c->since_ms = rn_now_ms();
+	if (c->last) {
+		shutdown(c->fd, SHUT_WR);
+		c->draining = true;
+	}
 	return true;
 }
 
-/* Read the head; false when the connection is done with. */
+/* Answer every whole request read, while the socket takes the answers;
+ * false when the connection is done with. */
+static bool
+http_serve(struct sv *sv, struct http_conn *c)
+{
+	size_t hlen;
+
+	while (!c->writing && !c->draining) {
+		if ((hlen = head_length(c)) != 0) {
+			route(sv, c, hlen);
+			/* the next request (pipelined) moves to the front */
+			memmove(c->in, c->in + hlen, c->have - hlen);
+			c->have -= hlen;
+			c->in[c->have] = '\0';
+		} else if (c->have == sizeof(c->in) - 1) {
+			if (answer_begin(c))
+				respond_error(c, "431 Request Header Fields "
+				    "Too Large", "");
+		} else
+			return true;
+		/* no answer: out of memory */
+		if (!c->writing || !http_write(c))
+			return false;
+	}
+	return true;
+}
+
+/* Read requests (or, draining, to the close); false when done with. */
 static bool
 http_read(struct sv *sv, struct http_conn *c)
 {
@@ -304,24 +495,20 @@ http_read(struct sv *sv, struct http_conn *c)
 	n = read(c->fd, c->in + c->have, sizeof(c->in) - 1 - c->have);
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
 		return false;
-	if (n > 0)
+	if (n > 0) {
+		if (c->have == 0)
+			c->since_ms = rn_now_ms();
 		c->have += (size_t)n;
-	c->in[c->have] = '\0';
-	if (strstr(c->in, "\r\n\r\n") != NULL || strstr(c->in, "\n\n"))
-		route(sv, c);
-	else if (c->have == sizeof(c->in) - 1)
-		respond_error(c, "431 Request Header Fields Too Large", "");
-	else
-		return true;
-	if (c->out == NULL)
-		return false;
-	return http_write(c);
+		c->in[c->have] = '\0';
+	}
+	return http_serve(sv, c);
 }
 
 void
 sv_http_handle(struct sv *sv, const struct pollfd *pfd, int n)
 {
-	int64_t now = rn_now_ms();
+	struct http_conn *c;
+	int64_t now;
 	bool keep;
 	int i, j;
 
@@ -333,17 +520,19 @@ sv_http_handle(struct sv *sv, const struct pollfd *pfd, int n)
 			continue;
 		}
 		for (j = 0; j < SV_HTTP_MAX_CONNS; j++) {
-			if (conns[j] == NULL || conns[j]->fd != pfd[i].fd)
+			if ((c = conns[j]) == NULL || c->fd != pfd[i].fd)
 				continue;
-			keep = conns[j]->out && !conns[j]->draining ?
-			    http_write(conns[j]) : http_read(sv, conns[j]);
+			keep = c->writing ? http_write(c) && http_serve(sv, c) :
+			    http_read(sv, c);
 			if (!keep)
 				conn_close(&conns[j]);
 			break;
 		}
 	}
-	/* a scraper that sits on its connection loses it */
+	/* an idle scraper keeps its connection a while; a stuck one not */
+	now = rn_now_ms();
 	for (j = 0; j < SV_HTTP_MAX_CONNS; j++)
-		if (conns[j] != NULL && now - conns[j]->opened_ms > 10000)
+		if ((c = conns[j]) != NULL && now - c->since_ms >
+		    (conn_idle(c) ? HTTP_IDLE_MS : HTTP_BUSY_MS))
 			conn_close(&conns[j]);
 }

@@ -1,7 +1,7 @@
 /*
  * The metrics endpoint (metrics.listener=http://host:port): plain
- * HTTP/1.1, GET /metrics only, one request per connection, served by the
- * supervisor's loop. Never on a Kafka listener.
+ * HTTP/1.1, GET /metrics only, connections kept alive between requests,
+ * served by the supervisor's loop. Never on a Kafka listener.
  */
 #ifndef SV_HTTP_H
 #define SV_HTTP_H

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "protocol/kmsg_gen.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_metrics.h"
+#include "supervisor/sv_metrics_int.h"
 #include "workers/partition/partition.h"
 
 enum fam {
@@ -34,12 +34,10 @@ enum fam {
 	F_RAFT_LEADER, F_RAFT_EPOCH, F_RAFT_HW, F_RAFT_COMMIT_AVG,
 	F_RAFT_COMMIT, F_RING_USED, F_RING_CAP, F_RING_DROPPED,
 	F_SHM_REGION, F_SHM_BACKED, F_SHM_SLOTS, F_MD_IMAGE_BYTES,
-	F_RLOCK_REPAIRS,
+	F_RLOCK_REPAIRS, F_COUNT
 };
 
-static const struct family {
-	const char *name, *type, *help;
-} families[] = {
+const struct sv_met_family sv_met_families[] = {
 	[F_MSGS_IN] = { "kafka_server_brokertopicmetrics_messagesin_total",
 	    "counter", "Records appended as leader, per topic and in all" },
 	[F_BYTES_IN] = { "kafka_server_brokertopicmetrics_bytesin_total",
@@ -135,6 +133,7 @@ static const struct family {
 	    "Partition locks taken over from a holder that died, and "
 	    "repaired" },
 };
+const unsigned sv_met_n_families = F_COUNT;
 
 /* In the order of enum rn_met_rq. */
 static const char *const rq_names[RN_RQ_COUNT] = {
@@ -208,18 +207,37 @@ add_signed(struct sv_metrics *m, enum fam f, int64_t v)
 		m->s[m->n - 1].v_signed = true;
 }
 
-/* One counter of struct rn_met_worker, summed over the worker slots. */
+/* One counter of struct rn_met_worker, summed over the worker slots
+ * (which lie side by side). */
 #define W(field) offsetof(struct rn_met_worker, field)
 static uint64_t
 sum_workers(struct sv *sv, size_t off)
 {
-	uint64_t n = 0;
-	unsigned w;
+	const char *w = (const char *)rn_metrics_worker(&sv->shm, 0) + off;
+	unsigned i, n = sv->shm.hdr->n_workers;
+	uint64_t sum = 0;
 
-	for (w = 0; w < sv->shm.hdr->n_workers; w++)
-		n += rn_met_get((const _Atomic uint64_t *)(const void *)
-		    ((const char *)rn_metrics_worker(&sv->shm, w) + off));
-	return n;
+	for (i = 0; i < n; i++, w += sizeof(struct rn_met_worker))
+		sum += rn_met_get((const _Atomic uint64_t *)(const void *)w);
+	return sum;
+}
+
+/* A histogram of the worker slots (at offset base) summed over them in
+ * one pass: its buckets, then its sum in us. */
+static void
+hist_sums(struct sv *sv, size_t base, uint64_t s[RN_MET_BUCKETS + 1])
+{
+	const char *w = (const char *)rn_metrics_worker(&sv->shm, 0) + base;
+	const struct rn_met_hist *h;
+	unsigned i, b, n = sv->shm.hdr->n_workers;
+
+	memset(s, 0, (RN_MET_BUCKETS + 1) * sizeof(*s));
+	for (i = 0; i < n; i++, w += sizeof(struct rn_met_worker)) {
+		h = (const struct rn_met_hist *)(const void *)w;
+		for (b = 0; b < RN_MET_BUCKETS; b++)
+			s[b] += rn_met_get(&h->bucket[b]);
+		s[RN_MET_BUCKETS] += rn_met_get(&h->sum_us);
+	}
 }
 
 /* A topic's counters: the sums over its partitions' slots here. */
@@ -390,26 +408,26 @@ collect_restarts(struct sv *sv, struct sv_metrics *m)
 }
 
 /*
- * One histogram of the worker slots (at offset base), summed over them
- * and made cumulative; its labels: lname=lval (none if NULL), then
- * l2name=l2val if given, then le. Its mean in us, or 0 when empty.
+ * A histogram's samples from its summed buckets (h: RN_MET_BUCKETS
+ * counts, then the sum in us), made cumulative; its labels: lname=lval
+ * (if NULL, le alone), then l2name=l2val if given, then le. Its mean in
+ * us, or 0 when empty.
  */
 static uint64_t
-add_hist(struct sv *sv, struct sv_metrics *m, enum fam f, size_t base,
-    const char *lname, const char *lval, const char *l2name,
-    const char *l2val)
+add_hist_sums(struct sv_metrics *m, enum fam f,
+    const uint64_t h[RN_MET_BUCKETS + 1], const char *lname,
+    const char *lval, const char *l2name, const char *l2val)
 {
 	struct sv_met_sample *s;
-	uint64_t cum = 0, sum;
-	unsigned b, k;
+	size_t lval_len = lval != NULL ? strlen(lval) : 0;
+	uint64_t cum = 0, v;
+	unsigned b;
 
 	for (b = 0; b < RN_MET_BUCKETS + 2; b++) {
 		if (b < RN_MET_BUCKETS)
-			cum += sum_workers(sv, base + offsetof(struct
-			    rn_met_hist, bucket) + b * sizeof(uint64_t));
-		sum = b == RN_MET_BUCKETS ? sum_workers(sv, base +
-		    offsetof(struct rn_met_hist, sum_us)) : cum;
-		add(m, f, lname, lval, lval != NULL ? strlen(lval) : 0, sum);
+			cum += h[b];
+		v = b == RN_MET_BUCKETS ? h[RN_MET_BUCKETS] : cum;
+		add(m, f, lname, lval, lval_len, v);
 		if (m->error != 0)
 			return 0;
 		s = &m->s[m->n - 1];
@@ -417,31 +435,41 @@ add_hist(struct sv *sv, struct sv_metrics *m, enum fam f, size_t base,
 		    b == RN_MET_BUCKETS ? "_sum" : "_count";
 		s->v_us = b == RN_MET_BUCKETS;
 		/* the labels in order, le last, none left empty */
-		k = 0;
 		if (l2name != NULL) {
 			s->l2name = l2name;
 			s->l2val = l2val;
-			k++;
 		}
-		if (b < RN_MET_BUCKETS) {
-			if (k == 0) {
-				s->l2name = "le";
-				s->l2val = bucket_le[b];
-			} else {
-				s->l3name = "le";
-				s->l3val = bucket_le[b];
-			}
-		}
-		if (lname == NULL && s->l2name != NULL) {
+		if (b >= RN_MET_BUCKETS)
+			continue;
+		if (lname == NULL) {
 			/* no first label: le takes its place */
-			s->lname = s->l2name;
-			s->lval = s->l2val;
-			s->lval_len = strlen(s->l2val);
-			s->l2name = s->l2val = NULL;
+			s->lname = "le";
+			s->lval = bucket_le[b];
+			s->lval_len = strlen(bucket_le[b]);
+		} else if (l2name == NULL) {
+			s->l2name = "le";
+			s->l2val = bucket_le[b];
+		} else {
+			s->l3name = "le";
+			s->l3val = bucket_le[b];
 		}
 	}
-	return cum > 0 ? sum_workers(sv, base + offsetof(struct rn_met_hist,
-	    sum_us)) / cum : 0;
+	return cum > 0 ? h[RN_MET_BUCKETS] / cum : 0;
+}
+
+/*
+ * One histogram of the worker slots (at offset base), summed over them
+ * and made cumulative, as add_hist_sums.
+ */
+static uint64_t
+add_hist(struct sv *sv, struct sv_metrics *m, enum fam f, size_t base,
+    const char *lname, const char *lval, const char *l2name,
+    const char *l2val)
+{
+	uint64_t h[RN_MET_BUCKETS + 1];
+
+	hist_sums(sv, base, h);
+	return add_hist_sums(m, f, h, lname, lval, l2name, l2val);
 }
 
 /* The stage histograms summed over the worker slots, cumulative. */
@@ -456,21 +484,6 @@ collect_stages(struct sv *sv, struct sv_metrics *m)
 		    NULL, NULL);
 }
 
-/* Requests of timed API a that were timed, summed over the workers. */
-static uint64_t
-request_count(struct sv *sv, unsigned a)
-{
-	size_t base = W(req) + (a * RN_RQ_COUNT + RN_RQ_TOTAL) *
-	    sizeof(struct rn_met_hist);
-	uint64_t n = 0;
-	unsigned b;
-
-	for (b = 0; b < RN_MET_BUCKETS; b++)
-		n += sum_workers(sv, base + offsetof(struct rn_met_hist,
-		    bucket) + b * sizeof(uint64_t));
-	return n;
-}
-
 /*
  * RequestMetrics: each timed API's stages, for the APIs this node has
  * answered: an API never asked adds no 140 lines of zeros to every
@@ -480,15 +493,22 @@ static void
 collect_request_times(struct sv *sv, struct sv_metrics *m)
 {
 	const struct rn_kapi *api;
-	unsigned a, st;
+	uint64_t total[RN_MET_BUCKETS + 1], n;
+	unsigned a, st, b;
+	size_t base;
 
 	for (a = 0; a < RN_MET_N_API; a++) {
-		if ((api = rn_kapi_find(rn_met_api_keys[a])) == NULL ||
-		    request_count(sv, a) == 0)
+		if ((api = rn_kapi_find(rn_met_api_keys[a])) == NULL)
+			continue;
+		base = W(req) + a * RN_RQ_COUNT * sizeof(struct rn_met_hist);
+		hist_sums(sv, base + RN_RQ_TOTAL * sizeof(struct rn_met_hist),
+		    total);
+		for (n = 0, b = 0; b < RN_MET_BUCKETS; b++)
+			n += total[b];
+		if (n == 0)
 			continue;
 		for (st = 0; st < RN_RQ_COUNT && m->error == 0; st++)
-			(void)add_hist(sv, m, F_REQ_TIME, W(req) +
-			    (a * RN_RQ_COUNT + st) *
+			(void)add_hist(sv, m, F_REQ_TIME, base + st *
 			    sizeof(struct rn_met_hist), "request", api->name,
 			    "stage", rq_names[st]);
 	}
@@ -572,6 +592,43 @@ collect_gauges(struct sv *sv, struct sv_metrics *m)
 	}
 }
 
+/*
+ * The partition slots ever used and their locks' repairs. The pass reads
+ * the whole slot map (shm.max.partitions bits, 128 KiB by default) and a
+ * line of each used slot: at 100 scrapes a second, a good part of each.
+ * So it is redone only when the segment's backed bytes changed (a slot's
+ * first use backs its pages: a new slot shows at the next scrape) or the
+ * segment was rebuilt, and at least once a second (a repair shows within
+ * it).
+ */
+static void
+slot_pass(struct sv *sv, uint64_t backed, uint64_t *slots,
+    uint64_t *repairs)
+{
+	static uint64_t last_backed, last_gen, n, r;
+	static int64_t last_ms;
+	static bool done;
+	uint64_t gen = atomic_load(&sv->shm.hdr->generation);
+	unsigned w, max = sv->shm.hdr->max_partitions;
+	int64_t now = rn_now_ms();
+
+	if (!done || backed == 0 || backed != last_backed ||
+	    gen != last_gen || now - last_ms >= 1000) {
+		for (n = r = 0, w = rn_shm_slot_next_used(&sv->shm, 0);
+		    w < max; w = rn_shm_slot_next_used(&sv->shm, w + 1)) {
+			n++;
+			r += __atomic_load_n(&rn_shm_partition(&sv->shm,
+			    w)->lock.repairs, __ATOMIC_RELAXED);
+		}
+		done = true;
+		last_backed = backed;
+		last_gen = gen;
+		last_ms = now;
+	}
+	*slots = n;
+	*repairs = r;
+}
+
 /* The rings, the segment and its partition locks. */
 static void
 collect_ipc(struct sv *sv, struct sv_metrics *m)
@@ -581,7 +638,7 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 		rn_shm_ring_to_coord, rn_shm_ring_from_coord,
 	};
 	const struct rn_shm_hdr *h = sv->shm.hdr;
-	uint64_t used, repairs = 0, slots = 0;
+	uint64_t used, repairs, slots, backed = 0;
 	struct stat st;
 	unsigned r, w;
 
@@ -595,14 +652,11 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 	for (r = 0; r < RN_REGION_COUNT; r++)
 		add_str(m, F_SHM_REGION, "region", rn_shm_region_name(r),
 		    rn_shm_region_size(&sv->shm, r));
-	if (fstat(sv->shm.fd, &st) == 0)
-		add_plain(m, F_SHM_BACKED, (uint64_t)st.st_blocks * 512);
-	for (w = rn_shm_slot_next_used(&sv->shm, 0); w < h->max_partitions;
-	    w = rn_shm_slot_next_used(&sv->shm, w + 1)) {
-		slots++;
-		repairs += __atomic_load_n(&rn_shm_partition(&sv->shm,
-		    w)->lock.repairs, __ATOMIC_RELAXED);
+	if (fstat(sv->shm.fd, &st) == 0) {
+		backed = (uint64_t)st.st_blocks * 512;
+		add_plain(m, F_SHM_BACKED, backed);
 	}
+	slot_pass(sv, backed, &slots, &repairs);
 	add_plain(m, F_SHM_SLOTS, slots);
 	add_plain(m, F_MD_IMAGE_BYTES, rn_mdimage_bytes(&sv->shm));
 	add_plain(m, F_RLOCK_REPAIRS, repairs);
@@ -650,179 +704,6 @@ sv_metrics_free(struct sv_metrics *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/*
- * The exposition's buffer: grown by doubling from a guess at its size,
- * so a scrape of thousands of lines is one or two allocations, not a
- * memstream's many (with their copies and zero fills).
- */
-struct obuf {
-	char *b;
-	size_t len, cap;
-	bool err;
-};
-
-static bool
-ob_room(struct obuf *o, size_t n)
-{
-	size_t cap;
-	char *b;
-
-	if (o->err)
-		return false;
-	if (o->len + n + 1 <= o->cap)
-		return true;
-	for (cap = o->cap ? o->cap : 4096; cap < o->len + n + 1; cap *= 2)
-		;
-	if ((b = realloc(o->b, cap)) == NULL) {
-		o->err = true;
-		return false;
-	}
-	o->b = b;
-	o->cap = cap;
-	return true;
-}
-
-static void
-ob_put(struct obuf *o, const char *p, size_t n)
-{
-	if (!ob_room(o, n))
-		return;
-	memcpy(o->b + o->len, p, n);
-	o->len += n;
-}
-
-static void
-ob_str(struct obuf *o, const char *p)
-{
-	ob_put(o, p, strlen(p));
-}
-
-static void __attribute__((format(printf, 2, 3)))
-ob_printf(struct obuf *o, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	/* what a sample's number or a short label takes, at most */
-	if (!ob_room(o, 64))
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
-	va_end(ap);
-	if (k < 0 || (size_t)k >= o->cap - o->len) {
-		if (k < 0 || !ob_room(o, (size_t)k)) {
-			o->err = true;
-			return;
-		}
-		va_start(ap, fmt);
-		(void)vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
-		va_end(ap);
-	}
-	o->len += (size_t)k;
-}
-
-/* A number in decimal, without printf's cost: most of a scrape's bytes. */
-static void
-ob_u64(struct obuf *o, uint64_t v, int min_digits)
-{
-	char d[24];
-	int n = 0;
-
-	do {
-		d[sizeof(d) - ++n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0 || n < min_digits);
-	ob_put(o, d + sizeof(d) - n, (size_t)n);
-}
-
-/* name="value" after a comma: a label whose value needs no escapes. */
-static void
-ob_label(struct obuf *o, const char *name, const char *val)
-{
-	ob_put(o, ",", 1);
-	ob_str(o, name);
-	ob_put(o, "=\"", 2);
-	ob_str(o, val);
-	ob_put(o, "\"", 1);
-}
-
-/* A label value with the escapes the text format asks for. */
-static void
-put_label(struct obuf *f, const struct sv_met_sample *s)
-{
-	size_t i, run;
-
-	ob_str(f, s->lname);
-	ob_put(f, "=\"", 2);
-	for (i = 0; i < s->lval_len; i += run) {
-		/* the plain stretch at once: topic names need no escapes */
-		for (run = 0; i + run < s->lval_len &&
-		    memchr("\\\"\n", s->lval[i + run], 3) == NULL; run++)
-			;
-		ob_put(f, s->lval + i, run);
-		if (i + run == s->lval_len)
-			break;
-		ob_str(f, s->lval[i + run] == '\n' ? "\\n" :
-		    s->lval[i + run] == '"' ? "\\\"" : "\\\\");
-		run++;
-	}
-	ob_put(f, "\"", 1);
-}
-
-char *
-sv_metrics_text(const struct sv_metrics *m, size_t *len)
-{
-	const struct family *fam;
-	const struct sv_met_sample *s;
-	struct obuf f = { NULL, 0, 0, false };
-	size_t i;
-
-	/* most lines are a histogram bucket's, about 110 bytes */
-	if (!ob_room(&f, m->n * 128))
-		return NULL;
-	for (i = 0; i < m->n; i++) {
-		s = &m->s[i];
-		fam = &families[s->fam];
-		if (i == 0 || s->fam != m->s[i - 1].fam)
-			ob_printf(&f, "# HELP %s %s\n# TYPE %s %s\n",
-			    fam->name, fam->help, fam->name, fam->type);
-		ob_str(&f, fam->name);
-		if (s->suffix != NULL)
-			ob_str(&f, s->suffix);
-		if (s->lname != NULL) {
-			ob_put(&f, "{", 1);
-			put_label(&f, s);
-			/* the other labels' values are ours: no escapes */
-			if (s->l2name != NULL && s->l2val != NULL)
-				ob_label(&f, s->l2name, s->l2val);
-			else if (s->l2name != NULL)
-				ob_printf(&f, ",%s=\"%d\"", s->l2name,
-				    s->l2num);
-			if (s->l3name != NULL)
-				ob_label(&f, s->l3name, s->l3val);
-			ob_put(&f, "}", 1);
-		}
-		ob_put(&f, " ", 1);
-		if (s->v_signed && (int64_t)s->v < 0) {
-			ob_put(&f, "-", 1);
-			ob_u64(&f, -(uint64_t)s->v, 1);
-		} else if (s->v_us) {
-			ob_u64(&f, s->v / 1000000, 1);
-			ob_put(&f, ".", 1);
-			ob_u64(&f, s->v % 1000000, 6);
-		} else
-			ob_u64(&f, s->v, 1);
-		ob_put(&f, "\n", 1);
-	}
-	if (f.err) {
-		free(f.b);
-		return NULL;
-	}
-	f.b[f.len] = '\0';
-	*len = f.len;
-	return f.b;
-}
-
 /* A sample's name: its family's, with a histogram's suffix. */
 static void
 pack_name(msgpack_packer *pk, const char *name, const char *suffix)
@@ -846,7 +727,7 @@ sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk)
 		s = &m->s[i];
 		msgpack_pack_map(pk, 3);
 		rn_mp_pack_str(pk, "name");
-		pack_name(pk, families[s->fam].name, s->suffix);
+		pack_name(pk, sv_met_families[s->fam].name, s->suffix);
 		rn_mp_pack_str(pk, "labels");
 		msgpack_pack_map(pk, (s->lname != NULL) + (s->l2name != NULL) +
 		    (s->l3name != NULL));
@@ -881,12 +762,12 @@ sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk)
 void
 sv_control_pack_metrics(struct sv *sv, msgpack_packer *pk)
 {
+	static struct sv_obuf text;	/* kept: its size suits the next */
 	struct sv_metrics m;
-	char *text = NULL;
-	size_t len = 0;
 
+	text.len = 0;
 	if (sv_metrics_collect(sv, &m) != 0 ||
-	    (text = sv_metrics_text(&m, &len)) == NULL) {
+	    sv_metrics_render(&m, &text) != 0) {
 		msgpack_pack_map(pk, 2);
 		rn_mp_pack_str(pk, "ok");
 		msgpack_pack_false(pk);
@@ -897,11 +778,10 @@ sv_control_pack_metrics(struct sv *sv, msgpack_packer *pk)
 		rn_mp_pack_str(pk, "ok");
 		msgpack_pack_true(pk);
 		rn_mp_pack_str(pk, "text");
-		msgpack_pack_str(pk, len);
-		msgpack_pack_str_body(pk, text, len);
+		msgpack_pack_str(pk, text.len);
+		msgpack_pack_str_body(pk, text.b, text.len);
 		rn_mp_pack_str(pk, "metrics");
 		sv_metrics_pack(&m, pk);
 	}
-	free(text);
 	sv_metrics_free(&m);
 }

@@ -42,8 +42,20 @@ struct sv_metrics {
  * next collection. 0 or -ENOMEM. */
 int sv_metrics_collect(struct sv *sv, struct sv_metrics *m);
 void sv_metrics_free(struct sv_metrics *m);
-/* Prometheus text exposition 0.0.4; malloc'd, NULL on ENOMEM. */
-char *sv_metrics_text(const struct sv_metrics *m, size_t *len);
+/*
+ * A byte buffer kept from one scrape to the next, so rendering allocates
+ * only when a scrape outgrows the last one.
+ */
+struct sv_obuf {
+	char *b;
+	size_t len, cap;
+};
+/* Room for n more bytes after len; 0 or -ENOMEM. */
+int sv_obuf_reserve(struct sv_obuf *o, size_t n);
+void sv_obuf_free(struct sv_obuf *o);
+/* The Prometheus text exposition 0.0.4, appended to o (after an HTTP
+ * head's room, say); 0, or -ENOMEM with o->len as it was. */
+int sv_metrics_render(const struct sv_metrics *m, struct sv_obuf *o);
 /* [{"name", "labels": {...}, "value"}, ...] */
 void sv_metrics_pack(const struct sv_metrics *m, msgpack_packer *pk);
 /* the control socket's "metrics" reply */

@@ -1,8 +1,8 @@
 """The metrics endpoint: Prometheus text parsed by prometheus_client, counters
 that follow real produce and fetch traffic and survive a worker's SIGKILL,
 request latency histograms per API, log sizes, raft, shared-memory and ring
-gauges, bad requests refused, and runnelctl metrics --json agreeing with
-/metrics."""
+gauges, bad requests refused, scrapes kept alive on one connection, and
+runnelctl metrics --json agreeing with /metrics."""
 import json
 import os
 import re
@@ -47,22 +47,100 @@ def get(port, name, **labels):
     return samples(scrape(port)[2])[0].get((name, tuple(sorted(labels.items()))))
 
 
+def response(f):
+    """One whole response read off f (a socket's buffered reader): (status
+    line, {header: value} with lower-case names, body), or None if the
+    peer closed first."""
+    lines = []
+    while True:
+        ln = f.readline()
+        if not ln.endswith(b"\n"):
+            return None
+        if ln == b"\r\n":
+            break
+        lines.append(ln.decode().rstrip("\r\n"))
+    headers = {k.strip().lower(): v.strip()
+               for k, v in (ln.split(":", 1) for ln in lines[1:])}
+    body = f.read(int(headers.get("content-length", 0)))
+    return lines[0], headers, body
+
+
 def raw(port, data):
     """Send bytes, return the status line (or None if the peer hung up)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     try:
         s.sendall(data)
-        buf = b""
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            buf += chunk
+        r = response(s.makefile("rb"))
     except (ConnectionResetError, BrokenPipeError):
-        pass
+        r = None
     finally:
         s.close()
-    return buf.split(b"\r\n", 1)[0].decode() if buf else None
+    return r[0] if r else None
+
+
+def closed(f):
+    """Whether the peer closed after what it sent (f: a buffered reader)."""
+    try:
+        return f.read(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def check_keepalive(mport):
+    """Scrapes follow one another on one connection, as Prometheus sends
+    them; pipelined requests are answered in order; Connection: close,
+    and HTTP/1.0 without keep-alive, get their answer and the close."""
+    get_ = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", mport), timeout=5)
+    f = s.makefile("rb")
+    try:
+        got = [(s.sendall(get_), response(f))[1] for _ in range(3)]
+        t.ok(all(r and r[0] == "HTTP/1.1 200 OK" and
+                 r[1].get("connection") == "keep-alive" and
+                 samples(r[2].decode())[0] for r in got),
+             "three scrapes on one connection, each whole and kept alive")
+        s.sendall(get_ + b"GET /nope HTTP/1.1\r\n\r\n" + get_)
+        got = [response(f) for _ in range(3)]
+        t.eq([r and r[0] for r in got], ["HTTP/1.1 200 OK", "HTTP/1.1 404 Not Found",
+                                         "HTTP/1.1 200 OK"],
+             "pipelined requests are answered in order")
+        s.sendall(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n")
+        r = response(f)
+        t.ok(r and r[0] == "HTTP/1.1 200 OK" and r[1].get("connection") == "close" and
+             closed(f), "Connection: close gets the answer, then the close")
+    finally:
+        s.close()
+    # idle kept connections never lock a scraper out: a full table (8)
+    # gives up its longest idle one
+    held, served = [], 0
+    try:
+        for _ in range(10):
+            s = socket.create_connection(("127.0.0.1", mport), timeout=5)
+            held.append(s)
+            s.sendall(get_)
+            r = response(s.makefile("rb"))
+            served += bool(r and r[0] == "HTTP/1.1 200 OK")
+        t.eq(served, 10, "ten kept-alive connections, two more than the table "
+             "holds, are each served")
+    finally:
+        for s in held:
+            s.close()
+    for req, keep in ((b"GET /metrics HTTP/1.0\r\n\r\n", False),
+                      (b"GET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", True)):
+        s = socket.create_connection(("127.0.0.1", mport), timeout=5)
+        f = s.makefile("rb")
+        try:
+            s.sendall(req)
+            r = response(f)
+            if keep:
+                s.sendall(req)
+                r2 = response(f)
+            t.ok(r and r[0] == "HTTP/1.1 200 OK" and
+                 (r2 and r2[0] == "HTTP/1.1 200 OK" if keep else closed(f)),
+                 "HTTP/1.0 %s" % ("with keep-alive: the connection stays" if keep
+                                  else "without keep-alive: the connection closes"))
+        finally:
+            s.close()
 
 
 STAGE = "runnel_request_stage_seconds"
@@ -365,6 +443,7 @@ with TempDir() as tmp:
         t.eq(raw(mport, b"garbage\r\n\r\n"), "HTTP/1.1 400 Bad Request",
              "a malformed request line gets 400")
         t.eq(scrape(mport)[0], 200, "the endpoint still serves after them")
+        check_keepalive(mport)
         s = socket.create_connection(("127.0.0.1", n.port), timeout=5)
         s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
         s.settimeout(5)
