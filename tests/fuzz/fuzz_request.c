@@ -36,6 +36,7 @@
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
 #include "storage/bytes.h"
+#include "tests/fuzz/fix_crcs.h"
 
 #define FUZZ_MAX_FRAME (1 << 20)	/* socket.request.max.bytes-like cap */
 
@@ -54,27 +55,6 @@ bug(const char *what, const struct rn_krequest_header *h, int rc)
 
 /* ---- record batches ---------------------------------------------------- */
 
-/* Recompute each framed batch's CRC so mutated bodies reach the record
- * walk instead of stopping at the checksum. */
-static void
-fix_crcs(uint8_t *b, size_t len)
-{
-	size_t off = 0;
-
-	while (len - off >= RN_BATCH_HEADER_SIZE) {
-		int32_t blen = (int32_t)rn_get_be32(b + off + RN_BATCH_OFF_LENGTH);
-		size_t sz;
-
-		if (blen < RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD)
-			return;
-		sz = (size_t)blen + RN_BATCH_LOG_OVERHEAD;
-		if (sz > len - off)
-			return;
-		rn_put_be32(b + off + RN_BATCH_OFF_CRC,
-		    rn_batch_compute_crc(b + off, sz));
-		off += sz;
-	}
-}
 
 /* Walk the records of every uncompressed batch of a validated payload. */
 static void
@@ -123,7 +103,7 @@ fuzz_records(const uint8_t *p, size_t len)
 	if (copy == NULL)
 		return;
 	memcpy(copy, p, len);
-	fix_crcs(copy, len);
+	fuzz_fix_crcs(copy, len);
 	for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++) {
 		if (rn_batch_validate(copy, len, &lims[i], &s) != 0)
 			continue;

@@ -48,6 +48,7 @@
 
 #include "storage/batch.h"
 #include "storage/bytes.h"
+#include "tests/fuzz/fix_crcs.h"
 #include "storage/index.h"
 #include "storage/segment.h"
 
@@ -118,26 +119,6 @@ put_file(int64_t base, const char *suffix, const uint8_t *p, size_t len)
 	close(fd);
 }
 
-/* Recompute each framed batch's CRC, as fuzz_request does. */
-static void
-fix_crcs(uint8_t *b, size_t len)
-{
-	size_t off = 0;
-
-	while (len - off >= RN_BATCH_HEADER_SIZE) {
-		int32_t blen = (int32_t)rn_get_be32(b + off + RN_BATCH_OFF_LENGTH);
-		size_t sz;
-
-		if (blen < RN_BATCH_HEADER_SIZE - RN_BATCH_LOG_OVERHEAD)
-			return;
-		sz = (size_t)blen + RN_BATCH_LOG_OVERHEAD;
-		if (sz > len - off)
-			return;
-		rn_put_be32(b + off + RN_BATCH_OFF_CRC,
-		    rn_batch_compute_crc(b + off, sz));
-		off += sz;
-	}
-}
 
 /* What the callback saw: batches arrive in file order, whole when
  * validating. */
@@ -382,7 +363,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (size_t)rn_get_be16(log) + rn_get_be16(log + 2) : 0;
 
 		if (at <= len)
-			fix_crcs(log + at, len - at);
+			fuzz_fix_crcs(log + at, len - at);
 	}
 	for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++)
 		(void)rn_batch_validate(log, len, &lims[i], &sum);

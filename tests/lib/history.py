@@ -74,17 +74,22 @@ class Writer(threading.Thread):
 
 
 class Tail(threading.Thread):
-    """Reads every partition from the start while the faults run."""
+    """Reads every partition from the start while the faults run (assign(),
+    or the consumer a subclass hands in)."""
 
-    def __init__(self, bootstrap, topic, partitions):
+    def __init__(self, bootstrap, topic, partitions, consumer=None):
         super().__init__(daemon=True)
         self.seen = {}  # (partition, offset) -> value
         self.clashes = []
         self.stop_flag = threading.Event()
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "tail",
-                           "enable.auto.commit": False,
-                           "auto.offset.reset": "earliest"})
-        self.c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        self.c = consumer
+        if self.c is None:
+            self.c = Consumer({"bootstrap.servers": bootstrap,
+                               "group.id": "tail",
+                               "enable.auto.commit": False,
+                               "auto.offset.reset": "earliest"})
+            self.c.assign([TopicPartition(topic, p, 0)
+                           for p in range(partitions)])
 
     def run(self):
         while not self.stop_flag.is_set():
@@ -95,6 +100,10 @@ class Tail(threading.Thread):
             old = self.seen.setdefault(key, v)
             if old != v:
                 self.clashes.append((key, old, v))
+            self.read_one(m)
+
+    def read_one(self, m):
+        """After each record read (a group member commits here)."""
 
     def finish(self):
         self.stop_flag.set()
@@ -110,29 +119,18 @@ class GroupTail(Tail):
     two values at one offset, and must read every acknowledged one."""
 
     def __init__(self, bootstrap, topic, group):
-        threading.Thread.__init__(self, daemon=True)
-        self.seen = {}
-        self.clashes = []
-        self.stop_flag = threading.Event()
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                           "enable.auto.commit": False,
-                           "auto.offset.reset": "earliest",
-                           "session.timeout.ms": 10000})
-        self.c.subscribe([topic])
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                      "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest",
+                      "session.timeout.ms": 10000})
+        c.subscribe([topic])
+        super().__init__(bootstrap, topic, 0, consumer=c)
 
-    def run(self):
-        while not self.stop_flag.is_set():
-            m = self.c.poll(0.2)
-            if m is None or m.error():
-                continue
-            key, v = (m.partition(), m.offset()), m.value().decode()
-            old = self.seen.setdefault(key, v)
-            if old != v:
-                self.clashes.append((key, old, v))
-            try:
-                self.c.commit(message=m, asynchronous=True)
-            except Exception:
-                pass  # a rebalance under way: the next record commits
+    def read_one(self, m):
+        try:
+            self.c.commit(message=m, asynchronous=True)
+        except Exception:
+            pass  # a rebalance under way: the next record commits
 
 
 def final_read(bootstrap, topic, partitions, timeout=60):
