@@ -346,23 +346,26 @@ fetch_watch(struct net *n, struct fetch_state *fs)
 		rn_part_park(fs->touched[i].p, n->w->index);
 }
 
-/* Keep what the parked fetch waits on (fetch_still_waits). */
-static int
+/*
+ * Keep what the parked fetch waits on (fetch_still_waits). Out of memory
+ * it keeps nothing, and its wake-ups build the answer again.
+ */
+static void
 fetch_keep_watch(struct net *n, struct conn *c, const struct fetch_state *fs)
 {
+	c->n_watch = 0;
 	if (fs->n_touched > c->watch_cap) {
 		struct net_watch *w = realloc(c->watch,
 		    sizeof(*w) * (size_t)fs->n_touched);
 
 		if (w == NULL)
-			return -ENOMEM;
+			return;
 		c->watch = w;
 		c->watch_cap = fs->n_touched;
 	}
 	memcpy(c->watch, fs->touched, sizeof(*c->watch) * (size_t)fs->n_touched);
 	c->n_watch = fs->n_touched;
 	c->watch_version = n->view.version;
-	return 0;
 }
 
 /*
@@ -418,8 +421,7 @@ fetch_run(struct net *n, struct conn *c, bool may_park, bool first,
 		 * either sees our bit or is seen by the second look, which
 		 * builds only if the watch sees records */
 		fetch_watch(n, &fs);
-		if (fetch_keep_watch(n, c, &fs) != 0)
-			c->n_watch = 0;
+		fetch_keep_watch(n, c, &fs);
 		if (fetch_still_waits(n, c)) {
 			*parked = true;
 			return 0;
@@ -434,8 +436,7 @@ fetch_run(struct net *n, struct conn *c, bool may_park, bool first,
 			fetch_release(&fs);
 			free(fs.slices);
 			free(fs.slice_parts);
-			if (fetch_keep_watch(n, c, &fs) != 0)
-				c->n_watch = 0;	/* wake-ups build again */
+			fetch_keep_watch(n, c, &fs);
 			*parked = true;
 			return 0;
 		}
