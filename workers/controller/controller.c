@@ -359,6 +359,7 @@ ctl_free(struct ctl *c)
 		rn_ringq_clear(&c->to_slot[i]);
 		rn_ringq_in_done(&c->from_slot[i]);
 	}
+	ctl_raft_free(c);
 	ctl_state_free(&c->st);
 	ctl_journal_free(&c->journal);
 	free(c->live);

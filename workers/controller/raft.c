@@ -194,6 +194,34 @@ bootstrap_voters(struct ctl *c)
 	return 0;
 }
 
+/*
+ * libraft 0.15 calls the io's close callback again whenever a late
+ * handle or work callback finds nothing left pending (uvMaybeFireCloseCb
+ * never clears it), and raft's own callback frees what it owns each time.
+ * Only the first call is passed on.
+ */
+static void
+ctl_io_closed(struct raft_io *io)
+{
+	struct ctl *c = ((struct raft *)io->data)->data;
+
+	if (c->io_close_fired) {
+		log_debug("metadata log: repeated close callback ignored");
+		return;
+	}
+	c->io_close_fired = true;
+	c->io_close_cb(io);
+}
+
+static void
+ctl_io_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct ctl *c = ((struct raft *)io->data)->data;
+
+	c->io_close_cb = cb;
+	c->io_close(io, ctl_io_closed);
+}
+
 int
 ctl_raft_start(struct ctl *c)
 {
@@ -229,6 +257,8 @@ ctl_raft_start(struct ctl *c)
 		return -EIO;
 	}
 	c->io_inited = true;
+	c->io_close = c->io.close;
+	c->io.close = ctl_io_close;
 	c->fsm.version = 2;
 	c->fsm.data = c;
 	c->fsm.apply = fsm_apply;
@@ -264,11 +294,21 @@ ctl_raft_closed(struct raft *r)
 {
 	struct ctl *c = r->data;
 
-	raft_uv_close(&c->io);
-	ctl_transport_free(&c->transport);
+	/* the io and transport are freed by ctl_raft_free, once the loop
+	 * has run dry: libraft may still touch them from late callbacks */
 	c->raft_closed = true;
 	if (c->close_done != NULL)
 		c->close_done(c);
+}
+
+void
+ctl_raft_free(struct ctl *c)
+{
+	if (!c->io_inited)
+		return;
+	raft_uv_close(&c->io);
+	ctl_transport_free(&c->transport);
+	c->io_inited = false;
 }
 
 void
@@ -280,11 +320,7 @@ ctl_raft_close(struct ctl *c, void (*done)(struct ctl *c))
 		raft_close(&c->raft, ctl_raft_closed);
 		return;
 	}
-	if (c->io_inited) {
-		/* raft_init failed after the io was set up */
-		raft_uv_close(&c->io);
-		c->io_inited = false;
-	}
+	/* raft_init failed after the io was set up: ctl_raft_free frees it */
 	c->raft_closed = true;
 	done(c);
 }

@@ -100,6 +100,10 @@ struct ctl {
 	struct raft_uv_transport transport;
 	bool io_inited, raft_inited, raft_closed;
 	void (*close_done)(struct ctl *c);
+	/* raft_io's own close, wrapped so that raft hears of it once */
+	void (*io_close)(struct raft_io *io, raft_io_close_cb cb);
+	raft_io_close_cb io_close_cb;
+	bool io_close_fired;
 	char raft_dir[1100];
 
 	/* metadata */
@@ -154,6 +158,8 @@ struct ctl {
 /* raft.c */
 int ctl_raft_start(struct ctl *c);
 void ctl_raft_close(struct ctl *c, void (*done)(struct ctl *c));
+/* after the loop has run dry */
+void ctl_raft_free(struct ctl *c);
 /* Propose a finished batch; cb fires once applied (status 0) or failed. */
 int ctl_raft_propose(struct ctl *c, const struct ctl_batch *b,
     struct raft_apply *req, raft_apply_cb cb);
