@@ -63,7 +63,8 @@ net_apis_init(struct net *n)
 	size_t i;
 
 	n->apis = calloc(N_SERVED, sizeof(*n->apis));
-	if (n->apis == NULL)
+	n->advertised = calloc(N_SERVED, sizeof(*n->advertised));
+	if (n->apis == NULL || n->advertised == NULL)
 		return -ENOMEM;
 	for (i = 0; i < N_SERVED; i++) {
 		const struct rn_kapi *k = rn_kapi_find(served[i].key);
@@ -77,6 +78,16 @@ net_apis_init(struct net *n)
 		    served[i].min : k->min_version;
 		n->apis[n->n_apis].max_version = served[i].max < k->max_version ?
 		    served[i].max : k->max_version;
+		/*
+		 * Produce v0-v2 are refused, yet advertised from 0 as Kafka
+		 * 4 does: librdkafka before 2.11.1 checks for a codec with a
+		 * Produce range starting at 0 and otherwise sends gzip,
+		 * snappy and lz4 batches uncompressed. Clients pick the
+		 * highest common version, so none sends v0-v2.
+		 */
+		n->advertised[n->n_apis] = n->apis[n->n_apis];
+		if (served[i].key == RN_KAPI_PRODUCE)
+			n->advertised[n->n_apis].min_version = 0;
 		n->n_apis++;
 	}
 	return 0;
@@ -189,7 +200,7 @@ net_api_versions(struct net *n, struct conn *c)
 	struct rn_ApiVersionsResponse r;
 
 	rn_ApiVersionsResponse_init(&r);
-	r.api_keys = n->apis;
+	r.api_keys = n->advertised;
 	r.api_keys_count = n->n_apis;
 	if (!net_api_served(n, RN_KAPI_API_VERSIONS, c->hdr.api_version)) {
 		r.error_code = RN_KERR_UNSUPPORTED_VERSION;

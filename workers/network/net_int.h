@@ -141,8 +141,9 @@ struct net {
 	int64_t next_rp_checkpoint_ms;
 	int64_t accept_resume_ms;  /* out of descriptors: listen again then */
 	int64_t accept_warned_ms;
-	/* ApiVersions answer: the APIs this worker handles, from the codec table */
-	struct rn_ApiVersionsResponse_ApiVersion *apis;
+	/* the versions this worker handles, from the codec table, and what
+	 * ApiVersions says of them (the same but for Produce's minimum) */
+	struct rn_ApiVersionsResponse_ApiVersion *apis, *advertised;
 	int n_apis;
 	struct rn_ringq_in from_ctl;  /* a fragmented reply being reassembled */
 	/*
