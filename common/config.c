@@ -125,6 +125,11 @@ static const struct cfg_key cfg_keys[] = {
 	    1, INT32_MAX, NULL },
 	{ "log.dir.failure.timeout.ms", T_LONG,
 	    F(log_dir_failure_timeout_ms), 0, 1, INT32_MAX, NULL },
+	{ "authorizer.class.name", T_STR, F(authorizer_class_name),
+	    SZ(authorizer_class_name), 0, 0, NULL },
+	{ "super.users", T_STR, F(super_users), SZ(super_users), 0, 0, NULL },
+	{ "allow.everyone.if.no.acl.found", T_BOOL,
+	    F(allow_everyone_if_no_acl_found), 0, 0, 0, NULL },
 
 	{ "control.socket.path", T_STR, F(control_socket_path),
 	    SZ(control_socket_path), 0, 0, NULL },
@@ -1064,6 +1069,16 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 		    "absolute path", cfg->control_socket_path);
 		return -1;
 	}
+	if (cfg->authorizer_class_name[0] != '\0' &&
+	    strcmp(cfg->authorizer_class_name,
+	    RN_CONFIG_STANDARD_AUTHORIZER) != 0) {
+		snprintf(err, errlen, "invalid value '%s' for "
+		    "authorizer.class.name: the built-in authorizer is %s "
+		    "(unset: no authorization)", cfg->authorizer_class_name,
+		    RN_CONFIG_STANDARD_AUTHORIZER);
+		return -1;
+	}
+	cfg->authorizer_on = cfg->authorizer_class_name[0] != '\0';
 	config_cleaner(cfg);
 	return 0;
 }

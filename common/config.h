@@ -83,6 +83,12 @@ struct rn_config {
 	int64_t broker_session_timeout_ms;
 	int64_t log_dir_failure_timeout_ms;
 
+	/* authorization: authorizer.class.name selects the built-in one */
+	bool authorizer_on;
+	char authorizer_class_name[128];
+	char super_users[4096];       /* "User:a;User:b" as written */
+	bool allow_everyone_if_no_acl_found;
+
 	/* runnel's own keys */
 	char control_socket_path[108];
 	char supervisor_user[64];
@@ -110,6 +116,10 @@ struct rn_config {
 	struct rn_config_kv *kafka_keys;
 	int n_kafka_keys, cap_kafka_keys;
 };
+
+/* Kafka's name for the authorizer that runnel has built in. */
+#define RN_CONFIG_STANDARD_AUTHORIZER \
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 /* The configuration used when runneld is started without --config. */
 extern const char rn_config_embedded_default[];

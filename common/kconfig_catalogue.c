@@ -139,7 +139,7 @@ const struct rn_kcfg rn_kcfg_broker[] = {
 	    0, "1", "1", NULL,
 	    NULL, NULL },
 	{ "authorizer.class.name", RN_KCFG_STRING, RN_KCHK_NONE,
-	    0, "", NULL, NULL,
+	    RN_KCFG_ACTS, "", NULL, NULL,
 	    NULL, NULL },
 	{ "auto.create.topics.enable", RN_KCFG_BOOLEAN, RN_KCHK_NONE,
 	    RN_KCFG_ACTS, "true", NULL, NULL,

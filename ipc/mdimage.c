@@ -494,6 +494,48 @@ build_hashes(struct mdv_priv *p, const struct rn_mdv_topic *topics, int n)
 	return 0;
 }
 
+/* The ACL bindings, sorted for rn_acl_allowed (absent: none). */
+static int
+load_acls(struct mdv_priv *p, const msgpack_object *a, struct rn_mdview *nv)
+{
+	struct rn_acl *acls;
+	uint32_t i;
+
+	if (a == NULL)
+		return 0;
+	if (a->type != MSGPACK_OBJECT_ARRAY)
+		return -EBADMSG;
+	if ((acls = arena_alloc(p, sizeof(*acls) * (a->via.array.size + 1))) ==
+	    NULL)
+		return -ENOMEM;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *e = &a->via.array.ptr[i];
+		const msgpack_object *f;
+
+		if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 7)
+			return -EBADMSG;
+		f = e->via.array.ptr;
+		acls[i].resource = (int8_t)(f[0].type ==
+		    MSGPACK_OBJECT_POSITIVE_INTEGER ? f[0].via.u64 : 0);
+		acls[i].name = arena_str(p, &f[1]);
+		acls[i].pattern = (int8_t)(f[2].type ==
+		    MSGPACK_OBJECT_POSITIVE_INTEGER ? f[2].via.u64 : 0);
+		acls[i].principal = arena_str(p, &f[3]);
+		acls[i].host = arena_str(p, &f[4]);
+		acls[i].op = (int8_t)(f[5].type ==
+		    MSGPACK_OBJECT_POSITIVE_INTEGER ? f[5].via.u64 : 0);
+		acls[i].perm = (int8_t)(f[6].type ==
+		    MSGPACK_OBJECT_POSITIVE_INTEGER ? f[6].via.u64 : 0);
+		if (acls[i].name == NULL || acls[i].principal == NULL ||
+		    acls[i].host == NULL)
+			return -EBADMSG;
+	}
+	rn_acl_sort(acls, a->via.array.size);
+	nv->acls = acls;
+	nv->n_acls = a->via.array.size;
+	return 0;
+}
+
 /* Parse into a fresh private part; on success swap it into v. */
 static int
 mdview_parse(struct rn_mdview *v, struct mdv_priv *p, const void *body,
@@ -548,6 +590,7 @@ mdview_parse(struct rn_mdview *v, struct mdv_priv *p, const void *body,
 	    &nv.broker_configs, &nv.n_broker_configs)) != 0 ||
 	    (rc = load_configs(p, rn_mp_get(m, "node_configs"),
 	    &nv.node_configs, &nv.n_node_configs)) != 0 ||
+	    (rc = load_acls(p, rn_mp_get(m, "acls"), &nv)) != 0 ||
 	    (rc = build_hashes(p, topics, nv.n_topics)) != 0)
 		goto out;
 	nv.topics = topics;

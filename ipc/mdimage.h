@@ -27,7 +27,9 @@
  *                                local, -2: its dir is offline, Kafka's
  *                                DirectoryId.LOST), "dir_id": bin16}]}],
  *    "broker_configs": {k: v} (dynamic cluster-wide broker defaults),
- *    "node_configs": {k: v} (dynamic configs of this broker)}
+ *    "node_configs": {k: v} (dynamic configs of this broker),
+ *    "acls": [[resource_type, resource_name, pattern_type, principal,
+ *              host, operation, permission_type]] (Kafka's codes)}
  *
  * Deltas. A change that only touches partitions (leader, ISR, epochs,
  * replicas: most changes of a running cluster) is published as a delta,
@@ -56,6 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/acl.h"
 #include "common/config.h"
 #include "common/kconfig_catalogue.h"
 #include "ipc/shm.h"
@@ -155,6 +158,8 @@ struct rn_mdview {
 	const struct rn_mdv_broker *brokers; /* sorted by id */
 	int n_broker_configs, n_node_configs;
 	const struct rn_mdv_config *broker_configs, *node_configs;
+	size_t n_acls;
+	const struct rn_acl *acls;           /* sorted for rn_acl_allowed */
 	/* private */
 	void *priv;
 };

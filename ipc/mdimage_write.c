@@ -44,7 +44,7 @@ rn_mdimage_enc_begin(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
 	msgpack_packer *pk = &e->pk;
 
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(pk, 8);
+	msgpack_pack_map(pk, 9);
 	rn_mp_pack_str(pk, "cluster_id");
 	rn_mp_pack_str(pk, h->cluster_id);
 	pack_position(pk, h);
@@ -207,6 +207,28 @@ rn_mdimage_enc_node_configs(struct rn_mdimage_enc *e, int n)
 {
 	rn_mp_pack_str(&e->pk, "node_configs");
 	msgpack_pack_map(&e->pk, (size_t)n);
+}
+
+void
+rn_mdimage_enc_acls(struct rn_mdimage_enc *e, int n)
+{
+	rn_mp_pack_str(&e->pk, "acls");
+	msgpack_pack_array(&e->pk, (size_t)n);
+}
+
+void
+rn_mdimage_enc_acl(struct rn_mdimage_enc *e, const struct rn_acl *a)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_pack_array(pk, 7);
+	msgpack_pack_int(pk, a->resource);
+	rn_mp_pack_str(pk, a->name);
+	msgpack_pack_int(pk, a->pattern);
+	rn_mp_pack_str(pk, a->principal);
+	rn_mp_pack_str(pk, a->host);
+	msgpack_pack_int(pk, a->op);
+	msgpack_pack_int(pk, a->perm);
 }
 
 void

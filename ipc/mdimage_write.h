@@ -14,6 +14,7 @@
  *       rn_mdimage_enc_partition
  *   rn_mdimage_enc_broker_configs (n), then rn_mdimage_enc_config each
  *   rn_mdimage_enc_node_configs   (n), then rn_mdimage_enc_config each
+ *   rn_mdimage_enc_acls           (n), then rn_mdimage_enc_acl each
  *
  * A delta (partition changes only; the head's cluster id and broker
  * count are not used):
@@ -27,6 +28,8 @@
 #include <stdint.h>
 
 #include <msgpack.h>
+
+#include "common/acl.h"
 
 struct rn_mdimage_enc {
 	msgpack_packer pk;
@@ -83,6 +86,8 @@ void rn_mdimage_enc_partition(struct rn_mdimage_enc *e,
     const struct rn_mdimage_enc_part *p);
 void rn_mdimage_enc_broker_configs(struct rn_mdimage_enc *e, int n);
 void rn_mdimage_enc_node_configs(struct rn_mdimage_enc *e, int n);
+void rn_mdimage_enc_acls(struct rn_mdimage_enc *e, int n);
+void rn_mdimage_enc_acl(struct rn_mdimage_enc *e, const struct rn_acl *a);
 void rn_mdimage_enc_delta(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
     const struct rn_mdimage_enc_head *h, int n_parts);
 void rn_mdimage_enc_delta_partition(struct rn_mdimage_enc *e,

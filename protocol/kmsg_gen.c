@@ -2745,6 +2745,246 @@ rn_BrokerRegistrationResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_CreateAclsRequest_AclCreation_init(struct rn_CreateAclsRequest_AclCreation *o)
+{
+	o->resource_type = 0;
+	o->resource_name.ptr = NULL;
+	o->resource_name.len = 0;
+	o->resource_pattern_type = 3;
+	o->principal.ptr = NULL;
+	o->principal.len = 0;
+	o->host.ptr = NULL;
+	o->host.len = 0;
+	o->operation = 0;
+	o->permission_type = 0;
+}
+
+static void
+dec_rn_CreateAclsRequest_AclCreation(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_CreateAclsRequest_AclCreation *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->resource_type = rn_kr_int8(r);
+	o->resource_name = rn_kr_string(r, flex, false);
+	if (v >= 1) {
+		o->resource_pattern_type = rn_kr_int8(r);
+	} else {
+		o->resource_pattern_type = 3;
+	}
+	o->principal = rn_kr_string(r, flex, false);
+	o->host = rn_kr_string(r, flex, false);
+	o->operation = rn_kr_int8(r);
+	o->permission_type = rn_kr_int8(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_CreateAclsRequest_AclCreation(struct rn_kwriter *w, int16_t v, const struct rn_CreateAclsRequest_AclCreation *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int8(w, o->resource_type);
+	rn_kw_string(w, o->resource_name, flex, false);
+	if (v >= 1) {
+		rn_kw_int8(w, o->resource_pattern_type);
+	}
+	rn_kw_string(w, o->principal, flex, false);
+	rn_kw_string(w, o->host, flex, false);
+	rn_kw_int8(w, o->operation);
+	rn_kw_int8(w, o->permission_type);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_CreateAclsRequest_init(struct rn_CreateAclsRequest *o)
+{
+	o->creations = NULL;
+	o->creations_count = 0;
+}
+
+static int
+dec_rn_CreateAclsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_CreateAclsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->creations = rn_kr_array(r, a, n, sizeof(*o->creations), 6);
+		o->creations_count = r->err ? 0 : n;
+		for (i = 0; i < o->creations_count && !r->err; i++)
+			dec_rn_CreateAclsRequest_AclCreation(r, v, a, &o->creations[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_CreateAclsRequest(struct rn_kwriter *w, int16_t v, const struct rn_CreateAclsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->creations_count, flex, true, false);
+		for (i = 0; i < o->creations_count && !w->err; i++)
+			enc_rn_CreateAclsRequest_AclCreation(w, v, &o->creations[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_CreateAclsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_CreateAclsRequest *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_CreateAclsRequest(r, version, arena, out);
+}
+
+int
+rn_CreateAclsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_CreateAclsRequest *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_CreateAclsRequest(w, version, in);
+}
+
+void
+rn_CreateAclsResponse_AclCreationResult_init(struct rn_CreateAclsResponse_AclCreationResult *o)
+{
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+}
+
+static void
+dec_rn_CreateAclsResponse_AclCreationResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_CreateAclsResponse_AclCreationResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_CreateAclsResponse_AclCreationResult(struct rn_kwriter *w, int16_t v, const struct rn_CreateAclsResponse_AclCreationResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_CreateAclsResponse_init(struct rn_CreateAclsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->results = NULL;
+	o->results_count = 0;
+}
+
+static int
+dec_rn_CreateAclsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_CreateAclsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 3);
+		o->results_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_count && !r->err; i++)
+			dec_rn_CreateAclsResponse_AclCreationResult(r, v, a, &o->results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_CreateAclsResponse(struct rn_kwriter *w, int16_t v, const struct rn_CreateAclsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_count, flex, true, false);
+		for (i = 0; i < o->results_count && !w->err; i++)
+			enc_rn_CreateAclsResponse_AclCreationResult(w, v, &o->results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_CreateAclsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_CreateAclsResponse *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_CreateAclsResponse(r, version, arena, out);
+}
+
+int
+rn_CreateAclsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_CreateAclsResponse *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_CreateAclsResponse(w, version, in);
+}
+
+void
 rn_CreatePartitionsRequest_CreatePartitionsAssignment_init(struct rn_CreatePartitionsRequest_CreatePartitionsAssignment *o)
 {
 	o->broker_ids = NULL;
@@ -3545,6 +3785,330 @@ rn_CreateTopicsResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_DeleteAclsRequest_DeleteAclsFilter_init(struct rn_DeleteAclsRequest_DeleteAclsFilter *o)
+{
+	o->resource_type_filter = 0;
+	o->resource_name_filter.ptr = NULL;
+	o->resource_name_filter.len = 0;
+	o->pattern_type_filter = 3;
+	o->principal_filter.ptr = NULL;
+	o->principal_filter.len = 0;
+	o->host_filter.ptr = NULL;
+	o->host_filter.len = 0;
+	o->operation = 0;
+	o->permission_type = 0;
+}
+
+static void
+dec_rn_DeleteAclsRequest_DeleteAclsFilter(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DeleteAclsRequest_DeleteAclsFilter *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->resource_type_filter = rn_kr_int8(r);
+	o->resource_name_filter = rn_kr_string(r, flex, true);
+	if (v >= 1) {
+		o->pattern_type_filter = rn_kr_int8(r);
+	} else {
+		o->pattern_type_filter = 3;
+	}
+	o->principal_filter = rn_kr_string(r, flex, true);
+	o->host_filter = rn_kr_string(r, flex, true);
+	o->operation = rn_kr_int8(r);
+	o->permission_type = rn_kr_int8(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DeleteAclsRequest_DeleteAclsFilter(struct rn_kwriter *w, int16_t v, const struct rn_DeleteAclsRequest_DeleteAclsFilter *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int8(w, o->resource_type_filter);
+	rn_kw_string(w, o->resource_name_filter, flex, true);
+	if (v >= 1) {
+		rn_kw_int8(w, o->pattern_type_filter);
+	}
+	rn_kw_string(w, o->principal_filter, flex, true);
+	rn_kw_string(w, o->host_filter, flex, true);
+	rn_kw_int8(w, o->operation);
+	rn_kw_int8(w, o->permission_type);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DeleteAclsRequest_init(struct rn_DeleteAclsRequest *o)
+{
+	o->filters = NULL;
+	o->filters_count = 0;
+}
+
+static int
+dec_rn_DeleteAclsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DeleteAclsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->filters = rn_kr_array(r, a, n, sizeof(*o->filters), 6);
+		o->filters_count = r->err ? 0 : n;
+		for (i = 0; i < o->filters_count && !r->err; i++)
+			dec_rn_DeleteAclsRequest_DeleteAclsFilter(r, v, a, &o->filters[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DeleteAclsRequest(struct rn_kwriter *w, int16_t v, const struct rn_DeleteAclsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->filters_count, flex, true, false);
+		for (i = 0; i < o->filters_count && !w->err; i++)
+			enc_rn_DeleteAclsRequest_DeleteAclsFilter(w, v, &o->filters[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DeleteAclsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DeleteAclsRequest *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DeleteAclsRequest(r, version, arena, out);
+}
+
+int
+rn_DeleteAclsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DeleteAclsRequest *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DeleteAclsRequest(w, version, in);
+}
+
+void
+rn_DeleteAclsResponse_DeleteAclsMatchingAcl_init(struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *o)
+{
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+	o->resource_type = 0;
+	o->resource_name.ptr = NULL;
+	o->resource_name.len = 0;
+	o->pattern_type = 3;
+	o->principal.ptr = NULL;
+	o->principal.len = 0;
+	o->host.ptr = NULL;
+	o->host.len = 0;
+	o->operation = 0;
+	o->permission_type = 0;
+}
+
+static void
+dec_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	o->resource_type = rn_kr_int8(r);
+	o->resource_name = rn_kr_string(r, flex, false);
+	if (v >= 1) {
+		o->pattern_type = rn_kr_int8(r);
+	} else {
+		o->pattern_type = 3;
+	}
+	o->principal = rn_kr_string(r, flex, false);
+	o->host = rn_kr_string(r, flex, false);
+	o->operation = rn_kr_int8(r);
+	o->permission_type = rn_kr_int8(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(struct rn_kwriter *w, int16_t v, const struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	rn_kw_int8(w, o->resource_type);
+	rn_kw_string(w, o->resource_name, flex, false);
+	if (v >= 1) {
+		rn_kw_int8(w, o->pattern_type);
+	}
+	rn_kw_string(w, o->principal, flex, false);
+	rn_kw_string(w, o->host, flex, false);
+	rn_kw_int8(w, o->operation);
+	rn_kw_int8(w, o->permission_type);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DeleteAclsResponse_DeleteAclsFilterResult_init(struct rn_DeleteAclsResponse_DeleteAclsFilterResult *o)
+{
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+	o->matching_acls = NULL;
+	o->matching_acls_count = 0;
+}
+
+static void
+dec_rn_DeleteAclsResponse_DeleteAclsFilterResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DeleteAclsResponse_DeleteAclsFilterResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->matching_acls = rn_kr_array(r, a, n, sizeof(*o->matching_acls), 9);
+		o->matching_acls_count = r->err ? 0 : n;
+		for (i = 0; i < o->matching_acls_count && !r->err; i++)
+			dec_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(r, v, a, &o->matching_acls[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DeleteAclsResponse_DeleteAclsFilterResult(struct rn_kwriter *w, int16_t v, const struct rn_DeleteAclsResponse_DeleteAclsFilterResult *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->matching_acls_count, flex, true, false);
+		for (i = 0; i < o->matching_acls_count && !w->err; i++)
+			enc_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(w, v, &o->matching_acls[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DeleteAclsResponse_init(struct rn_DeleteAclsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->filter_results = NULL;
+	o->filter_results_count = 0;
+}
+
+static int
+dec_rn_DeleteAclsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DeleteAclsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->filter_results = rn_kr_array(r, a, n, sizeof(*o->filter_results), 4);
+		o->filter_results_count = r->err ? 0 : n;
+		for (i = 0; i < o->filter_results_count && !r->err; i++)
+			dec_rn_DeleteAclsResponse_DeleteAclsFilterResult(r, v, a, &o->filter_results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DeleteAclsResponse(struct rn_kwriter *w, int16_t v, const struct rn_DeleteAclsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->filter_results_count, flex, true, false);
+		for (i = 0; i < o->filter_results_count && !w->err; i++)
+			enc_rn_DeleteAclsResponse_DeleteAclsFilterResult(w, v, &o->filter_results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DeleteAclsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DeleteAclsResponse *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DeleteAclsResponse(r, version, arena, out);
+}
+
+int
+rn_DeleteAclsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DeleteAclsResponse *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DeleteAclsResponse(w, version, in);
+}
+
+void
 rn_DeleteGroupsRequest_init(struct rn_DeleteGroupsRequest *o)
 {
 	o->groups_names = NULL;
@@ -4324,6 +4888,276 @@ rn_DeleteTopicsResponse_encode(struct rn_kwriter *w, int16_t version,
 	if (w->err)
 		return w->err;
 	return enc_rn_DeleteTopicsResponse(w, version, in);
+}
+
+void
+rn_DescribeAclsRequest_init(struct rn_DescribeAclsRequest *o)
+{
+	o->resource_type_filter = 0;
+	o->resource_name_filter.ptr = NULL;
+	o->resource_name_filter.len = 0;
+	o->pattern_type_filter = 3;
+	o->principal_filter.ptr = NULL;
+	o->principal_filter.len = 0;
+	o->host_filter.ptr = NULL;
+	o->host_filter.len = 0;
+	o->operation = 0;
+	o->permission_type = 0;
+}
+
+static int
+dec_rn_DescribeAclsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeAclsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->resource_type_filter = rn_kr_int8(r);
+	o->resource_name_filter = rn_kr_string(r, flex, true);
+	if (v >= 1) {
+		o->pattern_type_filter = rn_kr_int8(r);
+	} else {
+		o->pattern_type_filter = 3;
+	}
+	o->principal_filter = rn_kr_string(r, flex, true);
+	o->host_filter = rn_kr_string(r, flex, true);
+	o->operation = rn_kr_int8(r);
+	o->permission_type = rn_kr_int8(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeAclsRequest(struct rn_kwriter *w, int16_t v, const struct rn_DescribeAclsRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int8(w, o->resource_type_filter);
+	rn_kw_string(w, o->resource_name_filter, flex, true);
+	if (v >= 1) {
+		rn_kw_int8(w, o->pattern_type_filter);
+	}
+	rn_kw_string(w, o->principal_filter, flex, true);
+	rn_kw_string(w, o->host_filter, flex, true);
+	rn_kw_int8(w, o->operation);
+	rn_kw_int8(w, o->permission_type);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeAclsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeAclsRequest *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeAclsRequest(r, version, arena, out);
+}
+
+int
+rn_DescribeAclsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeAclsRequest *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeAclsRequest(w, version, in);
+}
+
+void
+rn_DescribeAclsResponse_AclDescription_init(struct rn_DescribeAclsResponse_AclDescription *o)
+{
+	o->principal.ptr = NULL;
+	o->principal.len = 0;
+	o->host.ptr = NULL;
+	o->host.len = 0;
+	o->operation = 0;
+	o->permission_type = 0;
+}
+
+static void
+dec_rn_DescribeAclsResponse_AclDescription(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeAclsResponse_AclDescription *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->principal = rn_kr_string(r, flex, false);
+	o->host = rn_kr_string(r, flex, false);
+	o->operation = rn_kr_int8(r);
+	o->permission_type = rn_kr_int8(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeAclsResponse_AclDescription(struct rn_kwriter *w, int16_t v, const struct rn_DescribeAclsResponse_AclDescription *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->principal, flex, false);
+	rn_kw_string(w, o->host, flex, false);
+	rn_kw_int8(w, o->operation);
+	rn_kw_int8(w, o->permission_type);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeAclsResponse_DescribeAclsResource_init(struct rn_DescribeAclsResponse_DescribeAclsResource *o)
+{
+	o->resource_type = 0;
+	o->resource_name.ptr = NULL;
+	o->resource_name.len = 0;
+	o->pattern_type = 3;
+	o->acls = NULL;
+	o->acls_count = 0;
+}
+
+static void
+dec_rn_DescribeAclsResponse_DescribeAclsResource(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeAclsResponse_DescribeAclsResource *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->resource_type = rn_kr_int8(r);
+	o->resource_name = rn_kr_string(r, flex, false);
+	if (v >= 1) {
+		o->pattern_type = rn_kr_int8(r);
+	} else {
+		o->pattern_type = 3;
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->acls = rn_kr_array(r, a, n, sizeof(*o->acls), 4);
+		o->acls_count = r->err ? 0 : n;
+		for (i = 0; i < o->acls_count && !r->err; i++)
+			dec_rn_DescribeAclsResponse_AclDescription(r, v, a, &o->acls[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeAclsResponse_DescribeAclsResource(struct rn_kwriter *w, int16_t v, const struct rn_DescribeAclsResponse_DescribeAclsResource *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int8(w, o->resource_type);
+	rn_kw_string(w, o->resource_name, flex, false);
+	if (v >= 1) {
+		rn_kw_int8(w, o->pattern_type);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->acls_count, flex, true, false);
+		for (i = 0; i < o->acls_count && !w->err; i++)
+			enc_rn_DescribeAclsResponse_AclDescription(w, v, &o->acls[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeAclsResponse_init(struct rn_DescribeAclsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+	o->resources = NULL;
+	o->resources_count = 0;
+}
+
+static int
+dec_rn_DescribeAclsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeAclsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->resources = rn_kr_array(r, a, n, sizeof(*o->resources), 3);
+		o->resources_count = r->err ? 0 : n;
+		for (i = 0; i < o->resources_count && !r->err; i++)
+			dec_rn_DescribeAclsResponse_DescribeAclsResource(r, v, a, &o->resources[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeAclsResponse(struct rn_kwriter *w, int16_t v, const struct rn_DescribeAclsResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->resources_count, flex, true, false);
+		for (i = 0; i < o->resources_count && !w->err; i++)
+			enc_rn_DescribeAclsResponse_DescribeAclsResource(w, v, &o->resources[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeAclsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeAclsResponse *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeAclsResponse(r, version, arena, out);
+}
+
+int
+rn_DescribeAclsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeAclsResponse *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeAclsResponse(w, version, in);
 }
 
 void
@@ -13121,6 +13955,78 @@ venc_OffsetForLeaderEpochResponse(struct rn_kwriter *w, int16_t v, const void *o
 }
 
 static int
+vdec_DescribeAclsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeAclsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeAclsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeAclsRequest_encode(w, v, o);
+}
+
+static int
+vdec_DescribeAclsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeAclsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeAclsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeAclsResponse_encode(w, v, o);
+}
+
+static int
+vdec_CreateAclsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_CreateAclsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_CreateAclsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_CreateAclsRequest_encode(w, v, o);
+}
+
+static int
+vdec_CreateAclsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_CreateAclsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_CreateAclsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_CreateAclsResponse_encode(w, v, o);
+}
+
+static int
+vdec_DeleteAclsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DeleteAclsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_DeleteAclsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DeleteAclsRequest_encode(w, v, o);
+}
+
+static int
+vdec_DeleteAclsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DeleteAclsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_DeleteAclsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DeleteAclsResponse_encode(w, v, o);
+}
+
+static int
 vdec_DescribeConfigsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_DescribeConfigsRequest_decode(r, v, a, o);
@@ -13591,6 +14497,12 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_InitProducerIdRequest, venc_InitProducerIdRequest, vdec_InitProducerIdResponse, venc_InitProducerIdResponse },
 	{ 23, 0, 4, 4, "OffsetForLeaderEpoch", sizeof(struct rn_OffsetForLeaderEpochRequest), sizeof(struct rn_OffsetForLeaderEpochResponse),
 	    vdec_OffsetForLeaderEpochRequest, venc_OffsetForLeaderEpochRequest, vdec_OffsetForLeaderEpochResponse, venc_OffsetForLeaderEpochResponse },
+	{ 29, 0, 3, 2, "DescribeAcls", sizeof(struct rn_DescribeAclsRequest), sizeof(struct rn_DescribeAclsResponse),
+	    vdec_DescribeAclsRequest, venc_DescribeAclsRequest, vdec_DescribeAclsResponse, venc_DescribeAclsResponse },
+	{ 30, 0, 3, 2, "CreateAcls", sizeof(struct rn_CreateAclsRequest), sizeof(struct rn_CreateAclsResponse),
+	    vdec_CreateAclsRequest, venc_CreateAclsRequest, vdec_CreateAclsResponse, venc_CreateAclsResponse },
+	{ 31, 0, 3, 2, "DeleteAcls", sizeof(struct rn_DeleteAclsRequest), sizeof(struct rn_DeleteAclsResponse),
+	    vdec_DeleteAclsRequest, venc_DeleteAclsRequest, vdec_DeleteAclsResponse, venc_DeleteAclsResponse },
 	{ 32, 0, 4, 4, "DescribeConfigs", sizeof(struct rn_DescribeConfigsRequest), sizeof(struct rn_DescribeConfigsResponse),
 	    vdec_DescribeConfigsRequest, venc_DescribeConfigsRequest, vdec_DescribeConfigsResponse, venc_DescribeConfigsResponse },
 	{ 33, 0, 2, 2, "AlterConfigs", sizeof(struct rn_AlterConfigsRequest), sizeof(struct rn_AlterConfigsResponse),
@@ -13631,10 +14543,10 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 
 static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
-	12, -1, 13, 14, 15, 16, 17, 18, -1, -1, -1, -1, -1, -1, -1, -1,
-	19, 20, 21, 22, -1, 23, -1, -1, -1, -1, 24, 25, 26, 27, 28, 29,
-	-1, -1, -1, -1, -1, -1, -1, 30, 31, -1, -1, -1, 32, -1, 33, 34,
-	35, -1, -1, -1, -1, -1, -1, -1, -1, 36,
+	12, -1, 13, 14, 15, 16, 17, 18, -1, -1, -1, -1, -1, 19, 20, 21,
+	22, 23, 24, 25, -1, 26, -1, -1, -1, -1, 27, 28, 29, 30, 31, 32,
+	-1, -1, -1, -1, -1, -1, -1, 33, 34, -1, -1, -1, 35, -1, 36, 37,
+	38, -1, -1, -1, -1, -1, -1, -1, -1, 39,
 };
 
 const struct rn_kapi *

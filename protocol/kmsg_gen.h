@@ -314,6 +314,34 @@ struct rn_BrokerRegistrationResponse {
 	int64_t broker_epoch; /* default -1 */
 };
 
+/* CreateAclsRequest (API key 30), versions 0-3, flexible 2+ */
+struct rn_CreateAclsRequest_AclCreation {
+	int8_t resource_type;
+	struct rn_kstr resource_name;
+	int8_t resource_pattern_type; /* v1+, default 3 */
+	struct rn_kstr principal;
+	struct rn_kstr host;
+	int8_t operation;
+	int8_t permission_type;
+};
+
+struct rn_CreateAclsRequest {
+	struct rn_CreateAclsRequest_AclCreation *creations;
+	int32_t creations_count;
+};
+
+/* CreateAclsResponse (API key 30), versions 0-3, flexible 2+ */
+struct rn_CreateAclsResponse_AclCreationResult {
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+};
+
+struct rn_CreateAclsResponse {
+	int32_t throttle_time_ms;
+	struct rn_CreateAclsResponse_AclCreationResult *results;
+	int32_t results_count;
+};
+
 /* CreatePartitionsRequest (API key 37), versions 0-3, flexible 2+ */
 struct rn_CreatePartitionsRequest_CreatePartitionsAssignment {
 	int32_t *broker_ids;
@@ -403,6 +431,48 @@ struct rn_CreateTopicsResponse {
 	int32_t topics_count;
 };
 
+/* DeleteAclsRequest (API key 31), versions 0-3, flexible 2+ */
+struct rn_DeleteAclsRequest_DeleteAclsFilter {
+	int8_t resource_type_filter;
+	struct rn_kstr resource_name_filter; /* nullable */
+	int8_t pattern_type_filter; /* v1+, default 3 */
+	struct rn_kstr principal_filter; /* nullable */
+	struct rn_kstr host_filter; /* nullable */
+	int8_t operation;
+	int8_t permission_type;
+};
+
+struct rn_DeleteAclsRequest {
+	struct rn_DeleteAclsRequest_DeleteAclsFilter *filters;
+	int32_t filters_count;
+};
+
+/* DeleteAclsResponse (API key 31), versions 0-3, flexible 2+ */
+struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl {
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+	int8_t resource_type;
+	struct rn_kstr resource_name;
+	int8_t pattern_type; /* v1+, default 3 */
+	struct rn_kstr principal;
+	struct rn_kstr host;
+	int8_t operation;
+	int8_t permission_type;
+};
+
+struct rn_DeleteAclsResponse_DeleteAclsFilterResult {
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+	struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *matching_acls;
+	int32_t matching_acls_count;
+};
+
+struct rn_DeleteAclsResponse {
+	int32_t throttle_time_ms;
+	struct rn_DeleteAclsResponse_DeleteAclsFilterResult *filter_results;
+	int32_t filter_results_count;
+};
+
 /* DeleteGroupsRequest (API key 42), versions 0-2, flexible 2+ */
 struct rn_DeleteGroupsRequest {
 	struct rn_kstr *groups_names;
@@ -484,6 +554,41 @@ struct rn_DeleteTopicsResponse {
 	int32_t throttle_time_ms; /* v1+ */
 	struct rn_DeleteTopicsResponse_DeletableTopicResult *responses;
 	int32_t responses_count;
+};
+
+/* DescribeAclsRequest (API key 29), versions 0-3, flexible 2+ */
+struct rn_DescribeAclsRequest {
+	int8_t resource_type_filter;
+	struct rn_kstr resource_name_filter; /* nullable */
+	int8_t pattern_type_filter; /* v1+, default 3 */
+	struct rn_kstr principal_filter; /* nullable */
+	struct rn_kstr host_filter; /* nullable */
+	int8_t operation;
+	int8_t permission_type;
+};
+
+/* DescribeAclsResponse (API key 29), versions 0-3, flexible 2+ */
+struct rn_DescribeAclsResponse_AclDescription {
+	struct rn_kstr principal;
+	struct rn_kstr host;
+	int8_t operation;
+	int8_t permission_type;
+};
+
+struct rn_DescribeAclsResponse_DescribeAclsResource {
+	int8_t resource_type;
+	struct rn_kstr resource_name;
+	int8_t pattern_type; /* v1+, default 3 */
+	struct rn_DescribeAclsResponse_AclDescription *acls;
+	int32_t acls_count;
+};
+
+struct rn_DescribeAclsResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+	struct rn_DescribeAclsResponse_DescribeAclsResource *resources;
+	int32_t resources_count;
 };
 
 /* DescribeClusterRequest (API key 60), versions 0-1, flexible 0+ */
@@ -1528,6 +1633,18 @@ int rn_BrokerRegistrationResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_BrokerRegistrationResponse *out);
 int rn_BrokerRegistrationResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_BrokerRegistrationResponse *in);
+void rn_CreateAclsRequest_AclCreation_init(struct rn_CreateAclsRequest_AclCreation *o);
+void rn_CreateAclsRequest_init(struct rn_CreateAclsRequest *o);
+int rn_CreateAclsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_CreateAclsRequest *out);
+int rn_CreateAclsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_CreateAclsRequest *in);
+void rn_CreateAclsResponse_AclCreationResult_init(struct rn_CreateAclsResponse_AclCreationResult *o);
+void rn_CreateAclsResponse_init(struct rn_CreateAclsResponse *o);
+int rn_CreateAclsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_CreateAclsResponse *out);
+int rn_CreateAclsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_CreateAclsResponse *in);
 void rn_CreatePartitionsRequest_CreatePartitionsAssignment_init(struct rn_CreatePartitionsRequest_CreatePartitionsAssignment *o);
 void rn_CreatePartitionsRequest_CreatePartitionsTopic_init(struct rn_CreatePartitionsRequest_CreatePartitionsTopic *o);
 void rn_CreatePartitionsRequest_init(struct rn_CreatePartitionsRequest *o);
@@ -1556,6 +1673,19 @@ int rn_CreateTopicsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_CreateTopicsResponse *out);
 int rn_CreateTopicsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_CreateTopicsResponse *in);
+void rn_DeleteAclsRequest_DeleteAclsFilter_init(struct rn_DeleteAclsRequest_DeleteAclsFilter *o);
+void rn_DeleteAclsRequest_init(struct rn_DeleteAclsRequest *o);
+int rn_DeleteAclsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DeleteAclsRequest *out);
+int rn_DeleteAclsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DeleteAclsRequest *in);
+void rn_DeleteAclsResponse_DeleteAclsMatchingAcl_init(struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *o);
+void rn_DeleteAclsResponse_DeleteAclsFilterResult_init(struct rn_DeleteAclsResponse_DeleteAclsFilterResult *o);
+void rn_DeleteAclsResponse_init(struct rn_DeleteAclsResponse *o);
+int rn_DeleteAclsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DeleteAclsResponse *out);
+int rn_DeleteAclsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DeleteAclsResponse *in);
 void rn_DeleteGroupsRequest_init(struct rn_DeleteGroupsRequest *o);
 int rn_DeleteGroupsRequest_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DeleteGroupsRequest *out);
@@ -1593,6 +1723,18 @@ int rn_DeleteTopicsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DeleteTopicsResponse *out);
 int rn_DeleteTopicsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_DeleteTopicsResponse *in);
+void rn_DescribeAclsRequest_init(struct rn_DescribeAclsRequest *o);
+int rn_DescribeAclsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeAclsRequest *out);
+int rn_DescribeAclsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeAclsRequest *in);
+void rn_DescribeAclsResponse_AclDescription_init(struct rn_DescribeAclsResponse_AclDescription *o);
+void rn_DescribeAclsResponse_DescribeAclsResource_init(struct rn_DescribeAclsResponse_DescribeAclsResource *o);
+void rn_DescribeAclsResponse_init(struct rn_DescribeAclsResponse *o);
+int rn_DescribeAclsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeAclsResponse *out);
+int rn_DescribeAclsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeAclsResponse *in);
 void rn_DescribeClusterRequest_init(struct rn_DescribeClusterRequest *o);
 int rn_DescribeClusterRequest_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DescribeClusterRequest *out);
@@ -1926,7 +2068,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 37
+#define RN_KAPI_COUNT 40
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -1963,6 +2105,9 @@ enum rn_kapi_key {
 	RN_KAPI_DELETE_RECORDS = 21,
 	RN_KAPI_INIT_PRODUCER_ID = 22,
 	RN_KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
+	RN_KAPI_DESCRIBE_ACLS = 29,
+	RN_KAPI_CREATE_ACLS = 30,
+	RN_KAPI_DELETE_ACLS = 31,
 	RN_KAPI_DESCRIBE_CONFIGS = 32,
 	RN_KAPI_ALTER_CONFIGS = 33,
 	RN_KAPI_ALTER_REPLICA_LOG_DIRS = 34,
@@ -2003,6 +2148,9 @@ union rn_krequest {
 	struct rn_DeleteRecordsRequest delete_records;
 	struct rn_InitProducerIdRequest init_producer_id;
 	struct rn_OffsetForLeaderEpochRequest offset_for_leader_epoch;
+	struct rn_DescribeAclsRequest describe_acls;
+	struct rn_CreateAclsRequest create_acls;
+	struct rn_DeleteAclsRequest delete_acls;
 	struct rn_DescribeConfigsRequest describe_configs;
 	struct rn_AlterConfigsRequest alter_configs;
 	struct rn_AlterReplicaLogDirsRequest alter_replica_log_dirs;
@@ -2043,6 +2191,9 @@ union rn_kresponse {
 	struct rn_DeleteRecordsResponse delete_records;
 	struct rn_InitProducerIdResponse init_producer_id;
 	struct rn_OffsetForLeaderEpochResponse offset_for_leader_epoch;
+	struct rn_DescribeAclsResponse describe_acls;
+	struct rn_CreateAclsResponse create_acls;
+	struct rn_DeleteAclsResponse delete_acls;
 	struct rn_DescribeConfigsResponse describe_configs;
 	struct rn_AlterConfigsResponse alter_configs;
 	struct rn_AlterReplicaLogDirsResponse alter_replica_log_dirs;

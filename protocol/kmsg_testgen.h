@@ -134,6 +134,18 @@ static int tg_eq_rn_BrokerRegistrationRequest(const struct rn_BrokerRegistration
 static void tg_fill_rn_BrokerRegistrationResponse(struct tg *t, int16_t v, struct rn_BrokerRegistrationResponse *o);
 static int tg_eq_rn_BrokerRegistrationResponse(const struct rn_BrokerRegistrationResponse *a, const struct rn_BrokerRegistrationResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_CreateAclsRequest_AclCreation(struct tg *t, int16_t v, struct rn_CreateAclsRequest_AclCreation *o);
+static int tg_eq_rn_CreateAclsRequest_AclCreation(const struct rn_CreateAclsRequest_AclCreation *a, const struct rn_CreateAclsRequest_AclCreation *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_CreateAclsRequest(struct tg *t, int16_t v, struct rn_CreateAclsRequest *o);
+static int tg_eq_rn_CreateAclsRequest(const struct rn_CreateAclsRequest *a, const struct rn_CreateAclsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_CreateAclsResponse_AclCreationResult(struct tg *t, int16_t v, struct rn_CreateAclsResponse_AclCreationResult *o);
+static int tg_eq_rn_CreateAclsResponse_AclCreationResult(const struct rn_CreateAclsResponse_AclCreationResult *a, const struct rn_CreateAclsResponse_AclCreationResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_CreateAclsResponse(struct tg *t, int16_t v, struct rn_CreateAclsResponse *o);
+static int tg_eq_rn_CreateAclsResponse(const struct rn_CreateAclsResponse *a, const struct rn_CreateAclsResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_CreatePartitionsRequest_CreatePartitionsAssignment(struct tg *t, int16_t v, struct rn_CreatePartitionsRequest_CreatePartitionsAssignment *o);
 static int tg_eq_rn_CreatePartitionsRequest_CreatePartitionsAssignment(const struct rn_CreatePartitionsRequest_CreatePartitionsAssignment *a, const struct rn_CreatePartitionsRequest_CreatePartitionsAssignment *b,
     int16_t v, const char *path);
@@ -169,6 +181,21 @@ static int tg_eq_rn_CreateTopicsResponse_CreatableTopicResult(const struct rn_Cr
     int16_t v, const char *path);
 static void tg_fill_rn_CreateTopicsResponse(struct tg *t, int16_t v, struct rn_CreateTopicsResponse *o);
 static int tg_eq_rn_CreateTopicsResponse(const struct rn_CreateTopicsResponse *a, const struct rn_CreateTopicsResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DeleteAclsRequest_DeleteAclsFilter(struct tg *t, int16_t v, struct rn_DeleteAclsRequest_DeleteAclsFilter *o);
+static int tg_eq_rn_DeleteAclsRequest_DeleteAclsFilter(const struct rn_DeleteAclsRequest_DeleteAclsFilter *a, const struct rn_DeleteAclsRequest_DeleteAclsFilter *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DeleteAclsRequest(struct tg *t, int16_t v, struct rn_DeleteAclsRequest *o);
+static int tg_eq_rn_DeleteAclsRequest(const struct rn_DeleteAclsRequest *a, const struct rn_DeleteAclsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(struct tg *t, int16_t v, struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *o);
+static int tg_eq_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(const struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *a, const struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DeleteAclsResponse_DeleteAclsFilterResult(struct tg *t, int16_t v, struct rn_DeleteAclsResponse_DeleteAclsFilterResult *o);
+static int tg_eq_rn_DeleteAclsResponse_DeleteAclsFilterResult(const struct rn_DeleteAclsResponse_DeleteAclsFilterResult *a, const struct rn_DeleteAclsResponse_DeleteAclsFilterResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DeleteAclsResponse(struct tg *t, int16_t v, struct rn_DeleteAclsResponse *o);
+static int tg_eq_rn_DeleteAclsResponse(const struct rn_DeleteAclsResponse *a, const struct rn_DeleteAclsResponse *b,
     int16_t v, const char *path);
 static void tg_fill_rn_DeleteGroupsRequest(struct tg *t, int16_t v, struct rn_DeleteGroupsRequest *o);
 static int tg_eq_rn_DeleteGroupsRequest(const struct rn_DeleteGroupsRequest *a, const struct rn_DeleteGroupsRequest *b,
@@ -208,6 +235,18 @@ static int tg_eq_rn_DeleteTopicsResponse_DeletableTopicResult(const struct rn_De
     int16_t v, const char *path);
 static void tg_fill_rn_DeleteTopicsResponse(struct tg *t, int16_t v, struct rn_DeleteTopicsResponse *o);
 static int tg_eq_rn_DeleteTopicsResponse(const struct rn_DeleteTopicsResponse *a, const struct rn_DeleteTopicsResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeAclsRequest(struct tg *t, int16_t v, struct rn_DescribeAclsRequest *o);
+static int tg_eq_rn_DescribeAclsRequest(const struct rn_DescribeAclsRequest *a, const struct rn_DescribeAclsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeAclsResponse_AclDescription(struct tg *t, int16_t v, struct rn_DescribeAclsResponse_AclDescription *o);
+static int tg_eq_rn_DescribeAclsResponse_AclDescription(const struct rn_DescribeAclsResponse_AclDescription *a, const struct rn_DescribeAclsResponse_AclDescription *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeAclsResponse_DescribeAclsResource(struct tg *t, int16_t v, struct rn_DescribeAclsResponse_DescribeAclsResource *o);
+static int tg_eq_rn_DescribeAclsResponse_DescribeAclsResource(const struct rn_DescribeAclsResponse_DescribeAclsResource *a, const struct rn_DescribeAclsResponse_DescribeAclsResource *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeAclsResponse(struct tg *t, int16_t v, struct rn_DescribeAclsResponse *o);
+static int tg_eq_rn_DescribeAclsResponse(const struct rn_DescribeAclsResponse *a, const struct rn_DescribeAclsResponse *b,
     int16_t v, const char *path);
 static void tg_fill_rn_DescribeClusterRequest(struct tg *t, int16_t v, struct rn_DescribeClusterRequest *o);
 static int tg_eq_rn_DescribeClusterRequest(const struct rn_DescribeClusterRequest *a, const struct rn_DescribeClusterRequest *b,
@@ -2100,6 +2139,136 @@ tg_eq_rn_BrokerRegistrationResponse(const struct rn_BrokerRegistrationResponse *
 }
 
 static void
+tg_fill_rn_CreateAclsRequest_AclCreation(struct tg *t, int16_t v, struct rn_CreateAclsRequest_AclCreation *o)
+{
+	rn_CreateAclsRequest_AclCreation_init(o);
+	(void)t;
+	(void)v;
+	o->resource_type = (int8_t)tg_rand(t);
+	o->resource_name = tg_str(t, false);
+	if (v >= 1) {
+		o->resource_pattern_type = (int8_t)tg_rand(t);
+	}
+	o->principal = tg_str(t, false);
+	o->host = tg_str(t, false);
+	o->operation = (int8_t)tg_rand(t);
+	o->permission_type = (int8_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_CreateAclsRequest_AclCreation(const struct rn_CreateAclsRequest_AclCreation *a, const struct rn_CreateAclsRequest_AclCreation *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->resource_type, (long long)b->resource_type, path, "resource_type"))
+		return 0;
+	if (!tg_eq_str(a->resource_name, b->resource_name, path, "resource_name"))
+		return 0;
+	if (v >= 1) {
+		if (!tg_eq_int((long long)a->resource_pattern_type, (long long)b->resource_pattern_type, path, "resource_pattern_type"))
+			return 0;
+	}
+	if (!tg_eq_str(a->principal, b->principal, path, "principal"))
+		return 0;
+	if (!tg_eq_str(a->host, b->host, path, "host"))
+		return 0;
+	if (!tg_eq_int((long long)a->operation, (long long)b->operation, path, "operation"))
+		return 0;
+	if (!tg_eq_int((long long)a->permission_type, (long long)b->permission_type, path, "permission_type"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_CreateAclsRequest(struct tg *t, int16_t v, struct rn_CreateAclsRequest *o)
+{
+	rn_CreateAclsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->creations_count = tg_count(t, false);
+	o->creations = o->creations_count > 0 ? tg_alloc(t, o->creations_count * sizeof(*o->creations)) : NULL;
+	for (int i = 0; i < o->creations_count; i++) {
+		tg_fill_rn_CreateAclsRequest_AclCreation(t, v, &o->creations[i]);
+	}
+}
+
+static int
+tg_eq_rn_CreateAclsRequest(const struct rn_CreateAclsRequest *a, const struct rn_CreateAclsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->creations_count, b->creations_count, path, "creations_count"))
+		return 0;
+	for (int i = 0; i < a->creations_count; i++)
+		if (!tg_eq_rn_CreateAclsRequest_AclCreation(&a->creations[i], &b->creations[i], v, "creations"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_CreateAclsResponse_AclCreationResult(struct tg *t, int16_t v, struct rn_CreateAclsResponse_AclCreationResult *o)
+{
+	rn_CreateAclsResponse_AclCreationResult_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+}
+
+static int
+tg_eq_rn_CreateAclsResponse_AclCreationResult(const struct rn_CreateAclsResponse_AclCreationResult *a, const struct rn_CreateAclsResponse_AclCreationResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_CreateAclsResponse(struct tg *t, int16_t v, struct rn_CreateAclsResponse *o)
+{
+	rn_CreateAclsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->results_count = tg_count(t, false);
+	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+	for (int i = 0; i < o->results_count; i++) {
+		tg_fill_rn_CreateAclsResponse_AclCreationResult(t, v, &o->results[i]);
+	}
+}
+
+static int
+tg_eq_rn_CreateAclsResponse(const struct rn_CreateAclsResponse *a, const struct rn_CreateAclsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+		return 0;
+	for (int i = 0; i < a->results_count; i++)
+		if (!tg_eq_rn_CreateAclsResponse_AclCreationResult(&a->results[i], &b->results[i], v, "results"))
+			return 0;
+	return 1;
+}
+
+static void
 tg_fill_rn_CreatePartitionsRequest_CreatePartitionsAssignment(struct tg *t, int16_t v, struct rn_CreatePartitionsRequest_CreatePartitionsAssignment *o)
 {
 	rn_CreatePartitionsRequest_CreatePartitionsAssignment_init(o);
@@ -2547,6 +2716,196 @@ tg_eq_rn_CreateTopicsResponse(const struct rn_CreateTopicsResponse *a, const str
 }
 
 static void
+tg_fill_rn_DeleteAclsRequest_DeleteAclsFilter(struct tg *t, int16_t v, struct rn_DeleteAclsRequest_DeleteAclsFilter *o)
+{
+	rn_DeleteAclsRequest_DeleteAclsFilter_init(o);
+	(void)t;
+	(void)v;
+	o->resource_type_filter = (int8_t)tg_rand(t);
+	o->resource_name_filter = tg_str(t, true);
+	if (v >= 1) {
+		o->pattern_type_filter = (int8_t)tg_rand(t);
+	}
+	o->principal_filter = tg_str(t, true);
+	o->host_filter = tg_str(t, true);
+	o->operation = (int8_t)tg_rand(t);
+	o->permission_type = (int8_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_DeleteAclsRequest_DeleteAclsFilter(const struct rn_DeleteAclsRequest_DeleteAclsFilter *a, const struct rn_DeleteAclsRequest_DeleteAclsFilter *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->resource_type_filter, (long long)b->resource_type_filter, path, "resource_type_filter"))
+		return 0;
+	if (!tg_eq_str(a->resource_name_filter, b->resource_name_filter, path, "resource_name_filter"))
+		return 0;
+	if (v >= 1) {
+		if (!tg_eq_int((long long)a->pattern_type_filter, (long long)b->pattern_type_filter, path, "pattern_type_filter"))
+			return 0;
+	}
+	if (!tg_eq_str(a->principal_filter, b->principal_filter, path, "principal_filter"))
+		return 0;
+	if (!tg_eq_str(a->host_filter, b->host_filter, path, "host_filter"))
+		return 0;
+	if (!tg_eq_int((long long)a->operation, (long long)b->operation, path, "operation"))
+		return 0;
+	if (!tg_eq_int((long long)a->permission_type, (long long)b->permission_type, path, "permission_type"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DeleteAclsRequest(struct tg *t, int16_t v, struct rn_DeleteAclsRequest *o)
+{
+	rn_DeleteAclsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->filters_count = tg_count(t, false);
+	o->filters = o->filters_count > 0 ? tg_alloc(t, o->filters_count * sizeof(*o->filters)) : NULL;
+	for (int i = 0; i < o->filters_count; i++) {
+		tg_fill_rn_DeleteAclsRequest_DeleteAclsFilter(t, v, &o->filters[i]);
+	}
+}
+
+static int
+tg_eq_rn_DeleteAclsRequest(const struct rn_DeleteAclsRequest *a, const struct rn_DeleteAclsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->filters_count, b->filters_count, path, "filters_count"))
+		return 0;
+	for (int i = 0; i < a->filters_count; i++)
+		if (!tg_eq_rn_DeleteAclsRequest_DeleteAclsFilter(&a->filters[i], &b->filters[i], v, "filters"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(struct tg *t, int16_t v, struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *o)
+{
+	rn_DeleteAclsResponse_DeleteAclsMatchingAcl_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->resource_type = (int8_t)tg_rand(t);
+	o->resource_name = tg_str(t, false);
+	if (v >= 1) {
+		o->pattern_type = (int8_t)tg_rand(t);
+	}
+	o->principal = tg_str(t, false);
+	o->host = tg_str(t, false);
+	o->operation = (int8_t)tg_rand(t);
+	o->permission_type = (int8_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(const struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *a, const struct rn_DeleteAclsResponse_DeleteAclsMatchingAcl *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int((long long)a->resource_type, (long long)b->resource_type, path, "resource_type"))
+		return 0;
+	if (!tg_eq_str(a->resource_name, b->resource_name, path, "resource_name"))
+		return 0;
+	if (v >= 1) {
+		if (!tg_eq_int((long long)a->pattern_type, (long long)b->pattern_type, path, "pattern_type"))
+			return 0;
+	}
+	if (!tg_eq_str(a->principal, b->principal, path, "principal"))
+		return 0;
+	if (!tg_eq_str(a->host, b->host, path, "host"))
+		return 0;
+	if (!tg_eq_int((long long)a->operation, (long long)b->operation, path, "operation"))
+		return 0;
+	if (!tg_eq_int((long long)a->permission_type, (long long)b->permission_type, path, "permission_type"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DeleteAclsResponse_DeleteAclsFilterResult(struct tg *t, int16_t v, struct rn_DeleteAclsResponse_DeleteAclsFilterResult *o)
+{
+	rn_DeleteAclsResponse_DeleteAclsFilterResult_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->matching_acls_count = tg_count(t, false);
+	o->matching_acls = o->matching_acls_count > 0 ? tg_alloc(t, o->matching_acls_count * sizeof(*o->matching_acls)) : NULL;
+	for (int i = 0; i < o->matching_acls_count; i++) {
+		tg_fill_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(t, v, &o->matching_acls[i]);
+	}
+}
+
+static int
+tg_eq_rn_DeleteAclsResponse_DeleteAclsFilterResult(const struct rn_DeleteAclsResponse_DeleteAclsFilterResult *a, const struct rn_DeleteAclsResponse_DeleteAclsFilterResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->matching_acls_count, b->matching_acls_count, path, "matching_acls_count"))
+		return 0;
+	for (int i = 0; i < a->matching_acls_count; i++)
+		if (!tg_eq_rn_DeleteAclsResponse_DeleteAclsMatchingAcl(&a->matching_acls[i], &b->matching_acls[i], v, "matching_acls"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DeleteAclsResponse(struct tg *t, int16_t v, struct rn_DeleteAclsResponse *o)
+{
+	rn_DeleteAclsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->filter_results_count = tg_count(t, false);
+	o->filter_results = o->filter_results_count > 0 ? tg_alloc(t, o->filter_results_count * sizeof(*o->filter_results)) : NULL;
+	for (int i = 0; i < o->filter_results_count; i++) {
+		tg_fill_rn_DeleteAclsResponse_DeleteAclsFilterResult(t, v, &o->filter_results[i]);
+	}
+}
+
+static int
+tg_eq_rn_DeleteAclsResponse(const struct rn_DeleteAclsResponse *a, const struct rn_DeleteAclsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->filter_results_count, b->filter_results_count, path, "filter_results_count"))
+		return 0;
+	for (int i = 0; i < a->filter_results_count; i++)
+		if (!tg_eq_rn_DeleteAclsResponse_DeleteAclsFilterResult(&a->filter_results[i], &b->filter_results[i], v, "filter_results"))
+			return 0;
+	return 1;
+}
+
+static void
 tg_fill_rn_DeleteGroupsRequest(struct tg *t, int16_t v, struct rn_DeleteGroupsRequest *o)
 {
 	rn_DeleteGroupsRequest_init(o);
@@ -2959,6 +3318,161 @@ tg_eq_rn_DeleteTopicsResponse(const struct rn_DeleteTopicsResponse *a, const str
 		return 0;
 	for (int i = 0; i < a->responses_count; i++)
 		if (!tg_eq_rn_DeleteTopicsResponse_DeletableTopicResult(&a->responses[i], &b->responses[i], v, "responses"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeAclsRequest(struct tg *t, int16_t v, struct rn_DescribeAclsRequest *o)
+{
+	rn_DescribeAclsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->resource_type_filter = (int8_t)tg_rand(t);
+	o->resource_name_filter = tg_str(t, true);
+	if (v >= 1) {
+		o->pattern_type_filter = (int8_t)tg_rand(t);
+	}
+	o->principal_filter = tg_str(t, true);
+	o->host_filter = tg_str(t, true);
+	o->operation = (int8_t)tg_rand(t);
+	o->permission_type = (int8_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_DescribeAclsRequest(const struct rn_DescribeAclsRequest *a, const struct rn_DescribeAclsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->resource_type_filter, (long long)b->resource_type_filter, path, "resource_type_filter"))
+		return 0;
+	if (!tg_eq_str(a->resource_name_filter, b->resource_name_filter, path, "resource_name_filter"))
+		return 0;
+	if (v >= 1) {
+		if (!tg_eq_int((long long)a->pattern_type_filter, (long long)b->pattern_type_filter, path, "pattern_type_filter"))
+			return 0;
+	}
+	if (!tg_eq_str(a->principal_filter, b->principal_filter, path, "principal_filter"))
+		return 0;
+	if (!tg_eq_str(a->host_filter, b->host_filter, path, "host_filter"))
+		return 0;
+	if (!tg_eq_int((long long)a->operation, (long long)b->operation, path, "operation"))
+		return 0;
+	if (!tg_eq_int((long long)a->permission_type, (long long)b->permission_type, path, "permission_type"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeAclsResponse_AclDescription(struct tg *t, int16_t v, struct rn_DescribeAclsResponse_AclDescription *o)
+{
+	rn_DescribeAclsResponse_AclDescription_init(o);
+	(void)t;
+	(void)v;
+	o->principal = tg_str(t, false);
+	o->host = tg_str(t, false);
+	o->operation = (int8_t)tg_rand(t);
+	o->permission_type = (int8_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_DescribeAclsResponse_AclDescription(const struct rn_DescribeAclsResponse_AclDescription *a, const struct rn_DescribeAclsResponse_AclDescription *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->principal, b->principal, path, "principal"))
+		return 0;
+	if (!tg_eq_str(a->host, b->host, path, "host"))
+		return 0;
+	if (!tg_eq_int((long long)a->operation, (long long)b->operation, path, "operation"))
+		return 0;
+	if (!tg_eq_int((long long)a->permission_type, (long long)b->permission_type, path, "permission_type"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeAclsResponse_DescribeAclsResource(struct tg *t, int16_t v, struct rn_DescribeAclsResponse_DescribeAclsResource *o)
+{
+	rn_DescribeAclsResponse_DescribeAclsResource_init(o);
+	(void)t;
+	(void)v;
+	o->resource_type = (int8_t)tg_rand(t);
+	o->resource_name = tg_str(t, false);
+	if (v >= 1) {
+		o->pattern_type = (int8_t)tg_rand(t);
+	}
+	o->acls_count = tg_count(t, false);
+	o->acls = o->acls_count > 0 ? tg_alloc(t, o->acls_count * sizeof(*o->acls)) : NULL;
+	for (int i = 0; i < o->acls_count; i++) {
+		tg_fill_rn_DescribeAclsResponse_AclDescription(t, v, &o->acls[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeAclsResponse_DescribeAclsResource(const struct rn_DescribeAclsResponse_DescribeAclsResource *a, const struct rn_DescribeAclsResponse_DescribeAclsResource *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->resource_type, (long long)b->resource_type, path, "resource_type"))
+		return 0;
+	if (!tg_eq_str(a->resource_name, b->resource_name, path, "resource_name"))
+		return 0;
+	if (v >= 1) {
+		if (!tg_eq_int((long long)a->pattern_type, (long long)b->pattern_type, path, "pattern_type"))
+			return 0;
+	}
+	if (!tg_eq_int(a->acls_count, b->acls_count, path, "acls_count"))
+		return 0;
+	for (int i = 0; i < a->acls_count; i++)
+		if (!tg_eq_rn_DescribeAclsResponse_AclDescription(&a->acls[i], &b->acls[i], v, "acls"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeAclsResponse(struct tg *t, int16_t v, struct rn_DescribeAclsResponse *o)
+{
+	rn_DescribeAclsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->resources_count = tg_count(t, false);
+	o->resources = o->resources_count > 0 ? tg_alloc(t, o->resources_count * sizeof(*o->resources)) : NULL;
+	for (int i = 0; i < o->resources_count; i++) {
+		tg_fill_rn_DescribeAclsResponse_DescribeAclsResource(t, v, &o->resources[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeAclsResponse(const struct rn_DescribeAclsResponse *a, const struct rn_DescribeAclsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->resources_count, b->resources_count, path, "resources_count"))
+		return 0;
+	for (int i = 0; i < a->resources_count; i++)
+		if (!tg_eq_rn_DescribeAclsResponse_DescribeAclsResource(&a->resources[i], &b->resources[i], v, "resources"))
 			return 0;
 	return 1;
 }
@@ -7908,6 +8422,30 @@ tgv_eq_BrokerRegistrationResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_CreateAclsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_CreateAclsRequest(t, v, o);
+}
+
+static int
+tgv_eq_CreateAclsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_CreateAclsRequest(a, b, v, "CreateAclsRequest");
+}
+
+static void
+tgv_fill_CreateAclsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_CreateAclsResponse(t, v, o);
+}
+
+static int
+tgv_eq_CreateAclsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_CreateAclsResponse(a, b, v, "CreateAclsResponse");
+}
+
+static void
 tgv_fill_CreatePartitionsRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_CreatePartitionsRequest(t, v, o);
@@ -7953,6 +8491,30 @@ static int
 tgv_eq_CreateTopicsResponse(const void *a, const void *b, int16_t v)
 {
 	return tg_eq_rn_CreateTopicsResponse(a, b, v, "CreateTopicsResponse");
+}
+
+static void
+tgv_fill_DeleteAclsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DeleteAclsRequest(t, v, o);
+}
+
+static int
+tgv_eq_DeleteAclsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DeleteAclsRequest(a, b, v, "DeleteAclsRequest");
+}
+
+static void
+tgv_fill_DeleteAclsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DeleteAclsResponse(t, v, o);
+}
+
+static int
+tgv_eq_DeleteAclsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DeleteAclsResponse(a, b, v, "DeleteAclsResponse");
 }
 
 static void
@@ -8025,6 +8587,30 @@ static int
 tgv_eq_DeleteTopicsResponse(const void *a, const void *b, int16_t v)
 {
 	return tg_eq_rn_DeleteTopicsResponse(a, b, v, "DeleteTopicsResponse");
+}
+
+static void
+tgv_fill_DescribeAclsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeAclsRequest(t, v, o);
+}
+
+static int
+tgv_eq_DescribeAclsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeAclsRequest(a, b, v, "DescribeAclsRequest");
+}
+
+static void
+tgv_fill_DescribeAclsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeAclsResponse(t, v, o);
+}
+
+static int
+tgv_eq_DescribeAclsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeAclsResponse(a, b, v, "DescribeAclsResponse");
 }
 
 static void
@@ -8620,16 +9206,22 @@ static const struct tg_msg tg_msgs[] = {
 	{ "BrokerHeartbeatResponse", 63, false, 0, 1, sizeof(struct rn_BrokerHeartbeatResponse), tgv_fill_BrokerHeartbeatResponse, tgv_eq_BrokerHeartbeatResponse },
 	{ "BrokerRegistrationRequest", 62, true, 0, 3, sizeof(struct rn_BrokerRegistrationRequest), tgv_fill_BrokerRegistrationRequest, tgv_eq_BrokerRegistrationRequest },
 	{ "BrokerRegistrationResponse", 62, false, 0, 3, sizeof(struct rn_BrokerRegistrationResponse), tgv_fill_BrokerRegistrationResponse, tgv_eq_BrokerRegistrationResponse },
+	{ "CreateAclsRequest", 30, true, 0, 3, sizeof(struct rn_CreateAclsRequest), tgv_fill_CreateAclsRequest, tgv_eq_CreateAclsRequest },
+	{ "CreateAclsResponse", 30, false, 0, 3, sizeof(struct rn_CreateAclsResponse), tgv_fill_CreateAclsResponse, tgv_eq_CreateAclsResponse },
 	{ "CreatePartitionsRequest", 37, true, 0, 3, sizeof(struct rn_CreatePartitionsRequest), tgv_fill_CreatePartitionsRequest, tgv_eq_CreatePartitionsRequest },
 	{ "CreatePartitionsResponse", 37, false, 0, 3, sizeof(struct rn_CreatePartitionsResponse), tgv_fill_CreatePartitionsResponse, tgv_eq_CreatePartitionsResponse },
 	{ "CreateTopicsRequest", 19, true, 0, 7, sizeof(struct rn_CreateTopicsRequest), tgv_fill_CreateTopicsRequest, tgv_eq_CreateTopicsRequest },
 	{ "CreateTopicsResponse", 19, false, 0, 7, sizeof(struct rn_CreateTopicsResponse), tgv_fill_CreateTopicsResponse, tgv_eq_CreateTopicsResponse },
+	{ "DeleteAclsRequest", 31, true, 0, 3, sizeof(struct rn_DeleteAclsRequest), tgv_fill_DeleteAclsRequest, tgv_eq_DeleteAclsRequest },
+	{ "DeleteAclsResponse", 31, false, 0, 3, sizeof(struct rn_DeleteAclsResponse), tgv_fill_DeleteAclsResponse, tgv_eq_DeleteAclsResponse },
 	{ "DeleteGroupsRequest", 42, true, 0, 2, sizeof(struct rn_DeleteGroupsRequest), tgv_fill_DeleteGroupsRequest, tgv_eq_DeleteGroupsRequest },
 	{ "DeleteGroupsResponse", 42, false, 0, 2, sizeof(struct rn_DeleteGroupsResponse), tgv_fill_DeleteGroupsResponse, tgv_eq_DeleteGroupsResponse },
 	{ "DeleteRecordsRequest", 21, true, 0, 2, sizeof(struct rn_DeleteRecordsRequest), tgv_fill_DeleteRecordsRequest, tgv_eq_DeleteRecordsRequest },
 	{ "DeleteRecordsResponse", 21, false, 0, 2, sizeof(struct rn_DeleteRecordsResponse), tgv_fill_DeleteRecordsResponse, tgv_eq_DeleteRecordsResponse },
 	{ "DeleteTopicsRequest", 20, true, 0, 6, sizeof(struct rn_DeleteTopicsRequest), tgv_fill_DeleteTopicsRequest, tgv_eq_DeleteTopicsRequest },
 	{ "DeleteTopicsResponse", 20, false, 0, 6, sizeof(struct rn_DeleteTopicsResponse), tgv_fill_DeleteTopicsResponse, tgv_eq_DeleteTopicsResponse },
+	{ "DescribeAclsRequest", 29, true, 0, 3, sizeof(struct rn_DescribeAclsRequest), tgv_fill_DescribeAclsRequest, tgv_eq_DescribeAclsRequest },
+	{ "DescribeAclsResponse", 29, false, 0, 3, sizeof(struct rn_DescribeAclsResponse), tgv_fill_DescribeAclsResponse, tgv_eq_DescribeAclsResponse },
 	{ "DescribeClusterRequest", 60, true, 0, 1, sizeof(struct rn_DescribeClusterRequest), tgv_fill_DescribeClusterRequest, tgv_eq_DescribeClusterRequest },
 	{ "DescribeClusterResponse", 60, false, 0, 1, sizeof(struct rn_DescribeClusterResponse), tgv_fill_DescribeClusterResponse, tgv_eq_DescribeClusterResponse },
 	{ "DescribeConfigsRequest", 32, true, 0, 4, sizeof(struct rn_DescribeConfigsRequest), tgv_fill_DescribeConfigsRequest, tgv_eq_DescribeConfigsRequest },

@@ -67,6 +67,8 @@ struct ctl_op {
 		struct rn_AlterPartitionReassignmentsResponse apr;
 		struct rn_ListPartitionReassignmentsResponse lpr;
 		struct rn_AssignReplicasToDirsResponse ard;
+		struct rn_CreateAclsResponse cacl;
+		struct rn_DeleteAclsResponse dacl;
 	} resp;
 };
 
@@ -184,6 +186,10 @@ bool ctl_auto_create_entry(struct ctl_op *op, const msgpack_object *o,
 
 /* configs.c: AlterConfigs, IncrementalAlterConfigs, effective configs */
 int ctl_op_alter_configs(struct ctl_op *op, struct rn_kreader *r);
+
+/* acls.c */
+int ctl_op_create_acls(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_delete_acls(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r);
 /* Effective unclean.leader.election.enable of a topic. */
 bool ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t);

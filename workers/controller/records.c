@@ -21,6 +21,8 @@ static const char *const rec_names[] = {
 	[CTL_REC_BROKER_CHANGE] = "BrokerChange",
 	[CTL_REC_UNREGISTER_BROKER] = "UnregisterBroker",
 	[CTL_REC_PARTITION_CHANGE] = "PartitionChange",
+	[CTL_REC_ACL] = "AccessControlEntry",
+	[CTL_REC_REMOVE_ACL] = "RemoveAccessControlEntry",
 };
 
 const char *
@@ -332,6 +334,36 @@ ctl_rec_config(struct ctl_batch *b, int resource_type,
 		rn_mp_pack_str(&b->pk, value);
 	else
 		msgpack_pack_nil(&b->pk);
+}
+
+void
+ctl_rec_acl(struct ctl_batch *b, const struct ctl_acl *a)
+{
+	rec_begin(b, CTL_REC_ACL, 8);
+	rn_mp_pack_str(&b->pk, "id");
+	ctl_mp_bin16(&b->pk, a->id);
+	rn_mp_pack_str(&b->pk, "resource_type");
+	msgpack_pack_int(&b->pk, a->b.resource);
+	rn_mp_pack_str(&b->pk, "resource_name");
+	rn_mp_pack_str(&b->pk, a->b.name);
+	rn_mp_pack_str(&b->pk, "pattern_type");
+	msgpack_pack_int(&b->pk, a->b.pattern);
+	rn_mp_pack_str(&b->pk, "principal");
+	rn_mp_pack_str(&b->pk, a->b.principal);
+	rn_mp_pack_str(&b->pk, "host");
+	rn_mp_pack_str(&b->pk, a->b.host);
+	rn_mp_pack_str(&b->pk, "operation");
+	msgpack_pack_int(&b->pk, a->b.op);
+	rn_mp_pack_str(&b->pk, "permission_type");
+	msgpack_pack_int(&b->pk, a->b.perm);
+}
+
+void
+ctl_rec_remove_acl(struct ctl_batch *b, const uint8_t id[16])
+{
+	rec_begin(b, CTL_REC_REMOVE_ACL, 1);
+	rn_mp_pack_str(&b->pk, "id");
+	ctl_mp_bin16(&b->pk, id);
 }
 
 void

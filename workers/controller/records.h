@@ -23,6 +23,10 @@
  *   UnregisterBroker {id}
  *   PartitionChange {topic_id: bin16, partition, leader, isr: [],
  *                   leader_epoch, partition_epoch} (replicas unchanged)
+ *   AccessControlEntry {id: bin16, resource_type, resource_name,
+ *                   pattern_type, principal, host, operation,
+ *                   permission_type} (Kafka's codes, common/acl.h)
+ *   RemoveAccessControlEntry {id}
  *
  * RegisterBroker in snapshots also carries in_controlled_shutdown and
  * absent_since. A broker stays in the state (the observed brokers) until
@@ -51,6 +55,8 @@ enum ctl_rec_type {
 	CTL_REC_BROKER_CHANGE,
 	CTL_REC_UNREGISTER_BROKER,
 	CTL_REC_PARTITION_CHANGE,
+	CTL_REC_ACL,
+	CTL_REC_REMOVE_ACL,
 };
 
 enum ctl_rec_type ctl_rec_type_of(const msgpack_object *rec);
@@ -95,6 +101,9 @@ void ctl_rec_unregister_broker(struct ctl_batch *b, int32_t id);
 void ctl_rec_partition_change(struct ctl_batch *b, const uint8_t topic_id[16],
     int32_t partition, int32_t leader, const int32_t *isr, int32_t n_isr,
     int32_t leader_epoch, int32_t partition_epoch);
+
+void ctl_rec_acl(struct ctl_batch *b, const struct ctl_acl *a);
+void ctl_rec_remove_acl(struct ctl_batch *b, const uint8_t id[16]);
 
 /* Uuid helpers on raw bytes (see state.h on why not struct rn_uuid). */
 int ctl_uuid_random(uint8_t out[16]);

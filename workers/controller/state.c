@@ -289,6 +289,7 @@ ctl_state_free(struct ctl_state *st)
 	for (i = 0; i < st->n_slotmaps; i++)
 		free(st->slotmaps[i].bits);
 	free(st->slotmaps);
+	ctl_acls_free(&st->acls);
 	free(st->changed.v);
 	ctl_state_init(st);
 }
@@ -1090,6 +1091,8 @@ ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec)
 		break;
 	case CTL_REC_PARTITION_CHANGE: rc = apply_partition_change(st, rec);
 		break;
+	case CTL_REC_ACL: rc = ctl_acls_apply(st, rec); break;
+	case CTL_REC_REMOVE_ACL: rc = ctl_acls_apply_remove(st, rec); break;
 	default:
 		/* a newer record type: skipping keeps older nodes running */
 		log_warnx("unknown metadata record type at index %llu: skipped",
@@ -1176,6 +1179,7 @@ ctl_state_snapshot(const struct ctl_state *st, msgpack_sbuffer *sb)
 		for (p = 0; p < t->n_parts; p++)
 			ctl_rec_partition(&b, t->id, p, &t->parts[p], true);
 	}
+	ctl_acls_snapshot(st, &b);
 	entry = ctl_batch_finish(&b, &len);
 	ctl_batch_free(&b);
 	if (entry == NULL)
@@ -1391,6 +1395,7 @@ ctl_state_encode_image(const struct ctl_state *st,
 	c = ctl_state_broker_configs(st, node);
 	rn_mdimage_enc_node_configs(&e, c != NULL ? c->n : 0);
 	enc_configs(&e, c);
+	ctl_acls_encode(st, &e);
 	return 0;
 }
 

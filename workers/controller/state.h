@@ -16,6 +16,7 @@
 
 #include <msgpack.h>
 
+#include "common/acl.h"
 #include "common/config.h"
 
 #define CTL_TOPIC_NAME_MAX 249
@@ -90,6 +91,18 @@ struct ctl_res_configs {
 	struct ctl_configs cfg;
 };
 
+/* One ACL binding and its id; the state owns the binding's strings. */
+struct ctl_acl {
+	uint8_t id[16];
+	struct rn_acl b;
+};
+
+/* In the order they were created. */
+struct ctl_acls {
+	struct ctl_acl *v;
+	int n, cap;
+};
+
 /* Lowest-free allocator of one broker's partition-runtime slots. */
 struct ctl_slotmap {
 	int32_t broker;
@@ -135,6 +148,7 @@ struct ctl_state {
 	int n_broker_res;
 	struct ctl_slotmap *slotmaps;
 	int n_slotmaps;
+	struct ctl_acls acls;
 	uint64_t applying_index;    /* log index of the entry being applied */
 	uint64_t last_index;        /* last applied log index */
 	uint64_t last_term;
@@ -192,6 +206,15 @@ ctl_replica_index(const struct ctl_partition *pp, int32_t broker)
 			return r;
 	return -1;
 }
+
+/* acls.c: the ACL bindings' records, snapshot and image part */
+struct ctl_batch;
+struct rn_mdimage_enc;
+int ctl_acls_apply(struct ctl_state *st, const msgpack_object *rec);
+int ctl_acls_apply_remove(struct ctl_state *st, const msgpack_object *rec);
+void ctl_acls_free(struct ctl_acls *s);
+void ctl_acls_snapshot(const struct ctl_state *st, struct ctl_batch *b);
+void ctl_acls_encode(const struct ctl_state *st, struct rn_mdimage_enc *e);
 
 /* Lookups. */
 struct ctl_topic *ctl_state_topic(const struct ctl_state *st,

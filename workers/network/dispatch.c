@@ -53,6 +53,9 @@ static const struct {
 	{ RN_KAPI_OFFSET_DELETE, 0, 0, net_group_forward },
 	{ RN_KAPI_DESCRIBE_LOG_DIRS, 0, 4, net_describe_log_dirs },
 	{ RN_KAPI_ALTER_REPLICA_LOG_DIRS, 0, 2, net_alter_replica_log_dirs },
+	{ RN_KAPI_DESCRIBE_ACLS, 0, 3, net_describe_acls },
+	{ RN_KAPI_CREATE_ACLS, 0, 3, net_create_acls },
+	{ RN_KAPI_DELETE_ACLS, 0, 3, net_delete_acls },
 };
 
 #define N_SERVED (sizeof(served) / sizeof(served[0]))
@@ -285,6 +288,8 @@ net_dispatch(struct net *n, struct conn *c)
 		    c->hdr.api_key, c->hdr.api_version);
 		return false;
 	}
+	if (!net_authz_gate(n, c))
+		return false;
 	api = rn_kapi_find(c->hdr.api_key);
 	net_count_request(n, c->hdr.api_key);
 	rn_arena_reset(&c->arena);

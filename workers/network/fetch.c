@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/acl.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
@@ -195,6 +196,45 @@ fetch_throttled(struct net *n, struct fetch_state *fs,
 	rn_replquota_charge(&n->lquota, (size_t)(fs->bytes - before));
 }
 
+/*
+ * A consumer needs READ on the topic, a follower CLUSTER_ACTION on the
+ * cluster (Kafka answers both per partition). A topic id this node does
+ * not know is judged by the empty name: unknown either way.
+ */
+static bool
+fetch_allowed(struct net *n, struct conn *c, const struct rn_mdv_topic *t,
+    const struct rn_FetchRequest_FetchTopic *ft)
+{
+	const struct rn_FetchRequest *req = c->req;
+
+	if (!n->cfg->authorizer_on)
+		return true;
+	if (req->replica_id >= 0)
+		return net_authorized_cluster(n, c, RN_ACL_OP_CLUSTER_ACTION);
+	if (c->hdr.api_version >= 13)
+		return net_authorized(n, c, RN_ACL_OP_READ, RN_ACL_RES_TOPIC,
+		    t != NULL ? t->name : "", t != NULL ? t->name_len : 0);
+	return net_authorized(n, c, RN_ACL_OP_READ, RN_ACL_RES_TOPIC,
+	    ft->topic.ptr, ft->topic.len > 0 ? (size_t)ft->topic.len : 0);
+}
+
+static void
+fetch_refuse(struct fetch_state *fs, const struct rn_FetchRequest_FetchTopic
+    *ft, struct rn_FetchResponse_FetchableTopicResponse *tr)
+{
+	int32_t j;
+
+	for (j = 0; j < ft->partitions_count; j++) {
+		struct rn_FetchResponse_PartitionData *pd = &tr->partitions[j];
+
+		rn_FetchResponse_PartitionData_init(pd);
+		pd->partition_index = ft->partitions[j].partition;
+		pd->records = (struct rn_records){ NULL, 0, -1, 0 };
+		pd->error_code = RN_KERR_TOPIC_AUTHORIZATION_FAILED;
+	}
+	fs->error = true;
+}
+
 /* One partition of the request: checks, follower progress, then data. */
 static void
 fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
@@ -301,6 +341,10 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs, bool first)
 		tr->partitions = net_array(c, ft->partitions_count, sizeof(*tr->partitions));
 		if (tr->partitions == NULL)
 			return -ENOMEM;
+		if (!fetch_allowed(n, c, t, ft)) {
+			fetch_refuse(fs, ft, tr);
+			continue;
+		}
 		for (j = 0; j < ft->partitions_count; j++)
 			fetch_partition(n, c, fs, t, &ft->partitions[j],
 			    &tr->partitions[j], first, now, &budget);
@@ -498,6 +542,9 @@ net_list_offsets(struct net *n, struct conn *c)
 		struct rn_ListOffsetsResponse_ListOffsetsTopicResponse *tr =
 		    &r.topics[i];
 		const struct rn_mdv_topic *t = net_topic(n, lt->name);
+		bool allowed = net_authorized(n, c, RN_ACL_OP_DESCRIBE,
+		    RN_ACL_RES_TOPIC, lt->name.ptr, lt->name.len > 0 ?
+		    (size_t)lt->name.len : 0);
 
 		rn_ListOffsetsResponse_ListOffsetsTopicResponse_init(tr);
 		tr->name = lt->name;
@@ -517,6 +564,11 @@ net_list_offsets(struct net *n, struct conn *c)
 
 			rn_ListOffsetsResponse_ListOffsetsPartitionResponse_init(pr);
 			pr->partition_index = lp->partition_index;
+			if (!allowed) {
+				pr->error_code =
+				    RN_KERR_TOPIC_AUTHORIZATION_FAILED;
+				continue;
+			}
 			p = leader_part(n, t, lp->partition_index,
 			    lp->current_leader_epoch, true, &mp, &kerr);
 			if (p == NULL) {
@@ -563,6 +615,13 @@ net_offset_for_leader_epoch(struct net *n, struct conn *c)
 		struct rn_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult *tr =
 		    &r.topics[i];
 		const struct rn_mdv_topic *t = net_topic(n, lt->topic);
+		/* a follower needs CLUSTER_ACTION, a consumer DESCRIBE */
+		int16_t denied = req->replica_id >= 0 ?
+		    (net_authorized_cluster(n, c, RN_ACL_OP_CLUSTER_ACTION) ? 0 :
+		    RN_KERR_CLUSTER_AUTHORIZATION_FAILED) :
+		    (net_authorized(n, c, RN_ACL_OP_DESCRIBE, RN_ACL_RES_TOPIC,
+		    lt->topic.ptr, lt->topic.len > 0 ? (size_t)lt->topic.len :
+		    0) ? 0 : RN_KERR_TOPIC_AUTHORIZATION_FAILED);
 
 		rn_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_init(tr);
 		tr->topic = lt->topic;
@@ -581,6 +640,10 @@ net_offset_for_leader_epoch(struct net *n, struct conn *c)
 
 			rn_OffsetForLeaderEpochResponse_EpochEndOffset_init(pr);
 			pr->partition = lp->partition;
+			if (denied != 0) {
+				pr->error_code = denied;
+				continue;
+			}
 			p = leader_part(n, t, lp->partition,
 			    lp->current_leader_epoch, true, &mp, &kerr);
 			if (p == NULL) {

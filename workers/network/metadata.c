@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/acl.h"
 #include "common/log.h"
 #include "protocol/kerrors.h"
 #include "storage/logdir.h"
@@ -136,6 +137,29 @@ fill_topic(struct conn *c, const struct rn_mdv_topic *t,
 	return 0;
 }
 
+/* DESCRIBE on a named topic; a topic id is judged by the name it has. */
+static bool
+topic_described(struct net *n, struct conn *c,
+    const struct rn_MetadataRequest_MetadataRequestTopic *q,
+    const struct rn_mdv_topic *t)
+{
+	if (q->name.len >= 0)
+		return net_authorized(n, c, RN_ACL_OP_DESCRIBE,
+		    RN_ACL_RES_TOPIC, q->name.ptr, (size_t)q->name.len);
+	return t == NULL || net_authorized(n, c, RN_ACL_OP_DESCRIBE,
+	    RN_ACL_RES_TOPIC, t->name, t->name_len);
+}
+
+/* Auto-creation needs CREATE on the cluster or on the topic. */
+static bool
+may_create(struct net *n, struct conn *c, struct rn_kstr name)
+{
+	return !n->cfg->authorizer_on ||
+	    net_authorized_cluster_quiet(n, c, RN_ACL_OP_CREATE) ||
+	    net_authorized(n, c, RN_ACL_OP_CREATE, RN_ACL_RES_TOPIC,
+	    name.ptr, (size_t)name.len);
+}
+
 int
 net_metadata(struct net *n, struct conn *c)
 {
@@ -172,6 +196,10 @@ net_metadata(struct net *n, struct conn *c)
 		rt->topic_authorized_operations = AUTH_OPS_UNSET;
 		if (all) {
 			t = &v->topics[i];
+			/* a topic the principal may not describe is left out */
+			if (!net_authorized(n, c, RN_ACL_OP_DESCRIBE,
+			    RN_ACL_RES_TOPIC, t->name, t->name_len))
+				continue;
 		} else {
 			const struct rn_MetadataRequest_MetadataRequestTopic *q =
 			    &req->topics[i];
@@ -181,11 +209,24 @@ net_metadata(struct net *n, struct conn *c)
 				    (size_t)q->name.len);
 			else
 				t = rn_mdview_topic_by_id(v, q->topic_id.b);
+			if (!topic_described(n, c, q, t)) {
+				rt->name = q->name;
+				rt->topic_id = q->topic_id;
+				rt->error_code =
+				    RN_KERR_TOPIC_AUTHORIZATION_FAILED;
+				k++;
+				continue;
+			}
 			if (t == NULL) {
 				rt->name = q->name;
 				rt->topic_id = q->topic_id;
 				if (q->name.len < 0)
 					rt->error_code = RN_KERR_UNKNOWN_TOPIC_ID;
+				else if (auto_create &&
+				    topic_name_valid(q->name) &&
+				    !may_create(n, c, q->name))
+					rt->error_code =
+					    RN_KERR_TOPIC_AUTHORIZATION_FAILED;
 				else if (auto_create &&
 				    topic_name_valid(q->name)) {
 					/* created by the controller; the

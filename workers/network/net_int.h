@@ -110,7 +110,10 @@ struct conn {
 	struct net_out *out_head, *out_tail;
 	bool want_write;
 	bool closing;            /* close once the output drains */
+	bool authz_logged;       /* a denial was logged (authz.c) */
 };
+
+#define NET_MAX_SUPER_USERS 64
 
 struct net {
 	struct rn_worker *w;
@@ -162,6 +165,9 @@ struct net {
 	struct rn_ringq_in from_coord;
 	int32_t coord_pid;            /* its pid when last drained */
 	int64_t next_offsets_create_ms;
+	/* super.users, parsed (authz.c) */
+	char *super_users[NET_MAX_SUPER_USERS];
+	int n_super;
 };
 
 /*
@@ -172,6 +178,25 @@ struct net {
  * (followers asking it where an epoch ends would truncate to it).
  */
 bool net_leads(struct net *n, const struct rn_mdv_partition *mp);
+
+/* authz.c: the connection's principal against super.users and the ACLs */
+int net_authz_init(struct net *n);
+void net_authz_free(struct net *n);
+const char *net_principal(const struct conn *c);
+/* May c do op on the resource? Always, with no authorizer; a denial is
+ * logged once per connection. */
+bool net_authorized(struct net *n, struct conn *c, int8_t op, int8_t res,
+    const char *name, size_t len);
+bool net_authorized_cluster(struct net *n, struct conn *c, int8_t op);
+/* The same without logging a denial: one of several ways to be allowed. */
+bool net_authorized_cluster_quiet(struct net *n, struct conn *c, int8_t op);
+/* IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (InitProducerId) */
+bool net_authorized_write_somewhere(struct net *n, struct conn *c);
+/* False if the request's API checks no ACLs and c is no super user. */
+bool net_authz_gate(struct net *n, struct conn *c);
+int net_describe_acls(struct net *n, struct conn *c);
+int net_create_acls(struct net *n, struct conn *c);
+int net_delete_acls(struct net *n, struct conn *c);
 
 /* conn.c: sockets, framing, the output queue; below dispatch.c */
 struct conn *net_conn_new(struct net *n, int fd);

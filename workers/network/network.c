@@ -158,7 +158,7 @@ net_setup(struct net *n, struct rn_worker *w)
 	ev.data.ptr = &tag_wakeup;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->efd, &ev) == -1)
 		return -errno;
-	if (net_apis_init(n) != 0 ||
+	if (net_apis_init(n) != 0 || net_authz_init(n) != 0 ||
 	    rn_part_table_init(&n->parts, env->shm, env->cfg) != 0)
 		return -ENOMEM;
 	n->parts.worker = w;

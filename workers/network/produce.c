@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/acl.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
@@ -168,13 +169,16 @@ produce_one(struct net *n, struct conn *c,
     struct rn_ProduceRequest_TopicProduceData *td,
     const struct rn_mdv_topic *t,
     struct rn_ProduceRequest_PartitionProduceData *pd,
-    struct rn_ProduceResponse_PartitionProduceResponse *pr)
+    struct rn_ProduceResponse_PartitionProduceResponse *pr, bool allowed)
 {
 	const struct rn_ProduceRequest *req = c->req;
 	int64_t need = -1;
 
 	rn_ProduceResponse_PartitionProduceResponse_init(pr);
-	if (req->transactional_id.len >= 0)
+	if (!allowed) {
+		pr->index = pd->index;
+		pr->error_code = RN_KERR_TOPIC_AUTHORIZATION_FAILED;
+	} else if (req->transactional_id.len >= 0)
 		pr->error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 	else if (req->acks != 0 && req->acks != 1 && req->acks != -1)
 		pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
@@ -222,6 +226,10 @@ net_produce(struct net *n, struct conn *c)
 		struct rn_ProduceRequest_TopicProduceData *td = &req->topic_data[i];
 		struct rn_ProduceResponse_TopicProduceResponse *tr = &r.responses[i];
 		const struct rn_mdv_topic *t = net_topic(n, td->name);
+		/* before existence: an unauthorized name reveals nothing */
+		bool allowed = net_authorized(n, c, RN_ACL_OP_WRITE,
+		    RN_ACL_RES_TOPIC, td->name.ptr, td->name.len > 0 ?
+		    (size_t)td->name.len : 0);
 
 		rn_ProduceResponse_TopicProduceResponse_init(tr);
 		tr->name = td->name;
@@ -233,7 +241,8 @@ net_produce(struct net *n, struct conn *c)
 			struct rn_ProduceResponse_PartitionProduceResponse *pr =
 			    &tr->partition_responses[j];
 
-			produce_one(n, c, td, t, &td->partition_data[j], pr);
+			produce_one(n, c, td, t, &td->partition_data[j], pr,
+			    allowed);
 			if (pr->error_code != RN_KERR_NONE)
 				failed = true;
 		}
@@ -279,6 +288,8 @@ net_init_producer_id(struct net *n, struct conn *c)
 	rn_InitProducerIdResponse_init(&r);
 	if (req->transactional_id.len >= 0) {
 		r.error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	} else if (!net_authorized_write_somewhere(n, c)) {
+		r.error_code = RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
 	} else if (req->producer_id >= 0) {
 		/* a producer bumping its epoch after an error keeps its id */
 		r.producer_id = req->producer_id;
