@@ -1,6 +1,7 @@
 /* ACL bindings, filters and the authorization rule (common/acl.h). */
 #include "autoconf.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -316,4 +317,68 @@ rn_acl_allowed(const struct rn_acl *acls, size_t n,
 	if (allowed)
 		return true;
 	return !named && allow_if_none;
+}
+
+/* ---- the authorizer's settings ---------------------------------------- */
+
+int
+rn_authz_init(struct rn_authz *z, bool on, const char *super_users,
+    bool allow_if_none)
+{
+	char *copy, *tok, *save = NULL;
+
+	memset(z, 0, sizeof(*z));
+	z->on = on;
+	z->allow_if_none = allow_if_none;
+	if (!on || super_users == NULL)
+		return 0;
+	if ((copy = strdup(super_users)) == NULL)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ";", &save); tok != NULL &&
+	    z->n_super < RN_AUTHZ_MAX_SUPER; tok = strtok_r(NULL, ";", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (*tok == '\0')
+			continue;
+		if ((z->super[z->n_super] = strdup(tok)) == NULL) {
+			free(copy);
+			rn_authz_free(z);
+			return -ENOMEM;
+		}
+		z->n_super++;
+	}
+	free(copy);
+	return 0;
+}
+
+void
+rn_authz_free(struct rn_authz *z)
+{
+	int i;
+
+	for (i = 0; i < z->n_super; i++)
+		free(z->super[i]);
+	z->n_super = 0;
+}
+
+bool
+rn_authz_is_super(const struct rn_authz *z, const char *principal)
+{
+	int i;
+
+	for (i = 0; i < z->n_super; i++)
+		if (strcmp(z->super[i], principal) == 0)
+			return true;
+	return false;
+}
+
+bool
+rn_authz_allowed(const struct rn_authz *z, const struct rn_acl *acls,
+    size_t n, const struct rn_acl_who *who, int8_t op, int8_t resource,
+    const char *name, size_t len)
+{
+	if (!z->on || rn_authz_is_super(z, who->principal))
+		return true;
+	return rn_acl_allowed(acls, n, who, op, resource, name, len,
+	    z->allow_if_none);
 }

@@ -103,6 +103,29 @@ bool rn_acl_allowed(const struct rn_acl *acls, size_t n,
     const struct rn_acl_who *who, int8_t op, int8_t resource,
     const char *name, size_t len, bool allow_if_none);
 
+/*
+ * The authorizer every worker that answers clients holds: whether it is
+ * on (authorizer.class.name), super.users, allow.everyone.if.no.acl.found.
+ */
+#define RN_AUTHZ_MAX_SUPER 64
+
+struct rn_authz {
+	bool on;
+	bool allow_if_none;
+	int n_super;
+	char *super[RN_AUTHZ_MAX_SUPER];
+};
+
+/* super_users as Kafka writes it: "User:a;User:b". 0 or -ENOMEM. */
+int rn_authz_init(struct rn_authz *z, bool on, const char *super_users,
+    bool allow_if_none);
+void rn_authz_free(struct rn_authz *z);
+bool rn_authz_is_super(const struct rn_authz *z, const char *principal);
+/* Allowed with the authorizer off, to a super user, or by the ACLs. */
+bool rn_authz_allowed(const struct rn_authz *z, const struct rn_acl *acls,
+    size_t n, const struct rn_acl_who *who, int8_t op, int8_t resource,
+    const char *name, size_t len);
+
 /* Kafka's names: "Topic", "Read", "Allow", "Literal", ... ("Unknown"). */
 const char *rn_acl_resource_name(int8_t r);
 const char *rn_acl_pattern_name(int8_t p);

@@ -62,7 +62,9 @@ enum rn_ipc_type {
 	 * SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 	 * ListGroups, DescribeGroups, DeleteGroups, OffsetDelete) as the
 	 * client sent it: {"v": int, "req": uint, "key": int, "ver": int,
-	 * "client": str, "host": str (client address), "body": bin}.
+	 * "client": str, "host": str (client address, Kafka's "/a.b.c.d"),
+	 * "principal": str and "addr": str (who asks, from where: the
+	 * coordinator authorizes with them), "body": bin}.
 	 */
 	RN_IPC_GROUP_REQUEST = 8,
 	/*

@@ -13,8 +13,12 @@ lets it create the first bindings, as an operator bootstraps a cluster.
   listing leaves out the topics one may not describe.
 - Changes take effect within a second of the commit, and survive a
   restart (snapshot and log).
+- Consumer groups: READ on the group, checked by the group coordinator
+  with the principal the network worker forwards.
 - An API that does not check ACLs yet is served to super.users only.
 - super.users sees everything."""
+import socket
+import struct
 import subprocess
 import time
 
@@ -69,6 +73,36 @@ def consume(n, topic):
                 return m.error().name()
             return m.value()
         return "nothing"
+    finally:
+        c.close()
+
+
+def group_consume(n, group, topic):
+    """(first value or error name, offset committed for partition 0)."""
+    c = Consumer({"bootstrap.servers": n.bootstrap, "group.id": group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "session.timeout.ms": 6000})
+    c.subscribe([topic])
+    got = "nothing"
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                got = m.error().name()
+                break
+            got = m.value()
+            c.commit(message=m, asynchronous=False)
+            break
+        if isinstance(got, bytes):
+            off = c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset
+        else:
+            off = None
+        return got, off
+    except KafkaException as e:
+        return e.args[0].name(), None
     finally:
         c.close()
 
@@ -159,7 +193,6 @@ with TempDir() as tmp:
              "orders: READ granted, consumed")
         a.create_acls([acl("orders", ACLOperation.READ, perm=ACLPermissionType.DENY,
                            host="127.0.0.1")])
-        t0 = time.time()
         t.ok(wait_for(lambda: consume(n, "orders") == "TOPIC_AUTHORIZATION_FAILED", 10),
              "a DENY from this host wins over the ALLOW")
         deny = ACLFilter(ANON, "127.0.0.1", ACLOperation.READ, ACLPermissionType.DENY,
@@ -172,14 +205,25 @@ with TempDir() as tmp:
              "READ is back once the DENY is deleted")
         t.diag("consume allowed again %.2f s after DeleteAcls answered" % (time.time() - t0))
 
+        # consumer groups: READ on the group (and the topic)
+        a.create_acls([acl("g-ok", ACLOperation.READ, rtype=ResourceType.GROUP),
+                       acl("g-secret", ACLOperation.READ, principal="User:alice",
+                           rtype=ResourceType.GROUP)])
+        t.eq(group_consume(n, "g-ok", "orders"), (b"v", 1),
+             "group g-ok (READ granted): subscribes, consumes orders, commits offset 1")
+        t.eq(group_consume(n, "g-secret", "orders")[0], "GROUP_AUTHORIZATION_FAILED",
+             "group g-secret (alice's): GROUP_AUTHORIZATION_FAILED")
+
         # an API that checks no ACLs yet: super users only
-        c = Consumer({"bootstrap.servers": n.bootstrap, "group.id": "g1",
-                      "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
-        c.subscribe(["free"])
-        c.poll(3)
-        c.close()
+        s = socket.create_connection(("127.0.0.1", n.port), timeout=10)
+        body = struct.pack(">i", 1) + struct.pack(">bh", 2, 6) + b"orders" + \
+            struct.pack(">i", -1)
+        hdr = struct.pack(">hhih", 32, 0, 7, 1) + b"x"
+        s.sendall(struct.pack(">i", len(hdr) + len(body)) + hdr + body)
+        t.eq(s.recv(100), b"", "DescribeConfigs from a non-super user: connection closed")
+        s.close()
         t.ok(wait_for(lambda: "served to super.users only" in n.logtext(), 10),
-             "a group consumer's FindCoordinator is refused, and the log says why")
+             "and the log says why")
         t.ok("authorization: User:ANONYMOUS from 127.0.0.1 denied" in n.logtext(),
              "denials are logged with the principal and the host")
         a.close()
@@ -194,7 +238,7 @@ with TempDir() as tmp:
         t.ok(n.wait_running() is not None, "restarted, ANONYMOUS a super user")
         a = admin(n)
         got, err = a.describe_acls(allf)
-        t.eq(len(got), 4, "the four bindings survived the restart")
+        t.eq(len(got), 6, "the six bindings survived the restart")
         t.eq(produce(n, "secret"), None, "a super user writes to secret")
         t.eq(consume(n, "secret"), b"v", "and reads it")
         a.close()

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/acl.h"
 #include "ipc/mdimage.h"
 #include "protocol/kcodec.h"
 #include "protocol/kmsg_gen.h"
@@ -160,6 +161,9 @@ struct co {
 	struct rn_ringq out[RN_SHM_MAX_WORKERS];
 	struct rn_ringq_in in[RN_SHM_MAX_WORKERS];
 	struct rn_arena arena;   /* one request's decode and response */
+	struct rn_authz authz;
+	int64_t authz_logged_ms; /* last denial logged (one per 10 s) */
+	unsigned authz_unlogged; /* denials since */
 	int64_t now;             /* monotonic ms, once per turn */
 	int64_t next_tick_ms;    /* group timers looked at again then */
 	int64_t next_expiry_ms;
@@ -177,10 +181,18 @@ char *co_strdup(struct rn_kstr s);
 struct co_req {
 	struct co_pending pend;
 	struct rn_kstr client, host;
+	struct rn_acl_who who;   /* its principal and address (NUL-terminated) */
 	const uint8_t *body;
 	size_t len;
 	void *req;
 };
+
+/* May r's principal do op on the resource? Logs denials, rate-limited. */
+bool co_authorized(struct co *co, struct co_req *r, int8_t op, int8_t res,
+    struct rn_kstr name);
+/* The same on the cluster, without logging a denial (ListGroups asks
+ * it first and then looks at each group). */
+bool co_authorized_cluster(struct co *co, struct co_req *r, int8_t op);
 
 static inline struct rn_kstr
 co_ks(const char *s)

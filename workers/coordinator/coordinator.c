@@ -158,6 +158,56 @@ static const struct {
 	{ RN_KAPI_OFFSET_DELETE, co_offset_delete },
 };
 
+/* A string of a message as a NUL-terminated copy, or dflt. */
+static const char *
+mp_cstr(struct rn_arena *a, const msgpack_object *o, const char *dflt)
+{
+	char *s;
+
+	if (o == NULL || o->type != MSGPACK_OBJECT_STR || o->via.str.size > 1024 ||
+	    (s = rn_arena_strndup(a, o->via.str.ptr, o->via.str.size)) == NULL)
+		return dflt;
+	return s;
+}
+
+bool
+co_authorized(struct co *co, struct co_req *r, int8_t op, int8_t res,
+    struct rn_kstr name)
+{
+	char what[256];
+	size_t len = name.len > 0 ? (size_t)name.len : 0;
+
+	if (rn_authz_allowed(&co->authz, co->view.acls, co->view.n_acls,
+	    &r->who, op, res, name.ptr != NULL ? name.ptr : "", len))
+		return true;
+	/* clients retry every few seconds: one line per 10 s at most */
+	if (co->now - co->authz_logged_ms < 10000 && co->authz_logged_ms != 0) {
+		co->authz_unlogged++;
+		return false;
+	}
+	if (len >= sizeof(what))
+		len = sizeof(what) - 1;
+	memcpy(what, name.ptr != NULL ? name.ptr : "", len);
+	what[len] = '\0';
+	rn_log_about(LOG_NOTICE, res == RN_ACL_RES_GROUP ? rn_subj_group(what) :
+	    res == RN_ACL_RES_TOPIC ? rn_subj_topic(what) : rn_subj_topic(NULL),
+	    "authorization: %s from %s denied %s on %s %s (API %d; %u "
+	    "denials not logged before this one)", r->who.principal,
+	    r->who.host, rn_acl_op_name(op), rn_acl_resource_name(res), what,
+	    r->pend.key, co->authz_unlogged);
+	co->authz_logged_ms = co->now;
+	co->authz_unlogged = 0;
+	return false;
+}
+
+bool
+co_authorized_cluster(struct co *co, struct co_req *r, int8_t op)
+{
+	return rn_authz_allowed(&co->authz, co->view.acls, co->view.n_acls,
+	    &r->who, op, RN_ACL_RES_CLUSTER, RN_ACL_CLUSTER_NAME,
+	    strlen(RN_ACL_CLUSTER_NAME));
+}
+
 /* Which network worker a drained message came from. */
 struct co_src {
 	struct co *co;
@@ -183,6 +233,7 @@ co_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 	    RN_IPC_VERSION || body == NULL || body->type != MSGPACK_OBJECT_BIN)
 		return -EBADMSG;
 	memset(&r, 0, sizeof(r));
+	rn_arena_reset(&co->arena);
 	r.pend.slot = slot;
 	r.pend.req = (uint64_t)rn_mp_get_int(m, "req", 0);
 	r.pend.key = (int16_t)rn_mp_get_int(m, "key", -1);
@@ -198,11 +249,14 @@ co_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 		r.host.ptr = o->via.str.ptr;
 		r.host.len = (int32_t)o->via.str.size;
 	}
+	/* a network worker of an older binary sends none: anonymous */
+	r.who.principal = mp_cstr(&co->arena, rn_mp_get(m, "principal"),
+	    "User:ANONYMOUS");
+	r.who.host = mp_cstr(&co->arena, rn_mp_get(m, "addr"), "");
 	r.body = (const uint8_t *)body->via.bin.ptr;
 	r.len = body->via.bin.size;
 	if ((api = rn_kapi_find(r.pend.key)) == NULL)
 		return -EBADMSG;
-	rn_arena_reset(&co->arena);
 	rn_arena_set_limit(&co->arena, 4 * r.len + 4096 +
 	    (size_t)co->cfg->socket_request_max_bytes);
 	rn_kreader_init(&kr, r.body, r.len);
@@ -363,6 +417,9 @@ co_setup(struct co *co, struct rn_worker *w)
 		return -ENOMEM;
 	co->parts.worker = w;
 	rn_mdview_init(&co->view);
+	if (rn_authz_init(&co->authz, co->cfg->authorizer_on,
+	    co->cfg->super_users, co->cfg->allow_everyone_if_no_acl_found) != 0)
+		fatal("out of memory");
 	return 0;
 }
 

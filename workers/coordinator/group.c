@@ -461,6 +461,12 @@ co_join_group(struct co *co, struct co_req *r)
 		join_error(co, &r->pend, RN_KERR_INVALID_GROUP_ID, NULL);
 		return 0;
 	}
+	if (!co_authorized(co, r, RN_ACL_OP_READ, RN_ACL_RES_GROUP,
+	    req->group_id)) {
+		join_error(co, &r->pend, RN_KERR_GROUP_AUTHORIZATION_FAILED,
+		    NULL);
+		return 0;
+	}
 	p = co_partition_of(co, req->group_id);
 	if ((err = co_part_error(co, p)) != 0) {
 		join_error(co, &r->pend, err, NULL);
@@ -640,7 +646,9 @@ co_sync_group(struct co *co, struct co_req *r)
 	struct co_member *m;
 	int16_t err;
 
-	err = member_check(co, req->group_id, req->member_id,
+	err = !co_authorized(co, r, RN_ACL_OP_READ, RN_ACL_RES_GROUP,
+	    req->group_id) ? RN_KERR_GROUP_AUTHORIZATION_FAILED :
+	    member_check(co, req->group_id, req->member_id,
 	    req->group_instance_id, req->generation_id, &g, &m);
 	if (err == 0 && ((req->protocol_type.len >= 0 &&
 	    !co_kstr_is(req->protocol_type, g->protocol_type)) ||
@@ -679,7 +687,9 @@ co_heartbeat(struct co *co, struct co_req *r)
 	struct co_member *m;
 	int16_t err;
 
-	err = member_check(co, req->group_id, req->member_id,
+	err = !co_authorized(co, r, RN_ACL_OP_READ, RN_ACL_RES_GROUP,
+	    req->group_id) ? RN_KERR_GROUP_AUTHORIZATION_FAILED :
+	    member_check(co, req->group_id, req->member_id,
 	    req->group_instance_id, req->generation_id, &g, &m);
 	if (err == 0)
 		m->expire_ms = co->now + m->session_ms;
@@ -731,6 +741,8 @@ co_leave_group(struct co *co, struct co_req *r)
 
 	rn_LeaveGroupResponse_init(&resp);
 	err = req->group_id.len <= 0 ? RN_KERR_INVALID_GROUP_ID :
+	    !co_authorized(co, r, RN_ACL_OP_READ, RN_ACL_RES_GROUP,
+	    req->group_id) ? RN_KERR_GROUP_AUTHORIZATION_FAILED :
 	    co_part_error(co, co_partition_of(co, req->group_id));
 	if (err == 0 && (g = co_group_find(co, req->group_id)) != NULL &&
 	    g->state == GS_DEAD)

@@ -41,6 +41,9 @@ co_list_groups(struct co *co, struct co_req *r)
 	unsigned b;
 	int32_t p, k = 0;
 
+	/* DESCRIBE on the cluster lists all, else the groups one may see */
+	bool all = co_authorized_cluster(co, r, RN_ACL_OP_DESCRIBE);
+
 	rn_ListGroupsResponse_init(&resp);
 	for (p = 0; p < co->n_parts && p < CO_MAX_PARTS; p++)
 		if (co->part[p].state == CP_LOADING)
@@ -52,6 +55,9 @@ co_list_groups(struct co *co, struct co_req *r)
 	for (b = 0; b < CO_BUCKETS; b++)
 		for (g = co->buckets[b]; g != NULL; g = g->next) {
 			if (g->state == GS_DEAD || !state_wanted(req, g->state))
+				continue;
+			if (!all && !co_authorized(co, r, RN_ACL_OP_DESCRIBE,
+			    RN_ACL_RES_GROUP, co_ks(g->id)))
 				continue;
 			rn_ListGroupsResponse_ListedGroup_init(&resp.groups[k]);
 			resp.groups[k].group_id = co_ks(g->id);
@@ -65,7 +71,7 @@ co_list_groups(struct co *co, struct co_req *r)
 }
 
 static void
-describe_one(struct co *co, struct rn_kstr id,
+describe_one(struct co *co, struct co_req *r, struct rn_kstr id,
     struct rn_DescribeGroupsResponse_DescribedGroup *o)
 {
 	struct co_group *g;
@@ -77,6 +83,8 @@ describe_one(struct co *co, struct rn_kstr id,
 	o->protocol_type = co_ks("");
 	o->protocol_data = co_ks("");
 	if ((o->error_code = id.len < 0 ? RN_KERR_INVALID_GROUP_ID :
+	    !co_authorized(co, r, RN_ACL_OP_DESCRIBE, RN_ACL_RES_GROUP, id) ?
+	    RN_KERR_GROUP_AUTHORIZATION_FAILED :
 	    co_part_error(co, co_partition_of(co, id))) != 0)
 		return;
 	if ((g = co_group_find(co, id)) == NULL) {
@@ -130,7 +138,7 @@ co_describe_groups(struct co *co, struct co_req *r)
 	if (resp.groups == NULL)
 		return -ENOMEM;
 	for (i = 0; i < req->groups_count; i++)
-		describe_one(co, req->groups[i], &resp.groups[i]);
+		describe_one(co, r, req->groups[i], &resp.groups[i]);
 	return co_reply(co, &r->pend, &resp);
 }
 
@@ -204,8 +212,10 @@ co_delete_groups(struct co *co, struct co_req *r)
 		return -ENOMEM;
 	for (i = 0; i < req->groups_names_count; i++) {
 		resp.results[i].group_id = req->groups_names[i];
-		resp.results[i].error_code = delete_one(co,
-		    req->groups_names[i]);
+		resp.results[i].error_code = req->groups_names[i].len >= 0 &&
+		    !co_authorized(co, r, RN_ACL_OP_DELETE, RN_ACL_RES_GROUP,
+		    req->groups_names[i]) ? RN_KERR_GROUP_AUTHORIZATION_FAILED :
+		    delete_one(co, req->groups_names[i]);
 	}
 	return co_reply(co, &r->pend, &resp);
 }

@@ -385,16 +385,26 @@ co_offset_commit(struct co *co, struct co_req *r)
 		return -ENOMEM;
 	}
 	wr->group = co_strdup(wr->req.group_id);
-	err = commit_check(co, &wr->req, r->pend.ver, &g);
-	for (i = 0; i < wr->req.topics_count; i++)
+	/* READ on the group, then on each topic, as Kafka checks them */
+	err = !co_authorized(co, r, RN_ACL_OP_READ, RN_ACL_RES_GROUP,
+	    wr->req.group_id) ? RN_KERR_GROUP_AUTHORIZATION_FAILED :
+	    commit_check(co, &wr->req, r->pend.ver, &g);
+	for (i = 0; i < wr->req.topics_count; i++) {
+		bool topic_ok = err != 0 || co_authorized(co, r,
+		    RN_ACL_OP_READ, RN_ACL_RES_TOPIC, wr->req.topics[i].name);
+
 		for (j = 0; j < wr->req.topics[i].partitions_count; j++, k++) {
 			const struct rn_kstr *md =
 			    &wr->req.topics[i].partitions[j].committed_metadata;
 
 			wr->errs[k] = err;
-			if (err == 0 && md->len > co->gs.max_metadata)
+			if (err == 0 && !topic_ok)
+				wr->errs[k] =
+				    RN_KERR_TOPIC_AUTHORIZATION_FAILED;
+			else if (err == 0 && md->len > co->gs.max_metadata)
 				wr->errs[k] = RN_KERR_OFFSET_METADATA_TOO_LARGE;
 		}
+	}
 	if (err == 0)
 		err = commit_append(co, wr, g, &n_ok, &end);
 	if (err != 0 || n_ok == 0) {
@@ -513,28 +523,69 @@ fetch_group(struct co *co, struct co_group *g, struct rn_kstr gid,
 	return 0;
 }
 
+/*
+ * DESCRIBE on each topic of the answer: a topic asked for by name and
+ * refused says TOPIC_AUTHORIZATION_FAILED in each partition; when all
+ * the group's offsets were asked for, a refused topic is left out.
+ */
+static void
+fetch_authorize_topics(struct co *co, struct co_req *r, bool named,
+    struct rn_OffsetFetchResponse_OffsetFetchResponseGroup *o)
+{
+	int32_t i, j, k = 0;
+
+	for (i = 0; i < o->topics_count; i++) {
+		struct rn_OffsetFetchResponse_OffsetFetchResponseTopics *t =
+		    &o->topics[i];
+
+		if (co_authorized(co, r, RN_ACL_OP_DESCRIBE, RN_ACL_RES_TOPIC,
+		    t->name)) {
+			o->topics[k++] = *t;
+			continue;
+		}
+		if (!named)
+			continue;
+		for (j = 0; j < t->partitions_count; j++) {
+			t->partitions[j].committed_offset = -1;
+			t->partitions[j].committed_leader_epoch = -1;
+			t->partitions[j].error_code =
+			    RN_KERR_TOPIC_AUTHORIZATION_FAILED;
+		}
+		o->topics[k++] = *t;
+	}
+	o->topics_count = k;
+}
+
 static int
-fetch_one_group(struct co *co, struct rn_kstr gid,
+fetch_one_group(struct co *co, struct co_req *r, struct rn_kstr gid,
     const struct rn_OffsetFetchRequest_OffsetFetchRequestTopics *ts,
     int32_t n_ts, struct rn_OffsetFetchResponse_OffsetFetchResponseGroup *o)
 {
 	struct co_group *g;
+	int rc;
 
 	rn_OffsetFetchResponse_OffsetFetchResponseGroup_init(o);
 	o->group_id = gid;
 	if (gid.len < 0)
 		o->error_code = RN_KERR_INVALID_GROUP_ID;
+	else if (!co_authorized(co, r, RN_ACL_OP_DESCRIBE, RN_ACL_RES_GROUP,
+	    gid))
+		o->error_code = RN_KERR_GROUP_AUTHORIZATION_FAILED;
 	else
 		o->error_code = co_part_error(co, co_partition_of(co, gid));
 	if (o->error_code != 0)
 		return 0;
 	g = co_group_find(co, gid);
-	return fetch_group(co, g, gid, ts, n_ts, o);
+	if ((rc = fetch_group(co, g, gid, ts, n_ts, o)) != 0)
+		return rc;
+	fetch_authorize_topics(co, r, n_ts >= 0, o);
+	return 0;
 }
 
 /* OffsetFetch v0-7: one group, in the older shape of the answer. */
 static int
-fetch_v7(struct co *co, const struct rn_OffsetFetchRequest *req, int16_t ver,
+fetch_v7(struct co *co, struct co_req *r,
+    const struct rn_OffsetFetchRequest *req, int16_t ver,
     struct rn_OffsetFetchResponse *resp)
 {
 	struct rn_OffsetFetchRequest_OffsetFetchRequestTopics *ts = NULL;
@@ -553,7 +604,7 @@ fetch_v7(struct co *co, const struct rn_OffsetFetchRequest *req, int16_t ver,
 			    req->topics[i].partition_indexes_count;
 		}
 	}
-	if ((rc = fetch_one_group(co, req->group_id, ts, n, &g8)) != 0)
+	if ((rc = fetch_one_group(co, r, req->group_id, ts, n, &g8)) != 0)
 		return rc;
 	if (ver >= 2)
 		resp->error_code = g8.error_code;
@@ -603,7 +654,7 @@ co_offset_fetch(struct co *co, struct co_req *r)
 
 	rn_OffsetFetchResponse_init(&resp);
 	if (r->pend.ver < 8) {
-		if ((rc = fetch_v7(co, req, r->pend.ver, &resp)) != 0)
+		if ((rc = fetch_v7(co, r, req, r->pend.ver, &resp)) != 0)
 			return rc;
 		return co_reply(co, &r->pend, &resp);
 	}
@@ -613,7 +664,7 @@ co_offset_fetch(struct co *co, struct co_req *r)
 	if (resp.groups == NULL)
 		return -ENOMEM;
 	for (i = 0; i < req->groups_count; i++)
-		if ((rc = fetch_one_group(co, req->groups[i].group_id,
+		if ((rc = fetch_one_group(co, r, req->groups[i].group_id,
 		    req->groups[i].topics, req->groups[i].topics_count,
 		    &resp.groups[i])) != 0)
 			return rc;
@@ -709,6 +760,8 @@ co_offset_delete(struct co *co, struct co_req *r)
 
 	rn_OffsetDeleteResponse_init(&resp);
 	err = req->group_id.len <= 0 ? RN_KERR_INVALID_GROUP_ID :
+	    !co_authorized(co, r, RN_ACL_OP_DELETE, RN_ACL_RES_GROUP,
+	    req->group_id) ? RN_KERR_GROUP_AUTHORIZATION_FAILED :
 	    co_part_error(co, co_partition_of(co, req->group_id));
 	if (err == 0 && ((g = co_group_find(co, req->group_id)) == NULL ||
 	    g->state == GS_DEAD))
@@ -731,6 +784,8 @@ co_offset_delete(struct co *co, struct co_req *r)
 		struct rn_OffsetDeleteResponse_OffsetDeleteResponseTopic *o =
 		    &resp.topics[i];
 		bool sub = g->state != GS_EMPTY && subscribed(g, t->name);
+		bool allowed = co_authorized(co, r, RN_ACL_OP_READ,
+		    RN_ACL_RES_TOPIC, t->name);
 
 		o->name = t->name;
 		o->partitions_count = t->partitions_count;
@@ -743,9 +798,10 @@ co_offset_delete(struct co *co, struct co_req *r)
 
 			o->partitions[j].partition_index =
 			    t->partitions[j].partition_index;
-			o->partitions[j].error_code = sub ?
+			o->partitions[j].error_code = !allowed ?
+			    RN_KERR_TOPIC_AUTHORIZATION_FAILED : sub ?
 			    RN_KERR_GROUP_SUBSCRIBED_TO_TOPIC : 0;
-			if (!sub && (x = offset_find(g, t->name,
+			if (allowed && !sub && (x = offset_find(g, t->name,
 			    t->partitions[j].partition_index)) != NULL)
 				offs[n++] = x;
 		}

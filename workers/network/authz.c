@@ -35,43 +35,31 @@ static const int16_t authz_aware[] = {
 	RN_KAPI_DESCRIBE_ACLS,
 	RN_KAPI_CREATE_ACLS,
 	RN_KAPI_DELETE_ACLS,
+	RN_KAPI_FIND_COORDINATOR,
+	/* the group coordinator checks these with the forwarded principal */
+	RN_KAPI_JOIN_GROUP,
+	RN_KAPI_SYNC_GROUP,
+	RN_KAPI_HEARTBEAT,
+	RN_KAPI_LEAVE_GROUP,
+	RN_KAPI_OFFSET_COMMIT,
+	RN_KAPI_OFFSET_FETCH,
+	RN_KAPI_LIST_GROUPS,
+	RN_KAPI_DESCRIBE_GROUPS,
+	RN_KAPI_DELETE_GROUPS,
+	RN_KAPI_OFFSET_DELETE,
 };
 
 int
 net_authz_init(struct net *n)
 {
-	char *copy, *tok, *save = NULL;
-
-	n->n_super = 0;
-	if (!n->cfg->authorizer_on)
-		return 0;
-	if ((copy = strdup(n->cfg->super_users)) == NULL)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ";", &save); tok != NULL &&
-	    n->n_super < NET_MAX_SUPER_USERS;
-	    tok = strtok_r(NULL, ";", &save)) {
-		while (*tok == ' ')
-			tok++;
-		if (*tok == '\0')
-			continue;
-		if ((n->super_users[n->n_super] = strdup(tok)) == NULL) {
-			free(copy);
-			return -ENOMEM;
-		}
-		n->n_super++;
-	}
-	free(copy);
-	return 0;
+	return rn_authz_init(&n->authz, n->cfg->authorizer_on,
+	    n->cfg->super_users, n->cfg->allow_everyone_if_no_acl_found);
 }
 
 void
 net_authz_free(struct net *n)
 {
-	int i;
-
-	for (i = 0; i < n->n_super; i++)
-		free(n->super_users[i]);
-	n->n_super = 0;
+	rn_authz_free(&n->authz);
 }
 
 const char *
@@ -81,9 +69,8 @@ net_principal(const struct conn *c)
 	return ANONYMOUS;
 }
 
-/* The peer's address without its port, as ACL hosts are written. */
-static void
-peer_host(const struct conn *c, char *out, size_t len)
+void
+net_peer_addr(const struct conn *c, char *out, size_t len)
 {
 	const char *colon = strrchr(c->peer, ':');
 	size_t n = colon != NULL ? (size_t)(colon - c->peer) : strlen(c->peer);
@@ -92,17 +79,6 @@ peer_host(const struct conn *c, char *out, size_t len)
 		n = len - 1;
 	memcpy(out, c->peer, n);
 	out[n] = '\0';
-}
-
-static bool
-is_super(const struct net *n, const char *principal)
-{
-	int i;
-
-	for (i = 0; i < n->n_super; i++)
-		if (strcmp(n->super_users[i], principal) == 0)
-			return true;
-	return false;
 }
 
 static void
@@ -135,14 +111,13 @@ check(struct net *n, struct conn *c, int8_t op, int8_t res,
 	struct rn_acl_who who;
 	char host[64];
 
-	if (!n->cfg->authorizer_on || is_super(n, principal))
+	if (!n->authz.on)
 		return true;
-	peer_host(c, host, sizeof(host));
+	net_peer_addr(c, host, sizeof(host));
 	who.principal = principal;
 	who.host = host;
-	if (rn_acl_allowed(n->view.acls, n->view.n_acls, &who, op, res,
-	    name != NULL ? name : "", name != NULL ? len : 0,
-	    n->cfg->allow_everyone_if_no_acl_found))
+	if (rn_authz_allowed(&n->authz, n->view.acls, n->view.n_acls, &who,
+	    op, res, name != NULL ? name : "", name != NULL ? len : 0))
 		return true;
 	if (log)
 		log_denied(c, principal, host, op, res, name != NULL ? name :
@@ -183,11 +158,11 @@ net_authorized_write_somewhere(struct net *n, struct conn *c)
 	char host[64];
 	size_t i;
 
-	if (!n->cfg->authorizer_on || is_super(n, principal))
+	if (!n->cfg->authorizer_on || rn_authz_is_super(&n->authz, principal))
 		return true;
 	if (net_authorized_cluster_quiet(n, c, RN_ACL_OP_IDEMPOTENT_WRITE))
 		return true;
-	peer_host(c, host, sizeof(host));
+	net_peer_addr(c, host, sizeof(host));
 	for (i = 0; i < n->view.n_acls; i++) {
 		const struct rn_acl *a = &n->view.acls[i];
 
@@ -211,7 +186,7 @@ net_authz_gate(struct net *n, struct conn *c)
 {
 	size_t i;
 
-	if (!n->cfg->authorizer_on || is_super(n, net_principal(c)))
+	if (!n->cfg->authorizer_on || rn_authz_is_super(&n->authz, net_principal(c)))
 		return true;
 	for (i = 0; i < sizeof(authz_aware) / sizeof(authz_aware[0]); i++)
 		if (authz_aware[i] == c->hdr.api_key)

@@ -17,6 +17,7 @@
 #include <msgpack.h>
 
 #include "common/ctlproto.h"
+#include "common/acl.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
@@ -215,6 +216,22 @@ find_one(struct net *n, struct rn_kstr key, int8_t key_type,
 	return RN_KERR_NONE;
 }
 
+/* DESCRIBE on the group or transactional id first, as Kafka checks. */
+static int16_t
+find_allowed(struct net *n, struct conn *c, struct rn_kstr key, int8_t type,
+    const struct rn_mdv_broker **b)
+{
+	bool txn = type == 1;
+
+	*b = NULL;
+	if (!net_authorized(n, c, RN_ACL_OP_DESCRIBE, txn ?
+	    RN_ACL_RES_TRANSACTIONAL_ID : RN_ACL_RES_GROUP, key.ptr,
+	    key.len > 0 ? (size_t)key.len : 0))
+		return txn ? RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED :
+		    RN_KERR_GROUP_AUTHORIZATION_FAILED;
+	return find_one(n, key, type, b);
+}
+
 int
 net_find_coordinator(struct net *n, struct conn *c)
 {
@@ -225,7 +242,7 @@ net_find_coordinator(struct net *n, struct conn *c)
 
 	rn_FindCoordinatorResponse_init(&r);
 	if (c->hdr.api_version < 4) {
-		r.error_code = find_one(n, req->key, req->key_type, &b);
+		r.error_code = find_allowed(n, c, req->key, req->key_type, &b);
 		r.error_message = rn_kstr_c(r.error_code ?
 		    rn_kerr_name(r.error_code) : NULL);
 		r.node_id = b ? b->id : -1;
@@ -244,7 +261,7 @@ net_find_coordinator(struct net *n, struct conn *c)
 
 		rn_FindCoordinatorResponse_Coordinator_init(o);
 		o->key = req->coordinator_keys[i];
-		o->error_code = find_one(n, o->key, req->key_type, &b);
+		o->error_code = find_allowed(n, c, o->key, req->key_type, &b);
 		o->error_message = rn_kstr_c(o->error_code ?
 		    rn_kerr_name(o->error_code) : NULL);
 		o->node_id = b ? b->id : -1;

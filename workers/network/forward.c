@@ -34,7 +34,7 @@ net_forward_pack(struct net *n, struct conn *c, const char *host,
 	c->admin_req = ++n->next_admin_id;
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, host != NULL ? 7 : 6);
+	msgpack_pack_map(&pk, host != NULL ? 9 : 6);
 	rn_mp_pack_str(&pk, "v");
 	msgpack_pack_int(&pk, RN_IPC_VERSION);
 	rn_mp_pack_str(&pk, "req");
@@ -47,8 +47,16 @@ net_forward_pack(struct net *n, struct conn *c, const char *host,
 	msgpack_pack_str(&pk, client_len);
 	msgpack_pack_str_body(&pk, c->hdr.client_id.ptr, client_len);
 	if (host != NULL) {
+		char addr[64];
+
+		/* the group coordinator authorizes as this worker would */
+		net_peer_addr(c, addr, sizeof(addr));
 		rn_mp_pack_str(&pk, "host");
 		rn_mp_pack_str(&pk, host);
+		rn_mp_pack_str(&pk, "principal");
+		rn_mp_pack_str(&pk, net_principal(c));
+		rn_mp_pack_str(&pk, "addr");
+		rn_mp_pack_str(&pk, addr);
 	}
 	rn_mp_pack_str(&pk, "body");
 	msgpack_pack_bin(&pk, c->frame_len - body_off);

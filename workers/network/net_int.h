@@ -16,6 +16,7 @@
 #include "workers/partition/partition.h"
 #include "workers/replquota.h"
 #include "workers/worker.h"
+#include "common/acl.h"
 #include "ipc/mdimage.h"
 #include "ipc/metrics.h"
 
@@ -113,7 +114,6 @@ struct conn {
 	bool authz_logged;       /* a denial was logged (authz.c) */
 };
 
-#define NET_MAX_SUPER_USERS 64
 
 struct net {
 	struct rn_worker *w;
@@ -165,9 +165,7 @@ struct net {
 	struct rn_ringq_in from_coord;
 	int32_t coord_pid;            /* its pid when last drained */
 	int64_t next_offsets_create_ms;
-	/* super.users, parsed (authz.c) */
-	char *super_users[NET_MAX_SUPER_USERS];
-	int n_super;
+	struct rn_authz authz;        /* authz.c */
 };
 
 /*
@@ -183,6 +181,8 @@ bool net_leads(struct net *n, const struct rn_mdv_partition *mp);
 int net_authz_init(struct net *n);
 void net_authz_free(struct net *n);
 const char *net_principal(const struct conn *c);
+/* The peer's address without its port, as ACL hosts are written. */
+void net_peer_addr(const struct conn *c, char *out, size_t len);
 /* May c do op on the resource? Always, with no authorizer; a denial is
  * logged once per connection. */
 bool net_authorized(struct net *n, struct conn *c, int8_t op, int8_t res,
