@@ -130,6 +130,54 @@ pem_password(char *buf, int size, int rwflag, void *u)
 	return (int)n;
 }
 
+/*
+ * Inline PEM as Kafka takes it: a properties value often has the PEM
+ * joined on one line (continuation lines lose their breaks). Rebuild the
+ * lines OpenSSL wants: each BEGIN and END line on its own, the base64
+ * between them without blanks, cut at 64 columns. NULL: out of memory.
+ */
+static char *
+pem_normalize(const char *in)
+{
+	size_t len = strlen(in), k = 0, col;
+	char *out = malloc(len * 2 + 64);
+	const char *p = in, *b, *e;
+
+	if (out == NULL)
+		return NULL;
+	while ((b = strstr(p, "-----BEGIN ")) != NULL &&
+	    (e = strstr(b + 11, "-----")) != NULL) {
+		const char *end;
+
+		e += 5;
+		memcpy(out + k, b, (size_t)(e - b));
+		k += (size_t)(e - b);
+		out[k++] = '\n';
+		if ((end = strstr(e, "-----END ")) == NULL)
+			break;
+		for (col = 0, p = e; p < end; p++) {
+			if (isspace((unsigned char)*p))
+				continue;
+			out[k++] = *p;
+			if (++col == 64) {
+				out[k++] = '\n';
+				col = 0;
+			}
+		}
+		if (col != 0)
+			out[k++] = '\n';
+		if ((e = strstr(end + 9, "-----")) == NULL)
+			break;
+		e += 5;
+		memcpy(out + k, end, (size_t)(e - end));
+		k += (size_t)(e - end);
+		out[k++] = '\n';
+		p = e;
+	}
+	out[k] = '\0';
+	return out;
+}
+
 /* The leaf certificate, then its chain, from PEM text. */
 static int
 use_chain(SSL_CTX *ctx, const char *pem, size_t len, const char *where,
@@ -234,11 +282,22 @@ load_keystore(SSL_CTX *ctx, const struct rn_config *cfg, const char *lname,
 			    "ssl.keystore.key go together", lname);
 			return -1;
 		}
-		if (use_chain(ctx, chain, strlen(chain),
-		    "ssl.keystore.certificate.chain", err, errlen) != 0)
-			return -1;
-		return use_key(ctx, key, strlen(key), pw, "ssl.keystore.key",
-		    err, errlen);
+		char *c = pem_normalize(chain), *k = pem_normalize(key);
+
+		rc = c == NULL || k == NULL ? -1 : 0;
+		if (rc != 0)
+			snprintf(err, errlen, "out of memory");
+		if (rc == 0)
+			rc = use_chain(ctx, c, strlen(c),
+			    "ssl.keystore.certificate.chain", err, errlen);
+		if (rc == 0)
+			rc = use_key(ctx, k, strlen(k), pw, "ssl.keystore.key",
+			    err, errlen);
+		if (c != NULL)
+			wipe_free(c, strlen(c));
+		if (k != NULL)
+			wipe_free(k, strlen(k));
+		return rc;
 	}
 	if (loc == NULL) {
 		snprintf(err, errlen, "listener %s is %s but has no key: set "
@@ -289,8 +348,14 @@ load_truststore(SSL_CTX *ctx, const struct rn_config *cfg, const char *lname,
 	if (loc != NULL && (text = read_pem_file(loc, &len, err, errlen,
 	    where)) == NULL)
 		return -1;
-	b = text != NULL ? BIO_new_mem_buf(text, (int)len) :
-	    BIO_new_mem_buf(inl, (int)strlen(inl));
+	if (text == NULL) {
+		if ((text = pem_normalize(inl)) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		len = strlen(text);
+	}
+	b = BIO_new_mem_buf(text, (int)len);
 	infos = b != NULL ? PEM_X509_INFO_read_bio(b, NULL, NULL, NULL) : NULL;
 	BIO_free(b);
 	wipe_free(text, len);
