@@ -533,8 +533,10 @@ rn_ssl_ctx_new(const struct rn_config *cfg, const char *lname, char *err,
 	opts |= SSL_OP_ENABLE_KTLS;
 #endif
 	SSL_CTX_set_options(ctx, opts);
+	/* no SSL_MODE_RELEASE_BUFFERS: it frees and allocates a connection's
+	 * buffers around every record; ~34 KiB per connection is cheaper */
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
-	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"runnel",
 	    6);
 	SSL_CTX_set_verify(ctx, verify, NULL);
