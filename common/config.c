@@ -496,30 +496,65 @@ parse_roll_hours(struct rn_config *cfg, const char *v, char *why, size_t wl)
 	return parse_int64(v, 1, INT32_MAX, &cfg->roll_hours, why, wl);
 }
 
-/* Only PLAINTEXT is served; say so instead of silently serving it. */
+static const char *const secproto_names[] = {
+	[RN_SEC_PLAINTEXT] = "PLAINTEXT", [RN_SEC_SSL] = "SSL",
+	[RN_SEC_SASL_PLAINTEXT] = "SASL_PLAINTEXT",
+	[RN_SEC_SASL_SSL] = "SASL_SSL",
+};
+
+const char *
+rn_secproto_name(enum rn_secproto p)
+{
+	return (unsigned)p < 4 ? secproto_names[p] : "?";
+}
+
+int
+rn_secproto_parse(const char *name)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (strcasecmp(name, secproto_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* NAME:PROTOCOL pairs; which listener may use which is checked later. */
 static int
 parse_sec_map(struct rn_config *cfg, const char *v, char *why, size_t wl)
 {
-	char buf[2048], *items[32];
-	int i, n;
+	char buf[2048], *items[2 * RN_CONFIG_MAX_LISTENERS];
+	int i, n, p;
 
-	if ((n = split_list(v, buf, sizeof(buf), items, 32,
-	    why, wl)) < 0)
+	if ((n = split_list(v, buf, sizeof(buf), items,
+	    2 * RN_CONFIG_MAX_LISTENERS, why, wl)) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
+		struct rn_secmap *m = &cfg->sec_map[i];
 		char *c = strchr(items[i], ':');
-		if (c == NULL) {
+
+		if (c == NULL || c == items[i]) {
 			snprintf(why, wl, "'%s' is not NAME:PROTOCOL",
 			    items[i]);
 			return -1;
 		}
-		if (strcasecmp(c + 1, "PLAINTEXT") != 0) {
-			snprintf(why, wl,
-			    "security protocol %s is not supported "
-			    "(PLAINTEXT only)", c + 1);
+		*c = '\0';
+		if ((p = rn_secproto_parse(c + 1)) < 0) {
+			snprintf(why, wl, "unknown security protocol %s "
+			    "(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)",
+			    c + 1);
 			return -1;
 		}
+		if (strlcpy(m->name, items[i], sizeof(m->name)) >=
+		    sizeof(m->name)) {
+			snprintf(why, wl, "listener name too long");
+			return -1;
+		}
+		for (char *d = m->name; *d; d++)
+			*d = (char)toupper((unsigned char)*d);
+		m->proto = (enum rn_secproto)p;
 	}
+	cfg->n_sec_map = n;
 	return 0;
 }
 
@@ -583,6 +618,22 @@ rn_config_free(struct rn_config *cfg)
 	free(cfg->kafka_keys);
 	cfg->kafka_keys = NULL;
 	cfg->n_kafka_keys = cfg->cap_kafka_keys = 0;
+}
+
+void
+rn_config_forget_secrets(struct rn_config *cfg)
+{
+	const struct rn_kcfg *k;
+	int i;
+
+	for (i = 0; i < cfg->n_kafka_keys; i++) {
+		char *key = cfg->kafka_keys[i].key, *v = cfg->kafka_keys[i].value;
+
+		if (((k = rn_kcfg_broker_find(key)) != NULL ||
+		    (k = rn_kcfg_listener_find(key)) != NULL) &&
+		    rn_kcfg_sensitive(k))
+			explicit_bzero(v, strlen(v));
+	}
 }
 
 const char *
@@ -1019,10 +1070,97 @@ check_listeners(struct rn_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Each listener's protocol from listener.security.protocol.map. Without
+ * the key, Kafka's default map names each protocol after itself, and a
+ * listener of another name stays PLAINTEXT as it always was; with it,
+ * a broker listener it leaves out is an error, as in Kafka (controller
+ * listeners default to PLAINTEXT).
+ */
+static int
+assign_protocols(struct rn_config *cfg, char *err, size_t errlen)
+{
+	int i, j, p;
+
+	for (i = 0; i < cfg->n_listeners; i++) {
+		struct rn_listener *l = &cfg->listeners[i];
+
+		p = -1;
+		for (j = 0; j < cfg->n_sec_map; j++)
+			if (strcmp(cfg->sec_map[j].name, l->name) == 0)
+				p = (int)cfg->sec_map[j].proto;
+		if (p < 0 && cfg->n_sec_map == 0)
+			p = rn_secproto_parse(l->name);
+		if (p < 0 && cfg->n_sec_map > 0 &&
+		    !rn_config_is_controller_listener(cfg, l->name)) {
+			snprintf(err, errlen, "invalid value for "
+			    "listener.security.protocol.map: no security "
+			    "protocol for listener %s", l->name);
+			return -1;
+		}
+		l->proto = p < 0 ? RN_SEC_PLAINTEXT : (enum rn_secproto)p;
+		if (l->proto != RN_SEC_PLAINTEXT &&
+		    rn_config_is_controller_listener(cfg, l->name)) {
+			snprintf(err, errlen, "invalid value for "
+			    "listener.security.protocol.map: controller listener "
+			    "%s is %s, but the controller listeners are "
+			    "PLAINTEXT only for now", l->name,
+			    rn_secproto_name(l->proto));
+			return -1;
+		}
+	}
+	for (i = 0; i < cfg->n_advertised; i++)
+		cfg->advertised[i].proto =
+		    rn_config_listener(cfg, cfg->advertised[i].name)->proto;
+	return 0;
+}
+
+/*
+ * The replica fetchers speak PLAINTEXT only for now: refuse an
+ * inter-broker listener or protocol that would need TLS or SASL rather
+ * than connect to it in plaintext.
+ */
+static int
+check_inter_broker(const struct rn_config *cfg, char *err, size_t errlen)
+{
+	const char *sp = rn_config_static(cfg, "security.inter.broker.protocol");
+	const struct rn_listener *l;
+
+	if (sp != NULL && strcasecmp(sp, "PLAINTEXT") != 0) {
+		snprintf(err, errlen, "invalid value '%s' for "
+		    "security.inter.broker.protocol: inter-broker traffic is "
+		    "PLAINTEXT only for now", sp);
+		return -1;
+	}
+	if (cfg->inter_broker_listener_name[0] == '\0')
+		return 0;
+	/* another node's listener of that name is what fetchers reach;
+	 * this node's own one is the best evidence of its protocol */
+	if ((l = rn_config_listener(cfg, cfg->inter_broker_listener_name)) !=
+	    NULL && l->proto != RN_SEC_PLAINTEXT) {
+		snprintf(err, errlen, "invalid value '%s' for "
+		    "inter.broker.listener.name: that listener is %s, but "
+		    "inter-broker traffic is PLAINTEXT only for now; name a "
+		    "PLAINTEXT listener", cfg->inter_broker_listener_name,
+		    rn_secproto_name(l->proto));
+		return -1;
+	}
+	return 0;
+}
+
 /* Values that default to other keys' values. */
 static void
 derive_defaults(struct rn_config *cfg)
 {
+	int i;
+
+	/* the first advertised PLAINTEXT listener, else the first */
+	for (i = 0; cfg->inter_broker_listener_name[0] == '\0' &&
+	    i < cfg->n_advertised; i++)
+		if (cfg->advertised[i].proto == RN_SEC_PLAINTEXT)
+			strlcpy(cfg->inter_broker_listener_name,
+			    cfg->advertised[i].name,
+			    sizeof(cfg->inter_broker_listener_name));
 	if (cfg->inter_broker_listener_name[0] == '\0' &&
 	    cfg->n_advertised > 0)
 		strlcpy(cfg->inter_broker_listener_name,
@@ -1047,9 +1185,12 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 	if (check_required(cfg, err, errlen) != 0 ||
 	    ((cfg->roles & RN_ROLE_CONTROLLER) &&
 	    check_controller(cfg, err, errlen) != 0) ||
-	    check_listeners(cfg, err, errlen) != 0)
+	    check_listeners(cfg, err, errlen) != 0 ||
+	    assign_protocols(cfg, err, errlen) != 0)
 		return -1;
 	derive_defaults(cfg);
+	if (check_inter_broker(cfg, err, errlen) != 0)
+		return -1;
 	if (cfg->restart_backoff_max_ms < cfg->restart_backoff_initial_ms) {
 		snprintf(err, errlen,
 		    "invalid value %lld for worker.restart.backoff.max.ms: "

@@ -22,10 +22,26 @@
 #define RN_ROLE_BROKER 0x1
 #define RN_ROLE_CONTROLLER 0x2
 
+/* Kafka's SecurityProtocol ids, as BrokerRegistration carries them. */
+enum rn_secproto {
+	RN_SEC_PLAINTEXT = 0,
+	RN_SEC_SSL = 1,
+	RN_SEC_SASL_PLAINTEXT = 2,
+	RN_SEC_SASL_SSL = 3,
+};
+#define RN_SEC_TLS(p) ((p) == RN_SEC_SSL || (p) == RN_SEC_SASL_SSL)
+#define RN_SEC_SASL(p) ((p) == RN_SEC_SASL_PLAINTEXT || (p) == RN_SEC_SASL_SSL)
+
 struct rn_listener {
 	char name[RN_CONFIG_NAME_MAX];
 	char host[RN_CONFIG_HOST_MAX]; /* "" binds every address */
 	uint16_t port;
+	enum rn_secproto proto;        /* listener.security.protocol.map */
+};
+
+struct rn_secmap {
+	char name[RN_CONFIG_NAME_MAX];
+	enum rn_secproto proto;
 };
 
 struct rn_voter {
@@ -49,6 +65,8 @@ struct rn_config {
 	char controller_listener_names[RN_CONFIG_MAX_LISTENERS][RN_CONFIG_NAME_MAX];
 	int n_controller_listener_names;
 	char inter_broker_listener_name[RN_CONFIG_NAME_MAX];
+	struct rn_secmap sec_map[2 * RN_CONFIG_MAX_LISTENERS];
+	int n_sec_map;                 /* 0: Kafka's default map */
 	struct rn_voter voters[RN_CONFIG_MAX_VOTERS];
 	int n_voters;
 	char log_dirs[RN_CONFIG_MAX_LOGDIRS][1024];
@@ -147,6 +165,8 @@ int rn_config_load(struct rn_config *cfg, const char *path, char *err,
 
 /* The value server.properties gave Kafka key key, NULL if it did not. */
 const char *rn_config_static(const struct rn_config *cfg, const char *key);
+/* Wipe the values of the Kafka keys that are passwords (keys, JAAS). */
+void rn_config_forget_secrets(struct rn_config *cfg);
 /* What parsing allocated (the Kafka keys kept for DescribeConfigs). */
 void rn_config_free(struct rn_config *cfg);
 
@@ -154,6 +174,10 @@ const struct rn_listener *rn_config_listener(const struct rn_config *cfg,
     const char *name);
 bool rn_config_is_controller_listener(const struct rn_config *cfg,
     const char *name);
+/* "SSL" for RN_SEC_SSL etc. */
+const char *rn_secproto_name(enum rn_secproto p);
+/* A protocol by its name (any case); -1 if none. */
+int rn_secproto_parse(const char *name);
 /* "broker,controller" etc. */
 const char *rn_config_roles_str(unsigned roles);
 

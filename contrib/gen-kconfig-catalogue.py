@@ -720,7 +720,14 @@ ACT_TOPIC = {"leader.replication.throttled.replicas",
   "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio"}
 # what waits for a later part of runnel (nothing now: compaction is there)
 LATER = set()
-ACT_BROKER = {"node.id", "broker.id", "process.roles", "listeners", "advertised.listeners",
+ACT_BROKER = {
+  # TLS and SASL/PLAIN on the client listeners
+  "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain",
+  "ssl.keystore.key", "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location",
+  "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites",
+  "sasl.enabled.mechanisms", "sasl.jaas.config", "connection.failed.authentication.delay.ms",
+  "sasl.server.max.receive.size", "security.inter.broker.protocol",
+  "node.id", "broker.id", "process.roles", "listeners", "advertised.listeners",
   "controller.listener.names", "controller.quorum.voters", "inter.broker.listener.name",
   "listener.security.protocol.map", "log.dirs", "log.dir", "metadata.log.dir", "broker.rack",
   "num.network.threads", "num.replica.fetchers", "socket.request.max.bytes", "message.max.bytes",

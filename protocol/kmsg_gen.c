@@ -13137,6 +13137,259 @@ rn_ProduceResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_SaslAuthenticateRequest_init(struct rn_SaslAuthenticateRequest *o)
+{
+	o->auth_bytes.ptr = NULL;
+	o->auth_bytes.len = 0;
+}
+
+static int
+dec_rn_SaslAuthenticateRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_SaslAuthenticateRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->auth_bytes = rn_kr_bytes(r, flex, false);
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_SaslAuthenticateRequest(struct rn_kwriter *w, int16_t v, const struct rn_SaslAuthenticateRequest *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_bytes(w, o->auth_bytes, flex, false);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_SaslAuthenticateRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_SaslAuthenticateRequest *out)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_SaslAuthenticateRequest(r, version, arena, out);
+}
+
+int
+rn_SaslAuthenticateRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_SaslAuthenticateRequest *in)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_SaslAuthenticateRequest(w, version, in);
+}
+
+void
+rn_SaslAuthenticateResponse_init(struct rn_SaslAuthenticateResponse *o)
+{
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = 0;
+	o->auth_bytes.ptr = NULL;
+	o->auth_bytes.len = 0;
+	o->session_lifetime_ms = INT64_C(0);
+}
+
+static int
+dec_rn_SaslAuthenticateResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_SaslAuthenticateResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	o->auth_bytes = rn_kr_bytes(r, flex, false);
+	if (v >= 1) {
+		o->session_lifetime_ms = rn_kr_int64(r);
+	} else {
+		o->session_lifetime_ms = INT64_C(0);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_SaslAuthenticateResponse(struct rn_kwriter *w, int16_t v, const struct rn_SaslAuthenticateResponse *o)
+{
+	const bool flex = (v >= 2);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	rn_kw_bytes(w, o->auth_bytes, flex, false);
+	if (v >= 1) {
+		rn_kw_int64(w, o->session_lifetime_ms);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_SaslAuthenticateResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_SaslAuthenticateResponse *out)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_SaslAuthenticateResponse(r, version, arena, out);
+}
+
+int
+rn_SaslAuthenticateResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_SaslAuthenticateResponse *in)
+{
+	if (version < 0 || version > 2)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_SaslAuthenticateResponse(w, version, in);
+}
+
+void
+rn_SaslHandshakeRequest_init(struct rn_SaslHandshakeRequest *o)
+{
+	o->mechanism.ptr = NULL;
+	o->mechanism.len = 0;
+}
+
+static int
+dec_rn_SaslHandshakeRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_SaslHandshakeRequest *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->mechanism = rn_kr_string(r, flex, false);
+	return r->err;
+}
+
+static int
+enc_rn_SaslHandshakeRequest(struct rn_kwriter *w, int16_t v, const struct rn_SaslHandshakeRequest *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->mechanism, flex, false);
+	return w->err;
+}
+
+int
+rn_SaslHandshakeRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_SaslHandshakeRequest *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_SaslHandshakeRequest(r, version, arena, out);
+}
+
+int
+rn_SaslHandshakeRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_SaslHandshakeRequest *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_SaslHandshakeRequest(w, version, in);
+}
+
+void
+rn_SaslHandshakeResponse_init(struct rn_SaslHandshakeResponse *o)
+{
+	o->error_code = 0;
+	o->mechanisms = NULL;
+	o->mechanisms_count = 0;
+}
+
+static int
+dec_rn_SaslHandshakeResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_SaslHandshakeResponse *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->mechanisms = rn_kr_array(r, a, n, sizeof(*o->mechanisms), 1);
+		o->mechanisms_count = r->err ? 0 : n;
+		for (i = 0; i < o->mechanisms_count && !r->err; i++)
+			o->mechanisms[i] = rn_kr_string(r, flex, false);
+	}
+	return r->err;
+}
+
+static int
+enc_rn_SaslHandshakeResponse(struct rn_kwriter *w, int16_t v, const struct rn_SaslHandshakeResponse *o)
+{
+	const bool flex = false;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->mechanisms_count, flex, true, false);
+		for (i = 0; i < o->mechanisms_count && !w->err; i++)
+			rn_kw_string(w, o->mechanisms[i], flex, false);
+	}
+	return w->err;
+}
+
+int
+rn_SaslHandshakeResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_SaslHandshakeResponse *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_SaslHandshakeResponse(r, version, arena, out);
+}
+
+int
+rn_SaslHandshakeResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_SaslHandshakeResponse *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_SaslHandshakeResponse(w, version, in);
+}
+
+void
 rn_SyncGroupRequest_SyncGroupRequestAssignment_init(struct rn_SyncGroupRequest_SyncGroupRequestAssignment *o)
 {
 	o->member_id.ptr = NULL;
@@ -13811,6 +14064,30 @@ venc_ListGroupsResponse(struct rn_kwriter *w, int16_t v, const void *o)
 }
 
 static int
+vdec_SaslHandshakeRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_SaslHandshakeRequest_decode(r, v, a, o);
+}
+
+static int
+venc_SaslHandshakeRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_SaslHandshakeRequest_encode(w, v, o);
+}
+
+static int
+vdec_SaslHandshakeResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_SaslHandshakeResponse_decode(r, v, a, o);
+}
+
+static int
+venc_SaslHandshakeResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_SaslHandshakeResponse_encode(w, v, o);
+}
+
+static int
 vdec_ApiVersionsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_ApiVersionsRequest_decode(r, v, a, o);
@@ -14120,6 +14397,30 @@ static int
 venc_DescribeLogDirsResponse(struct rn_kwriter *w, int16_t v, const void *o)
 {
 	return rn_DescribeLogDirsResponse_encode(w, v, o);
+}
+
+static int
+vdec_SaslAuthenticateRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_SaslAuthenticateRequest_decode(r, v, a, o);
+}
+
+static int
+venc_SaslAuthenticateRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_SaslAuthenticateRequest_encode(w, v, o);
+}
+
+static int
+vdec_SaslAuthenticateResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_SaslAuthenticateResponse_decode(r, v, a, o);
+}
+
+static int
+venc_SaslAuthenticateResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_SaslAuthenticateResponse_encode(w, v, o);
 }
 
 static int
@@ -14485,6 +14786,8 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_DescribeGroupsRequest, venc_DescribeGroupsRequest, vdec_DescribeGroupsResponse, venc_DescribeGroupsResponse },
 	{ 16, 0, 4, 3, "ListGroups", sizeof(struct rn_ListGroupsRequest), sizeof(struct rn_ListGroupsResponse),
 	    vdec_ListGroupsRequest, venc_ListGroupsRequest, vdec_ListGroupsResponse, venc_ListGroupsResponse },
+	{ 17, 0, 1, -1, "SaslHandshake", sizeof(struct rn_SaslHandshakeRequest), sizeof(struct rn_SaslHandshakeResponse),
+	    vdec_SaslHandshakeRequest, venc_SaslHandshakeRequest, vdec_SaslHandshakeResponse, venc_SaslHandshakeResponse },
 	{ 18, 0, 3, 3, "ApiVersions", sizeof(struct rn_ApiVersionsRequest), sizeof(struct rn_ApiVersionsResponse),
 	    vdec_ApiVersionsRequest, venc_ApiVersionsRequest, vdec_ApiVersionsResponse, venc_ApiVersionsResponse },
 	{ 19, 0, 7, 5, "CreateTopics", sizeof(struct rn_CreateTopicsRequest), sizeof(struct rn_CreateTopicsResponse),
@@ -14511,6 +14814,8 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_AlterReplicaLogDirsRequest, venc_AlterReplicaLogDirsRequest, vdec_AlterReplicaLogDirsResponse, venc_AlterReplicaLogDirsResponse },
 	{ 35, 0, 4, 2, "DescribeLogDirs", sizeof(struct rn_DescribeLogDirsRequest), sizeof(struct rn_DescribeLogDirsResponse),
 	    vdec_DescribeLogDirsRequest, venc_DescribeLogDirsRequest, vdec_DescribeLogDirsResponse, venc_DescribeLogDirsResponse },
+	{ 36, 0, 2, 2, "SaslAuthenticate", sizeof(struct rn_SaslAuthenticateRequest), sizeof(struct rn_SaslAuthenticateResponse),
+	    vdec_SaslAuthenticateRequest, venc_SaslAuthenticateRequest, vdec_SaslAuthenticateResponse, venc_SaslAuthenticateResponse },
 	{ 37, 0, 3, 2, "CreatePartitions", sizeof(struct rn_CreatePartitionsRequest), sizeof(struct rn_CreatePartitionsResponse),
 	    vdec_CreatePartitionsRequest, venc_CreatePartitionsRequest, vdec_CreatePartitionsResponse, venc_CreatePartitionsResponse },
 	{ 42, 0, 2, 2, "DeleteGroups", sizeof(struct rn_DeleteGroupsRequest), sizeof(struct rn_DeleteGroupsResponse),
@@ -14543,10 +14848,10 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 
 static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
-	12, -1, 13, 14, 15, 16, 17, 18, -1, -1, -1, -1, -1, 19, 20, 21,
-	22, 23, 24, 25, -1, 26, -1, -1, -1, -1, 27, 28, 29, 30, 31, 32,
-	-1, -1, -1, -1, -1, -1, -1, 33, 34, -1, -1, -1, 35, -1, 36, 37,
-	38, -1, -1, -1, -1, -1, -1, -1, -1, 39,
+	12, 13, 14, 15, 16, 17, 18, 19, -1, -1, -1, -1, -1, 20, 21, 22,
+	23, 24, 25, 26, 27, 28, -1, -1, -1, -1, 29, 30, 31, 32, 33, 34,
+	-1, -1, -1, -1, -1, -1, -1, 35, 36, -1, -1, -1, 37, -1, 38, 39,
+	40, -1, -1, -1, -1, -1, -1, -1, -1, 41,
 };
 
 const struct rn_kapi *

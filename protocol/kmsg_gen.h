@@ -1487,6 +1487,31 @@ struct rn_ProduceResponse {
 	int32_t throttle_time_ms;
 };
 
+/* SaslAuthenticateRequest (API key 36), versions 0-2, flexible 2+ */
+struct rn_SaslAuthenticateRequest {
+	struct rn_kbytes auth_bytes;
+};
+
+/* SaslAuthenticateResponse (API key 36), versions 0-2, flexible 2+ */
+struct rn_SaslAuthenticateResponse {
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable */
+	struct rn_kbytes auth_bytes;
+	int64_t session_lifetime_ms; /* v1+, default 0 */
+};
+
+/* SaslHandshakeRequest (API key 17), versions 0-1 */
+struct rn_SaslHandshakeRequest {
+	struct rn_kstr mechanism;
+};
+
+/* SaslHandshakeResponse (API key 17), versions 0-1 */
+struct rn_SaslHandshakeResponse {
+	int16_t error_code;
+	struct rn_kstr *mechanisms;
+	int32_t mechanisms_count;
+};
+
 /* SyncGroupRequest (API key 14), versions 0-5, flexible 4+ */
 struct rn_SyncGroupRequest_SyncGroupRequestAssignment {
 	struct rn_kstr member_id;
@@ -2030,6 +2055,26 @@ int rn_ProduceResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_ProduceResponse *out);
 int rn_ProduceResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_ProduceResponse *in);
+void rn_SaslAuthenticateRequest_init(struct rn_SaslAuthenticateRequest *o);
+int rn_SaslAuthenticateRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_SaslAuthenticateRequest *out);
+int rn_SaslAuthenticateRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_SaslAuthenticateRequest *in);
+void rn_SaslAuthenticateResponse_init(struct rn_SaslAuthenticateResponse *o);
+int rn_SaslAuthenticateResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_SaslAuthenticateResponse *out);
+int rn_SaslAuthenticateResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_SaslAuthenticateResponse *in);
+void rn_SaslHandshakeRequest_init(struct rn_SaslHandshakeRequest *o);
+int rn_SaslHandshakeRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_SaslHandshakeRequest *out);
+int rn_SaslHandshakeRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_SaslHandshakeRequest *in);
+void rn_SaslHandshakeResponse_init(struct rn_SaslHandshakeResponse *o);
+int rn_SaslHandshakeResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_SaslHandshakeResponse *out);
+int rn_SaslHandshakeResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_SaslHandshakeResponse *in);
 void rn_SyncGroupRequest_SyncGroupRequestAssignment_init(struct rn_SyncGroupRequest_SyncGroupRequestAssignment *o);
 void rn_SyncGroupRequest_init(struct rn_SyncGroupRequest *o);
 int rn_SyncGroupRequest_decode(struct rn_kreader *r, int16_t version,
@@ -2068,7 +2113,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 40
+#define RN_KAPI_COUNT 42
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -2099,6 +2144,7 @@ enum rn_kapi_key {
 	RN_KAPI_SYNC_GROUP = 14,
 	RN_KAPI_DESCRIBE_GROUPS = 15,
 	RN_KAPI_LIST_GROUPS = 16,
+	RN_KAPI_SASL_HANDSHAKE = 17,
 	RN_KAPI_API_VERSIONS = 18,
 	RN_KAPI_CREATE_TOPICS = 19,
 	RN_KAPI_DELETE_TOPICS = 20,
@@ -2112,6 +2158,7 @@ enum rn_kapi_key {
 	RN_KAPI_ALTER_CONFIGS = 33,
 	RN_KAPI_ALTER_REPLICA_LOG_DIRS = 34,
 	RN_KAPI_DESCRIBE_LOG_DIRS = 35,
+	RN_KAPI_SASL_AUTHENTICATE = 36,
 	RN_KAPI_CREATE_PARTITIONS = 37,
 	RN_KAPI_DELETE_GROUPS = 42,
 	RN_KAPI_ELECT_LEADERS = 43,
@@ -2142,6 +2189,7 @@ union rn_krequest {
 	struct rn_SyncGroupRequest sync_group;
 	struct rn_DescribeGroupsRequest describe_groups;
 	struct rn_ListGroupsRequest list_groups;
+	struct rn_SaslHandshakeRequest sasl_handshake;
 	struct rn_ApiVersionsRequest api_versions;
 	struct rn_CreateTopicsRequest create_topics;
 	struct rn_DeleteTopicsRequest delete_topics;
@@ -2155,6 +2203,7 @@ union rn_krequest {
 	struct rn_AlterConfigsRequest alter_configs;
 	struct rn_AlterReplicaLogDirsRequest alter_replica_log_dirs;
 	struct rn_DescribeLogDirsRequest describe_log_dirs;
+	struct rn_SaslAuthenticateRequest sasl_authenticate;
 	struct rn_CreatePartitionsRequest create_partitions;
 	struct rn_DeleteGroupsRequest delete_groups;
 	struct rn_ElectLeadersRequest elect_leaders;
@@ -2185,6 +2234,7 @@ union rn_kresponse {
 	struct rn_SyncGroupResponse sync_group;
 	struct rn_DescribeGroupsResponse describe_groups;
 	struct rn_ListGroupsResponse list_groups;
+	struct rn_SaslHandshakeResponse sasl_handshake;
 	struct rn_ApiVersionsResponse api_versions;
 	struct rn_CreateTopicsResponse create_topics;
 	struct rn_DeleteTopicsResponse delete_topics;
@@ -2198,6 +2248,7 @@ union rn_kresponse {
 	struct rn_AlterConfigsResponse alter_configs;
 	struct rn_AlterReplicaLogDirsResponse alter_replica_log_dirs;
 	struct rn_DescribeLogDirsResponse describe_log_dirs;
+	struct rn_SaslAuthenticateResponse sasl_authenticate;
 	struct rn_CreatePartitionsResponse create_partitions;
 	struct rn_DeleteGroupsResponse delete_groups;
 	struct rn_ElectLeadersResponse elect_leaders;

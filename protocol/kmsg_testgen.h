@@ -605,6 +605,18 @@ static int tg_eq_rn_ProduceResponse_TopicProduceResponse(const struct rn_Produce
 static void tg_fill_rn_ProduceResponse(struct tg *t, int16_t v, struct rn_ProduceResponse *o);
 static int tg_eq_rn_ProduceResponse(const struct rn_ProduceResponse *a, const struct rn_ProduceResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_SaslAuthenticateRequest(struct tg *t, int16_t v, struct rn_SaslAuthenticateRequest *o);
+static int tg_eq_rn_SaslAuthenticateRequest(const struct rn_SaslAuthenticateRequest *a, const struct rn_SaslAuthenticateRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_SaslAuthenticateResponse(struct tg *t, int16_t v, struct rn_SaslAuthenticateResponse *o);
+static int tg_eq_rn_SaslAuthenticateResponse(const struct rn_SaslAuthenticateResponse *a, const struct rn_SaslAuthenticateResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_SaslHandshakeRequest(struct tg *t, int16_t v, struct rn_SaslHandshakeRequest *o);
+static int tg_eq_rn_SaslHandshakeRequest(const struct rn_SaslHandshakeRequest *a, const struct rn_SaslHandshakeRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_SaslHandshakeResponse(struct tg *t, int16_t v, struct rn_SaslHandshakeResponse *o);
+static int tg_eq_rn_SaslHandshakeResponse(const struct rn_SaslHandshakeResponse *a, const struct rn_SaslHandshakeResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_SyncGroupRequest_SyncGroupRequestAssignment(struct tg *t, int16_t v, struct rn_SyncGroupRequest_SyncGroupRequestAssignment *o);
 static int tg_eq_rn_SyncGroupRequest_SyncGroupRequestAssignment(const struct rn_SyncGroupRequest_SyncGroupRequestAssignment *a, const struct rn_SyncGroupRequest_SyncGroupRequestAssignment *b,
     int16_t v, const char *path);
@@ -8040,6 +8052,117 @@ tg_eq_rn_ProduceResponse(const struct rn_ProduceResponse *a, const struct rn_Pro
 }
 
 static void
+tg_fill_rn_SaslAuthenticateRequest(struct tg *t, int16_t v, struct rn_SaslAuthenticateRequest *o)
+{
+	rn_SaslAuthenticateRequest_init(o);
+	(void)t;
+	(void)v;
+	o->auth_bytes = tg_bytes(t, false);
+}
+
+static int
+tg_eq_rn_SaslAuthenticateRequest(const struct rn_SaslAuthenticateRequest *a, const struct rn_SaslAuthenticateRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_bytes(a->auth_bytes, b->auth_bytes, path, "auth_bytes"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_SaslAuthenticateResponse(struct tg *t, int16_t v, struct rn_SaslAuthenticateResponse *o)
+{
+	rn_SaslAuthenticateResponse_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->auth_bytes = tg_bytes(t, false);
+	if (v >= 1) {
+		o->session_lifetime_ms = (int64_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_SaslAuthenticateResponse(const struct rn_SaslAuthenticateResponse *a, const struct rn_SaslAuthenticateResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_bytes(a->auth_bytes, b->auth_bytes, path, "auth_bytes"))
+		return 0;
+	if (v >= 1) {
+		if (!tg_eq_int((long long)a->session_lifetime_ms, (long long)b->session_lifetime_ms, path, "session_lifetime_ms"))
+			return 0;
+	}
+	return 1;
+}
+
+static void
+tg_fill_rn_SaslHandshakeRequest(struct tg *t, int16_t v, struct rn_SaslHandshakeRequest *o)
+{
+	rn_SaslHandshakeRequest_init(o);
+	(void)t;
+	(void)v;
+	o->mechanism = tg_str(t, false);
+}
+
+static int
+tg_eq_rn_SaslHandshakeRequest(const struct rn_SaslHandshakeRequest *a, const struct rn_SaslHandshakeRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->mechanism, b->mechanism, path, "mechanism"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_SaslHandshakeResponse(struct tg *t, int16_t v, struct rn_SaslHandshakeResponse *o)
+{
+	rn_SaslHandshakeResponse_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->mechanisms_count = tg_count(t, false);
+	o->mechanisms = o->mechanisms_count > 0 ? tg_alloc(t, o->mechanisms_count * sizeof(*o->mechanisms)) : NULL;
+	for (int i = 0; i < o->mechanisms_count; i++) {
+		o->mechanisms[i] = tg_str(t, false);
+	}
+}
+
+static int
+tg_eq_rn_SaslHandshakeResponse(const struct rn_SaslHandshakeResponse *a, const struct rn_SaslHandshakeResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_int(a->mechanisms_count, b->mechanisms_count, path, "mechanisms_count"))
+		return 0;
+	for (int i = 0; i < a->mechanisms_count; i++)
+		if (!tg_eq_str(a->mechanisms[i], b->mechanisms[i], path, "mechanisms"))
+			return 0;
+	return 1;
+}
+
+static void
 tg_fill_rn_SyncGroupRequest_SyncGroupRequestAssignment(struct tg *t, int16_t v, struct rn_SyncGroupRequest_SyncGroupRequestAssignment *o)
 {
 	rn_SyncGroupRequest_SyncGroupRequestAssignment_init(o);
@@ -9142,6 +9265,54 @@ tgv_eq_ProduceResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_SaslAuthenticateRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_SaslAuthenticateRequest(t, v, o);
+}
+
+static int
+tgv_eq_SaslAuthenticateRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_SaslAuthenticateRequest(a, b, v, "SaslAuthenticateRequest");
+}
+
+static void
+tgv_fill_SaslAuthenticateResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_SaslAuthenticateResponse(t, v, o);
+}
+
+static int
+tgv_eq_SaslAuthenticateResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_SaslAuthenticateResponse(a, b, v, "SaslAuthenticateResponse");
+}
+
+static void
+tgv_fill_SaslHandshakeRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_SaslHandshakeRequest(t, v, o);
+}
+
+static int
+tgv_eq_SaslHandshakeRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_SaslHandshakeRequest(a, b, v, "SaslHandshakeRequest");
+}
+
+static void
+tgv_fill_SaslHandshakeResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_SaslHandshakeResponse(t, v, o);
+}
+
+static int
+tgv_eq_SaslHandshakeResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_SaslHandshakeResponse(a, b, v, "SaslHandshakeResponse");
+}
+
+static void
 tgv_fill_SyncGroupRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_SyncGroupRequest(t, v, o);
@@ -9266,6 +9437,10 @@ static const struct tg_msg tg_msgs[] = {
 	{ "OffsetForLeaderEpochResponse", 23, false, 0, 4, sizeof(struct rn_OffsetForLeaderEpochResponse), tgv_fill_OffsetForLeaderEpochResponse, tgv_eq_OffsetForLeaderEpochResponse },
 	{ "ProduceRequest", 0, true, 3, 9, sizeof(struct rn_ProduceRequest), tgv_fill_ProduceRequest, tgv_eq_ProduceRequest },
 	{ "ProduceResponse", 0, false, 3, 9, sizeof(struct rn_ProduceResponse), tgv_fill_ProduceResponse, tgv_eq_ProduceResponse },
+	{ "SaslAuthenticateRequest", 36, true, 0, 2, sizeof(struct rn_SaslAuthenticateRequest), tgv_fill_SaslAuthenticateRequest, tgv_eq_SaslAuthenticateRequest },
+	{ "SaslAuthenticateResponse", 36, false, 0, 2, sizeof(struct rn_SaslAuthenticateResponse), tgv_fill_SaslAuthenticateResponse, tgv_eq_SaslAuthenticateResponse },
+	{ "SaslHandshakeRequest", 17, true, 0, 1, sizeof(struct rn_SaslHandshakeRequest), tgv_fill_SaslHandshakeRequest, tgv_eq_SaslHandshakeRequest },
+	{ "SaslHandshakeResponse", 17, false, 0, 1, sizeof(struct rn_SaslHandshakeResponse), tgv_fill_SaslHandshakeResponse, tgv_eq_SaslHandshakeResponse },
 	{ "SyncGroupRequest", 14, true, 0, 5, sizeof(struct rn_SyncGroupRequest), tgv_fill_SyncGroupRequest, tgv_eq_SyncGroupRequest },
 	{ "SyncGroupResponse", 14, false, 0, 5, sizeof(struct rn_SyncGroupResponse), tgv_fill_SyncGroupResponse, tgv_eq_SyncGroupResponse },
 	{ "UnregisterBrokerRequest", 64, true, 0, 0, sizeof(struct rn_UnregisterBrokerRequest), tgv_fill_UnregisterBrokerRequest, tgv_eq_UnregisterBrokerRequest },

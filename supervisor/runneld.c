@@ -419,7 +419,8 @@ main(int argc, char **argv)
 	rn_log_init("supervisor", NULL, 0);
 	sv.ctl_fd = -1;
 	sv.shm.fd = -1;
-	if (load_config(argc, argv, &check_only) != 0)
+	if (load_config(argc, argv, &check_only) != 0 ||
+	    sv_security_load(&sv) != 0)
 		return 1;
 	if (check_only) {
 		printf("configuration ok: node %d, roles %s\n", sv.cfg.node_id,

@@ -169,6 +169,9 @@ int sv_logdirs_lock(struct sv *sv);
 /* Take each log dir's clean-shutdown marker into the segment header. */
 void sv_logdirs_take_clean(struct sv *sv);
 
+/* sv_security.c: TLS contexts and SASL users of the client listeners */
+int sv_security_load(struct sv *sv);
+
 /* sv_listen.c */
 int sv_listeners_bind(struct sv *sv);
 

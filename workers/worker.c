@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <msgpack.h>
+#include <openssl/ssl.h>
 
 #include "common/ctlproto.h"
 #include "common/log.h"
+#include "common/sasl_config.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
 #include "workers/worker.h"
@@ -109,6 +111,33 @@ worker_close_listeners(const struct rn_worker_env *env,
 }
 
 /*
+ * Keys and passwords stay in the processes that use them: the network
+ * workers, which serve the client listeners. Every other role wipes its
+ * copy (fork gave it one) before it runs.
+ */
+static void
+worker_forget_secrets(const struct rn_worker_env *env,
+    enum rn_worker_role role)
+{
+	struct rn_worker_env *e = (struct rn_worker_env *)env;
+	int i;
+
+	if (role == RN_ROLE_W_NETWORK)
+		return;
+	for (i = 0; i < RN_CONFIG_MAX_LISTENERS; i++) {
+		if (e->sec[i].ssl_ctx != NULL)
+			SSL_CTX_free(e->sec[i].ssl_ctx);
+		e->sec[i].ssl_ctx = NULL;
+		if (e->sec[i].sasl != NULL) {
+			rn_sasl_cfg_free(e->sec[i].sasl);
+			free(e->sec[i].sasl);
+		}
+		e->sec[i].sasl = NULL;
+	}
+	rn_config_forget_secrets((struct rn_config *)env->cfg);
+}
+
+/*
  * A worker holds a few descriptors per partition it serves (directory,
  * log, indexes) besides its connections: take all the descriptors the
  * hard limit allows (systemd's LimitNOFILE, the unit's 1048576), as a
@@ -154,6 +183,7 @@ rn_worker_run(const struct rn_worker_env *env, enum rn_worker_role role,
 	setproctitle("-runneld: %s", w.name);
 	rn_log_init(rn_worker_role_name(role), w.name, env->cfg->log_verbose);
 	worker_close_listeners(env, role);
+	worker_forget_secrets(env, role);
 	worker_raise_nofile();
 	if (drop)
 		worker_drop_privileges(uid, gid);

@@ -33,12 +33,26 @@ struct rn_listen_fd {
 	bool controller;    /* a controller listener */
 };
 
+struct ssl_ctx_st;
+struct rn_sasl_cfg;
+
+/*
+ * A client listener's TLS context and SASL users, built by the supervisor
+ * from the config and the key files before the first fork; only network
+ * workers keep them (rn_worker_run wipes them in the others).
+ */
+struct rn_listen_sec {
+	struct ssl_ctx_st *ssl_ctx;   /* NULL: no TLS */
+	struct rn_sasl_cfg *sasl;     /* NULL: no SASL */
+};
+
 /* Built by the supervisor before the first fork; identical in every worker. */
 struct rn_worker_env {
 	const struct rn_config *cfg;
 	struct rn_shm *shm;
 	struct rn_listen_fd listen[RN_CONFIG_MAX_LISTENERS];
 	int n_listen;
+	struct rn_listen_sec sec[RN_CONFIG_MAX_LISTENERS]; /* by cfg listener */
 	int efd[RN_SHM_MAX_WORKERS]; /* wake-up eventfd of each worker slot */
 	unsigned n_workers;
 	unsigned n_network, n_fetchers, n_cleaners;

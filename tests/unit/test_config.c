@@ -47,7 +47,7 @@ main(void)
 	struct rn_config cfg;
 	char err[1024];
 
-	plan(49);
+	plan(57);
 
 	/* the embedded default is a complete single-node config */
 	is_int(load(&cfg, rn_config_embedded_default, err, sizeof(err)), 0,
@@ -123,7 +123,31 @@ main(void)
 	is_int(load(&cfg, BASE "log.dirs=relative/path\n", err, sizeof(err)),
 	    -1, "relative log dir");
 	is_int(load(&cfg, BASE "listener.security.protocol.map=PLAINTEXT:SSL\n",
-	    err, sizeof(err)), -1, "SSL is refused, not silently ignored");
+	    err, sizeof(err)), -1, "an SSL inter-broker listener is refused");
+	ok(contains(err, "inter.broker.listener.name"), "naming the key: %s",
+	    err);
+	is_int(load(&cfg, BASE "listener.security.protocol.map=PLAINTEXT:TLS\n",
+	    err, sizeof(err)), -1, "an unknown protocol is refused");
+	is_int(load(&cfg, BASE "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
+	    "CONTROLLER:SASL_SSL\n", err, sizeof(err)), -1,
+	    "a SASL_SSL controller listener is refused");
+	ok(contains(err, "CONTROLLER"), "naming it: %s", err);
+	is_int(load(&cfg, BASE "listener.security.protocol.map=CONTROLLER:PLAINTEXT\n",
+	    err, sizeof(err)), -1, "a broker listener the map leaves out");
+	is_int(load(&cfg, "node.id=7\nprocess.roles=broker,controller\n"
+	    "listeners=PLAINTEXT://127.0.0.1:1,SECURE://127.0.0.1:2,"
+	    "CONTROLLER://127.0.0.1:3\ncontroller.listener.names=CONTROLLER\n"
+	    "controller.quorum.voters=7@127.0.0.1:3\nlog.dirs=/tmp/a\n"
+	    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
+	    "secure:sasl_ssl\n", err, sizeof(err)), 0,
+	    "a SASL_SSL broker listener beside a PLAINTEXT one: %s", err);
+	ok(cfg.listeners[1].proto == RN_SEC_SASL_SSL &&
+	    cfg.listeners[0].proto == RN_SEC_PLAINTEXT &&
+	    cfg.listeners[2].proto == RN_SEC_PLAINTEXT &&
+	    cfg.advertised[1].proto == RN_SEC_SASL_SSL,
+	    "each listener has its protocol, advertised ones too");
+	is_str(cfg.inter_broker_listener_name, "PLAINTEXT",
+	    "the inter-broker listener defaults to the PLAINTEXT one");
 
 	/* required keys and cross-key rules */
 	is_int(load(&cfg, "process.roles=broker\n", err, sizeof(err)), -1,

@@ -573,7 +573,7 @@ send_registration(struct ctl *c)
 		ls[i].name = rn_kstr_c(c->cfg->advertised[i].name);
 		ls[i].host = rn_kstr_c(c->cfg->advertised[i].host);
 		ls[i].port = c->cfg->advertised[i].port;
-		ls[i].security_protocol = 0; /* PLAINTEXT */
+		ls[i].security_protocol = (int16_t)c->cfg->advertised[i].proto;
 	}
 	req.listeners = ls;
 	req.listeners_count = c->cfg->n_advertised;

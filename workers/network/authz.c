@@ -5,8 +5,8 @@
  * (common/acl.h), and DescribeAcls, answered from that image as a Kafka
  * broker answers it from its authorizer's cache.
  *
- * A connection's principal is User:ANONYMOUS until authentication
- * exists. The APIs listed in authz_aware[] check their resources; any
+ * A connection's principal is what it authenticated as (SASL, or a
+ * client certificate on mTLS), else User:ANONYMOUS. The APIs listed in authz_aware[] check their resources; any
  * other API is served to super users only while the authorizer is on,
  * so turning it on never leaves an API open that checks nothing.
  */
@@ -65,8 +65,7 @@ net_authz_free(struct net *n)
 const char *
 net_principal(const struct conn *c)
 {
-	(void)c;
-	return ANONYMOUS;
+	return c->principal[0] != '\0' ? c->principal : ANONYMOUS;
 }
 
 void

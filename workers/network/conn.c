@@ -1,7 +1,8 @@
 /*
  * Client connections of a network worker: bounded framing on input, an
  * ordered queue of responses on output sent with writev() and, for record
- * data, sendfile() straight from the segment files.
+ * data, sendfile() straight from the segment files. On a TLS listener the
+ * same goes through tls.c, after its handshake.
  */
 #include "autoconf.h"
 
@@ -28,6 +29,13 @@
 
 static unsigned out_count(const struct conn *c);
 
+bool
+net_conn_wants_input(const struct conn *c)
+{
+	return c->fd >= 0 && c->wait == CONN_IDLE && !c->closing &&
+	    out_count(c) < OUT_MAX_PENDING;
+}
+
 static void
 conn_epoll(struct net *n, struct conn *c)
 {
@@ -42,6 +50,10 @@ conn_epoll(struct net *n, struct conn *c)
 		ev.events |= EPOLLIN;
 	if (c->want_write)
 		ev.events |= EPOLLOUT;
+	/* a TLS handshake goes both ways, whatever else waits */
+	if (c->ssl != NULL && !c->tls_done)
+		ev.events = EPOLLRDHUP | (net_tls_wants_write(c) ? EPOLLOUT :
+		    EPOLLIN);
 	ev.data.ptr = c;
 	epoll_ctl(n->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
@@ -65,8 +77,9 @@ net_out_free(struct net *n, struct net_out *o)
 }
 
 struct conn *
-net_conn_new(struct net *n, int fd)
+net_conn_new(struct net *n, int fd, int listener)
 {
+	const struct rn_listen_sec *sec = &n->w->env->sec[listener];
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	struct epoll_event ev;
@@ -77,6 +90,12 @@ net_conn_new(struct net *n, int fd)
 		return NULL;
 	c->fd = fd;
 	c->id = ++n->next_conn_id;
+	c->listener = listener;
+	c->sasl = sec->sasl;
+	c->authed = sec->ssl_ctx == NULL && sec->sasl == NULL;
+	strlcpy(c->principal, "User:ANONYMOUS", sizeof(c->principal));
+	if (!c->authed)
+		c->auth_deadline_ms = rn_now_ms() + NET_TLS_HANDSHAKE_MS;
 	rn_arena_init(&c->arena, 0);
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
 		char host[48] = "?";
@@ -93,10 +112,15 @@ net_conn_new(struct net *n, int fd)
 		snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (sec->ssl_ctx != NULL && net_tls_start(n, c, sec->ssl_ctx) != 0) {
+		free(c);
+		return NULL;
+	}
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN | EPOLLRDHUP;
 	ev.data.ptr = c;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		net_tls_free(c);
 		free(c);
 		return NULL;
 	}
@@ -120,6 +144,7 @@ net_conn_close(struct net *n, struct conn *c, const char *why)
 	if (c->fd < 0)
 		return;
 	epoll_ctl(n->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	net_tls_free(c);
 	close(c->fd);
 	c->fd = -1;
 	c->wait = CONN_IDLE;
@@ -180,7 +205,9 @@ conn_flush(struct net *n, struct conn *c)
 
 			if (ch->fd >= 0) {
 				off_t pos = (off_t)(ch->file_pos + (int64_t)o->cur_off);
-				k = sendfile(c->fd, ch->fd, &pos, ch->len - o->cur_off);
+				k = c->ssl != NULL ? net_tls_sendfile(n, c, ch->fd,
+				    pos, ch->len - o->cur_off) :
+				    sendfile(c->fd, ch->fd, &pos, ch->len - o->cur_off);
 				if (k == 0) {
 					/* the file got shorter (truncation or
 					 * retention): the frame cannot be
@@ -197,7 +224,8 @@ conn_flush(struct net *n, struct conn *c)
 					iov[niov].iov_len = o->chunks[i].len - skip;
 					niov++;
 				}
-				k = writev(c->fd, iov, niov);
+				k = c->ssl != NULL ? net_tls_writev(n, c, iov, niov) :
+				    writev(c->fd, iov, niov);
 			}
 			if (k == -1) {
 				if (errno == EAGAIN || errno == EINTR) {
@@ -270,9 +298,36 @@ net_conn_queue(struct net *n, struct conn *c, struct net_out *o)
 	}
 }
 
+/*
+ * Drive a TLS handshake on; true once it is done (the connection then
+ * goes on as any other), false while it waits or after it failed (the
+ * connection is closed then).
+ */
+static bool
+conn_tls_handshake(struct net *n, struct conn *c)
+{
+	int rc;
+
+	if (c->ssl == NULL || c->tls_done)
+		return true;
+	if ((rc = net_tls_handshake(n, c)) < 0) {
+		net_conn_close(n, c, "TLS handshake failed");
+		return false;
+	}
+	if (rc == 1 && c->sasl == NULL) {
+		/* a TLS listener: the handshake is the authentication */
+		c->authed = true;
+		c->auth_deadline_ms = 0;
+	}
+	conn_epoll(n, c);
+	return rc == 1;
+}
+
 void
 net_conn_writable(struct net *n, struct conn *c)
 {
+	if (!conn_tls_handshake(n, c))
+		return;
 	if (conn_flush(n, c) == -1) {
 		net_conn_close(n, c, "write failed");
 		return;
@@ -310,11 +365,15 @@ net_conn_process(struct net *n, struct conn *c)
 		if (c->rlen - c->frame_off < 4)
 			break;
 		size = rn_kframe_size(c->rbuf + c->frame_off,
-		    (int32_t)n->cfg->socket_request_max_bytes);
+		    (int32_t)(c->authed ? n->cfg->socket_request_max_bytes :
+		    n->preauth_max));
 		if (size < 0) {
 			log_warnx("connection from %s: frame size %d outside "
-			    "[0, socket.request.max.bytes]: closing", c->peer,
-			    (int)ntohl(*(uint32_t *)(c->rbuf + c->frame_off)));
+			    "[0, %s]: closing", c->peer,
+			    (int)ntohl(*(uint32_t *)(c->rbuf + c->frame_off)),
+			    c->authed ? "socket.request.max.bytes" :
+			    "sasl.server.max.receive.size, before "
+			    "authentication");
 			c->closing = true;
 			break;
 		}
@@ -358,15 +417,19 @@ net_conn_readable(struct net *n, struct conn *c)
 {
 	size_t from = c->rlen;
 
+	if (!conn_tls_handshake(n, c))
+		return;
 	for (;;) {
 		ssize_t k;
 
 		if (c->rlen == c->rcap) {
 			/* grow with what actually arrives, never to a
-			 * size a frame prefix merely claims */
+			 * size a frame prefix merely claims; before
+			 * authentication, to a bound Kafka has too */
 			size_t ncap = c->rcap ? c->rcap * 2 : RBUF_MIN;
-			size_t max = (size_t)n->cfg->socket_request_max_bytes + 4 +
-			    RBUF_MIN;
+			size_t max = (size_t)(c->authed ?
+			    n->cfg->socket_request_max_bytes : n->preauth_max) +
+			    4 + RBUF_MIN;
 			uint8_t *nb;
 
 			if (ncap > max)
@@ -382,7 +445,9 @@ net_conn_readable(struct net *n, struct conn *c)
 			c->rbuf = nb;
 			c->rcap = ncap;
 		}
-		k = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+		k = c->ssl != NULL ? net_tls_read(c, c->rbuf + c->rlen,
+		    c->rcap - c->rlen) :
+		    read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
 		if (k == 0) {
 			net_conn_close(n, c, "peer closed");
 			return;
@@ -394,7 +459,8 @@ net_conn_readable(struct net *n, struct conn *c)
 			return;
 		}
 		c->rlen += (size_t)k;
-		if (c->rlen < c->rcap)
+		/* TLS hands out a record at a time: read on to EAGAIN */
+		if (c->rlen < c->rcap && c->ssl == NULL)
 			break;
 	}
 	if (c->rlen > from) {

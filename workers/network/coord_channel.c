@@ -246,8 +246,16 @@ net_find_coordinator(struct net *n, struct conn *c)
 		r.error_message = rn_kstr_c(r.error_code ?
 		    rn_kerr_name(r.error_code) : NULL);
 		r.node_id = b ? b->id : -1;
-		r.host = rn_kstr_c(b ? b->host : "");
-		r.port = b ? b->port : -1;
+		r.host = rn_kstr_c("");
+		r.port = -1;
+		if (b != NULL) {
+			const char *host;
+			uint16_t port;
+
+			net_broker_endpoint(n, c, b, &host, &port);
+			r.host = rn_kstr_c(host);
+			r.port = port;
+		}
 		return net_respond(n, c, &r);
 	}
 	r.coordinators_count = req->coordinator_keys_count;
@@ -265,8 +273,16 @@ net_find_coordinator(struct net *n, struct conn *c)
 		o->error_message = rn_kstr_c(o->error_code ?
 		    rn_kerr_name(o->error_code) : NULL);
 		o->node_id = b ? b->id : -1;
-		o->host = rn_kstr_c(b ? b->host : "");
-		o->port = b ? b->port : -1;
+		o->host = rn_kstr_c("");
+		o->port = -1;
+		if (b != NULL) {
+			const char *host;
+			uint16_t port;
+
+			net_broker_endpoint(n, c, b, &host, &port);
+			o->host = rn_kstr_c(host);
+			o->port = port;
+		}
 	}
 	return net_respond(n, c, &r);
 }

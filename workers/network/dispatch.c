@@ -56,7 +56,11 @@ static const struct {
 	{ RN_KAPI_DESCRIBE_ACLS, 0, 3, net_describe_acls },
 	{ RN_KAPI_CREATE_ACLS, 0, 3, net_create_acls },
 	{ RN_KAPI_DELETE_ACLS, 0, 3, net_delete_acls },
+	/* last: advertised and taken on SASL listeners only */
+	{ RN_KAPI_SASL_HANDSHAKE, 0, 1, net_sasl_handshake },
+	{ RN_KAPI_SASL_AUTHENTICATE, 0, 2, net_sasl_authenticate },
 };
+#define N_SASL_APIS 2
 
 #define N_SERVED (sizeof(served) / sizeof(served[0]))
 
@@ -93,6 +97,7 @@ net_apis_init(struct net *n)
 			n->advertised[n->n_apis].min_version = 0;
 		n->n_apis++;
 	}
+	n->n_apis_plain = n->n_apis - N_SASL_APIS;
 	return 0;
 }
 
@@ -204,7 +209,7 @@ net_api_versions(struct net *n, struct conn *c)
 
 	rn_ApiVersionsResponse_init(&r);
 	r.api_keys = n->advertised;
-	r.api_keys_count = n->n_apis;
+	r.api_keys_count = c->sasl != NULL ? n->n_apis : n->n_apis_plain;
 	if (!net_api_served(n, RN_KAPI_API_VERSIONS, c->hdr.api_version)) {
 		r.error_code = RN_KERR_UNSUPPORTED_VERSION;
 		c->hdr.api_version = 0;
@@ -258,6 +263,8 @@ net_dispatch(struct net *n, struct conn *c)
 	c->ready_us = c->park_us = 0;
 	c->met_api = -1;
 	c->met_queued = false;
+	if (!c->authed && c->sasl != NULL && c->sasl_state == CONN_SASL_RAW)
+		return net_sasl_raw_token(n, c);
 	if (c->frame_len >= 2 && (c->met_api = rn_met_api_index(
 	    c->rbuf[c->frame_off + 4] << 8 | c->rbuf[c->frame_off + 5])) >= 0) {
 		c->start_us = t_start = net_now_us();
@@ -280,7 +287,16 @@ net_dispatch(struct net *n, struct conn *c)
 		c->req = NULL;
 		return net_api_versions(n, c) == 0;
 	}
-	if (!net_api_served(n, c->hdr.api_key, c->hdr.api_version)) {
+	if (!net_sasl_preauth_ok(c, c->hdr.api_key)) {
+		/* as Kafka: anything else before a login ends the connection */
+		log_warnx("connection from %s on listener %s: API %d before "
+		    "authentication: closing", c->peer,
+		    n->cfg->listeners[c->listener].name, c->hdr.api_key);
+		return false;
+	}
+	if (!net_api_served(n, c->hdr.api_key, c->hdr.api_version) ||
+	    (c->sasl == NULL && (c->hdr.api_key == RN_KAPI_SASL_HANDSHAKE ||
+	    c->hdr.api_key == RN_KAPI_SASL_AUTHENTICATE))) {
 		log_warnx("connection from %s (client %.*s): API %d version %d "
 		    "is not served (UNSUPPORTED_VERSION): closing", c->peer,
 		    c->hdr.client_id.len > 0 ? (int)c->hdr.client_id.len : 0,

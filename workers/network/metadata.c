@@ -61,6 +61,36 @@ kstr(const char *s)
 	return rn_kstr_c(s);
 }
 
+void
+net_broker_endpoint(const struct net *n, const struct conn *c,
+    const struct rn_mdv_broker *b, const char **host, uint16_t *port)
+{
+	const char *name = n->cfg->listeners[c->listener].name;
+	int i;
+
+	for (i = 0; i < b->n_listeners; i++)
+		if (strcmp(b->listeners[i].name, name) == 0) {
+			*host = b->listeners[i].host;
+			*port = b->listeners[i].port;
+			return;
+		}
+	*host = b->host;
+	*port = b->port;
+}
+
+/* This node's advertised listener c came in on, else its first one. */
+static const struct rn_listener *
+self_advertised(const struct net *n, const struct conn *c)
+{
+	const char *name = n->cfg->listeners[c->listener].name;
+	int i;
+
+	for (i = 0; i < n->cfg->n_advertised; i++)
+		if (strcmp(n->cfg->advertised[i].name, name) == 0)
+			return &n->cfg->advertised[i];
+	return &n->cfg->advertised[0];
+}
+
 static int
 fill_brokers(struct net *n, struct conn *c,
     struct rn_MetadataResponse_MetadataResponseBroker **out, int32_t *count)
@@ -73,13 +103,16 @@ fill_brokers(struct net *n, struct conn *c,
 		return -ENOMEM;
 	for (i = 0; i < v->n_brokers; i++) {
 		const struct rn_mdv_broker *b = &v->brokers[i];
+		const char *host;
+		uint16_t port;
 
 		if (b->fenced)
 			continue;
 		rn_MetadataResponse_MetadataResponseBroker_init(&(*out)[k]);
 		(*out)[k].node_id = b->id;
-		(*out)[k].host = kstr(b->host);
-		(*out)[k].port = b->port;
+		net_broker_endpoint(n, c, b, &host, &port);
+		(*out)[k].host = kstr(host);
+		(*out)[k].port = port;
 		(*out)[k].rack = b->rack ? kstr(b->rack) : rn_kstr_c(NULL);
 		k++;
 	}
@@ -92,8 +125,8 @@ fill_brokers(struct net *n, struct conn *c,
 	    n->cfg->n_advertised > 0) {
 		rn_MetadataResponse_MetadataResponseBroker_init(&(*out)[k]);
 		(*out)[k].node_id = n->cfg->node_id;
-		(*out)[k].host = kstr(n->cfg->advertised[0].host);
-		(*out)[k].port = n->cfg->advertised[0].port;
+		(*out)[k].host = kstr(self_advertised(n, c)->host);
+		(*out)[k].port = self_advertised(n, c)->port;
 		(*out)[k].rack = n->cfg->broker_rack[0] ?
 		    kstr(n->cfg->broker_rack) : rn_kstr_c(NULL);
 		k++;
@@ -272,13 +305,16 @@ net_describe_cluster(struct net *n, struct conn *c)
 		return -ENOMEM;
 	for (i = 0; i < v->n_brokers; i++) {
 		const struct rn_mdv_broker *b = &v->brokers[i];
+		const char *host;
+		uint16_t port;
 
 		if (b->fenced)
 			continue;
 		rn_DescribeClusterResponse_DescribeClusterBroker_init(&r.brokers[k]);
 		r.brokers[k].broker_id = b->id;
-		r.brokers[k].host = kstr(b->host);
-		r.brokers[k].port = b->port;
+		net_broker_endpoint(n, c, b, &host, &port);
+		r.brokers[k].host = kstr(host);
+		r.brokers[k].port = port;
 		r.brokers[k].rack = b->rack ? kstr(b->rack) : rn_kstr_c(NULL);
 		k++;
 	}

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "protocol/kcodec.h"
 #include "protocol/kmsg_gen.h"
@@ -22,6 +23,7 @@
 
 struct net;
 struct conn;
+struct ssl_ctx_st;
 
 /* A response on its way out: its encoded bytes and the records it references. */
 struct net_out {
@@ -50,6 +52,15 @@ enum conn_wait {
 	CONN_WAIT_CONTROLLER,    /* an admin request forwarded to the controller */
 	CONN_WAIT_ACKS,          /* an acks=all produce waiting for the ISR */
 	CONN_WAIT_COORDINATOR,   /* a group request forwarded to the coordinator */
+	CONN_WAIT_AUTH_FAILED,   /* a failed login's answer held back
+				  * connection.failed.authentication.delay.ms */
+};
+
+/* Where SASL stands on a connection of a SASL listener. */
+enum conn_sasl {
+	CONN_SASL_HANDSHAKE = 0, /* SaslHandshake expected */
+	CONN_SASL_TOKEN,         /* SaslAuthenticate expected (handshake v1) */
+	CONN_SASL_RAW,           /* a raw token frame expected (handshake v0) */
 };
 
 /* An acks=all partition append waiting for the high watermark. */
@@ -67,11 +78,32 @@ struct net_watch {
 	int64_t offset;
 };
 
+struct ssl_st;
+struct rn_sasl_cfg;
+
 struct conn {
 	int fd;
 	uint64_t id;
 	struct conn *next_all, *prev_all;
 	char peer[64];
+
+	/*
+	 * Security: the listener it came in on; TLS (ssl NULL on plaintext
+	 * listeners); until authed (the TLS handshake and, on a SASL
+	 * listener, a login done) only ApiVersions and the SASL APIs are
+	 * taken, frames are capped at sasl.server.max.receive.size, and
+	 * all of it must end by auth_deadline_ms (0: none left).
+	 */
+	int listener;            /* index into cfg->listeners */
+	const struct rn_sasl_cfg *sasl; /* NULL: not a SASL listener */
+	struct ssl_st *ssl;
+	bool tls_done;           /* handshake finished */
+	bool tls_ktls;           /* the kernel encrypts sends: SSL_sendfile */
+	bool tls_broken;         /* a fatal TLS error: no close_notify */
+	bool authed;
+	enum conn_sasl sasl_state;
+	int64_t auth_deadline_ms;
+	char principal[96];      /* "User:alice": what authz.c authorizes */
 
 	/* input: frames accumulate here; grown only as bytes arrive */
 	uint8_t *rbuf;
@@ -161,6 +193,11 @@ struct net {
 	bool self_registered, self_unfenced;
 	bool serving;            /* the client listeners are being accepted on */
 	/* the group coordinator (coord_channel.c) */
+	/* security (tls.c, sasl.c) */
+	uint8_t *tls_buf;             /* one bounded send buffer per worker */
+	int n_apis_plain;             /* n_apis less the SASL ones (last) */
+	int64_t auth_fail_delay_ms;   /* connection.failed.authentication.delay.ms */
+	int64_t preauth_max;          /* sasl.server.max.receive.size */
 	struct rn_ringq to_coord;     /* not yet in the ring to it */
 	struct rn_ringq_in from_coord;
 	int32_t coord_pid;            /* its pid when last drained */
@@ -199,7 +236,7 @@ int net_create_acls(struct net *n, struct conn *c);
 int net_delete_acls(struct net *n, struct conn *c);
 
 /* conn.c: sockets, framing, the output queue; below dispatch.c */
-struct conn *net_conn_new(struct net *n, int fd);
+struct conn *net_conn_new(struct net *n, int fd, int listener);
 void net_conn_close(struct net *n, struct conn *c, const char *why);
 void net_conn_reap(struct net *n);
 void net_conn_readable(struct net *n, struct conn *c);
@@ -208,6 +245,8 @@ void net_conn_queue(struct net *n, struct conn *c, struct net_out *o);
 /* Finish the request being handled and move to the next one, if any. */
 void net_conn_request_done(struct net *n, struct conn *c);
 void net_conn_process(struct net *n, struct conn *c);
+/* Would it take input now (idle, not held back by unread responses)? */
+bool net_conn_wants_input(const struct conn *c);
 void net_out_free(struct net *n, struct net_out *o);
 
 /* dispatch.c: a frame to its API handler, and the response back */
@@ -284,6 +323,41 @@ int net_find_coordinator(struct net *n, struct conn *c);
 int net_group_forward(struct net *n, struct conn *c);
 int net_coord_drain(struct net *n);
 bool net_coord_pump(struct net *n);
+
+/* Where clients of connection c reach broker b: its listener of the
+ * name c came in on, else its default address (metadata.c). */
+void net_broker_endpoint(const struct net *n, const struct conn *c,
+    const struct rn_mdv_broker *b, const char **host, uint16_t *port);
+
+/*
+ * tls.c: a connection's TLS. The I/O calls behave as read, writev and
+ * sendfile on a nonblocking socket: -1 with errno EAGAIN when TLS waits
+ * for the socket (either way; net_tls_wants_write says which).
+ */
+#define NET_TLS_HANDSHAKE_MS 10000
+#define NET_TLS_BUF (64 * 1024)
+int net_tls_start(struct net *n, struct conn *c, struct ssl_ctx_st *ctx);
+/* 1 done, 0 not yet (see net_tls_wants_write), -1 failed (logged) */
+int net_tls_handshake(struct net *n, struct conn *c);
+bool net_tls_wants_write(const struct conn *c);
+ssize_t net_tls_read(struct conn *c, void *buf, size_t len);
+ssize_t net_tls_writev(struct net *n, struct conn *c,
+    const struct iovec *iov, int niov);
+ssize_t net_tls_sendfile(struct net *n, struct conn *c, int fd, off_t off,
+    size_t len);
+/* Decrypted bytes OpenSSL holds that epoll cannot see. */
+bool net_tls_pending(const struct conn *c);
+void net_tls_free(struct conn *c);
+
+/* sasl.c: SaslHandshake, SaslAuthenticate, the raw tokens of v0 */
+int net_sasl_handshake(struct net *n, struct conn *c);
+int net_sasl_authenticate(struct net *n, struct conn *c);
+/* The frame at c->frame_off is a raw token (after a v0 handshake). */
+bool net_sasl_raw_token(struct net *n, struct conn *c);
+/* A held-back failed login: answer it now and close. */
+void net_sasl_fail_now(struct net *n, struct conn *c);
+/* May this request be taken before authentication? */
+bool net_sasl_preauth_ok(const struct conn *c, int16_t api_key);
 
 /* Map a storage error to a Kafka error code. */
 int16_t net_storage_kerr(int rc);

@@ -52,7 +52,7 @@ net_listen(struct net *n, bool on)
 }
 
 static void
-net_accept(struct net *n, int lfd)
+net_accept(struct net *n, int lfd, int listener)
 {
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -80,7 +80,7 @@ net_accept(struct net *n, int lfd)
 				log_warn("accept");
 			return;
 		}
-		if (net_conn_new(n, fd) == NULL) {
+		if (net_conn_new(n, fd, listener) == NULL) {
 			log_warnx("cannot take a connection: out of memory");
 			close(fd);
 		}
@@ -96,10 +96,34 @@ net_deadlines(struct net *n, int64_t now)
 
 	for (c = n->conns; c != NULL; c = nc) {
 		nc = c->next_all;
+		if (c->auth_deadline_ms != 0 && c->wait == CONN_IDLE) {
+			if (c->auth_deadline_ms <= now) {
+				log_warnx("connection from %s on listener %s: "
+				    "%s not done in %d ms: closing", c->peer,
+				    n->cfg->listeners[c->listener].name,
+				    c->ssl != NULL && !c->tls_done ?
+				    "TLS handshake" : "SASL authentication",
+				    NET_TLS_HANDSHAKE_MS);
+				net_conn_close(n, c, "authentication timeout");
+				continue;
+			}
+			if (c->auth_deadline_ms < next)
+				next = c->auth_deadline_ms;
+		}
+		/* decrypted bytes epoll cannot see: take them now */
+		if (net_tls_pending(c) && net_conn_wants_input(c)) {
+			net_conn_readable(n, c);
+			if (c->fd < 0)
+				continue;
+			if (net_tls_pending(c) && net_conn_wants_input(c))
+				next = now;
+		}
 		if (c->wait == CONN_IDLE)
 			continue;
 		if (c->deadline_ms <= now) {
-			if (c->wait == CONN_WAIT_FETCH)
+			if (c->wait == CONN_WAIT_AUTH_FAILED)
+				net_sasl_fail_now(n, c);
+			else if (c->wait == CONN_WAIT_FETCH)
 				net_fetch_recheck(n, c, true);
 			else if (c->wait == CONN_WAIT_ACKS)
 				net_produce_recheck(n, c, true);
@@ -137,6 +161,20 @@ net_wakeup(struct net *n)
 		rn_part_clear_waiters(&n->parts, n->w->index);
 }
 
+/* A Kafka key's number as server.properties gave it, else its default. */
+static int64_t
+cfg_ms(const struct rn_config *cfg, const char *key, int64_t def)
+{
+	const char *v = rn_config_static(cfg, key);
+	char *end;
+	long long x;
+
+	if (v == NULL)
+		return def;
+	x = strtoll(v, &end, 10);
+	return *end == '\0' && x >= 0 ? x : def;
+}
+
 static int
 net_setup(struct net *n, struct rn_worker *w)
 {
@@ -163,6 +201,10 @@ net_setup(struct net *n, struct rn_worker *w)
 		return -ENOMEM;
 	n->parts.worker = w;
 	n->dispatch = net_dispatch;
+	n->auth_fail_delay_ms = cfg_ms(env->cfg,
+	    "connection.failed.authentication.delay.ms", 100);
+	n->preauth_max = cfg_ms(env->cfg, "sasl.server.max.receive.size",
+	    524288);
 	rn_mdview_init(&n->view);
 	rn_replquota_init(&n->lquota, true,
 	    &w->env->shm->hdr->leader_quota_tat_us);
@@ -407,7 +449,8 @@ net_event(struct net *n, const struct epoll_event *ev)
 	    p < (void *)(tag_listener + RN_CONFIG_MAX_LISTENERS)) {
 		int l = (int)((char *)p - tag_listener);
 
-		net_accept(n, n->w->env->listen[l].fd);
+		net_accept(n, n->w->env->listen[l].fd,
+		    n->w->env->listen[l].listener);
 		return;
 	}
 	c = p;

@@ -1,0 +1,251 @@
+/*
+ * SASL settings of a listener, and the JAAS text of PlainLoginModule
+ * read the way Kafka's JaasConfig reads it: one login module, a flag,
+ * key=value options (values quoted or bare), a closing semicolon.
+ */
+#include "autoconf.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+
+#include "common/config.h"
+#include "common/sasl_config.h"
+#include "common/ssl_config.h"
+#include "common/util.h"
+
+#define PLAIN_MODULE "org.apache.kafka.common.security.plain.PlainLoginModule"
+#define USERS_MAX 4096
+
+static void
+skip_space(const char **p)
+{
+	while (isspace((unsigned char)**p))
+		(*p)++;
+}
+
+/* A bare word: up to white space, '=' or ';'. */
+static size_t
+word(const char *p)
+{
+	size_t n = 0;
+
+	while (p[n] != '\0' && !isspace((unsigned char)p[n]) && p[n] != '=' &&
+	    p[n] != ';')
+		n++;
+	return n;
+}
+
+static int
+add_user(struct rn_sasl_cfg *out, const char *name, size_t nlen,
+    const char *pw)
+{
+	struct rn_sasl_user *u;
+
+	if (out->n_users == USERS_MAX)
+		return -1;
+	if ((u = realloc(out->users, sizeof(*u) * (size_t)(out->n_users + 1)))
+	    == NULL)
+		return -1;
+	out->users = u;
+	u = &out->users[out->n_users];
+	if ((u->name = strndup(name, nlen)) == NULL)
+		return -1;
+	if ((u->password = strdup(pw)) == NULL) {
+		free(u->name);
+		return -1;
+	}
+	out->n_users++;
+	return 0;
+}
+
+int
+rn_jaas_plain_users(const char *jaas, struct rn_sasl_cfg *out, char *err,
+    size_t errlen)
+{
+	const char *p = jaas;
+	char *val = NULL;
+	size_t n;
+
+	skip_space(&p);
+	n = word(p);
+	if (n != strlen(PLAIN_MODULE) || strncmp(p, PLAIN_MODULE, n) != 0) {
+		snprintf(err, errlen, "the login module is not %s (PLAIN is "
+		    "the only SASL mechanism served)", PLAIN_MODULE);
+		return -1;
+	}
+	p += n;
+	skip_space(&p);
+	n = word(p);
+	if (!(n == 8 && strncasecmp(p, "required", 8) == 0) &&
+	    !(n == 9 && strncasecmp(p, "requisite", 9) == 0) &&
+	    !(n == 10 && strncasecmp(p, "sufficient", 10) == 0) &&
+	    !(n == 8 && strncasecmp(p, "optional", 8) == 0)) {
+		snprintf(err, errlen, "no login module flag (required) after "
+		    "the module name");
+		return -1;
+	}
+	p += n;
+	if ((val = malloc(strlen(jaas) + 1)) == NULL)
+		goto oom;
+	for (;;) {
+		const char *key;
+		size_t klen, vlen = 0;
+
+		skip_space(&p);
+		if (*p == ';')
+			break;
+		key = p;
+		klen = word(p);
+		p += klen;
+		skip_space(&p);
+		if (klen == 0 || *p != '=') {
+			snprintf(err, errlen, "expected key=value or ';' at "
+			    "'%.20s'", key);
+			goto bad;
+		}
+		p++;
+		skip_space(&p);
+		if (*p == '"') {
+			for (p++; *p != '"'; p++) {
+				if (*p == '\0') {
+					snprintf(err, errlen, "unterminated "
+					    "quoted value of %.*s", (int)klen,
+					    key);
+					goto bad;
+				}
+				if (*p == '\\' && p[1] != '\0')
+					p++;
+				val[vlen++] = *p;
+			}
+			p++;
+		} else {
+			vlen = word(p);
+			memcpy(val, p, vlen);
+			p += vlen;
+		}
+		val[vlen] = '\0';
+		if (klen > 5 && strncmp(key, "user_", 5) == 0 &&
+		    add_user(out, key + 5, klen - 5, val) != 0)
+			goto oom;
+	}
+	p++;
+	skip_space(&p);
+	if (*p != '\0') {
+		snprintf(err, errlen, "text after the ';' (one login module "
+		    "only)");
+		goto bad;
+	}
+	OPENSSL_cleanse(val, strlen(jaas) + 1);
+	free(val);
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory or more than %d users",
+	    USERS_MAX);
+bad:
+	if (val != NULL) {
+		OPENSSL_cleanse(val, strlen(jaas) + 1);
+		free(val);
+	}
+	return -1;
+}
+
+int
+rn_sasl_cfg_load(const struct rn_config *cfg, const char *lname,
+    struct rn_sasl_cfg *out, char *err, size_t errlen)
+{
+	const char *mechs = rn_listener_key(cfg, lname, NULL,
+	    "sasl.enabled.mechanisms");
+	const char *jaas = rn_listener_key(cfg, lname, "plain",
+	    "sasl.jaas.config");
+	char buf[512], why[256], *s = buf, *m;
+
+	memset(out, 0, sizeof(*out));
+	if (mechs == NULL)
+		mechs = "PLAIN";
+	if (strlcpy(buf, mechs, sizeof(buf)) >= sizeof(buf)) {
+		snprintf(err, errlen, "sasl.enabled.mechanisms: too long");
+		return -1;
+	}
+	while ((m = strsep(&s, ",")) != NULL) {
+		m = rn_trim(m);
+		if (*m == '\0')
+			continue;
+		if (strcmp(m, "PLAIN") != 0) {
+			snprintf(err, errlen, "invalid value '%s' for "
+			    "sasl.enabled.mechanisms (listener %s): %s is not "
+			    "supported, PLAIN is the only mechanism for now",
+			    mechs, lname, m);
+			return -1;
+		}
+		out->mechs |= RN_SASL_PLAIN;
+	}
+	if (out->mechs == 0) {
+		snprintf(err, errlen, "sasl.enabled.mechanisms is empty for "
+		    "SASL listener %s", lname);
+		return -1;
+	}
+	strlcpy(out->mech_list, "PLAIN", sizeof(out->mech_list));
+	if (jaas == NULL) {
+		snprintf(err, errlen, "SASL listener %s has no users: set "
+		    "listener.name.%s.plain.sasl.jaas.config to %s required "
+		    "user_<name>=\"<password>\";", lname, lname, PLAIN_MODULE);
+		for (char *c = err; *c; c++)
+			if (strncmp(c, "listener.name.", 14) == 0)
+				for (c += 14; *c && *c != '.'; c++)
+					*c = (char)tolower((unsigned char)*c);
+		return -1;
+	}
+	if (rn_jaas_plain_users(jaas, out, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "invalid sasl.jaas.config for listener "
+		    "%s: %s", lname, why);
+		rn_sasl_cfg_free(out);
+		return -1;
+	}
+	if (out->n_users == 0) {
+		snprintf(err, errlen, "sasl.jaas.config of listener %s names "
+		    "no users (user_<name>=\"<password>\")", lname);
+		rn_sasl_cfg_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+void
+rn_sasl_cfg_free(struct rn_sasl_cfg *s)
+{
+	int i;
+
+	for (i = 0; i < s->n_users; i++) {
+		OPENSSL_cleanse(s->users[i].password,
+		    strlen(s->users[i].password));
+		free(s->users[i].password);
+		free(s->users[i].name);
+	}
+	free(s->users);
+	s->users = NULL;
+	s->n_users = 0;
+}
+
+bool
+rn_sasl_plain_check(const struct rn_sasl_cfg *s, const char *name,
+    size_t len, const char *pw, size_t pwlen)
+{
+	int i;
+
+	for (i = 0; i < s->n_users; i++) {
+		const struct rn_sasl_user *u = &s->users[i];
+		size_t ul = strlen(u->password);
+
+		if (strlen(u->name) != len || memcmp(u->name, name, len) != 0)
+			continue;
+		/* the time taken tells nothing of the password but its
+		 * length */
+		return ul == pwlen && CRYPTO_memcmp(u->password, pw, ul) == 0;
+	}
+	return false;
+}

@@ -1,0 +1,218 @@
+/*
+ * SASL on the SASL_PLAINTEXT and SASL_SSL listeners, as Kafka serves it:
+ * SaslHandshake picks the mechanism, then the client's tokens come in
+ * SaslAuthenticate requests (handshake v1) or as raw size-prefixed frames
+ * (v0). PLAIN (RFC 4616) is the one mechanism. Until a login succeeds
+ * only ApiVersions and these are taken; a failed login is answered after
+ * connection.failed.authentication.delay.ms and the connection closed.
+ * The password is never logged, whatever happens.
+ */
+#include "autoconf.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/sasl_config.h"
+#include "common/util.h"
+#include "protocol/kerrors.h"
+#include "workers/network/net_int.h"
+
+#define MSG_BAD_LOGIN "Authentication failed: Invalid username or password"
+
+bool
+net_sasl_preauth_ok(const struct conn *c, int16_t api_key)
+{
+	if (c->authed)
+		return true;
+	return c->sasl != NULL && (api_key == RN_KAPI_API_VERSIONS ||
+	    api_key == RN_KAPI_SASL_HANDSHAKE ||
+	    api_key == RN_KAPI_SASL_AUTHENTICATE);
+}
+
+static const char *
+listener_name(const struct net *n, const struct conn *c)
+{
+	return n->cfg->listeners[c->listener].name;
+}
+
+/* A user name fit for a log line: printable, cut short. */
+static void
+log_name(const uint8_t *p, size_t len, char *out, size_t outlen)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < len && k + 1 < outlen && i < 64; i++)
+		out[k++] = isprint(p[i]) ? (char)p[i] : '?';
+	out[k] = '\0';
+}
+
+/*
+ * RFC 4616: [authzid] NUL authcid NUL passwd. 0 and the principal set,
+ * or -1 with the reason for the client (never naming the password).
+ */
+static int
+plain_login(struct net *n, struct conn *c, const uint8_t *tok, size_t len,
+    const char **why)
+{
+	const uint8_t *z1, *z2, *user, *pw;
+	size_t zlen, ulen, pwlen;
+	char name[72];
+
+	(void)n;
+	if (tok == NULL || (z1 = memchr(tok, 0, len)) == NULL ||
+	    (z2 = memchr(z1 + 1, 0, len - (size_t)(z1 + 1 - tok))) == NULL) {
+		*why = "Invalid SASL/PLAIN request: expected 3 tokens";
+		log_warnx("SASL/PLAIN login from %s on listener %s: malformed "
+		    "token: closing", c->peer, listener_name(n, c));
+		return -1;
+	}
+	zlen = (size_t)(z1 - tok);
+	user = z1 + 1;
+	ulen = (size_t)(z2 - user);
+	pw = z2 + 1;
+	pwlen = len - (size_t)(pw - tok);
+	log_name(user, ulen, name, sizeof(name));
+	if (ulen == 0 || pwlen == 0)
+		*why = ulen == 0 ? "Authentication failed: username not "
+		    "specified" : "Authentication failed: password not "
+		    "specified";
+	else if (zlen != 0 && (zlen != ulen || memcmp(tok, user, ulen) != 0))
+		*why = "Authentication failed: Client requested an "
+		    "authorization id that is different from username";
+	else if (!rn_sasl_plain_check(c->sasl, (const char *)user, ulen,
+	    (const char *)pw, pwlen))
+		*why = MSG_BAD_LOGIN;
+	else {
+		snprintf(c->principal, sizeof(c->principal), "User:%.*s",
+		    (int)ulen, (const char *)user);
+		c->authed = true;
+		c->auth_deadline_ms = 0;
+		log_debug("connection from %s on listener %s: authenticated "
+		    "as %s (SASL/PLAIN)", c->peer, listener_name(n, c),
+		    c->principal);
+		return 0;
+	}
+	log_warnx("SASL/PLAIN authentication failed for user '%s' from %s "
+	    "on listener %s: %s", name, c->peer, listener_name(n, c), *why);
+	return -1;
+}
+
+/* Hold a failed login's answer back, then answer and close. */
+static void
+fail_later(struct net *n, struct conn *c)
+{
+	if (n->auth_fail_delay_ms <= 0) {
+		net_sasl_fail_now(n, c);
+		return;
+	}
+	c->wait = CONN_WAIT_AUTH_FAILED;
+	c->deadline_ms = rn_now_ms() + n->auth_fail_delay_ms;
+}
+
+void
+net_sasl_fail_now(struct net *n, struct conn *c)
+{
+	c->closing = true;
+	if (c->sasl_state == CONN_SASL_TOKEN) {
+		struct rn_SaslAuthenticateResponse r;
+
+		rn_SaslAuthenticateResponse_init(&r);
+		r.error_code = RN_KERR_SASL_AUTHENTICATION_FAILED;
+		r.error_message = rn_kstr_c(MSG_BAD_LOGIN);
+		(void)net_respond(n, c, &r);
+	}
+	/* a v0 client is told by the close alone; one answered at once
+	 * is closed by the caller, conn.c */
+	if (c->wait != CONN_IDLE)
+		net_conn_request_done(n, c);
+}
+
+int
+net_sasl_handshake(struct net *n, struct conn *c)
+{
+	const struct rn_SaslHandshakeRequest *req = c->req;
+	struct rn_SaslHandshakeResponse r;
+	struct rn_kstr mech = rn_kstr_c("PLAIN");
+
+	rn_SaslHandshakeResponse_init(&r);
+	r.mechanisms = &mech;
+	r.mechanisms_count = 1;
+	if (c->sasl == NULL || c->authed ||
+	    c->sasl_state != CONN_SASL_HANDSHAKE) {
+		r.error_code = RN_KERR_ILLEGAL_SASL_STATE;
+		log_warnx("connection from %s on listener %s: SaslHandshake "
+		    "out of turn: closing", c->peer, listener_name(n, c));
+		c->closing = true;
+	} else if (req->mechanism.len == 5 &&
+	    memcmp(req->mechanism.ptr, "PLAIN", 5) == 0 &&
+	    (c->sasl->mechs & RN_SASL_PLAIN))
+		c->sasl_state = c->hdr.api_version == 0 ? CONN_SASL_RAW :
+		    CONN_SASL_TOKEN;
+	else {
+		char m[72];
+
+		log_name((const uint8_t *)req->mechanism.ptr,
+		    req->mechanism.len > 0 ? (size_t)req->mechanism.len : 0, m,
+		    sizeof(m));
+		log_warnx("connection from %s on listener %s: SASL mechanism "
+		    "'%s' is not enabled (%s): closing", c->peer,
+		    listener_name(n, c), m, c->sasl->mech_list);
+		r.error_code = RN_KERR_UNSUPPORTED_SASL_MECHANISM;
+		c->closing = true;
+	}
+	return net_respond(n, c, &r);
+}
+
+int
+net_sasl_authenticate(struct net *n, struct conn *c)
+{
+	const struct rn_SaslAuthenticateRequest *req = c->req;
+	struct rn_SaslAuthenticateResponse r;
+	const char *why;
+
+	rn_SaslAuthenticateResponse_init(&r);
+	if (c->sasl == NULL || c->authed || c->sasl_state != CONN_SASL_TOKEN) {
+		log_warnx("connection from %s on listener %s: "
+		    "SaslAuthenticate out of turn: closing", c->peer,
+		    listener_name(n, c));
+		r.error_code = RN_KERR_ILLEGAL_SASL_STATE;
+		r.error_message = rn_kstr_c("SaslAuthenticate without a "
+		    "SaslHandshake, or after a login");
+		c->closing = true;
+		return net_respond(n, c, &r);
+	}
+	if (plain_login(n, c, req->auth_bytes.ptr, req->auth_bytes.len > 0 ?
+	    (size_t)req->auth_bytes.len : 0, &why) != 0) {
+		fail_later(n, c);
+		return 0;
+	}
+	return net_respond(n, c, &r);
+}
+
+bool
+net_sasl_raw_token(struct net *n, struct conn *c)
+{
+	static const uint8_t empty[4];
+	const char *why;
+	struct net_out *o;
+
+	if (plain_login(n, c, c->rbuf + c->frame_off + 4, c->frame_len,
+	    &why) != 0) {
+		fail_later(n, c);
+		return true;
+	}
+	/* success: an empty token in a raw frame of its own */
+	if ((o = calloc(1, sizeof(*o))) == NULL ||
+	    (o->chunks = malloc(sizeof(*o->chunks))) == NULL) {
+		free(o);
+		return false;
+	}
+	rn_kwriter_init(&o->w);
+	o->chunks[0] = (struct rn_kchunk){ empty, sizeof(empty), -1, 0 };
+	o->n_chunks = 1;
+	net_conn_queue(n, c, o);
+	return true;
+}
