@@ -11,7 +11,9 @@
  * librdkafka 2.0.2 knows the resource types TOPIC, GROUP and BROKER (the
  * wire code of CLUSTER) only: bindings on transactional ids, delegation
  * tokens and users cannot be written or named through it, so those flags
- * are refused with a message rather than half served.
+ * are refused with a message rather than half served. Its DescribeAcls
+ * also drops the response's error code (an error reads as "no bindings"),
+ * so an empty answer is checked with one DescribeAcls of our own codec.
  */
 #include "autoconf.h"
 
@@ -20,10 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "common/acl.h"
+#include "common/arena.h"
 #include "common/util.h"
+#include "protocol/kmsg_gen.h"
 #include "tools/tool_common.h"
+#include "tools/tool_kclient.h"
 
 /* Kafka's enum names, indexed by wire code. */
 static const char *const res_names[] = {
@@ -518,6 +524,49 @@ from_binding(const rd_kafka_AclBinding_t *b, struct res *r, struct ace *a)
 }
 
 /*
+ * The error librdkafka 2.0.2 leaves out of a DescribeAcls answer, asked
+ * again of the first bootstrap server with our codec: 0 if none (or no
+ * plain-text answer to tell), else -1 after reporting it.
+ */
+static int
+describe_error(const struct opts *o, const struct res *r, const char *what)
+{
+	struct rn_DescribeAclsRequest req;
+	struct rn_DescribeAclsResponse resp;
+	struct rn_arena arena;
+	char err[256], *msg;
+	int fd, rc = 0;
+
+	if (!tool_plaintext_only(&o->client) ||
+	    (fd = tkc_connect(o->bootstrap, o->timeout_ms, err,
+	    sizeof(err))) < 0)
+		return 0;
+	rn_DescribeAclsRequest_init(&req);
+	req.resource_type_filter = r ? r->type : RN_ACL_RES_ANY;
+	req.resource_name_filter = rn_kstr_c(r ? r->name : NULL);
+	req.pattern_type_filter = r ? r->pattern : RN_ACL_PAT_ANY;
+	req.principal_filter = rn_kstr_c(NULL);
+	req.host_filter = rn_kstr_c(NULL);
+	req.operation = RN_ACL_OP_ANY;
+	req.permission_type = RN_ACL_PERM_ANY;
+	rn_arena_init(&arena, 16u << 20);
+	/* v1: pattern types; the version librdkafka 2.0.2 speaks */
+	if (tkc_call_api(fd, RN_KAPI_DESCRIBE_ACLS, 1, &req, &arena, &resp,
+	    o->timeout_ms, err, sizeof(err)) == 0 && resp.error_code != 0) {
+		msg = resp.error_message.len > 0 ? strndup(
+		    resp.error_message.ptr, (size_t)resp.error_message.len) :
+		    NULL;
+		tool_report_err(what, (rd_kafka_resp_err_t)resp.error_code,
+		    msg);
+		free(msg);
+		rc = -1;
+	}
+	rn_arena_free(&arena);
+	close(fd);
+	return rc;
+}
+
+/*
  * DescribeAcls for r (NULL: everything); the result event, its bindings
  * in *bs, or NULL after saying why.
  */
@@ -551,6 +600,10 @@ describe(rd_kafka_t *rk, const struct opts *o, const struct res *r,
 	}
 	*bs = rd_kafka_DescribeAcls_result_acls(
 	    rd_kafka_event_DescribeAcls_result(ev), n);
+	if (*n == 0 && describe_error(o, r, what) != 0) {
+		rd_kafka_event_destroy(ev);
+		return NULL;
+	}
 	return ev;
 }
 

@@ -570,6 +570,12 @@ plaintext_only(const struct tool_props *props)
 	return true;
 }
 
+bool
+tool_plaintext_only(const struct tool_props *props)
+{
+	return plaintext_only(props);
+}
+
 int
 tool_require_api(const char *bootstrap, const struct tool_props *props,
     int key, const char *request, const char *what, int timeout_ms)

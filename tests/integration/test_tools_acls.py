@@ -194,8 +194,10 @@ with TempDir() as tmp:
         r = run(n, "--remove", "--topic", "orders", stdin="y\n")
         ok(r, "answered y")
         t.eq(listing(n, "--topic", "orders"), {}, "the topic's bindings are gone")
+        # the pattern type applies to every resource given: any = each name
+        # exactly, whatever its pattern type
         ok(run(n, "--remove", "--force", "--topic", "ord", "--resource-pattern-type",
-               "prefixed", "--group", "g1"), "--remove --force two resources")
+               "any", "--group", "g1"), "--remove --force two resources (any)")
         t.eq(listing(n), {}, "nothing left")
 
         # a binding added by the tool takes effect on the data path
