@@ -153,7 +153,8 @@ usage(FILE *f)
 	    "CreateTokens,\n"
 	    "                        DescribeTokens, All (any case)\n"
 	    "  --principal P         with --list: only this principal's "
-	    "bindings (repeatable)\n"
+	    "bindings\n"
+	    "                        (repeatable)\n"
 	    "Conveniences (with --allow-principal):\n"
 	    "  --producer            WRITE, DESCRIBE, CREATE on the --topic "
 	    "resources\n"
@@ -902,6 +903,13 @@ do_list(rd_kafka_t *rk, const struct opts *o, const struct plan *p)
 				goto out;
 		}
 	}
+	for (k = 0, nb = 0; k < found.n; k++)
+		if (found.v[k].res.type == RN_ACL_RES_UNKNOWN)
+			nb += (size_t)found.v[k].n;
+	if (nb > 0)
+		tool_warnx("%zu binding(s) on resource types librdkafka 2.0.2 "
+		    "does not know (transactional ids, delegation tokens, "
+		    "users) are shown as UNKNOWN", nb);
 	if (o->list_p.n == 0)
 		print_listing(&found, NULL);
 	for (k = 0; k < o->list_p.n; k++) {
