@@ -102,7 +102,7 @@ struct opts {
 	struct strs topics, groups, txn_ids, tokens, users;
 	struct strs allow_p, deny_p, allow_h, deny_h, list_p;
 	struct strs ops_s;
-	int8_t ops[32];          /* --operation, parsed */
+	int8_t ops[16];          /* --operation, parsed, each once */
 	int n_ops;
 	struct tool_props client;
 	int timeout_ms;
@@ -1033,7 +1033,8 @@ check_opts(struct opts *o)
 			    "All)", o->ops_s.v[i]);
 			return -1;
 		}
-		if (o->n_ops < (int)RN_ARRAY_SIZE(o->ops))
+		/* a set: at most one of each of the 13 operations */
+		if (memchr(o->ops, v, (size_t)o->n_ops) == NULL)
 			o->ops[o->n_ops++] = (int8_t)v;
 	}
 	if (o->n_ops == 0)
