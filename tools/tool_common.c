@@ -256,6 +256,8 @@ static const struct {
 	{ RD_KAFKA_RESP_ERR_POLICY_VIOLATION, "refused by the cluster's policy" },
 	{ RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, "not authorized" },
 	{ RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED, "not authorized" },
+	{ RD_KAFKA_RESP_ERR_SECURITY_DISABLED,
+	    "the cluster has no authorizer configured" },
 	{ RD_KAFKA_RESP_ERR_NOT_CONTROLLER,
 	    "the broker asked is not the controller" },
 	{ RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
@@ -566,6 +568,12 @@ plaintext_only(const struct tool_props *props)
 			return false;
 	}
 	return true;
+}
+
+bool
+tool_plaintext_only(const struct tool_props *props)
+{
+	return plaintext_only(props);
 }
 
 int

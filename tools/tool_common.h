@@ -163,6 +163,12 @@ int tool_kmeta_fetch(const char *bootstrap, int timeout_ms,
 void tool_api_probe(const char *bootstrap, int timeout_ms);
 bool tool_api_unsupported(int key);
 
+/*
+ * Whether our own plain-text requests may go to the bootstrap server (not
+ * a TLS or SASL listener, not a broker older than ApiVersions).
+ */
+bool tool_plaintext_only(const struct tool_props *props);
+
 /* 0, or -1 after saying the broker cannot serve request (a name). */
 int tool_require_api(const char *bootstrap, const struct tool_props *props,
     int key, const char *request, const char *what, int timeout_ms);
