@@ -177,8 +177,11 @@ co_authorized(struct co *co, struct co_req *r, int8_t op, int8_t res,
 	char what[256];
 	size_t len = name.len > 0 ? (size_t)name.len : 0;
 
-	if (rn_authz_allowed(&co->authz, co->view.acls, co->view.n_acls,
-	    &r->who, op, res, name.ptr != NULL ? name.ptr : "", len))
+	if (!co->authz.on)
+		return true;
+	if (r->who.principal != NULL && rn_authz_allowed(&co->authz,
+	    co->view.acls, co->view.n_acls, &r->who, op, res,
+	    name.ptr != NULL ? name.ptr : "", len))
 		return true;
 	/* clients retry every few seconds: one line per 10 s at most */
 	if (co->now - co->authz_logged_ms < 10000 && co->authz_logged_ms != 0) {
@@ -192,7 +195,8 @@ co_authorized(struct co *co, struct co_req *r, int8_t op, int8_t res,
 	rn_log_about(LOG_NOTICE, res == RN_ACL_RES_GROUP ? rn_subj_group(what) :
 	    res == RN_ACL_RES_TOPIC ? rn_subj_topic(what) : rn_subj_topic(NULL),
 	    "authorization: %s from %s denied %s on %s %s (API %d; %u "
-	    "denials not logged before this one)", r->who.principal,
+	    "denials not logged before this one)", r->who.principal != NULL ?
+	    r->who.principal : "(no principal forwarded)",
 	    r->who.host, rn_acl_op_name(op), rn_acl_resource_name(res), what,
 	    r->pend.key, co->authz_unlogged);
 	co->authz_logged_ms = co->now;
@@ -203,7 +207,9 @@ co_authorized(struct co *co, struct co_req *r, int8_t op, int8_t res,
 bool
 co_authorized_cluster(struct co *co, struct co_req *r, int8_t op)
 {
-	return rn_authz_allowed(&co->authz, co->view.acls, co->view.n_acls,
+	if (!co->authz.on)
+		return true;
+	return r->who.principal != NULL && rn_authz_allowed(&co->authz, co->view.acls, co->view.n_acls,
 	    &r->who, op, RN_ACL_RES_CLUSTER, RN_ACL_CLUSTER_NAME,
 	    strlen(RN_ACL_CLUSTER_NAME));
 }
@@ -233,7 +239,6 @@ co_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 	    RN_IPC_VERSION || body == NULL || body->type != MSGPACK_OBJECT_BIN)
 		return -EBADMSG;
 	memset(&r, 0, sizeof(r));
-	rn_arena_reset(&co->arena);
 	r.pend.slot = slot;
 	r.pend.req = (uint64_t)rn_mp_get_int(m, "req", 0);
 	r.pend.key = (int16_t)rn_mp_get_int(m, "key", -1);
@@ -249,16 +254,16 @@ co_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 		r.host.ptr = o->via.str.ptr;
 		r.host.len = (int32_t)o->via.str.size;
 	}
-	/* a network worker of an older binary sends none: anonymous */
-	r.who.principal = mp_cstr(&co->arena, rn_mp_get(m, "principal"),
-	    "User:ANONYMOUS");
-	r.who.host = mp_cstr(&co->arena, rn_mp_get(m, "addr"), "");
 	r.body = (const uint8_t *)body->via.bin.ptr;
 	r.len = body->via.bin.size;
 	if ((api = rn_kapi_find(r.pend.key)) == NULL)
 		return -EBADMSG;
+	rn_arena_reset(&co->arena);
 	rn_arena_set_limit(&co->arena, 4 * r.len + 4096 +
 	    (size_t)co->cfg->socket_request_max_bytes);
+	/* none (a network worker of an older binary): every check denies */
+	r.who.principal = mp_cstr(&co->arena, rn_mp_get(m, "principal"), NULL);
+	r.who.host = mp_cstr(&co->arena, rn_mp_get(m, "addr"), "");
 	rn_kreader_init(&kr, r.body, r.len);
 	if ((r.req = rn_arena_alloc(&co->arena, api->request_size)) == NULL ||
 	    (rc = api->decode_request(&kr, r.pend.ver, &co->arena,

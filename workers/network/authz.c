@@ -25,7 +25,10 @@
 
 /* The APIs whose handlers check their resources themselves. */
 static const int16_t authz_aware[] = {
-	RN_KAPI_API_VERSIONS,    /* no resource: served to anyone */
+	/* no resource: served to anyone (SASL ones before the login) */
+	RN_KAPI_API_VERSIONS,
+	RN_KAPI_SASL_HANDSHAKE,
+	RN_KAPI_SASL_AUTHENTICATE,
 	RN_KAPI_METADATA,
 	RN_KAPI_PRODUCE,
 	RN_KAPI_FETCH,
