@@ -805,13 +805,14 @@ recover_segment(struct rn_log *log, int i, int64_t rp, int clean,
 		    rn_oidx_sanity(&seg->oidx, seg->o_entries, seg->size) < 0 ||
 		    rn_tidx_sanity(&seg->tidx, seg->t_entries) < 0) {
 			need_scan = 1;
+		} else if (rn_segment_load_tail(seg, seg->o_entries,
+		    seg->t_entries, seg->size, c) < 0) {
+			/* cut short after its last index entry: what follows
+			 * in later segments would leave a hole */
+			need_scan = 1;
 		} else if (last) {
-			if (rn_segment_load_tail(seg, seg->o_entries,
-			    seg->t_entries, seg->size, c) < 0)
-				need_scan = 1;
-			else
-				rc = rn_segment_open_indexes(log->dirfd, seg,
-				    index_prealloc(log), 1);
+			rc = rn_segment_open_indexes(log->dirfd, seg,
+			    index_prealloc(log), 1);
 			if (rc < 0)
 				return rc;
 		}

@@ -85,13 +85,14 @@ read_key(struct mp_read *st, const char *k, const char *v, char *err,
 		}
 		*(k[0] == 'n' ? &st->node : &st->broker) = n;
 	} else if (strcmp(k, "cluster.id") == 0) {
-		if (strlcpy(mp->cluster_id, v, sizeof(mp->cluster_id)) >=
-		    sizeof(mp->cluster_id)) {
-			mp->cluster_id[0] = '\0';
-			snprintf(err, errlen, "%s: cluster.id '%s' is too long",
-			    st->path, v);
+		/* a cut file would otherwise name another cluster */
+		if (rn_uuid_parse(v, &u) != 0) {
+			snprintf(err, errlen, "%s: cluster.id '%s' is not a "
+			    "Kafka Uuid (22 base64url characters)", st->path,
+			    v);
 			return -EINVAL;
 		}
+		strlcpy(mp->cluster_id, v, sizeof(mp->cluster_id));
 	} else if (strcmp(k, "directory.id") == 0) {
 		if (rn_uuid_parse(v, &u) != 0) {
 			snprintf(err, errlen, "%s: directory.id '%s' is not a "

@@ -398,7 +398,11 @@ rn_controller_main(struct rn_worker *w)
 	ctl_loop_init(c, env);
 	if (ctl_uuid_random(c->incarnation) != 0)
 		fatal("no random incarnation id");
-	if (ctl_raft_start(c) != 0 || ctl_agent_start(c) != 0) {
+	if ((rc = ctl_raft_start(c)) == -EUCLEAN) {
+		/* damaged files stay damaged: no restart loop */
+		c->exit_code = RN_WORKER_EXIT_FATAL;
+		ctl_stop(c, RN_WORKER_EXIT_FATAL);
+	} else if (rc != 0 || ctl_agent_start(c) != 0) {
 		c->exit_code = RN_WORKER_EXIT_RESTART;
 		ctl_stop(c, RN_WORKER_EXIT_RESTART);
 	}

@@ -226,7 +226,7 @@ int
 ctl_raft_start(struct ctl *c)
 {
 	const struct rn_config *cfg = c->cfg;
-	char self[RN_CONFIG_HOST_MAX + 16];
+	char self[RN_CONFIG_HOST_MAX + 16], err[1200];
 	int i, rc, me = -1;
 
 	for (i = 0; i < cfg->n_voters; i++)
@@ -245,6 +245,11 @@ ctl_raft_start(struct ctl *c)
 		log_errx("cannot create %s: %s", c->raft_dir, strerror(-rc));
 		return rc;
 	}
+	if ((rc = ctl_raft_check_files(c->raft_dir, err, sizeof(err))) != 0) {
+		log_errx("metadata log: %s; not starting on it: a voter must "
+		    "not forget entries or votes it gave", err);
+		return rc == -EBADMSG ? -EUCLEAN : rc;
+	}
 	if ((rc = ctl_transport_init(&c->transport, &c->loop,
 	    ctl_listen_fd(c->w->env), cfg)) != 0)
 		return rc;
@@ -254,9 +259,12 @@ ctl_raft_start(struct ctl *c)
 		log_errx("metadata log in %s: %s", c->raft_dir,
 		    c->io.errmsg[0] ? c->io.errmsg : raft_strerror(rc));
 		ctl_transport_free(&c->transport);
-		return -EIO;
+		return rc == RAFT_CORRUPT || rc == RAFT_MALFORMED ? -EUCLEAN :
+		    -EIO;
 	}
 	c->io_inited = true;
+	/* it would set a damaged segment aside and forget its entries */
+	raft_uv_set_auto_recovery(&c->io, false);
 	c->io_close = c->io.close;
 	c->io.close = ctl_io_close;
 	c->fsm.version = 2;
@@ -280,8 +288,10 @@ ctl_raft_start(struct ctl *c)
 	if ((rc = bootstrap_voters(c)) != 0)
 		return rc;
 	if ((rc = raft_start(&c->raft)) != 0) {
-		log_errx("metadata log: %s", raft_errmsg(&c->raft));
-		return -EIO;
+		log_errx("metadata log in %s: %s", c->raft_dir,
+		    raft_errmsg(&c->raft));
+		return rc == RAFT_CORRUPT || rc == RAFT_MALFORMED ? -EUCLEAN :
+		    -EIO;
 	}
 	rn_log_about(LOG_INFO, rn_subj_broker(cfg->node_id), "metadata quorum "
 	    "started: node %d at %s, %d voter(s)", cfg->node_id, self,

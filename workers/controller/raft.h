@@ -156,7 +156,12 @@ struct ctl {
 };
 
 /* raft.c */
+/* -EUCLEAN: the metadata log's files are damaged (logged, naming the
+ * file); restarting would not mend them */
 int ctl_raft_start(struct ctl *c);
+/* raftfiles.c: the files libraft would load, checked first; -EBADMSG
+ * with err naming the damaged file */
+int ctl_raft_check_files(const char *dir, char *err, size_t errlen);
 void ctl_raft_close(struct ctl *c, void (*done)(struct ctl *c));
 /* after the loop has run dry */
 void ctl_raft_free(struct ctl *c);
