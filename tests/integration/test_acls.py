@@ -24,7 +24,8 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType,
-                         ACLResourcePatternType, KafkaAdminClient,
+                         ACLResourcePatternType, ConfigResource,
+                         ConfigResourceType, KafkaAdminClient,
                          ResourcePattern, ResourcePatternFilter, ResourceType)
 from kafka.errors import SecurityDisabledError
 
@@ -214,13 +215,20 @@ with TempDir() as tmp:
         t.eq(group_consume(n, "g-secret", "orders")[0], "GROUP_AUTHORIZATION_FAILED",
              "group g-secret (alice's): GROUP_AUTHORIZATION_FAILED")
 
-        # an API that checks no ACLs yet: super users only
+        # DescribeConfigs: DESCRIBE_CONFIGS on the topic (WRITE does not imply it)
+        res = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "secret"),
+                                  ConfigResource(ConfigResourceType.TOPIC, "free")])
+        errs = {x[3]: x[0] for r in res for x in r.resources}
+        t.eq(errs, {"secret": 29, "free": 0},
+             "DescribeConfigs: secret refused (TOPIC_AUTHORIZATION_FAILED), free described")
+
+        # an API that checks no ACLs yet: super users only (CreateTopics v0)
         s = socket.create_connection(("127.0.0.1", n.port), timeout=10)
-        body = struct.pack(">i", 1) + struct.pack(">bh", 2, 6) + b"orders" + \
-            struct.pack(">i", -1)
-        hdr = struct.pack(">hhih", 32, 0, 7, 1) + b"x"
+        body = struct.pack(">i", 1) + struct.pack(">h", 1) + b"x" + \
+            struct.pack(">ihiii", 1, 1, 0, 0, 1000)
+        hdr = struct.pack(">hhih", 19, 0, 7, 1) + b"x"
         s.sendall(struct.pack(">i", len(hdr) + len(body)) + hdr + body)
-        t.eq(s.recv(100), b"", "DescribeConfigs from a non-super user: connection closed")
+        t.eq(s.recv(100), b"", "CreateTopics from a non-super user: connection closed")
         s.close()
         t.ok(wait_for(lambda: "served to super.users only" in n.logtext(), 10),
              "and the log says why")

@@ -675,6 +675,9 @@ net_delete_records(struct net *n, struct conn *c)
 		struct rn_DeleteRecordsResponse_DeleteRecordsTopicResult *tr =
 		    &r.topics[i];
 		const struct rn_mdv_topic *t = net_topic(n, dt->name);
+		bool allowed = net_authorized(n, c, RN_ACL_OP_DELETE,
+		    RN_ACL_RES_TOPIC, dt->name.ptr, dt->name.len > 0 ?
+		    (size_t)dt->name.len : 0);
 
 		rn_DeleteRecordsResponse_DeleteRecordsTopicResult_init(tr);
 		tr->name = dt->name;
@@ -695,6 +698,11 @@ net_delete_records(struct net *n, struct conn *c)
 			rn_DeleteRecordsResponse_DeleteRecordsPartitionResult_init(pr);
 			pr->partition_index = dp->partition_index;
 			pr->low_watermark = -1;
+			if (!allowed) {
+				pr->error_code =
+				    RN_KERR_TOPIC_AUTHORIZATION_FAILED;
+				continue;
+			}
 			p = leader_part(n, t, dp->partition_index, -1, true, &mp,
 			    &kerr);
 			if (p == NULL) {

@@ -172,6 +172,11 @@ net_describe_log_dirs(struct net *n, struct conn *c)
 	int i, rc;
 
 	rn_DescribeLogDirsResponse_init(&r);
+	/* DESCRIBE on the cluster; before v3 a refusal is an empty answer */
+	if (!net_authorized_cluster(n, c, RN_ACL_OP_DESCRIBE)) {
+		r.error_code = RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
+		return net_respond(n, c, &r);
+	}
 	if ((r.results = net_array(c, n->cfg->n_log_dirs,
 	    sizeof(*r.results))) == NULL)
 		return -ENOMEM;
@@ -267,6 +272,7 @@ net_alter_replica_log_dirs(struct net *n, struct conn *c)
 	struct rn_AlterReplicaLogDirsResponse r;
 	int32_t i, j, k, n_topics = 0, n_parts;
 	bool moved = false;
+	bool allowed = net_authorized_cluster(n, c, RN_ACL_OP_ALTER);
 
 	rn_AlterReplicaLogDirsResponse_init(&r);
 	for (i = 0; i < req->dirs_count; i++)
@@ -277,7 +283,8 @@ net_alter_replica_log_dirs(struct net *n, struct conn *c)
 		const struct rn_AlterReplicaLogDirsRequest_AlterReplicaLogDir *ad =
 		    &req->dirs[i];
 		int d = dir_index(n, ad->path);
-		int16_t derr = d < 0 ? RN_KERR_LOG_DIR_NOT_FOUND :
+		int16_t derr = !allowed ? RN_KERR_CLUSTER_AUTHORIZATION_FAILED :
+		    d < 0 ? RN_KERR_LOG_DIR_NOT_FOUND :
 		    rn_dirfail_offline(n->w->env->shm, d) ?
 		    RN_KERR_KAFKA_STORAGE_ERROR : RN_KERR_NONE;
 

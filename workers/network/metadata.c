@@ -296,6 +296,11 @@ net_describe_cluster(struct net *n, struct conn *c)
 	int i, k = 0;
 
 	rn_DescribeClusterResponse_init(&r);
+	if (!net_authorized_cluster(n, c, RN_ACL_OP_DESCRIBE)) {
+		r.error_code = RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
+		r.cluster_id = kstr("");
+		return net_respond(n, c, &r);
+	}
 	r.cluster_id = kstr(v->cluster_id);
 	r.controller_id = client_controller_id(n);
 	r.cluster_authorized_operations = AUTH_OPS_UNSET;
@@ -439,6 +444,18 @@ describe_resource(struct net *n, struct conn *c, bool synonyms,
 
 	out->resource_type = res->resource_type;
 	out->resource_name = res->resource_name;
+	/* DESCRIBE_CONFIGS on the topic, or on the cluster for a broker */
+	if (res->resource_type == RESOURCE_TOPIC ? !net_authorized(n, c,
+	    RN_ACL_OP_DESCRIBE_CONFIGS, RN_ACL_RES_TOPIC,
+	    res->resource_name.ptr, res->resource_name.len > 0 ?
+	    (size_t)res->resource_name.len : 0) :
+	    res->resource_type == RESOURCE_BROKER && !net_authorized_cluster(n,
+	    c, RN_ACL_OP_DESCRIBE_CONFIGS)) {
+		out->error_code = res->resource_type == RESOURCE_TOPIC ?
+		    RN_KERR_TOPIC_AUTHORIZATION_FAILED :
+		    RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
+		return 0;
+	}
 	if (res->resource_type == RESOURCE_TOPIC) {
 		t = rn_mdview_topic(v, res->resource_name.ptr,
 		    (size_t)(res->resource_name.len > 0 ? res->resource_name.len : 0));
