@@ -27,7 +27,7 @@ from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType,
                          ACLResourcePatternType, ConfigResource,
                          ConfigResourceType, KafkaAdminClient,
                          ResourcePattern, ResourcePatternFilter, ResourceType)
-from kafka.errors import SecurityDisabledError
+from kafka.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
 from rntest import Node, Tap, TempDir, wait_for
 
@@ -222,13 +222,20 @@ with TempDir() as tmp:
         t.eq(errs, {"secret": 29, "free": 0},
              "DescribeConfigs: secret refused (TOPIC_AUTHORIZATION_FAILED), free described")
 
-        # an API that checks no ACLs yet: super users only (CreateTopics v0)
+        # DeleteTopics: DELETE on the topic (the prefixed DENY of ALL)
+        try:
+            a.delete_topics(["deny-1"])
+            t.ok(False, "DeleteTopics of deny-1 (the prefixed DENY): refused")
+        except TopicAuthorizationFailedError:
+            t.ok(True, "DeleteTopics of deny-1 (the prefixed DENY): refused")
+
+        # an API that checks no ACLs yet: super users only (UnregisterBroker)
         s = socket.create_connection(("127.0.0.1", n.port), timeout=10)
-        body = struct.pack(">i", 1) + struct.pack(">h", 1) + b"x" + \
-            struct.pack(">ihiii", 1, 1, 0, 0, 1000)
-        hdr = struct.pack(">hhih", 19, 0, 7, 1) + b"x"
+        hdr = struct.pack(">hhih", 64, 0, 7, 1) + b"x" + b"\x00"
+        body = struct.pack(">i", 99) + b"\x00"
         s.sendall(struct.pack(">i", len(hdr) + len(body)) + hdr + body)
-        t.eq(s.recv(100), b"", "CreateTopics from a non-super user: connection closed")
+        t.eq(s.recv(100), b"", "UnregisterBroker from a non-super user: connection "
+             "closed")
         s.close()
         t.ok(wait_for(lambda: "served to super.users only" in n.logtext(), 10),
              "and the log says why")

@@ -11,6 +11,8 @@ confluent-kafka producers and consumers logged in as each user:
 - carol: ALL on topics prefixed logs- (auto-creation of logs-b by produce,
   CREATE implied by ALL), but a DENY of WRITE on logs-a wins;
 - alice may not describe ACLs (CLUSTER_AUTHORIZATION_FAILED);
+- CreateTopics of one allowed and one refused topic creates the first and
+  answers TOPIC_AUTHORIZATION_FAILED for the second; DeleteTopics likewise;
 - an anonymous PLAINTEXT client is refused;
 - a binding removed stops the user within a second."""
 import time
@@ -19,7 +21,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType,
                          ACLResourcePatternType, KafkaAdminClient, NewTopic,
                          ResourcePattern, ResourcePatternFilter, ResourceType)
-from kafka.errors import ClusterAuthorizationFailedError
+from kafka.errors import (ClusterAuthorizationFailedError,
+                          TopicAuthorizationFailedError)
 
 from rntest import Node, Tap, TempDir, free_port, wait_for
 
@@ -152,7 +155,33 @@ with TempDir() as tmp:
         t.eq(produce(n, None, "orders"), "TOPIC_AUTHORIZATION_FAILED",
              "an anonymous PLAINTEXT client is refused")
 
+        # admin requests: checked per topic; a mixed one goes on without
+        # the refused topics and gets them back in the answer
+        a.create_acls([acl("User:alice", "alice-", ACLOperation.CREATE,
+                           pattern=ACLResourcePatternType.PREFIXED),
+                       acl("User:alice", "alice-", ACLOperation.DELETE,
+                           pattern=ACLResourcePatternType.PREFIXED)])
         ka = kadmin_as(n, "alice")
+        msg = ""
+        try:
+            ka.create_topics([NewTopic("alice-1", 1, 1), NewTopic("bob-1", 1, 1)])
+        except TopicAuthorizationFailedError as e:
+            msg = str(e)
+        t.ok("topic='alice-1', error_code=0" in msg and
+             "topic='bob-1', error_code=29" in msg,
+             "CreateTopics of alice-1 and bob-1 as alice: alice-1 created, bob-1 "
+             "TOPIC_AUTHORIZATION_FAILED, in request order")
+        names = set(a.list_topics())
+        t.ok("alice-1" in names and "bob-1" not in names,
+             "the controller created alice-1 only (%s)" % sorted(names))
+        try:
+            ka.delete_topics(["orders"])
+            t.ok(False, "alice may not delete orders")
+        except TopicAuthorizationFailedError:
+            t.ok(True, "alice may not delete orders (TOPIC_AUTHORIZATION_FAILED)")
+        ka.delete_topics(["alice-1"])
+        t.ok(wait_for(lambda: "alice-1" not in set(a.list_topics()), 10),
+             "alice deletes alice-1")
         try:
             ka.describe_acls(ACLFilter(None, None, ACLOperation.ANY,
                                        ACLPermissionType.ANY,
@@ -167,7 +196,7 @@ with TempDir() as tmp:
                                        ACLPermissionType.ANY,
                                        ResourcePatternFilter(ResourceType.ANY, None,
                                                              ACLResourcePatternType.ANY))])
-        t.eq(len(res[0][1]), 1, "admin removes alice's binding")
+        t.eq(len(res[0][1]), 3, "admin removes alice's three bindings")
         t0 = time.time()
         t.ok(wait_for(lambda: produce(n, "alice", "orders") ==
                       "TOPIC_AUTHORIZATION_FAILED", 5),

@@ -22,6 +22,9 @@
 
 #define ADMIN_TIMEOUT_MS 60000
 
+static int
+admin_send(struct net *n, struct conn *c, msgpack_sbuffer *sb);
+
 int
 net_admin_forward(struct net *n, struct conn *c)
 {
@@ -30,9 +33,30 @@ net_admin_forward(struct net *n, struct conn *c)
 
 	if ((rc = net_forward_pack(n, c, NULL, &sb)) != 0)
 		return rc;
-	rc = rn_worker_send_ctl(n->w, RN_IPC_ADMIN_REQUEST, sb.data,
-	    (uint32_t)sb.size);
-	msgpack_sbuffer_destroy(&sb);
+	return admin_send(n, c, &sb);
+}
+
+int
+net_admin_forward_body(struct net *n, struct conn *c, const void *body,
+    size_t len)
+{
+	msgpack_sbuffer sb;
+	int rc;
+
+	if ((rc = net_forward_pack_body(n, c, NULL, body, len, &sb)) != 0)
+		return rc;
+	return admin_send(n, c, &sb);
+}
+
+/* Send the packed request to the controller; the connection waits. */
+static int
+admin_send(struct net *n, struct conn *c, msgpack_sbuffer *sb)
+{
+	int rc;
+
+	rc = rn_worker_send_ctl(n->w, RN_IPC_ADMIN_REQUEST, sb->data,
+	    (uint32_t)sb->size);
+	msgpack_sbuffer_destroy(sb);
 	if (rc == -EMSGSIZE) {
 		log_warnx("%s: admin request of %zu bytes is too large to "
 		    "forward", c->peer, c->frame_len);

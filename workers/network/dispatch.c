@@ -25,21 +25,21 @@ static const struct {
 	{ RN_KAPI_LIST_OFFSETS, 1, 7, net_list_offsets },
 	{ RN_KAPI_METADATA, 0, 12, net_metadata },
 	{ RN_KAPI_API_VERSIONS, 0, 3, net_api_versions },
-	{ RN_KAPI_CREATE_TOPICS, 0, 7, net_admin_forward },
-	{ RN_KAPI_DELETE_TOPICS, 0, 6, net_admin_forward },
+	{ RN_KAPI_CREATE_TOPICS, 0, 7, net_admin_checked },
+	{ RN_KAPI_DELETE_TOPICS, 0, 6, net_admin_checked },
 	{ RN_KAPI_DELETE_RECORDS, 0, 2, net_delete_records },
 	{ RN_KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 4, net_offset_for_leader_epoch },
 	{ RN_KAPI_DESCRIBE_CONFIGS, 0, 4, net_describe_configs },
-	{ RN_KAPI_ALTER_CONFIGS, 0, 2, net_admin_forward },
-	{ RN_KAPI_CREATE_PARTITIONS, 0, 3, net_admin_forward },
-	{ RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, net_admin_forward },
+	{ RN_KAPI_ALTER_CONFIGS, 0, 2, net_admin_checked },
+	{ RN_KAPI_CREATE_PARTITIONS, 0, 3, net_admin_checked },
+	{ RN_KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, net_admin_checked },
 	{ RN_KAPI_UNREGISTER_BROKER, 0, 0, net_admin_forward },
 	{ RN_KAPI_DESCRIBE_CLUSTER, 0, 1, net_describe_cluster },
 	{ RN_KAPI_INIT_PRODUCER_ID, 0, 4, net_init_producer_id },
-	{ RN_KAPI_ELECT_LEADERS, 0, 2, net_admin_forward },
-	{ RN_KAPI_DESCRIBE_QUORUM, 0, 2, net_admin_forward },
-	{ RN_KAPI_ALTER_PARTITION_REASSIGNMENTS, 0, 0, net_admin_forward },
-	{ RN_KAPI_LIST_PARTITION_REASSIGNMENTS, 0, 0, net_admin_forward },
+	{ RN_KAPI_ELECT_LEADERS, 0, 2, net_admin_checked },
+	{ RN_KAPI_DESCRIBE_QUORUM, 0, 2, net_admin_checked },
+	{ RN_KAPI_ALTER_PARTITION_REASSIGNMENTS, 0, 0, net_admin_checked },
+	{ RN_KAPI_LIST_PARTITION_REASSIGNMENTS, 0, 0, net_admin_checked },
 	{ RN_KAPI_FIND_COORDINATOR, 0, 4, net_find_coordinator },
 	{ RN_KAPI_OFFSET_COMMIT, 0, 8, net_group_forward },
 	{ RN_KAPI_OFFSET_FETCH, 0, 8, net_group_forward },
@@ -312,6 +312,7 @@ net_dispatch(struct net *n, struct conn *c)
 	/* decoded arrays can never outgrow a small multiple of the frame */
 	rn_arena_set_limit(&c->arena, 4 * c->frame_len + 4096);
 	c->req = rn_arena_alloc(&c->arena, api->request_size);
+	c->authz_denied = NULL;
 	if (c->req == NULL)
 		return false;
 	rc = api->decode_request(&r, c->hdr.api_version, &c->arena, c->req);

@@ -20,15 +20,25 @@ net_forward_pack(struct net *n, struct conn *c, const char *host,
     msgpack_sbuffer *sb)
 {
 	const uint8_t *frame = c->rbuf + c->frame_off + 4;
-	size_t body_off, client_len;
+	size_t body_off;
 	struct rn_kreader r;
-	msgpack_packer pk;
 
 	/* find where the body starts: decode the header again */
 	rn_kreader_init(&r, frame, c->frame_len);
 	if (rn_krequest_header_decode(&r, &c->hdr) < 0)
 		return -EPROTO;
 	body_off = (size_t)(r.p - frame);
+	return net_forward_pack_body(n, c, host, frame + body_off,
+	    c->frame_len - body_off, sb);
+}
+
+int
+net_forward_pack_body(struct net *n, struct conn *c, const char *host,
+    const void *body, size_t len, msgpack_sbuffer *sb)
+{
+	size_t client_len;
+	msgpack_packer pk;
+
 	client_len = c->hdr.client_id.len > 0 ? (size_t)c->hdr.client_id.len :
 	    0;
 	c->admin_req = ++n->next_admin_id;
@@ -59,8 +69,8 @@ net_forward_pack(struct net *n, struct conn *c, const char *host,
 		rn_mp_pack_str(&pk, addr);
 	}
 	rn_mp_pack_str(&pk, "body");
-	msgpack_pack_bin(&pk, c->frame_len - body_off);
-	msgpack_pack_bin_body(&pk, frame + body_off, c->frame_len - body_off);
+	msgpack_pack_bin(&pk, len);
+	msgpack_pack_bin_body(&pk, body, len);
 	return 0;
 }
 
@@ -92,7 +102,14 @@ net_forwarded_reply(struct net *n, enum conn_wait wait,
 		log_warnx("%s: %s could not answer %s (error %lld)", c->peer,
 		    from, rn_kapi_find(c->hdr.api_key)->name,
 		    (long long)rn_mp_get_int(m, "err", 0));
-	else
+	else if (wait == CONN_WAIT_CONTROLLER && c->authz_denied != NULL) {
+		/* forwarded without the items it may not touch: put them back */
+		if (net_admin_merge(n, c, body->via.bin.ptr,
+		    body->via.bin.size) != 0)
+			c->closing = true;
+		net_conn_request_done(n, c);
+		return;
+	} else
 		o = net_out_begin(c, &mark);
 	if (o == NULL) {
 		c->closing = true;

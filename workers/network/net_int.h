@@ -144,6 +144,9 @@ struct conn {
 	bool want_write;
 	bool closing;            /* close once the output drains */
 	bool authz_logged;       /* a denial was logged (authz.c) */
+	/* an admin request forwarded without its refused items: per item of
+	 * c->req, refused (authz_admin.c); NULL: forwarded whole */
+	bool *authz_denied;
 };
 
 
@@ -260,6 +263,9 @@ bool net_dispatch(struct net *n, struct conn *c);
  */
 int net_forward_pack(struct net *n, struct conn *c, const char *host,
     struct msgpack_sbuffer *sb);
+/* The same with another body than the client's (a request re-encoded). */
+int net_forward_pack_body(struct net *n, struct conn *c, const char *host,
+    const void *body, size_t len, struct msgpack_sbuffer *sb);
 /*
  * The reply to a request forwarded to another worker (m: {"req", "body"
  * (the encoded response body), "err"}) goes to the connection waiting
@@ -299,6 +305,13 @@ int net_list_offsets(struct net *n, struct conn *c);
 int net_offset_for_leader_epoch(struct net *n, struct conn *c);
 int net_delete_records(struct net *n, struct conn *c);
 int net_admin_forward(struct net *n, struct conn *c);
+int net_admin_forward_body(struct net *n, struct conn *c, const void *body,
+    size_t len);
+/* authz_admin.c: the controller's APIs, authorized before forwarding;
+ * a reply to a request forwarded with some items refused is merged */
+int net_admin_checked(struct net *n, struct conn *c);
+int net_admin_merge(struct net *n, struct conn *c, const void *body,
+    size_t len);
 
 /* fetch.c: parked fetches */
 void net_fetch_recheck(struct net *n, struct conn *c, bool timed_out);
