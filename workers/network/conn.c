@@ -24,6 +24,9 @@
 #include "workers/network/net_int.h"
 
 #define RBUF_MIN (64 * 1024)
+/* before authentication a buffer starts small: a flood of idle logins
+ * costs little each */
+#define RBUF_PREAUTH (4 * 1024)
 /* Stop taking requests from a client that does not read its responses. */
 #define OUT_MAX_PENDING 4
 
@@ -77,7 +80,8 @@ net_out_free(struct net *n, struct net_out *o)
 }
 
 struct conn *
-net_conn_new(struct net *n, int fd, int listener)
+net_conn_new(struct net *n, int fd, int listener,
+    const struct net_connlim_ticket *lim)
 {
 	const struct rn_listen_sec *sec = &n->w->env->sec[listener];
 	struct sockaddr_storage ss;
@@ -91,6 +95,7 @@ net_conn_new(struct net *n, int fd, int listener)
 	c->fd = fd;
 	c->id = ++n->next_conn_id;
 	c->listener = listener;
+	c->active_ms = rn_now_ms();
 	c->sasl = sec->sasl;
 	c->authed = sec->ssl_ctx == NULL && sec->sasl == NULL;
 	strlcpy(c->principal, "User:ANONYMOUS", sizeof(c->principal));
@@ -124,6 +129,8 @@ net_conn_new(struct net *n, int fd, int listener)
 		free(c);
 		return NULL;
 	}
+	/* counted from here: released by net_conn_close */
+	c->lim = *lim;
 	c->next_all = n->conns;
 	if (n->conns)
 		n->conns->prev_all = c;
@@ -147,6 +154,7 @@ net_conn_close(struct net *n, struct conn *c, const char *why)
 	net_tls_free(c);
 	close(c->fd);
 	c->fd = -1;
+	net_connlim_release(n, &c->lim);
 	c->wait = CONN_IDLE;
 	for (o = c->out_head; o; o = next) {
 		next = o->next;
@@ -239,6 +247,8 @@ conn_flush(struct net *n, struct conn *c)
 			}
 			/* advance over what was written */
 			size_t left = (size_t)k;
+
+			c->active_ms = n->now_ms;
 			while (left > 0 && o->cur < o->n_chunks) {
 				size_t rest = o->chunks[o->cur].len - o->cur_off;
 				if (left >= rest) {
@@ -426,7 +436,8 @@ net_conn_readable(struct net *n, struct conn *c)
 			/* grow with what actually arrives, never to a
 			 * size a frame prefix merely claims; before
 			 * authentication, to a bound Kafka has too */
-			size_t ncap = c->rcap ? c->rcap * 2 : RBUF_MIN;
+			size_t ncap = c->rcap ? c->rcap * 2 :
+			    c->authed ? RBUF_MIN : RBUF_PREAUTH;
 			size_t max = (size_t)(c->authed ?
 			    n->cfg->socket_request_max_bytes : n->preauth_max) +
 			    4 + RBUF_MIN;
@@ -464,6 +475,7 @@ net_conn_readable(struct net *n, struct conn *c)
 			break;
 	}
 	if (c->rlen > from) {
+		c->active_ms = n->now_ms;
 		c->prev_rx_us = c->rx_us;
 		c->rx_us = net_now_us();
 		c->rx_from = from;
