@@ -363,6 +363,34 @@ conn_compact(struct conn *c)
 	c->frame_off = 0;
 }
 
+/*
+ * A frame size out of bounds: logged, but before authentication at most
+ * once per 10 s (with how many went unsaid), or a flood of strangers
+ * would fill the log.
+ */
+static void
+conn_log_size(struct net *n, struct conn *c)
+{
+	static int64_t logged_ms;
+	static unsigned unlogged;
+	int size = (int)ntohl(*(uint32_t *)(c->rbuf + c->frame_off));
+
+	if (c->authed) {
+		log_warnx("connection from %s: frame size %d outside [0, "
+		    "socket.request.max.bytes]: closing", c->peer, size);
+		return;
+	}
+	if (n->now_ms - logged_ms < 10000) {
+		unlogged++;
+		return;
+	}
+	log_warnx("connection from %s: frame size %d outside [0, "
+	    "sasl.server.max.receive.size], before authentication: closing "
+	    "(%u more such closes not logged)", c->peer, size, unlogged);
+	logged_ms = n->now_ms;
+	unlogged = 0;
+}
+
 void
 net_conn_process(struct net *n, struct conn *c)
 {
@@ -378,12 +406,7 @@ net_conn_process(struct net *n, struct conn *c)
 		    (int32_t)(c->authed ? n->cfg->socket_request_max_bytes :
 		    n->preauth_max));
 		if (size < 0) {
-			log_warnx("connection from %s: frame size %d outside "
-			    "[0, %s]: closing", c->peer,
-			    (int)ntohl(*(uint32_t *)(c->rbuf + c->frame_off)),
-			    c->authed ? "socket.request.max.bytes" :
-			    "sasl.server.max.receive.size, before "
-			    "authentication");
+			conn_log_size(n, c);
 			c->closing = true;
 			break;
 		}
