@@ -727,6 +727,9 @@ ACT_BROKER = {
   "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites",
   "sasl.enabled.mechanisms", "sasl.jaas.config", "connection.failed.authentication.delay.ms",
   "sasl.server.max.receive.size", "security.inter.broker.protocol",
+  # connection quotas in the network workers
+  "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+  "max.connection.creation.rate", "connections.max.idle.ms",
   "node.id", "broker.id", "process.roles", "listeners", "advertised.listeners",
   "controller.listener.names", "controller.quorum.voters", "inter.broker.listener.name",
   "listener.security.protocol.map", "log.dirs", "log.dir", "metadata.log.dir", "broker.rack",

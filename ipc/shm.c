@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ipc/connlimit.h"
 #include "ipc/mdimage.h"
 #include "ipc/metrics.h"
 #include "ipc/shm.h"
@@ -215,6 +216,12 @@ void *
 rn_shm_metrics(const struct rn_shm *shm)
 {
 	return region(shm, RN_REGION_METRICS);
+}
+
+void *
+rn_shm_connlimit(const struct rn_shm *shm)
+{
+	return region(shm, RN_REGION_CONNLIMIT);
 }
 
 struct rn_part_slot *

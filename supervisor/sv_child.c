@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "ipc/connlimit.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_http.h"
 
@@ -232,6 +233,9 @@ child_exited(struct sv *sv, struct sv_child *c, int status, int64_t now)
 		c->given_away = true;
 		return;
 	}
+	/* its connections died with it: so do their counts, whether or
+	 * not it is ever started again */
+	rn_connlim_slice_reset(&sv->shm, c->slot);
 	if (sv->stopping) {
 		log_info("%s %s", c->name, how);
 		c->state = RN_WS_STOPPED;

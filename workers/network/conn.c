@@ -24,6 +24,9 @@
 #include "workers/network/net_int.h"
 
 #define RBUF_MIN (64 * 1024)
+/* before authentication a buffer starts small: a flood of idle logins
+ * costs little each */
+#define RBUF_PREAUTH (4 * 1024)
 /* Stop taking requests from a client that does not read its responses. */
 #define OUT_MAX_PENDING 4
 
@@ -77,7 +80,8 @@ net_out_free(struct net *n, struct net_out *o)
 }
 
 struct conn *
-net_conn_new(struct net *n, int fd, int listener)
+net_conn_new(struct net *n, int fd, int listener,
+    const struct net_connlim_ticket *lim)
 {
 	const struct rn_listen_sec *sec = &n->w->env->sec[listener];
 	struct sockaddr_storage ss;
@@ -91,6 +95,7 @@ net_conn_new(struct net *n, int fd, int listener)
 	c->fd = fd;
 	c->id = ++n->next_conn_id;
 	c->listener = listener;
+	c->active_ms = rn_now_ms();
 	c->sasl = sec->sasl;
 	c->authed = sec->ssl_ctx == NULL && sec->sasl == NULL;
 	strlcpy(c->principal, "User:ANONYMOUS", sizeof(c->principal));
@@ -124,6 +129,8 @@ net_conn_new(struct net *n, int fd, int listener)
 		free(c);
 		return NULL;
 	}
+	/* counted from here: released by net_conn_close */
+	c->lim = *lim;
 	c->next_all = n->conns;
 	if (n->conns)
 		n->conns->prev_all = c;
@@ -147,6 +154,7 @@ net_conn_close(struct net *n, struct conn *c, const char *why)
 	net_tls_free(c);
 	close(c->fd);
 	c->fd = -1;
+	net_connlim_release(n, &c->lim);
 	c->wait = CONN_IDLE;
 	for (o = c->out_head; o; o = next) {
 		next = o->next;
@@ -239,6 +247,8 @@ conn_flush(struct net *n, struct conn *c)
 			}
 			/* advance over what was written */
 			size_t left = (size_t)k;
+
+			c->active_ms = n->now_ms;
 			while (left > 0 && o->cur < o->n_chunks) {
 				size_t rest = o->chunks[o->cur].len - o->cur_off;
 				if (left >= rest) {
@@ -353,6 +363,34 @@ conn_compact(struct conn *c)
 	c->frame_off = 0;
 }
 
+/*
+ * A frame size out of bounds: logged, but before authentication at most
+ * once per 10 s (with how many went unsaid), or a flood of strangers
+ * would fill the log.
+ */
+static void
+conn_log_size(struct net *n, struct conn *c)
+{
+	static int64_t logged_ms;
+	static unsigned unlogged;
+	int size = (int)ntohl(*(uint32_t *)(c->rbuf + c->frame_off));
+
+	if (c->authed) {
+		log_warnx("connection from %s: frame size %d outside [0, "
+		    "socket.request.max.bytes]: closing", c->peer, size);
+		return;
+	}
+	if (n->now_ms - logged_ms < 10000) {
+		unlogged++;
+		return;
+	}
+	log_warnx("connection from %s: frame size %d outside [0, "
+	    "sasl.server.max.receive.size], before authentication: closing "
+	    "(%u more such closes not logged)", c->peer, size, unlogged);
+	logged_ms = n->now_ms;
+	unlogged = 0;
+}
+
 void
 net_conn_process(struct net *n, struct conn *c)
 {
@@ -368,12 +406,7 @@ net_conn_process(struct net *n, struct conn *c)
 		    (int32_t)(c->authed ? n->cfg->socket_request_max_bytes :
 		    n->preauth_max));
 		if (size < 0) {
-			log_warnx("connection from %s: frame size %d outside "
-			    "[0, %s]: closing", c->peer,
-			    (int)ntohl(*(uint32_t *)(c->rbuf + c->frame_off)),
-			    c->authed ? "socket.request.max.bytes" :
-			    "sasl.server.max.receive.size, before "
-			    "authentication");
+			conn_log_size(n, c);
 			c->closing = true;
 			break;
 		}
@@ -426,7 +459,8 @@ net_conn_readable(struct net *n, struct conn *c)
 			/* grow with what actually arrives, never to a
 			 * size a frame prefix merely claims; before
 			 * authentication, to a bound Kafka has too */
-			size_t ncap = c->rcap ? c->rcap * 2 : RBUF_MIN;
+			size_t ncap = c->rcap ? c->rcap * 2 :
+			    c->authed ? RBUF_MIN : RBUF_PREAUTH;
 			size_t max = (size_t)(c->authed ?
 			    n->cfg->socket_request_max_bytes : n->preauth_max) +
 			    4 + RBUF_MIN;
@@ -464,6 +498,7 @@ net_conn_readable(struct net *n, struct conn *c)
 			break;
 	}
 	if (c->rlen > from) {
+		c->active_ms = n->now_ms;
 		c->prev_rx_us = c->rx_us;
 		c->rx_us = net_now_us();
 		c->rx_from = from;

@@ -80,6 +80,16 @@ struct net_watch {
 
 struct ssl_st;
 struct rn_sasl_cfg;
+struct sockaddr_storage;
+
+/* What a connection added to the shared counts (connlimit.c). */
+struct net_connlim_ticket {
+	int listener;            /* cfg listener index */
+	bool counted;            /* in the listener's count */
+	bool total;              /* in the broker-wide one (not exempt) */
+	bool ip;                 /* in its address's count */
+	uint8_t addr[16];
+};
 
 struct conn {
 	int fd;
@@ -147,6 +157,38 @@ struct conn {
 	/* an admin request forwarded without its refused items: per item of
 	 * c->req, refused (authz_admin.c); NULL: forwarded whole */
 	bool *authz_denied;
+	struct net_connlim_ticket lim; /* released on close */
+	int64_t active_ms;       /* last read or write: connections.max.idle.ms */
+};
+
+#define NET_CONNLIM_OVERRIDES 64
+
+struct rn_connlim_slice;
+struct rn_connlim_rates;
+
+/* The connection quotas as this worker applies them (connlimit.c). */
+struct net_connlim {
+	struct rn_connlim_slice *mine;      /* this worker's counts */
+	struct rn_connlim_slice *slices[64]; /* every network worker's */
+	unsigned n_slices;
+	struct rn_connlim_rates *rates;
+	int64_t max_total;                  /* max.connections, INT64_MAX: none */
+	int64_t max_listener[RN_CONFIG_MAX_LISTENERS];
+	/* us per connection of each listener's creation rate, then the
+	 * broker's (0: no limit, -1: rate 0) */
+	int64_t interval_us[RN_CONFIG_MAX_LISTENERS + 1];
+	bool exempt[RN_CONFIG_MAX_LISTENERS]; /* the inter-broker listener */
+	int64_t per_ip;                     /* max.connections.per.ip */
+	struct {
+		uint8_t addr[16];
+		int64_t max;
+	} over[NET_CONNLIM_OVERRIDES];
+	unsigned n_over;
+	bool track_ip;                      /* some address has a limit */
+	int64_t idle_ms;                    /* connections.max.idle.ms; <0 none */
+	int64_t logged_ms;                  /* rate-limits the closing lines */
+	int unlogged;
+	bool full_logged;
 };
 
 
@@ -206,6 +248,11 @@ struct net {
 	int32_t coord_pid;            /* its pid when last drained */
 	int64_t next_offsets_create_ms;
 	struct rn_authz authz;        /* authz.c */
+	struct net_connlim lim;       /* connlimit.c */
+	/* a client listener (env index) not accepted from until then
+	 * (0: watched as serving says): at a limit, or over a rate */
+	int64_t lpause_ms[RN_CONFIG_MAX_LISTENERS];
+	bool lwatched[RN_CONFIG_MAX_LISTENERS];
 };
 
 /*
@@ -238,8 +285,24 @@ int net_describe_acls(struct net *n, struct conn *c);
 int net_create_acls(struct net *n, struct conn *c);
 int net_delete_acls(struct net *n, struct conn *c);
 
+/*
+ * connlimit.c: the connection quotas. Before accepting on listener l
+ * (cfg index): 0, or the ms to wait (a limit or rate reached). After:
+ * count the connection, false (nothing counted, logged) if it must be
+ * closed at once. Release on close; idempotent.
+ */
+void net_connlim_init(struct net *n);
+int64_t net_connlim_admit_wait(struct net *n, int l);
+bool net_connlim_take(struct net *n, int l, const struct sockaddr_storage *ss,
+    struct net_connlim_ticket *t);
+void net_connlim_release(struct net *n, struct net_connlim_ticket *t);
+void net_connlim_addr(const struct sockaddr_storage *ss, uint8_t out[16]);
+
 /* conn.c: sockets, framing, the output queue; below dispatch.c */
-struct conn *net_conn_new(struct net *n, int fd, int listener);
+/* lim: what the connection was counted in (connlimit.c); it is released
+ * on close from here on */
+struct conn *net_conn_new(struct net *n, int fd, int listener,
+    const struct net_connlim_ticket *lim);
 void net_conn_close(struct net *n, struct conn *c, const char *why);
 void net_conn_reap(struct net *n);
 void net_conn_readable(struct net *n, struct conn *c);

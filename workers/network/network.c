@@ -30,33 +30,65 @@
 static char tag_listener[RN_CONFIG_MAX_LISTENERS];
 static char tag_wakeup;
 
-/* Watch (or stop watching) the client listeners. */
+/* Watch (or stop watching) one client listener (env index); idempotent. */
+static int
+net_listen_one(struct net *n, int l, bool on)
+{
+	struct epoll_event ev;
+
+	if (n->w->env->listen[l].controller || n->lwatched[l] == on)
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	ev.data.ptr = &tag_listener[l];
+	if (epoll_ctl(n->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+	    n->w->env->listen[l].fd, &ev) == -1)
+		return -errno;
+	n->lwatched[l] = on;
+	return 0;
+}
+
+/*
+ * Watch (or stop watching) the client listeners; one paused by a
+ * connection limit stays unwatched until its time (net_wait_ms).
+ */
 static int
 net_listen(struct net *n, bool on)
 {
-	const struct rn_worker_env *env = n->w->env;
-	struct epoll_event ev;
-	int l;
+	int l, rc;
 
-	for (l = 0; l < env->n_listen; l++) {
-		if (env->listen[l].controller)
-			continue;
-		memset(&ev, 0, sizeof(ev));
-		ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-		ev.data.ptr = &tag_listener[l];
-		if (epoll_ctl(n->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
-		    env->listen[l].fd, &ev) == -1)
-			return -errno;
-	}
+	for (l = 0; l < n->w->env->n_listen; l++)
+		if ((rc = net_listen_one(n, l, on &&
+		    n->lpause_ms[l] == 0)) != 0)
+			return rc;
 	return 0;
 }
 
 static void
-net_accept(struct net *n, int lfd, int listener)
+net_accept(struct net *n, int l)
 {
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int lfd = n->w->env->listen[l].fd;
+	int listener = n->w->env->listen[l].listener;
 
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct net_connlim_ticket tk;
+		int64_t wait;
+		int fd;
+
+		if ((wait = net_connlim_admit_wait(n, listener)) > 0) {
+			/*
+			 * At max.connections or over a creation rate: as
+			 * Kafka's acceptor, take no more for now; clients
+			 * wait in the backlog, no connection is touched.
+			 */
+			if (net_listen_one(n, l, false) == 0)
+				n->lpause_ms[l] = rn_now_ms() + wait;
+			return;
+		}
+		fd = accept4(lfd, (struct sockaddr *)&ss, &sl,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1 && (errno == EMFILE || errno == ENFILE)) {
 			/*
 			 * Out of descriptors (each partition served holds a
@@ -80,8 +112,14 @@ net_accept(struct net *n, int lfd, int listener)
 				log_warn("accept");
 			return;
 		}
-		if (net_conn_new(n, fd, listener) == NULL) {
+		if (!net_connlim_take(n, listener, &ss, &tk)) {
+			/* over a limit (logged): the client sees a close */
+			close(fd);
+			continue;
+		}
+		if (net_conn_new(n, fd, listener, &tk) == NULL) {
 			log_warnx("cannot take a connection: out of memory");
+			net_connlim_release(n, &tk);
 			close(fd);
 		}
 	}
@@ -96,6 +134,20 @@ net_deadlines(struct net *n, int64_t now)
 
 	for (c = n->conns; c != NULL; c = nc) {
 		nc = c->next_all;
+		/* Kafka's connections.max.idle.ms: nothing read or written,
+		 * nothing in flight */
+		if (n->lim.idle_ms > 0 && c->wait == CONN_IDLE &&
+		    c->out_head == NULL) {
+			int64_t idle_end = c->active_ms + n->lim.idle_ms;
+
+			if (idle_end <= now) {
+				net_conn_close(n, c, "idle longer than "
+				    "connections.max.idle.ms");
+				continue;
+			}
+			if (idle_end < next)
+				next = idle_end;
+		}
 		if (c->auth_deadline_ms != 0 && c->wait == CONN_IDLE) {
 			if (c->auth_deadline_ms <= now) {
 				log_warnx("connection from %s on listener %s: "
@@ -205,6 +257,7 @@ net_setup(struct net *n, struct rn_worker *w)
 	    "connection.failed.authentication.delay.ms", 100);
 	n->preauth_max = cfg_ms(env->cfg, "sasl.server.max.receive.size",
 	    524288);
+	net_connlim_init(n);
 	rn_mdview_init(&n->view);
 	rn_replquota_init(&n->lquota, true,
 	    &w->env->shm->hdr->leader_quota_tat_us);
@@ -414,13 +467,24 @@ net_start_serving(struct net *n)
 static int
 net_wait_ms(struct net *n, int64_t now, int64_t next)
 {
-	int timeout;
+	int timeout, l;
 
 	if (n->accept_resume_ms != 0 && now >= n->accept_resume_ms &&
 	    net_listen(n, true) == 0)
 		n->accept_resume_ms = 0;
 	if (n->accept_resume_ms != 0 && n->accept_resume_ms < next)
 		next = n->accept_resume_ms;
+	/* listeners paused by a connection limit: look again */
+	for (l = 0; l < n->w->env->n_listen; l++) {
+		if (n->lpause_ms[l] == 0)
+			continue;
+		if (now >= n->lpause_ms[l]) {
+			n->lpause_ms[l] = 0;
+			if (n->serving && n->accept_resume_ms == 0)
+				(void)net_listen_one(n, l, true);
+		} else if (n->lpause_ms[l] < next)
+			next = n->lpause_ms[l];
+	}
 	timeout = (int)(next - now);
 	if (timeout < 0)
 		timeout = 0;
@@ -447,10 +511,7 @@ net_event(struct net *n, const struct epoll_event *ev)
 	}
 	if (p >= (void *)tag_listener &&
 	    p < (void *)(tag_listener + RN_CONFIG_MAX_LISTENERS)) {
-		int l = (int)((char *)p - tag_listener);
-
-		net_accept(n, n->w->env->listen[l].fd,
-		    n->w->env->listen[l].listener);
+		net_accept(n, (int)((char *)p - tag_listener));
 		return;
 	}
 	c = p;
@@ -487,6 +548,7 @@ net_turn(struct net *n, struct epoll_event *evs, bool draining)
 	int64_t now = rn_now_ms(), next, t_wait;
 	int i, k, timeout;
 
+	n->now_ms = now;
 	net_refresh(n);
 	if (!draining)
 		net_start_serving(n);
@@ -510,6 +572,7 @@ net_turn(struct net *n, struct epoll_event *evs, bool draining)
 		net_stage(n, RN_STAGE_LOOP_TURN, t_wait - n->turn_start_us);
 	k = epoll_wait(n->epfd, evs, MAX_EVENTS, timeout);
 	n->turn_start_us = net_now_us();
+	n->now_ms = rn_now_ms();
 	net_stage(n, RN_STAGE_LOOP_WAIT, n->turn_start_us - t_wait);
 	rn_ring_consumer_sleeping(in, false);
 	rn_ring_consumer_sleeping(rn_shm_ring_from_coord(w->env->shm,
@@ -550,10 +613,10 @@ net_drain(struct net *n, struct epoll_event *evs)
 	if (limit > NET_DRAIN_MS)
 		limit = NET_DRAIN_MS;
 	deadline = start + limit;
-	if (n->serving || n->accept_resume_ms != 0)
-		(void)net_listen(n, false);
 	n->serving = false;
 	n->accept_resume_ms = 0;
+	memset(n->lpause_ms, 0, sizeof(n->lpause_ms));
+	(void)net_listen(n, false);
 	log_info("network worker stopping: %u connections; no longer "
 	    "accepting, answering what is in flight", n->n_conns);
 	for (;;) {
