@@ -331,19 +331,33 @@ net_describe_acls(struct net *n, struct conn *c)
 
 /* ---- CreateAcls and DeleteAcls: checked here, run by the controller -- */
 
+/* 0: forward to the controller; else what each item is answered. */
+static int16_t
+acl_change_refused(struct net *n, struct conn *c)
+{
+	if (!n->cfg->authorizer_on)
+		return RN_KERR_SECURITY_DISABLED;
+	return net_authorized_cluster(n, c, RN_ACL_OP_ALTER) ? 0 :
+	    RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
+static struct rn_kstr
+refusal_message(int16_t err)
+{
+	return rn_kstr_c(err == RN_KERR_SECURITY_DISABLED ?
+	    "No Authorizer is configured." : NULL);
+}
+
 int
 net_create_acls(struct net *n, struct conn *c)
 {
 	struct rn_CreateAclsRequest *req = c->req;
 	struct rn_CreateAclsResponse r;
-	int16_t err;
+	int16_t err = acl_change_refused(n, c);
 	int32_t i;
 
-	if (n->cfg->authorizer_on && net_authorized_cluster(n, c,
-	    RN_ACL_OP_ALTER))
+	if (err == 0)
 		return net_admin_forward(n, c);
-	err = n->cfg->authorizer_on ? RN_KERR_CLUSTER_AUTHORIZATION_FAILED :
-	    RN_KERR_SECURITY_DISABLED;
 	rn_CreateAclsResponse_init(&r);
 	r.results_count = req->creations_count;
 	if ((r.results = net_array(c, req->creations_count,
@@ -352,9 +366,7 @@ net_create_acls(struct net *n, struct conn *c)
 	for (i = 0; i < req->creations_count; i++) {
 		rn_CreateAclsResponse_AclCreationResult_init(&r.results[i]);
 		r.results[i].error_code = err;
-		if (!n->cfg->authorizer_on)
-			r.results[i].error_message =
-			    kstr("No Authorizer is configured.");
+		r.results[i].error_message = refusal_message(err);
 	}
 	return net_respond(n, c, &r);
 }
@@ -364,14 +376,11 @@ net_delete_acls(struct net *n, struct conn *c)
 {
 	struct rn_DeleteAclsRequest *req = c->req;
 	struct rn_DeleteAclsResponse r;
-	int16_t err;
+	int16_t err = acl_change_refused(n, c);
 	int32_t i;
 
-	if (n->cfg->authorizer_on && net_authorized_cluster(n, c,
-	    RN_ACL_OP_ALTER))
+	if (err == 0)
 		return net_admin_forward(n, c);
-	err = n->cfg->authorizer_on ? RN_KERR_CLUSTER_AUTHORIZATION_FAILED :
-	    RN_KERR_SECURITY_DISABLED;
 	rn_DeleteAclsResponse_init(&r);
 	r.filter_results_count = req->filters_count;
 	if ((r.filter_results = net_array(c, req->filters_count,
@@ -381,9 +390,7 @@ net_delete_acls(struct net *n, struct conn *c)
 		rn_DeleteAclsResponse_DeleteAclsFilterResult_init(
 		    &r.filter_results[i]);
 		r.filter_results[i].error_code = err;
-		if (!n->cfg->authorizer_on)
-			r.filter_results[i].error_message =
-			    kstr("No Authorizer is configured.");
+		r.filter_results[i].error_message = refusal_message(err);
 	}
 	return net_respond(n, c, &r);
 }
