@@ -257,7 +257,7 @@ client_final(struct conn *c, const char *msg, size_t len, char *out,
     size_t outmax, size_t *outlen, const char **why)
 {
 	struct net_scram *s = c->scram;
-	size_t kl = rn_scram_key_len(s->mech), pos = 0, vlen, nofinal;
+	size_t kl = rn_scram_key_len(s->mech), pos = 0, vlen, nofinal, nl;
 	uint8_t cb[SCRAM_MSG_MAX], proof[RN_SCRAM_KEY_MAX + 3];
 	uint8_t sig[RN_SCRAM_KEY_MAX], key[RN_SCRAM_KEY_MAX];
 	uint8_t stored[RN_SCRAM_KEY_MAX];
@@ -273,8 +273,14 @@ client_final(struct conn *c, const char *msg, size_t len, char *out,
 		*why = "bad channel binding";
 		return NET_SCRAM_MALFORMED;
 	}
+	/*
+	 * As Kafka: the nonce must end with ours, not equal it. librdkafka
+	 * 2.0.2 sends its own nonce in front of the combined one, and hashes
+	 * what it sent, so the proof still holds.
+	 */
+	nl = strlen(s->nonce);
 	if (!attr(msg, len, &pos, &name, &v, &vlen) || name != 'r' ||
-	    vlen != strlen(s->nonce) || memcmp(v, s->nonce, vlen) != 0) {
+	    vlen < nl || memcmp(v + vlen - nl, s->nonce, nl) != 0) {
 		*why = "the nonce is not the one of this exchange";
 		return NET_SCRAM_MALFORMED;
 	}
