@@ -564,6 +564,8 @@ load_scram(struct mdv_priv *p, const msgpack_object *a, struct rn_mdview *nv)
 		    f[4].type != MSGPACK_OBJECT_BIN ||
 		    f[5].type != MSGPACK_OBJECT_BIN ||
 		    f[4].via.bin.size != kl || f[5].via.bin.size != kl ||
+		    f[3].via.bin.size == 0 ||
+		    f[3].via.bin.size > RN_SCRAM_SALT_MAX ||
 		    f[2].via.u64 > INT32_MAX)
 			return -EBADMSG;
 		memset(&v[i], 0, sizeof(v[i]));
