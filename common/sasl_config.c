@@ -74,8 +74,8 @@ rn_jaas_plain_users(const char *jaas, struct rn_sasl_cfg *out, char *err,
 	skip_space(&p);
 	n = word(p);
 	if (n != strlen(PLAIN_MODULE) || strncmp(p, PLAIN_MODULE, n) != 0) {
-		snprintf(err, errlen, "the login module is not %s (PLAIN is "
-		    "the only SASL mechanism served)", PLAIN_MODULE);
+		snprintf(err, errlen, "the login module is not %s (the "
+		    "users of PLAIN come from it)", PLAIN_MODULE);
 		return -1;
 	}
 	p += n;
@@ -172,24 +172,39 @@ rn_sasl_cfg_load(const struct rn_config *cfg, const char *lname,
 		return -1;
 	}
 	while ((m = strsep(&s, ",")) != NULL) {
+		unsigned bit;
+
 		m = rn_trim(m);
 		if (*m == '\0')
 			continue;
-		if (strcmp(m, "PLAIN") != 0) {
+		if (strcmp(m, "PLAIN") == 0)
+			bit = RN_SASL_PLAIN;
+		else if (strcmp(m, "SCRAM-SHA-256") == 0)
+			bit = RN_SASL_SCRAM_SHA256;
+		else if (strcmp(m, "SCRAM-SHA-512") == 0)
+			bit = RN_SASL_SCRAM_SHA512;
+		else {
 			snprintf(err, errlen, "invalid value '%s' for "
 			    "sasl.enabled.mechanisms (listener %s): %s is not "
-			    "supported, PLAIN is the only mechanism for now",
+			    "supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)",
 			    mechs, lname, m);
 			return -1;
 		}
-		out->mechs |= RN_SASL_PLAIN;
+		if (out->mechs & bit)
+			continue;
+		out->mechs |= bit;
+		if (out->mech_list[0] != '\0')
+			strlcat(out->mech_list, ",", sizeof(out->mech_list));
+		strlcat(out->mech_list, m, sizeof(out->mech_list));
 	}
 	if (out->mechs == 0) {
 		snprintf(err, errlen, "sasl.enabled.mechanisms is empty for "
 		    "SASL listener %s", lname);
 		return -1;
 	}
-	strlcpy(out->mech_list, "PLAIN", sizeof(out->mech_list));
+	/* SCRAM's users are in the metadata log, PLAIN's in the JAAS text */
+	if (!(out->mechs & RN_SASL_PLAIN))
+		return 0;
 	if (jaas == NULL) {
 		snprintf(err, errlen, "SASL listener %s has no users: set "
 		    "listener.name.%s.plain.sasl.jaas.config to %s required "

@@ -2,7 +2,8 @@
  * SASL on a listener: sasl.enabled.mechanisms and the users of the PLAIN
  * mechanism from Kafka's JAAS text (PlainLoginModule's user_<name>="pw"
  * options), listener.name.<name>.plain.sasl.jaas.config first, then
- * sasl.jaas.config. PLAIN is the only mechanism served for now.
+ * sasl.jaas.config. SCRAM-SHA-256 and SCRAM-SHA-512 need no JAAS users:
+ * their credentials are in the metadata log (common/scram.h).
  */
 #ifndef RN_SASL_CONFIG_H
 #define RN_SASL_CONFIG_H
@@ -13,6 +14,8 @@
 struct rn_config;
 
 #define RN_SASL_PLAIN 0x1
+#define RN_SASL_SCRAM_SHA256 0x2
+#define RN_SASL_SCRAM_SHA512 0x4
 
 struct rn_sasl_user {
 	char *name;
@@ -21,7 +24,7 @@ struct rn_sasl_user {
 
 struct rn_sasl_cfg {
 	unsigned mechs;          /* RN_SASL_* */
-	char mech_list[64];      /* "PLAIN": what a handshake answers */
+	char mech_list[64];      /* "PLAIN,SCRAM-SHA-256": what is enabled */
 	struct rn_sasl_user *users;
 	int n_users;
 };

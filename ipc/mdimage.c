@@ -536,6 +536,58 @@ load_acls(struct mdv_priv *p, const msgpack_object *a, struct rn_mdview *nv)
 	return 0;
 }
 
+/* The SCRAM credentials, sorted for rn_scram_find (absent: none). */
+static int
+load_scram(struct mdv_priv *p, const msgpack_object *a, struct rn_mdview *nv)
+{
+	struct rn_scram_cred *v;
+	uint32_t i;
+
+	if (a == NULL)
+		return 0;
+	if (a->type != MSGPACK_OBJECT_ARRAY)
+		return -EBADMSG;
+	if ((v = arena_alloc(p, sizeof(*v) * (a->via.array.size + 1))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *e = &a->via.array.ptr[i], *f;
+		uint8_t *salt;
+		size_t kl;
+
+		if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 6)
+			return -EBADMSG;
+		f = e->via.array.ptr;
+		if (f[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    f[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    (kl = rn_scram_key_len((int)f[1].via.u64)) == 0 ||
+		    f[3].type != MSGPACK_OBJECT_BIN ||
+		    f[4].type != MSGPACK_OBJECT_BIN ||
+		    f[5].type != MSGPACK_OBJECT_BIN ||
+		    f[4].via.bin.size != kl || f[5].via.bin.size != kl ||
+		    f[3].via.bin.size == 0 ||
+		    f[3].via.bin.size > RN_SCRAM_SALT_MAX ||
+		    f[2].via.u64 > INT32_MAX)
+			return -EBADMSG;
+		memset(&v[i], 0, sizeof(v[i]));
+		v[i].name = arena_str(p, &f[0]);
+		v[i].mech = (int8_t)f[1].via.u64;
+		v[i].iterations = (int32_t)f[2].via.u64;
+		if ((salt = arena_alloc(p, f[3].via.bin.size + 1)) == NULL)
+			return -ENOMEM;
+		memcpy(salt, f[3].via.bin.ptr, f[3].via.bin.size);
+		v[i].salt = salt;
+		v[i].salt_len = f[3].via.bin.size;
+		memcpy(v[i].stored_key, f[4].via.bin.ptr, kl);
+		memcpy(v[i].server_key, f[5].via.bin.ptr, kl);
+		if (v[i].name == NULL)
+			return -EBADMSG;
+	}
+	qsort(v, a->via.array.size, sizeof(*v), rn_scram_cmp);
+	nv->scram = v;
+	nv->n_scram = a->via.array.size;
+	return 0;
+}
+
 /* Parse into a fresh private part; on success swap it into v. */
 static int
 mdview_parse(struct rn_mdview *v, struct mdv_priv *p, const void *body,
@@ -591,6 +643,7 @@ mdview_parse(struct rn_mdview *v, struct mdv_priv *p, const void *body,
 	    (rc = load_configs(p, rn_mp_get(m, "node_configs"),
 	    &nv.node_configs, &nv.n_node_configs)) != 0 ||
 	    (rc = load_acls(p, rn_mp_get(m, "acls"), &nv)) != 0 ||
+	    (rc = load_scram(p, rn_mp_get(m, "scram"), &nv)) != 0 ||
 	    (rc = build_hashes(p, topics, nv.n_topics)) != 0)
 		goto out;
 	nv.topics = topics;

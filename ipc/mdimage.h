@@ -29,7 +29,11 @@
  *    "broker_configs": {k: v} (dynamic cluster-wide broker defaults),
  *    "node_configs": {k: v} (dynamic configs of this broker),
  *    "acls": [[resource_type, resource_name, pattern_type, principal,
- *              host, operation, permission_type]] (Kafka's codes)}
+ *              host, operation, permission_type]] (Kafka's codes),
+ *    "scram": [[user, mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512),
+ *               iterations, salt: bin, stored_key: bin, server_key: bin]]
+ *              (the SCRAM credentials: what verifies a login, never a
+ *              password)}
  *
  * Deltas. A change that only touches partitions (leader, ISR, epochs,
  * replicas: most changes of a running cluster) is published as a delta,
@@ -60,6 +64,7 @@
 
 #include "common/acl.h"
 #include "common/config.h"
+#include "common/scram.h"
 #include "common/kconfig_catalogue.h"
 #include "ipc/shm.h"
 
@@ -160,6 +165,8 @@ struct rn_mdview {
 	const struct rn_mdv_config *broker_configs, *node_configs;
 	size_t n_acls;
 	const struct rn_acl *acls;           /* sorted for rn_acl_allowed */
+	size_t n_scram;
+	const struct rn_scram_cred *scram;   /* sorted for rn_scram_find */
 	/* private */
 	void *priv;
 };

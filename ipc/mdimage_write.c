@@ -44,7 +44,7 @@ rn_mdimage_enc_begin(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
 	msgpack_packer *pk = &e->pk;
 
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(pk, 9);
+	msgpack_pack_map(pk, 10);
 	rn_mp_pack_str(pk, "cluster_id");
 	rn_mp_pack_str(pk, h->cluster_id);
 	pack_position(pk, h);
@@ -229,6 +229,36 @@ rn_mdimage_enc_acl(struct rn_mdimage_enc *e, const struct rn_acl *a)
 	rn_mp_pack_str(pk, a->host);
 	msgpack_pack_int(pk, a->op);
 	msgpack_pack_int(pk, a->perm);
+}
+
+void
+rn_mdimage_enc_scram(struct rn_mdimage_enc *e, int n)
+{
+	rn_mp_pack_str(&e->pk, "scram");
+	msgpack_pack_array(&e->pk, (size_t)n);
+}
+
+static void
+pack_bin(msgpack_packer *pk, const uint8_t *p, size_t len)
+{
+	msgpack_pack_bin(pk, len);
+	msgpack_pack_bin_body(pk, p, len);
+}
+
+void
+rn_mdimage_enc_scram_cred(struct rn_mdimage_enc *e,
+    const struct rn_scram_cred *s)
+{
+	msgpack_packer *pk = &e->pk;
+	size_t kl = rn_scram_key_len(s->mech);
+
+	msgpack_pack_array(pk, 6);
+	rn_mp_pack_str(pk, s->name);
+	msgpack_pack_int(pk, s->mech);
+	msgpack_pack_int32(pk, s->iterations);
+	pack_bin(pk, s->salt, s->salt_len);
+	pack_bin(pk, s->stored_key, kl);
+	pack_bin(pk, s->server_key, kl);
 }
 
 void

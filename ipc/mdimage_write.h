@@ -15,6 +15,7 @@
  *   rn_mdimage_enc_broker_configs (n), then rn_mdimage_enc_config each
  *   rn_mdimage_enc_node_configs   (n), then rn_mdimage_enc_config each
  *   rn_mdimage_enc_acls           (n), then rn_mdimage_enc_acl each
+ *   rn_mdimage_enc_scram          (n), then rn_mdimage_enc_scram_cred each
  *
  * A delta (partition changes only; the head's cluster id and broker
  * count are not used):
@@ -30,6 +31,7 @@
 #include <msgpack.h>
 
 #include "common/acl.h"
+#include "common/scram.h"
 
 struct rn_mdimage_enc {
 	msgpack_packer pk;
@@ -88,6 +90,9 @@ void rn_mdimage_enc_broker_configs(struct rn_mdimage_enc *e, int n);
 void rn_mdimage_enc_node_configs(struct rn_mdimage_enc *e, int n);
 void rn_mdimage_enc_acls(struct rn_mdimage_enc *e, int n);
 void rn_mdimage_enc_acl(struct rn_mdimage_enc *e, const struct rn_acl *a);
+void rn_mdimage_enc_scram(struct rn_mdimage_enc *e, int n);
+void rn_mdimage_enc_scram_cred(struct rn_mdimage_enc *e,
+    const struct rn_scram_cred *s);
 void rn_mdimage_enc_delta(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
     const struct rn_mdimage_enc_head *h, int n_parts);
 void rn_mdimage_enc_delta_partition(struct rn_mdimage_enc *e,

@@ -1455,6 +1455,292 @@ rn_AlterReplicaLogDirsResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion_init(struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->mechanism = 0;
+}
+
+static void
+dec_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	o->mechanism = rn_kr_int8(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(struct rn_kwriter *w, int16_t v, const struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	rn_kw_int8(w, o->mechanism);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_init(struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->mechanism = 0;
+	o->iterations = 0;
+	o->salt.ptr = NULL;
+	o->salt.len = 0;
+	o->salted_password.ptr = NULL;
+	o->salted_password.len = 0;
+}
+
+static void
+dec_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	o->mechanism = rn_kr_int8(r);
+	o->iterations = rn_kr_int32(r);
+	o->salt = rn_kr_bytes(r, flex, false);
+	o->salted_password = rn_kr_bytes(r, flex, false);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(struct rn_kwriter *w, int16_t v, const struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	rn_kw_int8(w, o->mechanism);
+	rn_kw_int32(w, o->iterations);
+	rn_kw_bytes(w, o->salt, flex, false);
+	rn_kw_bytes(w, o->salted_password, flex, false);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterUserScramCredentialsRequest_init(struct rn_AlterUserScramCredentialsRequest *o)
+{
+	o->deletions = NULL;
+	o->deletions_count = 0;
+	o->upsertions = NULL;
+	o->upsertions_count = 0;
+}
+
+static int
+dec_rn_AlterUserScramCredentialsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterUserScramCredentialsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->deletions = rn_kr_array(r, a, n, sizeof(*o->deletions), 3);
+		o->deletions_count = r->err ? 0 : n;
+		for (i = 0; i < o->deletions_count && !r->err; i++)
+			dec_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(r, v, a, &o->deletions[i]);
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->upsertions = rn_kr_array(r, a, n, sizeof(*o->upsertions), 9);
+		o->upsertions_count = r->err ? 0 : n;
+		for (i = 0; i < o->upsertions_count && !r->err; i++)
+			dec_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(r, v, a, &o->upsertions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AlterUserScramCredentialsRequest(struct rn_kwriter *w, int16_t v, const struct rn_AlterUserScramCredentialsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->deletions_count, flex, true, false);
+		for (i = 0; i < o->deletions_count && !w->err; i++)
+			enc_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(w, v, &o->deletions[i]);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->upsertions_count, flex, true, false);
+		for (i = 0; i < o->upsertions_count && !w->err; i++)
+			enc_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(w, v, &o->upsertions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AlterUserScramCredentialsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterUserScramCredentialsRequest *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AlterUserScramCredentialsRequest(r, version, arena, out);
+}
+
+int
+rn_AlterUserScramCredentialsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterUserScramCredentialsRequest *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AlterUserScramCredentialsRequest(w, version, in);
+}
+
+void
+rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_init(struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *o)
+{
+	o->user.ptr = NULL;
+	o->user.len = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+}
+
+static void
+dec_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->user = rn_kr_string(r, flex, false);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(struct rn_kwriter *w, int16_t v, const struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->user, flex, false);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterUserScramCredentialsResponse_init(struct rn_AlterUserScramCredentialsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->results = NULL;
+	o->results_count = 0;
+}
+
+static int
+dec_rn_AlterUserScramCredentialsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterUserScramCredentialsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 5);
+		o->results_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_count && !r->err; i++)
+			dec_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(r, v, a, &o->results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AlterUserScramCredentialsResponse(struct rn_kwriter *w, int16_t v, const struct rn_AlterUserScramCredentialsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_count, flex, true, false);
+		for (i = 0; i < o->results_count && !w->err; i++)
+			enc_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(w, v, &o->results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AlterUserScramCredentialsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterUserScramCredentialsResponse *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AlterUserScramCredentialsResponse(r, version, arena, out);
+}
+
+int
+rn_AlterUserScramCredentialsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterUserScramCredentialsResponse *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AlterUserScramCredentialsResponse(w, version, in);
+}
+
+void
 rn_ApiVersionsRequest_init(struct rn_ApiVersionsRequest *o)
 {
 	o->client_software_name.ptr = NULL;
@@ -7012,6 +7298,284 @@ rn_DescribeQuorumResponse_encode(struct rn_kwriter *w, int16_t version,
 	if (w->err)
 		return w->err;
 	return enc_rn_DescribeQuorumResponse(w, version, in);
+}
+
+void
+rn_DescribeUserScramCredentialsRequest_UserName_init(struct rn_DescribeUserScramCredentialsRequest_UserName *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+}
+
+static void
+dec_rn_DescribeUserScramCredentialsRequest_UserName(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeUserScramCredentialsRequest_UserName *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeUserScramCredentialsRequest_UserName(struct rn_kwriter *w, int16_t v, const struct rn_DescribeUserScramCredentialsRequest_UserName *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeUserScramCredentialsRequest_init(struct rn_DescribeUserScramCredentialsRequest *o)
+{
+	o->users = NULL;
+	o->users_count = 0;
+}
+
+static int
+dec_rn_DescribeUserScramCredentialsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeUserScramCredentialsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, true);
+		int32_t i;
+
+		o->users = rn_kr_array(r, a, n, sizeof(*o->users), 2);
+		o->users_count = r->err ? 0 : n;
+		for (i = 0; i < o->users_count && !r->err; i++)
+			dec_rn_DescribeUserScramCredentialsRequest_UserName(r, v, a, &o->users[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeUserScramCredentialsRequest(struct rn_kwriter *w, int16_t v, const struct rn_DescribeUserScramCredentialsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->users_count, flex, true, true);
+		for (i = 0; i < o->users_count && !w->err; i++)
+			enc_rn_DescribeUserScramCredentialsRequest_UserName(w, v, &o->users[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeUserScramCredentialsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeUserScramCredentialsRequest *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeUserScramCredentialsRequest(r, version, arena, out);
+}
+
+int
+rn_DescribeUserScramCredentialsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeUserScramCredentialsRequest *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeUserScramCredentialsRequest(w, version, in);
+}
+
+void
+rn_DescribeUserScramCredentialsResponse_CredentialInfo_init(struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *o)
+{
+	o->mechanism = 0;
+	o->iterations = 0;
+}
+
+static void
+dec_rn_DescribeUserScramCredentialsResponse_CredentialInfo(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->mechanism = rn_kr_int8(r);
+	o->iterations = rn_kr_int32(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeUserScramCredentialsResponse_CredentialInfo(struct rn_kwriter *w, int16_t v, const struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int8(w, o->mechanism);
+	rn_kw_int32(w, o->iterations);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_init(struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *o)
+{
+	o->user.ptr = NULL;
+	o->user.len = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+	o->credential_infos = NULL;
+	o->credential_infos_count = 0;
+}
+
+static void
+dec_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->user = rn_kr_string(r, flex, false);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->credential_infos = rn_kr_array(r, a, n, sizeof(*o->credential_infos), 6);
+		o->credential_infos_count = r->err ? 0 : n;
+		for (i = 0; i < o->credential_infos_count && !r->err; i++)
+			dec_rn_DescribeUserScramCredentialsResponse_CredentialInfo(r, v, a, &o->credential_infos[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(struct rn_kwriter *w, int16_t v, const struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->user, flex, false);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->credential_infos_count, flex, true, false);
+		for (i = 0; i < o->credential_infos_count && !w->err; i++)
+			enc_rn_DescribeUserScramCredentialsResponse_CredentialInfo(w, v, &o->credential_infos[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeUserScramCredentialsResponse_init(struct rn_DescribeUserScramCredentialsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+	o->results = NULL;
+	o->results_count = 0;
+}
+
+static int
+dec_rn_DescribeUserScramCredentialsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeUserScramCredentialsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 6);
+		o->results_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_count && !r->err; i++)
+			dec_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(r, v, a, &o->results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeUserScramCredentialsResponse(struct rn_kwriter *w, int16_t v, const struct rn_DescribeUserScramCredentialsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_count, flex, true, false);
+		for (i = 0; i < o->results_count && !w->err; i++)
+			enc_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(w, v, &o->results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeUserScramCredentialsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeUserScramCredentialsResponse *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeUserScramCredentialsResponse(r, version, arena, out);
+}
+
+int
+rn_DescribeUserScramCredentialsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeUserScramCredentialsResponse *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeUserScramCredentialsResponse(w, version, in);
 }
 
 void
@@ -14592,6 +15156,54 @@ venc_OffsetDeleteResponse(struct rn_kwriter *w, int16_t v, const void *o)
 }
 
 static int
+vdec_DescribeUserScramCredentialsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeUserScramCredentialsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeUserScramCredentialsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeUserScramCredentialsRequest_encode(w, v, o);
+}
+
+static int
+vdec_DescribeUserScramCredentialsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeUserScramCredentialsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeUserScramCredentialsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeUserScramCredentialsResponse_encode(w, v, o);
+}
+
+static int
+vdec_AlterUserScramCredentialsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AlterUserScramCredentialsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_AlterUserScramCredentialsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AlterUserScramCredentialsRequest_encode(w, v, o);
+}
+
+static int
+vdec_AlterUserScramCredentialsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AlterUserScramCredentialsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_AlterUserScramCredentialsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AlterUserScramCredentialsResponse_encode(w, v, o);
+}
+
+static int
 vdec_DescribeQuorumRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_DescribeQuorumRequest_decode(r, v, a, o);
@@ -14830,6 +15442,10 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_ListPartitionReassignmentsRequest, venc_ListPartitionReassignmentsRequest, vdec_ListPartitionReassignmentsResponse, venc_ListPartitionReassignmentsResponse },
 	{ 47, 0, 0, -1, "OffsetDelete", sizeof(struct rn_OffsetDeleteRequest), sizeof(struct rn_OffsetDeleteResponse),
 	    vdec_OffsetDeleteRequest, venc_OffsetDeleteRequest, vdec_OffsetDeleteResponse, venc_OffsetDeleteResponse },
+	{ 50, 0, 0, 0, "DescribeUserScramCredentials", sizeof(struct rn_DescribeUserScramCredentialsRequest), sizeof(struct rn_DescribeUserScramCredentialsResponse),
+	    vdec_DescribeUserScramCredentialsRequest, venc_DescribeUserScramCredentialsRequest, vdec_DescribeUserScramCredentialsResponse, venc_DescribeUserScramCredentialsResponse },
+	{ 51, 0, 0, 0, "AlterUserScramCredentials", sizeof(struct rn_AlterUserScramCredentialsRequest), sizeof(struct rn_AlterUserScramCredentialsResponse),
+	    vdec_AlterUserScramCredentialsRequest, venc_AlterUserScramCredentialsRequest, vdec_AlterUserScramCredentialsResponse, venc_AlterUserScramCredentialsResponse },
 	{ 55, 0, 2, 0, "DescribeQuorum", sizeof(struct rn_DescribeQuorumRequest), sizeof(struct rn_DescribeQuorumResponse),
 	    vdec_DescribeQuorumRequest, venc_DescribeQuorumRequest, vdec_DescribeQuorumResponse, venc_DescribeQuorumResponse },
 	{ 56, 0, 3, 0, "AlterPartition", sizeof(struct rn_AlterPartitionRequest), sizeof(struct rn_AlterPartitionResponse),
@@ -14850,8 +15466,8 @@ static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
 	12, 13, 14, 15, 16, 17, 18, 19, -1, -1, -1, -1, -1, 20, 21, 22,
 	23, 24, 25, 26, 27, 28, -1, -1, -1, -1, 29, 30, 31, 32, 33, 34,
-	-1, -1, -1, -1, -1, -1, -1, 35, 36, -1, -1, -1, 37, -1, 38, 39,
-	40, -1, -1, -1, -1, -1, -1, -1, -1, 41,
+	-1, -1, 35, 36, -1, -1, -1, 37, 38, -1, -1, -1, 39, -1, 40, 41,
+	42, -1, -1, -1, -1, -1, -1, -1, -1, 43,
 };
 
 const struct rn_kapi *

@@ -171,6 +171,40 @@ struct rn_AlterReplicaLogDirsResponse {
 	int32_t results_count;
 };
 
+/* AlterUserScramCredentialsRequest (API key 51), versions 0-0, flexible 0+ */
+struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion {
+	struct rn_kstr name;
+	int8_t mechanism;
+};
+
+struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion {
+	struct rn_kstr name;
+	int8_t mechanism;
+	int32_t iterations;
+	struct rn_kbytes salt;
+	struct rn_kbytes salted_password;
+};
+
+struct rn_AlterUserScramCredentialsRequest {
+	struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *deletions;
+	int32_t deletions_count;
+	struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *upsertions;
+	int32_t upsertions_count;
+};
+
+/* AlterUserScramCredentialsResponse (API key 51), versions 0-0, flexible 0+ */
+struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult {
+	struct rn_kstr user;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+};
+
+struct rn_AlterUserScramCredentialsResponse {
+	int32_t throttle_time_ms;
+	struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *results;
+	int32_t results_count;
+};
+
 /* ApiVersionsRequest (API key 18), versions 0-3, flexible 3+ */
 struct rn_ApiVersionsRequest {
 	struct rn_kstr client_software_name; /* v3 */
@@ -806,6 +840,38 @@ struct rn_DescribeQuorumResponse {
 	int32_t topics_count;
 	struct rn_DescribeQuorumResponse_Node *nodes; /* v2 */
 	int32_t nodes_count;
+};
+
+/* DescribeUserScramCredentialsRequest (API key 50), versions 0-0, flexible 0+ */
+struct rn_DescribeUserScramCredentialsRequest_UserName {
+	struct rn_kstr name;
+};
+
+struct rn_DescribeUserScramCredentialsRequest {
+	struct rn_DescribeUserScramCredentialsRequest_UserName *users; /* nullable */
+	int32_t users_count;
+};
+
+/* DescribeUserScramCredentialsResponse (API key 50), versions 0-0, flexible 0+ */
+struct rn_DescribeUserScramCredentialsResponse_CredentialInfo {
+	int8_t mechanism;
+	int32_t iterations;
+};
+
+struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult {
+	struct rn_kstr user;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+	struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *credential_infos;
+	int32_t credential_infos_count;
+};
+
+struct rn_DescribeUserScramCredentialsResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+	struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *results;
+	int32_t results_count;
 };
 
 /* ElectLeadersRequest (API key 43), versions 0-2, flexible 2+ */
@@ -1607,6 +1673,19 @@ int rn_AlterReplicaLogDirsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_AlterReplicaLogDirsResponse *out);
 int rn_AlterReplicaLogDirsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_AlterReplicaLogDirsResponse *in);
+void rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion_init(struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *o);
+void rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_init(struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *o);
+void rn_AlterUserScramCredentialsRequest_init(struct rn_AlterUserScramCredentialsRequest *o);
+int rn_AlterUserScramCredentialsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterUserScramCredentialsRequest *out);
+int rn_AlterUserScramCredentialsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterUserScramCredentialsRequest *in);
+void rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_init(struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *o);
+void rn_AlterUserScramCredentialsResponse_init(struct rn_AlterUserScramCredentialsResponse *o);
+int rn_AlterUserScramCredentialsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterUserScramCredentialsResponse *out);
+int rn_AlterUserScramCredentialsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterUserScramCredentialsResponse *in);
 void rn_ApiVersionsRequest_init(struct rn_ApiVersionsRequest *o);
 int rn_ApiVersionsRequest_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_ApiVersionsRequest *out);
@@ -1828,6 +1907,19 @@ int rn_DescribeQuorumResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DescribeQuorumResponse *out);
 int rn_DescribeQuorumResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_DescribeQuorumResponse *in);
+void rn_DescribeUserScramCredentialsRequest_UserName_init(struct rn_DescribeUserScramCredentialsRequest_UserName *o);
+void rn_DescribeUserScramCredentialsRequest_init(struct rn_DescribeUserScramCredentialsRequest *o);
+int rn_DescribeUserScramCredentialsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeUserScramCredentialsRequest *out);
+int rn_DescribeUserScramCredentialsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeUserScramCredentialsRequest *in);
+void rn_DescribeUserScramCredentialsResponse_CredentialInfo_init(struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *o);
+void rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_init(struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *o);
+void rn_DescribeUserScramCredentialsResponse_init(struct rn_DescribeUserScramCredentialsResponse *o);
+int rn_DescribeUserScramCredentialsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeUserScramCredentialsResponse *out);
+int rn_DescribeUserScramCredentialsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeUserScramCredentialsResponse *in);
 void rn_ElectLeadersRequest_TopicPartitions_init(struct rn_ElectLeadersRequest_TopicPartitions *o);
 void rn_ElectLeadersRequest_init(struct rn_ElectLeadersRequest *o);
 int rn_ElectLeadersRequest_decode(struct rn_kreader *r, int16_t version,
@@ -2113,7 +2205,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 42
+#define RN_KAPI_COUNT 44
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -2166,6 +2258,8 @@ enum rn_kapi_key {
 	RN_KAPI_ALTER_PARTITION_REASSIGNMENTS = 45,
 	RN_KAPI_LIST_PARTITION_REASSIGNMENTS = 46,
 	RN_KAPI_OFFSET_DELETE = 47,
+	RN_KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
+	RN_KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
 	RN_KAPI_DESCRIBE_QUORUM = 55,
 	RN_KAPI_ALTER_PARTITION = 56,
 	RN_KAPI_DESCRIBE_CLUSTER = 60,
@@ -2211,6 +2305,8 @@ union rn_krequest {
 	struct rn_AlterPartitionReassignmentsRequest alter_partition_reassignments;
 	struct rn_ListPartitionReassignmentsRequest list_partition_reassignments;
 	struct rn_OffsetDeleteRequest offset_delete;
+	struct rn_DescribeUserScramCredentialsRequest describe_user_scram_credentials;
+	struct rn_AlterUserScramCredentialsRequest alter_user_scram_credentials;
 	struct rn_DescribeQuorumRequest describe_quorum;
 	struct rn_AlterPartitionRequest alter_partition;
 	struct rn_DescribeClusterRequest describe_cluster;
@@ -2256,6 +2352,8 @@ union rn_kresponse {
 	struct rn_AlterPartitionReassignmentsResponse alter_partition_reassignments;
 	struct rn_ListPartitionReassignmentsResponse list_partition_reassignments;
 	struct rn_OffsetDeleteResponse offset_delete;
+	struct rn_DescribeUserScramCredentialsResponse describe_user_scram_credentials;
+	struct rn_AlterUserScramCredentialsResponse alter_user_scram_credentials;
 	struct rn_DescribeQuorumResponse describe_quorum;
 	struct rn_AlterPartitionResponse alter_partition;
 	struct rn_DescribeClusterResponse describe_cluster;

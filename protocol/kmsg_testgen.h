@@ -77,6 +77,21 @@ static int tg_eq_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(co
 static void tg_fill_rn_AlterReplicaLogDirsResponse(struct tg *t, int16_t v, struct rn_AlterReplicaLogDirsResponse *o);
 static int tg_eq_rn_AlterReplicaLogDirsResponse(const struct rn_AlterReplicaLogDirsResponse *a, const struct rn_AlterReplicaLogDirsResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *o);
+static int tg_eq_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(const struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *a, const struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *o);
+static int tg_eq_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(const struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *a, const struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterUserScramCredentialsRequest(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsRequest *o);
+static int tg_eq_rn_AlterUserScramCredentialsRequest(const struct rn_AlterUserScramCredentialsRequest *a, const struct rn_AlterUserScramCredentialsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *o);
+static int tg_eq_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(const struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *a, const struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterUserScramCredentialsResponse(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsResponse *o);
+static int tg_eq_rn_AlterUserScramCredentialsResponse(const struct rn_AlterUserScramCredentialsResponse *a, const struct rn_AlterUserScramCredentialsResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_ApiVersionsRequest(struct tg *t, int16_t v, struct rn_ApiVersionsRequest *o);
 static int tg_eq_rn_ApiVersionsRequest(const struct rn_ApiVersionsRequest *a, const struct rn_ApiVersionsRequest *b,
     int16_t v, const char *path);
@@ -331,6 +346,21 @@ static int tg_eq_rn_DescribeQuorumResponse_Node(const struct rn_DescribeQuorumRe
     int16_t v, const char *path);
 static void tg_fill_rn_DescribeQuorumResponse(struct tg *t, int16_t v, struct rn_DescribeQuorumResponse *o);
 static int tg_eq_rn_DescribeQuorumResponse(const struct rn_DescribeQuorumResponse *a, const struct rn_DescribeQuorumResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeUserScramCredentialsRequest_UserName(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsRequest_UserName *o);
+static int tg_eq_rn_DescribeUserScramCredentialsRequest_UserName(const struct rn_DescribeUserScramCredentialsRequest_UserName *a, const struct rn_DescribeUserScramCredentialsRequest_UserName *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeUserScramCredentialsRequest(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsRequest *o);
+static int tg_eq_rn_DescribeUserScramCredentialsRequest(const struct rn_DescribeUserScramCredentialsRequest *a, const struct rn_DescribeUserScramCredentialsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeUserScramCredentialsResponse_CredentialInfo(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *o);
+static int tg_eq_rn_DescribeUserScramCredentialsResponse_CredentialInfo(const struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *a, const struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *o);
+static int tg_eq_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(const struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *a, const struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeUserScramCredentialsResponse(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsResponse *o);
+static int tg_eq_rn_DescribeUserScramCredentialsResponse(const struct rn_DescribeUserScramCredentialsResponse *a, const struct rn_DescribeUserScramCredentialsResponse *b,
     int16_t v, const char *path);
 static void tg_fill_rn_ElectLeadersRequest_TopicPartitions(struct tg *t, int16_t v, struct rn_ElectLeadersRequest_TopicPartitions *o);
 static int tg_eq_rn_ElectLeadersRequest_TopicPartitions(const struct rn_ElectLeadersRequest_TopicPartitions *a, const struct rn_ElectLeadersRequest_TopicPartitions *b,
@@ -1455,6 +1485,164 @@ tg_eq_rn_AlterReplicaLogDirsResponse(const struct rn_AlterReplicaLogDirsResponse
 		return 0;
 	for (int i = 0; i < a->results_count; i++)
 		if (!tg_eq_rn_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(&a->results[i], &b->results[i], v, "results"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *o)
+{
+	rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->mechanism = (int8_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(const struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *a, const struct rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int((long long)a->mechanism, (long long)b->mechanism, path, "mechanism"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *o)
+{
+	rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->mechanism = (int8_t)tg_rand(t);
+	o->iterations = (int32_t)tg_rand(t);
+	o->salt = tg_bytes(t, false);
+	o->salted_password = tg_bytes(t, false);
+}
+
+static int
+tg_eq_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(const struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *a, const struct rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int((long long)a->mechanism, (long long)b->mechanism, path, "mechanism"))
+		return 0;
+	if (!tg_eq_int((long long)a->iterations, (long long)b->iterations, path, "iterations"))
+		return 0;
+	if (!tg_eq_bytes(a->salt, b->salt, path, "salt"))
+		return 0;
+	if (!tg_eq_bytes(a->salted_password, b->salted_password, path, "salted_password"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterUserScramCredentialsRequest(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsRequest *o)
+{
+	rn_AlterUserScramCredentialsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->deletions_count = tg_count(t, false);
+	o->deletions = o->deletions_count > 0 ? tg_alloc(t, o->deletions_count * sizeof(*o->deletions)) : NULL;
+	for (int i = 0; i < o->deletions_count; i++) {
+		tg_fill_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(t, v, &o->deletions[i]);
+	}
+	o->upsertions_count = tg_count(t, false);
+	o->upsertions = o->upsertions_count > 0 ? tg_alloc(t, o->upsertions_count * sizeof(*o->upsertions)) : NULL;
+	for (int i = 0; i < o->upsertions_count; i++) {
+		tg_fill_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(t, v, &o->upsertions[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterUserScramCredentialsRequest(const struct rn_AlterUserScramCredentialsRequest *a, const struct rn_AlterUserScramCredentialsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->deletions_count, b->deletions_count, path, "deletions_count"))
+		return 0;
+	for (int i = 0; i < a->deletions_count; i++)
+		if (!tg_eq_rn_AlterUserScramCredentialsRequest_ScramCredentialDeletion(&a->deletions[i], &b->deletions[i], v, "deletions"))
+			return 0;
+	if (!tg_eq_int(a->upsertions_count, b->upsertions_count, path, "upsertions_count"))
+		return 0;
+	for (int i = 0; i < a->upsertions_count; i++)
+		if (!tg_eq_rn_AlterUserScramCredentialsRequest_ScramCredentialUpsertion(&a->upsertions[i], &b->upsertions[i], v, "upsertions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *o)
+{
+	rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_init(o);
+	(void)t;
+	(void)v;
+	o->user = tg_str(t, false);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+}
+
+static int
+tg_eq_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(const struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *a, const struct rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->user, b->user, path, "user"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterUserScramCredentialsResponse(struct tg *t, int16_t v, struct rn_AlterUserScramCredentialsResponse *o)
+{
+	rn_AlterUserScramCredentialsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->results_count = tg_count(t, false);
+	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+	for (int i = 0; i < o->results_count; i++) {
+		tg_fill_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(t, v, &o->results[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterUserScramCredentialsResponse(const struct rn_AlterUserScramCredentialsResponse *a, const struct rn_AlterUserScramCredentialsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+		return 0;
+	for (int i = 0; i < a->results_count; i++)
+		if (!tg_eq_rn_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(&a->results[i], &b->results[i], v, "results"))
 			return 0;
 	return 1;
 }
@@ -4563,6 +4751,158 @@ tg_eq_rn_DescribeQuorumResponse(const struct rn_DescribeQuorumResponse *a, const
 			if (!tg_eq_rn_DescribeQuorumResponse_Node(&a->nodes[i], &b->nodes[i], v, "nodes"))
 				return 0;
 	}
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeUserScramCredentialsRequest_UserName(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsRequest_UserName *o)
+{
+	rn_DescribeUserScramCredentialsRequest_UserName_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+}
+
+static int
+tg_eq_rn_DescribeUserScramCredentialsRequest_UserName(const struct rn_DescribeUserScramCredentialsRequest_UserName *a, const struct rn_DescribeUserScramCredentialsRequest_UserName *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeUserScramCredentialsRequest(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsRequest *o)
+{
+	rn_DescribeUserScramCredentialsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->users_count = tg_count(t, true);
+	o->users = o->users_count > 0 ? tg_alloc(t, o->users_count * sizeof(*o->users)) : NULL;
+	for (int i = 0; i < o->users_count; i++) {
+		tg_fill_rn_DescribeUserScramCredentialsRequest_UserName(t, v, &o->users[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeUserScramCredentialsRequest(const struct rn_DescribeUserScramCredentialsRequest *a, const struct rn_DescribeUserScramCredentialsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->users_count, b->users_count, path, "users_count"))
+		return 0;
+	for (int i = 0; i < a->users_count; i++)
+		if (!tg_eq_rn_DescribeUserScramCredentialsRequest_UserName(&a->users[i], &b->users[i], v, "users"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeUserScramCredentialsResponse_CredentialInfo(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *o)
+{
+	rn_DescribeUserScramCredentialsResponse_CredentialInfo_init(o);
+	(void)t;
+	(void)v;
+	o->mechanism = (int8_t)tg_rand(t);
+	o->iterations = (int32_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_DescribeUserScramCredentialsResponse_CredentialInfo(const struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *a, const struct rn_DescribeUserScramCredentialsResponse_CredentialInfo *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->mechanism, (long long)b->mechanism, path, "mechanism"))
+		return 0;
+	if (!tg_eq_int((long long)a->iterations, (long long)b->iterations, path, "iterations"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *o)
+{
+	rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_init(o);
+	(void)t;
+	(void)v;
+	o->user = tg_str(t, false);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->credential_infos_count = tg_count(t, false);
+	o->credential_infos = o->credential_infos_count > 0 ? tg_alloc(t, o->credential_infos_count * sizeof(*o->credential_infos)) : NULL;
+	for (int i = 0; i < o->credential_infos_count; i++) {
+		tg_fill_rn_DescribeUserScramCredentialsResponse_CredentialInfo(t, v, &o->credential_infos[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(const struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *a, const struct rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->user, b->user, path, "user"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->credential_infos_count, b->credential_infos_count, path, "credential_infos_count"))
+		return 0;
+	for (int i = 0; i < a->credential_infos_count; i++)
+		if (!tg_eq_rn_DescribeUserScramCredentialsResponse_CredentialInfo(&a->credential_infos[i], &b->credential_infos[i], v, "credential_infos"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeUserScramCredentialsResponse(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsResponse *o)
+{
+	rn_DescribeUserScramCredentialsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->results_count = tg_count(t, false);
+	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+	for (int i = 0; i < o->results_count; i++) {
+		tg_fill_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(t, v, &o->results[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeUserScramCredentialsResponse(const struct rn_DescribeUserScramCredentialsResponse *a, const struct rn_DescribeUserScramCredentialsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+		return 0;
+	for (int i = 0; i < a->results_count; i++)
+		if (!tg_eq_rn_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(&a->results[i], &b->results[i], v, "results"))
+			return 0;
 	return 1;
 }
 
@@ -8449,6 +8789,30 @@ tgv_eq_AlterReplicaLogDirsResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_AlterUserScramCredentialsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AlterUserScramCredentialsRequest(t, v, o);
+}
+
+static int
+tgv_eq_AlterUserScramCredentialsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AlterUserScramCredentialsRequest(a, b, v, "AlterUserScramCredentialsRequest");
+}
+
+static void
+tgv_fill_AlterUserScramCredentialsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AlterUserScramCredentialsResponse(t, v, o);
+}
+
+static int
+tgv_eq_AlterUserScramCredentialsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AlterUserScramCredentialsResponse(a, b, v, "AlterUserScramCredentialsResponse");
+}
+
+static void
 tgv_fill_ApiVersionsRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_ApiVersionsRequest(t, v, o);
@@ -8854,6 +9218,30 @@ static int
 tgv_eq_DescribeQuorumResponse(const void *a, const void *b, int16_t v)
 {
 	return tg_eq_rn_DescribeQuorumResponse(a, b, v, "DescribeQuorumResponse");
+}
+
+static void
+tgv_fill_DescribeUserScramCredentialsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeUserScramCredentialsRequest(t, v, o);
+}
+
+static int
+tgv_eq_DescribeUserScramCredentialsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeUserScramCredentialsRequest(a, b, v, "DescribeUserScramCredentialsRequest");
+}
+
+static void
+tgv_fill_DescribeUserScramCredentialsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeUserScramCredentialsResponse(t, v, o);
+}
+
+static int
+tgv_eq_DescribeUserScramCredentialsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeUserScramCredentialsResponse(a, b, v, "DescribeUserScramCredentialsResponse");
 }
 
 static void
@@ -9369,6 +9757,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "AlterPartitionResponse", 56, false, 0, 3, sizeof(struct rn_AlterPartitionResponse), tgv_fill_AlterPartitionResponse, tgv_eq_AlterPartitionResponse },
 	{ "AlterReplicaLogDirsRequest", 34, true, 0, 2, sizeof(struct rn_AlterReplicaLogDirsRequest), tgv_fill_AlterReplicaLogDirsRequest, tgv_eq_AlterReplicaLogDirsRequest },
 	{ "AlterReplicaLogDirsResponse", 34, false, 0, 2, sizeof(struct rn_AlterReplicaLogDirsResponse), tgv_fill_AlterReplicaLogDirsResponse, tgv_eq_AlterReplicaLogDirsResponse },
+	{ "AlterUserScramCredentialsRequest", 51, true, 0, 0, sizeof(struct rn_AlterUserScramCredentialsRequest), tgv_fill_AlterUserScramCredentialsRequest, tgv_eq_AlterUserScramCredentialsRequest },
+	{ "AlterUserScramCredentialsResponse", 51, false, 0, 0, sizeof(struct rn_AlterUserScramCredentialsResponse), tgv_fill_AlterUserScramCredentialsResponse, tgv_eq_AlterUserScramCredentialsResponse },
 	{ "ApiVersionsRequest", 18, true, 0, 3, sizeof(struct rn_ApiVersionsRequest), tgv_fill_ApiVersionsRequest, tgv_eq_ApiVersionsRequest },
 	{ "ApiVersionsResponse", 18, false, 0, 3, sizeof(struct rn_ApiVersionsResponse), tgv_fill_ApiVersionsResponse, tgv_eq_ApiVersionsResponse },
 	{ "AssignReplicasToDirsRequest", 73, true, 0, 0, sizeof(struct rn_AssignReplicasToDirsRequest), tgv_fill_AssignReplicasToDirsRequest, tgv_eq_AssignReplicasToDirsRequest },
@@ -9403,6 +9793,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "DescribeLogDirsResponse", 35, false, 0, 4, sizeof(struct rn_DescribeLogDirsResponse), tgv_fill_DescribeLogDirsResponse, tgv_eq_DescribeLogDirsResponse },
 	{ "DescribeQuorumRequest", 55, true, 0, 2, sizeof(struct rn_DescribeQuorumRequest), tgv_fill_DescribeQuorumRequest, tgv_eq_DescribeQuorumRequest },
 	{ "DescribeQuorumResponse", 55, false, 0, 2, sizeof(struct rn_DescribeQuorumResponse), tgv_fill_DescribeQuorumResponse, tgv_eq_DescribeQuorumResponse },
+	{ "DescribeUserScramCredentialsRequest", 50, true, 0, 0, sizeof(struct rn_DescribeUserScramCredentialsRequest), tgv_fill_DescribeUserScramCredentialsRequest, tgv_eq_DescribeUserScramCredentialsRequest },
+	{ "DescribeUserScramCredentialsResponse", 50, false, 0, 0, sizeof(struct rn_DescribeUserScramCredentialsResponse), tgv_fill_DescribeUserScramCredentialsResponse, tgv_eq_DescribeUserScramCredentialsResponse },
 	{ "ElectLeadersRequest", 43, true, 0, 2, sizeof(struct rn_ElectLeadersRequest), tgv_fill_ElectLeadersRequest, tgv_eq_ElectLeadersRequest },
 	{ "ElectLeadersResponse", 43, false, 0, 2, sizeof(struct rn_ElectLeadersResponse), tgv_fill_ElectLeadersResponse, tgv_eq_ElectLeadersResponse },
 	{ "FetchRequest", 1, true, 4, 13, sizeof(struct rn_FetchRequest), tgv_fill_FetchRequest, tgv_eq_FetchRequest },

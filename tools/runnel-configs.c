@@ -1,12 +1,20 @@
 /*
- * runnel-configs: describe and change topic and broker configs over the
- * Kafka protocol, with kafka-configs' flag names and output shape.
+ * runnel-configs: describe and change topic and broker configs, and users'
+ * SCRAM credentials, over the Kafka protocol, with kafka-configs' flag
+ * names and output shape.
  *
  *   runnel-configs --bootstrap-server H:P --describe --entity-type topics|brokers
  *       [--entity-name N] [--all]
  *   runnel-configs --bootstrap-server H:P --alter --entity-type topics|brokers
  *       --entity-name N [--add-config k=v[,k2=v2]]
  *       [--delete-config k[,k2]]
+ *   runnel-configs --bootstrap-server H:P --alter --entity-type users
+ *       --entity-name U [--add-config 'SCRAM-SHA-256=[iterations=N,password=P]']
+ *       [--delete-config SCRAM-SHA-256]
+ *   runnel-configs --bootstrap-server H:P --describe --entity-type users
+ *       [--entity-name U]
+ *
+ * Users go on runnel's own codec, not librdkafka: see configs_users.c.
  *
  * librdkafka 2.0 has only the legacy AlterConfigs, which replaces every
  * override of the resource. So --alter reads the current overrides with
@@ -23,12 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/configs_users.h"
 #include "tools/tool_common.h"
 
 struct opts {
 	bool describe, alter, all, entity_default;
 	const char *bootstrap;
-	const char *type;   /* "topics" or "brokers" */
+	const char *type;   /* "topics", "brokers" or "users" */
 	const char *name;
 	struct tool_props add;     /* k=v */
 	struct tool_props del;     /* k= (value unused) */
@@ -47,6 +56,12 @@ usage(FILE *f)
 	    "           --entity-type topics|brokers --entity-name NAME\n"
 	    "           [--add-config k=v[,k2=v2,k3=[a,b]]] "
 	    "[--delete-config k[,k2]]\n"
+	    "       runnel-configs --bootstrap-server HOST:PORT --alter\n"
+	    "           --entity-type users --entity-name USER\n"
+	    "           [--add-config 'SCRAM-SHA-256=[iterations=N,"
+	    "password=P]'] [--delete-config SCRAM-SHA-256]\n"
+	    "       runnel-configs --bootstrap-server HOST:PORT --describe\n"
+	    "           --entity-type users [--entity-name USER]\n"
 	    "shortcuts: --topic T = --entity-type topics --entity-name T;\n"
 	    "           --broker N = --entity-type brokers --entity-name N\n"
 	    "client options: --command-config FILE, -X key=value, "
@@ -498,9 +513,14 @@ check_opts(struct opts *o)
 		tool_errx("--entity-type topics|brokers is required");
 		return -1;
 	}
-	if (strcmp(o->type, "topics") != 0 && strcmp(o->type, "brokers") != 0) {
-		tool_errx("--entity-type '%s': runnel-configs knows topics and "
-		    "brokers", o->type);
+	if (strcmp(o->type, "topics") != 0 && strcmp(o->type, "brokers") != 0 &&
+	    strcmp(o->type, "users") != 0) {
+		tool_errx("--entity-type '%s': runnel-configs knows topics, "
+		    "brokers and users", o->type);
+		return -1;
+	}
+	if (strcmp(o->type, "users") == 0 && (o->all || o->entity_default)) {
+		tool_errx("--all and --entity-default do not go with users");
 		return -1;
 	}
 	if (o->entity_default) {
@@ -509,7 +529,7 @@ check_opts(struct opts *o)
 		    "cannot address the cluster-wide broker defaults");
 		return -1;
 	}
-	if (o->name && !is_topics(o) &&
+	if (o->name && strcmp(o->type, "brokers") == 0 &&
 	    tool_parse_long(o->name, 0, INT32_MAX, &id) != 0) {
 		tool_errx("--entity-name for brokers is a broker id, not '%s'",
 		    o->name);
@@ -601,6 +621,15 @@ main(int argc, char **argv)
 	cli.timeout_ms = &o.timeout_ms;
 	if ((rc = tool_parse_args(argc, argv, &cli, &o)) >= 0)
 		return rc;
+	if (strcmp(o.type, "users") == 0) {
+		rc = o.describe ? configs_users_describe(o.bootstrap, &o.client,
+		    o.timeout_ms, o.name) : configs_users_alter(o.bootstrap,
+		    &o.client, o.timeout_ms, o.name, &o.add, &o.del);
+		tool_props_free(&o.add);
+		tool_props_free(&o.del);
+		tool_props_free(&o.client);
+		return rc;
+	}
 	if ((rk = tool_client_new(RD_KAFKA_PRODUCER, o.bootstrap, &o.client,
 	    NULL)) == NULL)
 		return TOOL_EXIT_FAIL;

@@ -690,6 +690,72 @@ test_dirs(void)
 	ctl_state_free(&a);
 }
 
+/* SCRAM credentials: set, replaced, removed, kept by a snapshot. */
+static void
+test_scram(void)
+{
+	struct ctl_state a, b2;
+	struct ctl_batch b;
+	struct rn_scram_cred c;
+	msgpack_sbuffer sb;
+	uint8_t salt[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, sp[RN_SCRAM_KEY_MAX];
+	uint8_t stored[RN_SCRAM_KEY_MAX], server[RN_SCRAM_KEY_MAX];
+	const struct rn_scram_cred *f;
+
+	ctl_state_init(&a);
+	ctl_state_init(&b2);
+	ctl_batch_init(&b);
+	memset(&c, 0, sizeof(c));
+	c.name = "bob";
+	c.mech = RN_SCRAM_SHA512;
+	c.iterations = 4096;
+	c.salt = salt;
+	c.salt_len = sizeof(salt);
+	ctl_rec_scram(&b, &c);
+	c.name = "alice";
+	c.mech = RN_SCRAM_SHA256;
+	c.iterations = 8192;
+	ok(rn_scram_salted_password(RN_SCRAM_SHA256, "pw", 2, salt,
+	    sizeof(salt), 4096, sp) == 0 && rn_scram_derive_keys(
+	    RN_SCRAM_SHA256, sp, c.stored_key, c.server_key) == 0,
+	    "keys derived from a salted password");
+	memcpy(stored, c.stored_key, sizeof(stored));
+	memcpy(server, c.server_key, sizeof(server));
+	ctl_rec_scram(&b, &c);
+	apply_batch(&a, &b, 1);
+	f = rn_scram_find(a.scram.v, (size_t)a.scram.n, "alice", 5,
+	    RN_SCRAM_SHA256);
+	ok(a.scram.n == 2 && f != NULL && f->iterations == 8192 &&
+	    memcmp(f->stored_key, stored, 32) == 0 &&
+	    memcmp(f->server_key, server, 32) == 0 &&
+	    strcmp(a.scram.v[0].name, "alice") == 0,
+	    "two credentials applied, sorted by user");
+	c.iterations = 4096;
+	ctl_rec_scram(&b, &c);
+	apply_batch(&a, &b, 2);
+	ok(a.scram.n == 2 && a.scram.v[0].iterations == 4096,
+	    "a second UserScramCredential replaces the first");
+	msgpack_sbuffer_init(&sb);
+	is_int(ctl_state_snapshot(&a, &sb), 0, "snapshot with credentials");
+	is_int(ctl_state_restore(&b2, sb.data, sb.size), 0, "restored");
+	ok(snap_equal(&a, &b2) && b2.scram.n == 2,
+	    "the credentials survive the snapshot");
+	msgpack_sbuffer_destroy(&sb);
+	ctl_rec_remove_scram(&b, "alice", 5, RN_SCRAM_SHA256);
+	apply_batch(&a, &b, 3);
+	ok(a.scram.n == 1 && strcmp(a.scram.v[0].name, "bob") == 0,
+	    "RemoveUserScramCredential removes alice's");
+	ctl_rec_remove_scram(&b, "alice", 5, RN_SCRAM_SHA256);
+	c.mech = 9;
+	ctl_rec_scram(&b, &c);
+	apply_batch(&a, &b, 4);
+	ok(a.scram.n == 1, "removing what is gone, an unknown mechanism: "
+	    "skipped");
+	ctl_batch_free(&b);
+	ctl_state_free(&a);
+	ctl_state_free(&b2);
+}
+
 int
 main(void)
 {
@@ -702,6 +768,7 @@ main(void)
 	test_reassign_state();
 	test_offline_dirs();
 	test_dirs();
+	test_scram();
 	ctl_state_free(&st);
 	return done_testing();
 }

@@ -66,6 +66,15 @@ part_of(const struct model *m, int t, int p, struct rn_mdimage_enc_part *ep)
 	ep->dir_id = zero;
 }
 
+/* Two SCRAM credentials, published out of order: the view sorts them. */
+static const uint8_t salt[4] = { 1, 2, 3, 4 };
+static const struct rn_scram_cred scram_bob = { .name = "bob",
+    .mech = RN_SCRAM_SHA512, .iterations = 8192, .salt = salt,
+    .salt_len = sizeof(salt), .stored_key = { 7 }, .server_key = { 9 } };
+static const struct rn_scram_cred scram_alice = { .name = "alice",
+    .mech = RN_SCRAM_SHA256, .iterations = 4096, .salt = salt,
+    .salt_len = sizeof(salt), .stored_key = { 5 }, .server_key = { 6 } };
+
 static void
 publish_body(struct rn_shm *shm, const struct model *m)
 {
@@ -94,6 +103,9 @@ publish_body(struct rn_shm *shm, const struct model *m)
 	rn_mdimage_enc_broker_configs(&e, 0);
 	rn_mdimage_enc_node_configs(&e, 0);
 	rn_mdimage_enc_acls(&e, 0);
+	rn_mdimage_enc_scram(&e, 2);
+	rn_mdimage_enc_scram_cred(&e, &scram_bob);
+	rn_mdimage_enc_scram_cred(&e, &scram_alice);
 	if (rn_mdimage_publish(shm, 1, "c", sb.data, sb.size) != 0)
 		bail("publish");
 	msgpack_sbuffer_destroy(&sb);
@@ -160,7 +172,7 @@ main(void)
 	int t, p, i, rc, refused = -1, n_deltas;
 	bool followed = true;
 
-	plan(19);
+	plan(20);
 	if ((rc = rn_shm_create(&sp, &shm)) != 0)
 		bail("rn_shm_create: %s", strerror(-rc));
 	ring = rn_shm_meta(&shm)->delta_size;
@@ -181,6 +193,21 @@ main(void)
 	    "all of it, as published");
 	is_int(rn_mdview_refresh(&far, &shm), 1, "so does a reader that will "
 	    "fall behind");
+	{
+		const struct rn_scram_cred *a = rn_scram_find(early.scram,
+		    early.n_scram, "alice", 5, RN_SCRAM_SHA256);
+
+		ok(early.n_scram == 2 && a != NULL && a->iterations == 4096 &&
+		    a->salt_len == 4 && a->salt[3] == 4 &&
+		    a->stored_key[0] == 5 && a->server_key[0] == 6 &&
+		    rn_scram_find(early.scram, early.n_scram, "bob", 3,
+		    RN_SCRAM_SHA512) != NULL && rn_scram_find(early.scram,
+		    early.n_scram, "bob", 3, RN_SCRAM_SHA256) == NULL &&
+		    rn_scram_find(early.scram, early.n_scram, "al", 2,
+		    RN_SCRAM_SHA256) == NULL,
+		    "the SCRAM credentials are in the view, found by user and "
+		    "mechanism");
+	}
 
 	/* one ISR shrink and one leader change */
 	before = &early.topics[1].parts[7];

@@ -69,6 +69,7 @@ struct ctl_op {
 		struct rn_AssignReplicasToDirsResponse ard;
 		struct rn_CreateAclsResponse cacl;
 		struct rn_DeleteAclsResponse dacl;
+		struct rn_AlterUserScramCredentialsResponse ausc;
 	} resp;
 };
 
@@ -190,6 +191,8 @@ int ctl_op_alter_configs(struct ctl_op *op, struct rn_kreader *r);
 /* acls.c */
 int ctl_op_create_acls(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_delete_acls(struct ctl_op *op, struct rn_kreader *r);
+/* scram.c */
+int ctl_op_alter_scram(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r);
 /* Effective unclean.leader.election.enable of a topic. */
 bool ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t);

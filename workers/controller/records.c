@@ -23,6 +23,8 @@ static const char *const rec_names[] = {
 	[CTL_REC_PARTITION_CHANGE] = "PartitionChange",
 	[CTL_REC_ACL] = "AccessControlEntry",
 	[CTL_REC_REMOVE_ACL] = "RemoveAccessControlEntry",
+	[CTL_REC_SCRAM] = "UserScramCredential",
+	[CTL_REC_REMOVE_SCRAM] = "RemoveUserScramCredential",
 };
 
 const char *
@@ -364,6 +366,40 @@ ctl_rec_remove_acl(struct ctl_batch *b, const uint8_t id[16])
 	rec_begin(b, CTL_REC_REMOVE_ACL, 1);
 	rn_mp_pack_str(&b->pk, "id");
 	ctl_mp_bin16(&b->pk, id);
+}
+
+void
+ctl_rec_scram(struct ctl_batch *b, const struct rn_scram_cred *s)
+{
+	size_t kl = rn_scram_key_len(s->mech);
+
+	rec_begin(b, CTL_REC_SCRAM, 6);
+	rn_mp_pack_str(&b->pk, "name");
+	rn_mp_pack_str(&b->pk, s->name);
+	rn_mp_pack_str(&b->pk, "mechanism");
+	msgpack_pack_int(&b->pk, s->mech);
+	rn_mp_pack_str(&b->pk, "salt");
+	msgpack_pack_bin(&b->pk, s->salt_len);
+	msgpack_pack_bin_body(&b->pk, s->salt, s->salt_len);
+	rn_mp_pack_str(&b->pk, "stored_key");
+	msgpack_pack_bin(&b->pk, kl);
+	msgpack_pack_bin_body(&b->pk, s->stored_key, kl);
+	rn_mp_pack_str(&b->pk, "server_key");
+	msgpack_pack_bin(&b->pk, kl);
+	msgpack_pack_bin_body(&b->pk, s->server_key, kl);
+	rn_mp_pack_str(&b->pk, "iterations");
+	msgpack_pack_int32(&b->pk, s->iterations);
+}
+
+void
+ctl_rec_remove_scram(struct ctl_batch *b, const char *name, size_t len,
+    int mech)
+{
+	rec_begin(b, CTL_REC_REMOVE_SCRAM, 2);
+	rn_mp_pack_str(&b->pk, "name");
+	ctl_mp_str(&b->pk, name, len);
+	rn_mp_pack_str(&b->pk, "mechanism");
+	msgpack_pack_int(&b->pk, mech);
 }
 
 void

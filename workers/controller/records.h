@@ -27,6 +27,11 @@
  *                   pattern_type, principal, host, operation,
  *                   permission_type} (Kafka's codes, common/acl.h)
  *   RemoveAccessControlEntry {id}
+ *   UserScramCredential {name: str, mechanism: 1 SCRAM-SHA-256 |
+ *                   2 SCRAM-SHA-512, salt: bin, stored_key: bin,
+ *                   server_key: bin, iterations} (a user's credential for
+ *                   one mechanism, set or replaced; never the password)
+ *   RemoveUserScramCredential {name, mechanism}
  *
  * RegisterBroker in snapshots also carries in_controlled_shutdown and
  * absent_since. A broker stays in the state (the observed brokers) until
@@ -57,6 +62,8 @@ enum ctl_rec_type {
 	CTL_REC_PARTITION_CHANGE,
 	CTL_REC_ACL,
 	CTL_REC_REMOVE_ACL,
+	CTL_REC_SCRAM,
+	CTL_REC_REMOVE_SCRAM,
 };
 
 enum ctl_rec_type ctl_rec_type_of(const msgpack_object *rec);
@@ -104,6 +111,9 @@ void ctl_rec_partition_change(struct ctl_batch *b, const uint8_t topic_id[16],
 
 void ctl_rec_acl(struct ctl_batch *b, const struct ctl_acl *a);
 void ctl_rec_remove_acl(struct ctl_batch *b, const uint8_t id[16]);
+void ctl_rec_scram(struct ctl_batch *b, const struct rn_scram_cred *s);
+void ctl_rec_remove_scram(struct ctl_batch *b, const char *name, size_t len,
+    int mech);
 
 /* Uuid helpers on raw bytes (see state.h on why not struct rn_uuid). */
 int ctl_uuid_random(uint8_t out[16]);

@@ -18,6 +18,7 @@
 
 #include "common/acl.h"
 #include "common/config.h"
+#include "common/scram.h"
 
 #define CTL_TOPIC_NAME_MAX 249
 /* Partition-runtime slots per node: shm.max.partitions at most. */
@@ -103,6 +104,13 @@ struct ctl_acls {
 	int n, cap;
 };
 
+/* SCRAM credentials, sorted by (name, mechanism); the state owns each
+ * name and salt. */
+struct ctl_scrams {
+	struct rn_scram_cred *v;
+	int n, cap;
+};
+
 /* Lowest-free allocator of one broker's partition-runtime slots. */
 struct ctl_slotmap {
 	int32_t broker;
@@ -149,6 +157,7 @@ struct ctl_state {
 	struct ctl_slotmap *slotmaps;
 	int n_slotmaps;
 	struct ctl_acls acls;
+	struct ctl_scrams scram;
 	uint64_t applying_index;    /* log index of the entry being applied */
 	uint64_t last_index;        /* last applied log index */
 	uint64_t last_term;
@@ -215,6 +224,13 @@ int ctl_acls_apply_remove(struct ctl_state *st, const msgpack_object *rec);
 void ctl_acls_free(struct ctl_acls *s);
 void ctl_acls_snapshot(const struct ctl_state *st, struct ctl_batch *b);
 void ctl_acls_encode(const struct ctl_state *st, struct rn_mdimage_enc *e);
+
+/* scram.c: the SCRAM credentials' records, snapshot and image part */
+int ctl_scram_apply(struct ctl_state *st, const msgpack_object *rec);
+int ctl_scram_apply_remove(struct ctl_state *st, const msgpack_object *rec);
+void ctl_scram_free(struct ctl_scrams *s);
+void ctl_scram_snapshot(const struct ctl_state *st, struct ctl_batch *b);
+void ctl_scram_encode(const struct ctl_state *st, struct rn_mdimage_enc *e);
 
 /* Lookups. */
 struct ctl_topic *ctl_state_topic(const struct ctl_state *st,

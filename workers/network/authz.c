@@ -38,6 +38,8 @@ static const int16_t authz_aware[] = {
 	RN_KAPI_DESCRIBE_ACLS,
 	RN_KAPI_CREATE_ACLS,
 	RN_KAPI_DELETE_ACLS,
+	RN_KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS,
+	RN_KAPI_ALTER_USER_SCRAM_CREDENTIALS,
 	RN_KAPI_FIND_COORDINATOR,
 	RN_KAPI_DESCRIBE_CONFIGS,
 	/* checked in authz_admin.c, then answered by the controller */

@@ -182,6 +182,7 @@ net_conn_reap(struct net *n)
 	while ((c = n->dead) != NULL) {
 		n->dead = c->next_all;
 		rn_arena_free(&c->arena);
+		net_scram_free(c);
 		free(c->rbuf);
 		free(c->watch);
 		free(c);

@@ -90,6 +90,7 @@ struct net_connlim_ticket {
 	bool ip;                 /* in its address's count */
 	uint8_t addr[16];
 };
+struct net_scram;
 
 struct conn {
 	int fd;
@@ -114,6 +115,7 @@ struct conn {
 	enum conn_sasl sasl_state;
 	int64_t auth_deadline_ms;
 	char principal[96];      /* "User:alice": what authz.c authorizes */
+	struct net_scram *scram; /* a SCRAM exchange under way (scram.c) */
 
 	/* input: frames accumulate here; grown only as bytes arrive */
 	uint8_t *rbuf;
@@ -297,6 +299,10 @@ bool net_connlim_take(struct net *n, int l, const struct sockaddr_storage *ss,
     struct net_connlim_ticket *t);
 void net_connlim_release(struct net *n, struct net_connlim_ticket *t);
 void net_connlim_addr(const struct sockaddr_storage *ss, uint8_t out[16]);
+/* scram_admin.c: DescribeUserScramCredentials from the image, and
+ * AlterUserScramCredentials authorized, then forwarded */
+int net_describe_scram(struct net *n, struct conn *c);
+int net_alter_scram(struct net *n, struct conn *c);
 
 /* conn.c: sockets, framing, the output queue; below dispatch.c */
 /* lim: what the connection was counted in (connlimit.c); it is released
@@ -434,6 +440,21 @@ bool net_sasl_raw_token(struct net *n, struct conn *c);
 void net_sasl_fail_now(struct net *n, struct conn *c);
 /* May this request be taken before authentication? */
 bool net_sasl_preauth_ok(const struct conn *c, int16_t api_key);
+
+/* scram.c: the server side of SCRAM-SHA-256/512 */
+enum {
+	NET_SCRAM_NEXT,          /* out holds the server-first */
+	NET_SCRAM_DONE,          /* out holds the server-final; c is authed */
+	NET_SCRAM_FAILED,        /* bad credentials (logged) */
+	NET_SCRAM_MALFORMED,     /* not SCRAM (logged) */
+};
+#define NET_SCRAM_OUT_MAX 2048
+/* 0, or -1 when out of memory. */
+int net_scram_start(struct conn *c, int mech);
+void net_scram_free(struct conn *c);
+/* One client message of len bytes; the exchange is freed once it ends. */
+int net_scram_step(struct net *n, struct conn *c, const uint8_t *tok,
+    size_t len, char *out, size_t outmax, size_t *outlen);
 
 /* Map a storage error to a Kafka error code. */
 int16_t net_storage_kerr(int rc);

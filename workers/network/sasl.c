@@ -2,7 +2,8 @@
  * SASL on the SASL_PLAINTEXT and SASL_SSL listeners, as Kafka serves it:
  * SaslHandshake picks the mechanism, then the client's tokens come in
  * SaslAuthenticate requests (handshake v1) or as raw size-prefixed frames
- * (v0). PLAIN (RFC 4616) is the one mechanism. Until a login succeeds
+ * (v0). PLAIN (RFC 4616) is checked here, SCRAM-SHA-256 and SCRAM-SHA-512
+ * in scram.c against the credentials of the image. Until a login succeeds
  * only ApiVersions and these are taken; a failed login is answered after
  * connection.failed.authentication.delay.ms and the connection closed.
  * The password is never logged, whatever happens.
@@ -16,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/sasl_config.h"
+#include "common/scram.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
 #include "workers/network/net_int.h"
@@ -130,40 +132,89 @@ net_sasl_fail_now(struct net *n, struct conn *c)
 		net_conn_request_done(n, c);
 }
 
+/* The enabled mechanisms, as the handshake lists them. */
+static const struct {
+	const char *name;
+	unsigned bit;
+	int scram;               /* RN_SCRAM_*, 0 for PLAIN */
+} mechs[] = {
+	{ "PLAIN", RN_SASL_PLAIN, 0 },
+	{ "SCRAM-SHA-256", RN_SASL_SCRAM_SHA256, RN_SCRAM_SHA256 },
+	{ "SCRAM-SHA-512", RN_SASL_SCRAM_SHA512, RN_SCRAM_SHA512 },
+};
+#define N_MECHS (sizeof(mechs) / sizeof(mechs[0]))
+
 int
 net_sasl_handshake(struct net *n, struct conn *c)
 {
 	const struct rn_SaslHandshakeRequest *req = c->req;
 	struct rn_SaslHandshakeResponse r;
-	struct rn_kstr mech = rn_kstr_c("PLAIN");
+	struct rn_kstr names[N_MECHS];
+	size_t i, m = N_MECHS;
 
 	rn_SaslHandshakeResponse_init(&r);
-	r.mechanisms = &mech;
-	r.mechanisms_count = 1;
+	r.mechanisms = names;
+	for (i = 0; c->sasl != NULL && i < N_MECHS; i++) {
+		if (!(c->sasl->mechs & mechs[i].bit))
+			continue;
+		names[r.mechanisms_count++] = rn_kstr_c(mechs[i].name);
+		if (req->mechanism.len == (int32_t)strlen(mechs[i].name) &&
+		    memcmp(req->mechanism.ptr, mechs[i].name,
+		    (size_t)req->mechanism.len) == 0)
+			m = i;
+	}
 	if (c->sasl == NULL || c->authed ||
-	    c->sasl_state != CONN_SASL_HANDSHAKE) {
+	    c->sasl_state != CONN_SASL_HANDSHAKE || c->scram != NULL) {
 		r.error_code = RN_KERR_ILLEGAL_SASL_STATE;
 		log_warnx("connection from %s on listener %s: SaslHandshake "
 		    "out of turn: closing", c->peer, listener_name(n, c));
 		c->closing = true;
-	} else if (req->mechanism.len == 5 &&
-	    memcmp(req->mechanism.ptr, "PLAIN", 5) == 0 &&
-	    (c->sasl->mechs & RN_SASL_PLAIN))
+	} else if (m < N_MECHS) {
+		if (mechs[m].scram != 0 && net_scram_start(c,
+		    mechs[m].scram) != 0) {
+			c->closing = true;
+			return -1;
+		}
 		c->sasl_state = c->hdr.api_version == 0 ? CONN_SASL_RAW :
 		    CONN_SASL_TOKEN;
-	else {
-		char m[72];
+	} else {
+		char name[72];
 
 		log_name((const uint8_t *)req->mechanism.ptr,
-		    req->mechanism.len > 0 ? (size_t)req->mechanism.len : 0, m,
-		    sizeof(m));
+		    req->mechanism.len > 0 ? (size_t)req->mechanism.len : 0,
+		    name, sizeof(name));
 		log_warnx("connection from %s on listener %s: SASL mechanism "
 		    "'%s' is not enabled (%s): closing", c->peer,
-		    listener_name(n, c), m, c->sasl->mech_list);
+		    listener_name(n, c), name, c->sasl->mech_list);
 		r.error_code = RN_KERR_UNSUPPORTED_SASL_MECHANISM;
 		c->closing = true;
 	}
 	return net_respond(n, c, &r);
+}
+
+/*
+ * One token of the mechanism chosen: 1 and a token in out to answer
+ * (the login may have succeeded: c->authed), 0 failed (answered later),
+ * -1 malformed: close.
+ */
+static int
+sasl_token(struct net *n, struct conn *c, const uint8_t *tok, size_t len,
+    char *out, size_t *outlen)
+{
+	const char *why;
+
+	*outlen = 0;
+	if (c->scram == NULL)
+		return plain_login(n, c, tok, len, &why) == 0 ? 1 : 0;
+	switch (net_scram_step(n, c, tok, len, out, NET_SCRAM_OUT_MAX,
+	    outlen)) {
+	case NET_SCRAM_NEXT:
+	case NET_SCRAM_DONE:
+		return 1;
+	case NET_SCRAM_FAILED:
+		return 0;
+	}
+	return -1;
 }
 
 int
@@ -171,7 +222,8 @@ net_sasl_authenticate(struct net *n, struct conn *c)
 {
 	const struct rn_SaslAuthenticateRequest *req = c->req;
 	struct rn_SaslAuthenticateResponse r;
-	const char *why;
+	char out[NET_SCRAM_OUT_MAX];
+	size_t outlen;
 
 	rn_SaslAuthenticateResponse_init(&r);
 	if (c->sasl == NULL || c->authed || c->sasl_state != CONN_SASL_TOKEN) {
@@ -184,34 +236,49 @@ net_sasl_authenticate(struct net *n, struct conn *c)
 		c->closing = true;
 		return net_respond(n, c, &r);
 	}
-	if (plain_login(n, c, req->auth_bytes.ptr, req->auth_bytes.len > 0 ?
-	    (size_t)req->auth_bytes.len : 0, &why) != 0) {
-		fail_later(n, c);
-		return 0;
+	if (sasl_token(n, c, req->auth_bytes.ptr, req->auth_bytes.len > 0 ?
+	    (size_t)req->auth_bytes.len : 0, out, &outlen) == 1) {
+		r.auth_bytes.ptr = (const uint8_t *)out;
+		r.auth_bytes.len = (int32_t)outlen;
+		return net_respond(n, c, &r);
 	}
-	return net_respond(n, c, &r);
+	/* as Kafka: a token it cannot read fails the login too, answered
+	 * SASL_AUTHENTICATION_FAILED and closed */
+	fail_later(n, c);
+	return 0;
 }
 
 bool
 net_sasl_raw_token(struct net *n, struct conn *c)
 {
-	static const uint8_t empty[4];
-	const char *why;
+	char out[NET_SCRAM_OUT_MAX];
+	size_t outlen;
 	struct net_out *o;
 
-	if (plain_login(n, c, c->rbuf + c->frame_off + 4, c->frame_len,
-	    &why) != 0) {
+	switch (sasl_token(n, c, c->rbuf + c->frame_off + 4, c->frame_len,
+	    out, &outlen)) {
+	case 1:
+		break;
+	case 0:
 		fail_later(n, c);
 		return true;
+	default:
+		return false;
 	}
-	/* success: an empty token in a raw frame of its own */
+	/* the answer (empty for PLAIN) in a raw frame of its own */
 	if ((o = calloc(1, sizeof(*o))) == NULL ||
 	    (o->chunks = malloc(sizeof(*o->chunks))) == NULL) {
 		free(o);
 		return false;
 	}
 	rn_kwriter_init(&o->w);
-	o->chunks[0] = (struct rn_kchunk){ empty, sizeof(empty), -1, 0 };
+	rn_kw_int32(&o->w, (int32_t)outlen);
+	rn_kw_raw(&o->w, out, outlen);
+	if (o->w.err != 0) {
+		net_out_free(n, o);
+		return false;
+	}
+	o->chunks[0] = (struct rn_kchunk){ o->w.buf, o->w.len, -1, 0 };
 	o->n_chunks = 1;
 	net_conn_queue(n, c, o);
 	return true;
