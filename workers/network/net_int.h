@@ -114,7 +114,7 @@ struct conn {
 	bool authed;
 	enum conn_sasl sasl_state;
 	int64_t auth_deadline_ms;
-	char principal[96];      /* "User:alice": what authz.c authorizes */
+	char principal[512];     /* "User:alice": what authz.c authorizes */
 	struct net_scram *scram; /* a SCRAM exchange under way (scram.c) */
 
 	/* input: frames accumulate here; grown only as bytes arrive */

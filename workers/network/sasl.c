@@ -87,6 +87,9 @@ plain_login(struct net *n, struct conn *c, const uint8_t *tok, size_t len,
 	else if (!rn_sasl_plain_check(c->sasl, (const char *)user, ulen,
 	    (const char *)pw, pwlen))
 		*why = MSG_BAD_LOGIN;
+	else if (ulen + sizeof("User:") > sizeof(c->principal))
+		/* a cut name could be another user's principal */
+		*why = "Authentication failed: username too long";
 	else {
 		snprintf(c->principal, sizeof(c->principal), "User:%.*s",
 		    (int)ulen, (const char *)user);

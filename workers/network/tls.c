@@ -69,26 +69,35 @@ tls_why(struct conn *c, int rc, char *buf, size_t len)
 	ERR_clear_error();
 }
 
-/* The principal a client certificate names: Kafka's "User:<RFC 2253 DN>". */
-static void
+/*
+ * The principal a client certificate names: Kafka's "User:<RFC 2253 DN>".
+ * False if the subject does not fit: a cut one could name someone else.
+ */
+static bool
 tls_principal(struct conn *c)
 {
 	X509 *x = SSL_get1_peer_certificate(c->ssl);
+	bool ok = true;
 	BIO *b;
 	char *p;
 	long len;
 
 	strlcpy(c->principal, "User:ANONYMOUS", sizeof(c->principal));
 	if (x == NULL)
-		return;
+		return true;
 	if ((b = BIO_new(BIO_s_mem())) != NULL) {
 		if (X509_NAME_print_ex(b, X509_get_subject_name(x), 0,
-		    XN_FLAG_RFC2253) >= 0 && (len = BIO_get_mem_data(b, &p)) > 0)
-			snprintf(c->principal, sizeof(c->principal), "User:%.*s",
-			    (int)len, p);
+		    XN_FLAG_RFC2253) >= 0 && (len = BIO_get_mem_data(b, &p)) > 0) {
+			ok = (size_t)len + sizeof("User:") <=
+			    sizeof(c->principal);
+			if (ok)
+				snprintf(c->principal, sizeof(c->principal),
+				    "User:%.*s", (int)len, p);
+		}
 		BIO_free(b);
 	}
 	X509_free(x);
+	return ok;
 }
 
 int
@@ -103,7 +112,13 @@ net_tls_handshake(struct net *n, struct conn *c)
 	if ((rc = SSL_do_handshake(c->ssl)) == 1) {
 		c->tls_done = true;
 		c->tls_ktls = BIO_get_ktls_send(SSL_get_wbio(c->ssl)) > 0;
-		tls_principal(c);
+		if (!tls_principal(c)) {
+			log_warnx("TLS client %s on listener %s: its "
+			    "certificate's subject is too long for a "
+			    "principal: closing", c->peer,
+			    n->cfg->listeners[c->listener].name);
+			return -1;
+		}
 		log_debug("TLS with %s: %s, %s%s", c->peer,
 		    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl),
 		    c->tls_ktls ? ", kTLS sends" : "");
