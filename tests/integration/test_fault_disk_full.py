@@ -5,12 +5,16 @@ acks=all writers with bulky values; X leads some partitions. A filler
 file takes most of the tmpfs and the writers fill the rest: X takes its
 dir offline naming it and ENOSPC, and with no dir left it stops, as
 Kafka's broker does; leadership moves and the writers carry on against
-the other two. Space returns (the filler goes), X restarts, recovers its
-log and rejoins every ISR; its segments end byte for byte the leader's
-(nothing kept from the failed writes). Nothing acknowledged is lost.
-Then a single node (RF=1) whose only dir fills: its writers see errors
-or nothing, never a loss, and after space returns and a restart every
-acknowledged record reads back and new writes are acknowledged."""
+the other two. Restarted while the disk is still full, X stops again the
+same way (no crash loop). Space returns (the filler goes, the tmpfs
+grows), X restarts, recovers its log and rejoins every ISR; its segments
+end byte for byte the leader's (nothing kept from the failed writes).
+Nothing acknowledged is lost.
+Then a single node (RF=1) whose only dir fills: the one write that finds
+it full is answered KAFKA_STORAGE_ERROR and leaves nothing in the log;
+under the checked writers it stops, they see errors or nothing, never a
+loss, and after space returns and a restart every acknowledged record
+reads back and new writes are acknowledged."""
 import errno
 import os
 import re
@@ -21,6 +25,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import history
+import rncluster
 from rntest import Cluster, Tap, TempDir, wait_for
 
 t = Tap()
@@ -31,7 +36,7 @@ PROPS = {"min.insync.replicas": "2", "replica.lag.time.max.ms": "4000",
          "unclean.leader.election.enable": "false",
          "log.segment.bytes": "1048576"}
 # bulky values so the writers fill the last MiBs in seconds
-WRITERS = {"rate": 40, "pad": 8192}
+WRITERS = {"rate": 80, "pad": 4096}
 # The metadata log (libraft) keeps 24 MiB of segments allocated ahead in
 # the first log dir: a tmpfs of 40 MiB leaves 16 MiB for the partitions.
 # The filler leaves RESERVE of that free; when space returns the filler
@@ -49,7 +54,10 @@ def mount_tmpfs(path, mib):
 
 
 def umount(path):
-    if subprocess.run(["umount", path]).returncode != 0:
+    # a killed worker may still be closing its files: try for a while
+    if not wait_for(lambda: subprocess.run(
+            ["umount", path], stderr=subprocess.DEVNULL).returncode == 0,
+            10, 0.5):
         subprocess.run(["umount", "-l", path])
 
 
@@ -153,14 +161,19 @@ def replicated(t, cl):
             history.leader_of(cl.bootstrap, topic, p) > 0
             for p in range(PARTS)), 30, 0.2)
         state["move_s"] = time.monotonic() - t1
-        state["used"] = (os.statvfs(mnt).f_blocks - os.statvfs(mnt).f_bfree) \
-            * os.statvfs(mnt).f_frsize
+        st = os.statvfs(mnt)
+        state["used"] = (st.f_blocks - st.f_bfree) * st.f_frsize
+        # restarted before space returns (as systemd would), it stops again
+        state["log_before"] = len(x.logtext())
+        x.start()
+        state["again"] = wait_for(lambda: x.proc.poll() is not None, 60)
+        state["again_exit"] = x.proc.poll()
+        state["again_log"] = x.logtext()[state["log_before"]:]
 
     def space_returns():
         os.unlink(os.path.join(mnt, "filler"))
         grow(mnt, GROWN)
         state["restarts_before"] = len(supervisor_exits(x))
-        state["log_before"] = len(x.logtext())
         x.start()
 
     t0 = time.monotonic()
@@ -180,8 +193,13 @@ def replicated(t, cl):
          "every log dir is offline" in x.logtext()[:state["log_before"]],
          "with its only log dir offline node %d stopped (exit status %s), "
          "saying every log dir is offline" % (X, state.get("exit")))
+    again = state.get("again_log", "")
+    t.ok(state.get("again") and "No space left on device" in again and
+         "every log dir is offline" in again, "restarted before space "
+         "returned, node %d stopped again the same way (exit status %s)"
+         % (X, state.get("again_exit")))
     t.eq(state.get("restarts_before"), 0, "its supervisor restarted no "
-         "worker on the way down")
+         "worker on the way down, either time")
     t.ok(state.get("moved"), "leadership of what node %d led moved to the "
          "other two, %.1f s after it stopped" % (X, state.get("move_s", -1)))
     t.ok(res["failed"] <= res["attempted"] // 100, "the writers carried on: "
@@ -203,6 +221,47 @@ def replicated(t, cl):
            % (res["attempted"], res["acknowledged"], len(res["lost"]),
               len(res["duplicated"]), len(res["inconsistent"]),
               res["heal_to_full_replication_s"], time.monotonic() - t0))
+
+
+def probe(t, cl):
+    """The only writer, without retries and one record in flight, fills
+    the disk: the write that finds it full is answered with
+    KAFKA_STORAGE_ERROR, what was acknowledged before reads back after a
+    restart, and nothing else is there."""
+    n = cl.node(1)
+    history.create_topics(t, cl, ("probe",), 1, rf=1)
+    fill(n.logdir, 1 << 20)
+    p = Producer({"bootstrap.servers": cl.bootstrap, "acks": "all",
+                  "enable.idempotence": False, "retries": 0,
+                  "linger.ms": 0, "message.timeout.ms": 15000})
+    acked, errs = [], []
+
+    def report(err, msg):
+        if err is None:
+            acked.append(msg.value())
+        else:
+            errs.append((err.name(), msg.value()))
+    pad = b"/" + b"x" * 65536
+    for i in range(64):  # 4 MiB at most, the filler left 1
+        p.produce("probe", value=b"p%d" % i + pad, partition=0,
+                  on_delivery=report)
+        p.flush(20)
+        if errs:
+            break
+    t.eq(errs[:1] and errs[0][0], "KAFKA_STORAGE_ERROR", "single node: "
+         "with its disk full, the write that found it so is answered "
+         "KAFKA_STORAGE_ERROR (%d acknowledged before)" % len(acked))
+    t.ok(wait_for(lambda: n.proc.poll() is not None, 30),
+         "single node: it stopped")
+    os.unlink(os.path.join(n.logdir, "filler"))
+    n.start()
+    t.ok(n.wait_running(30), "single node: with the filler gone it runs "
+         "again")
+    got = [v for v in rncluster.read_all(cl.bootstrap, "probe", 0)]
+    t.eq(got[:len(acked)], acked, "single node: every acknowledged write "
+         "reads back, in order (%d)" % len(acked))
+    t.eq(got[len(acked):], [], "single node: nothing after them (not the "
+         "failed write, nor any part of it)")
 
 
 def single(t, cl):
@@ -228,7 +287,7 @@ def single(t, cl):
 
     t0 = time.monotonic()
     res = history.run(t, cl, topic, PARTS, inject=full_disk,
-                      heal=space_returns, hold=3.0, rf=1,
+                      heal=space_returns, hold=5.0, rf=1,
                       writer_opts=WRITERS)
     m = state.get("offline")
     t.ok(m is not None and "No space left on device" in m.group(3),
@@ -282,6 +341,7 @@ with TempDir() as tmp:
         cl.start()
         t.ok(cl.wait_running(60), "a single node up, its only log dir a "
              "%d MiB tmpfs" % TMPFS)
+        probe(t, cl)
         single(t, cl)
     finally:
         cl.kill()
