@@ -155,7 +155,7 @@ struct ctl {
 	uint64_t image_epoch;
 };
 
-/* raft.c */
+/* raft.c; -ENOSPC or -EIO when the metadata log's disk failed */
 int ctl_raft_start(struct ctl *c);
 void ctl_raft_close(struct ctl *c, void (*done)(struct ctl *c));
 /* after the loop has run dry */
