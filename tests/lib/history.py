@@ -2,7 +2,8 @@
 the checker that judges it.
 
 Writers are confluent-kafka (librdkafka) producers, each in its own
-thread, sending unique values "w<writer>-<seq>" and recording each send's
+thread, sending unique values "w<writer>-<seq>" (padded with "/xxx..."
+when a test needs bulk, e.g. to fill a disk) and recording each send's
 outcome from the delivery report: acknowledged (with partition and
 offset), failed, or unknown (no report by the end). A tailing reader
 records every (partition, offset, value) it sees while the faults run;
@@ -23,15 +24,16 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 
 # what any run's writers send; anything else in the log is unexpected
-_VALUE = re.compile(r"^(r\d+/)?w\d+-\d+$")
+_VALUE = re.compile(r"^(r\d+/)?w\d+-\d+(/x+)?$")
 
 
 class Writer(threading.Thread):
     def __init__(self, wid, bootstrap, topic, idempotent=True, acks="all",
-                 rate=200, prefix=""):
+                 rate=200, prefix="", pad=0):
         super().__init__(daemon=True)
         self.wid, self.topic, self.rate = wid, topic, rate
         self.prefix = prefix
+        self.pad = "/" + "x" * pad if pad else ""
         self.sent = []            # values in send order
         self.acked = {}           # value -> (partition, offset)
         self.failed = {}          # value -> error name
@@ -56,7 +58,7 @@ class Writer(threading.Thread):
         seq = 0
         gap = 1.0 / self.rate
         while not self.stop_flag.is_set():
-            v = "%sw%d-%d" % (self.prefix, self.wid, seq)
+            v = "%sw%d-%d%s" % (self.prefix, self.wid, seq, self.pad)
             try:
                 self.p.produce(self.topic, value=v.encode(), key=v.encode(),
                                on_delivery=self._report)
@@ -266,17 +268,17 @@ _runs = 0
 
 
 def run(t, cl, topic, partitions, inject, heal, hold=15.0, writers=3,
-        idempotent=True, rf=3, acks="all", group=False):
+        idempotent=True, rf=3, acks="all", group=False, writer_opts=None):
     """Writers and a tail run; inject() the fault, hold it, heal() it, then
     wait for full replication, read everything back and check. With group,
     a consumer group member reads too and must have read every record
-    before the end. Returns the check result (also printed as a
-    diagnostic)."""
+    before the end. writer_opts go to each Writer (rate, pad). Returns the
+    check result (also printed as a diagnostic)."""
     global _runs
     _runs += 1
     prefix = "r%d/" % _runs
     ws = [Writer(i, cl.bootstrap, topic, idempotent=idempotent, acks=acks,
-                 prefix=prefix) for i in range(writers)]
+                 prefix=prefix, **(writer_opts or {})) for i in range(writers)]
     tail = Tail(cl.bootstrap, topic, partitions)
     gtail = GroupTail(cl.bootstrap, topic, "hist-%s" % topic) if group \
         else None

@@ -22,6 +22,7 @@
 #include "workers/partition/partition.h"
 #include "workers/controller/op.h"
 #include "workers/controller/raft.h"
+#include "workers/partition/dirfail.h"
 #include "workers/worker.h"
 
 int
@@ -368,6 +369,25 @@ ctl_free(struct ctl *c)
 	free(c);
 }
 
+/*
+ * The metadata log could not be opened for a full or failing disk: as
+ * Kafka, the node stops instead of retrying what only an operator can
+ * mend. When the dir is also a log dir it goes offline, said the usual way.
+ */
+static void
+metadata_dir_failed(struct ctl *c, int rc)
+{
+	const struct rn_config *cfg = c->cfg;
+	int i;
+
+	for (i = 0; i < cfg->n_log_dirs; i++)
+		if (strcmp(cfg->log_dirs[i], cfg->metadata_log_dir) == 0)
+			rn_dirfail_check(c->shm, i, cfg->log_dirs[i], rc,
+			    "opening the metadata log");
+	log_errx("shutting down: the metadata log in %s cannot be opened: %s",
+	    cfg->metadata_log_dir, strerror(-rc));
+}
+
 int
 rn_controller_main(struct rn_worker *w)
 {
@@ -398,8 +418,11 @@ rn_controller_main(struct rn_worker *w)
 	ctl_loop_init(c, env);
 	if (ctl_uuid_random(c->incarnation) != 0)
 		fatal("no random incarnation id");
-	if ((rc = ctl_raft_start(c)) == -EUCLEAN) {
-		/* damaged files stay damaged: no restart loop */
+	rc = ctl_raft_start(c);
+	if (rc == -EUCLEAN || rn_dirfail_is_io_error(rc)) {
+		/* damaged files or a failed disk: no restart loop */
+		if (rc != -EUCLEAN)
+			metadata_dir_failed(c, rc);
 		c->exit_code = RN_WORKER_EXIT_FATAL;
 		ctl_stop(c, RN_WORKER_EXIT_FATAL);
 	} else if (rc != 0 || ctl_agent_start(c) != 0) {

@@ -222,6 +222,28 @@ ctl_io_close(struct raft_io *io, raft_io_close_cb cb)
 	c->io_close(io, ctl_io_closed);
 }
 
+/*
+ * A libraft error as a negative errno: a full or failing disk keeps its
+ * meaning, so the caller stops rather than retries it, and so do damaged
+ * files (-EUCLEAN); the rest is -EPROTO.
+ */
+static int
+raft_errno(int rc)
+{
+	switch (rc) {
+	case RAFT_NOSPACE:
+		return -ENOSPC;
+	case RAFT_IOERR:
+		return -EIO;
+	case RAFT_CORRUPT:
+	case RAFT_MALFORMED:
+		/* damaged files: logged naming the file, restarts mend nothing */
+		return -EUCLEAN;
+	default:
+		return -EPROTO;
+	}
+}
+
 int
 ctl_raft_start(struct ctl *c)
 {
@@ -259,8 +281,7 @@ ctl_raft_start(struct ctl *c)
 		log_errx("metadata log in %s: %s", c->raft_dir,
 		    c->io.errmsg[0] ? c->io.errmsg : raft_strerror(rc));
 		ctl_transport_free(&c->transport);
-		return rc == RAFT_CORRUPT || rc == RAFT_MALFORMED ? -EUCLEAN :
-		    -EIO;
+		return raft_errno(rc);
 	}
 	c->io_inited = true;
 	/* it would set a damaged segment aside and forget its entries */
@@ -277,7 +298,7 @@ ctl_raft_start(struct ctl *c)
 	if ((rc = raft_init(&c->raft, &c->io, &c->fsm,
 	    (raft_id)cfg->node_id, self)) != 0) {
 		log_errx("raft: %s", raft_errmsg(&c->raft));
-		return -EIO;
+		return raft_errno(rc);
 	}
 	c->raft_inited = true;
 	c->raft.data = c;
@@ -290,8 +311,7 @@ ctl_raft_start(struct ctl *c)
 	if ((rc = raft_start(&c->raft)) != 0) {
 		log_errx("metadata log in %s: %s", c->raft_dir,
 		    raft_errmsg(&c->raft));
-		return rc == RAFT_CORRUPT || rc == RAFT_MALFORMED ? -EUCLEAN :
-		    -EIO;
+		return raft_errno(rc);
 	}
 	rn_log_about(LOG_INFO, rn_subj_broker(cfg->node_id), "metadata quorum "
 	    "started: node %d at %s, %d voter(s)", cfg->node_id, self,

@@ -155,9 +155,8 @@ struct ctl {
 	uint64_t image_epoch;
 };
 
-/* raft.c */
-/* -EUCLEAN: the metadata log's files are damaged (logged, naming the
- * file); restarting would not mend them */
+/* raft.c: -EUCLEAN when the metadata log's files are damaged (logged,
+ * naming the file), -ENOSPC or -EIO when its disk failed */
 int ctl_raft_start(struct ctl *c);
 /* raftfiles.c: the files libraft would load, checked first; -EBADMSG
  * with err naming the damaged file */
