@@ -29,7 +29,9 @@
  *    "broker_configs": {k: v} (dynamic cluster-wide broker defaults),
  *    "node_configs": {k: v} (dynamic configs of this broker),
  *    "acls": [[resource_type, resource_name, pattern_type, principal,
- *              host, operation, permission_type]] (Kafka's codes)}
+ *              host, operation, permission_type]] (Kafka's codes),
+ *    "quotas": [[user kind, user, client kind, client, key, value: float]]
+ *              (kinds: common/cquota.h; absent: none)}
  *
  * Deltas. A change that only touches partitions (leader, ISR, epochs,
  * replicas: most changes of a running cluster) is published as a delta,
@@ -59,6 +61,7 @@
 #include <stdint.h>
 
 #include "common/acl.h"
+#include "common/cquota.h"
 #include "common/config.h"
 #include "common/kconfig_catalogue.h"
 #include "ipc/shm.h"
@@ -160,6 +163,8 @@ struct rn_mdview {
 	const struct rn_mdv_config *broker_configs, *node_configs;
 	size_t n_acls;
 	const struct rn_acl *acls;           /* sorted for rn_acl_allowed */
+	size_t n_quotas;
+	const struct rn_cquota *quotas;      /* client quotas, any order */
 	/* private */
 	void *priv;
 };

@@ -8,6 +8,7 @@
 
 #include "common/ctlproto.h"
 #include "ipc/mdimage_write.h"
+#include "common/cquota.h"
 
 static void
 pack_bool(msgpack_packer *pk, bool b)
@@ -229,6 +230,27 @@ rn_mdimage_enc_acl(struct rn_mdimage_enc *e, const struct rn_acl *a)
 	rn_mp_pack_str(pk, a->host);
 	msgpack_pack_int(pk, a->op);
 	msgpack_pack_int(pk, a->perm);
+}
+
+void
+rn_mdimage_enc_quotas(struct rn_mdimage_enc *e, int n)
+{
+	rn_mp_pack_str(&e->pk, "quotas");
+	msgpack_pack_array(&e->pk, (size_t)n);
+}
+
+void
+rn_mdimage_enc_quota(struct rn_mdimage_enc *e, const struct rn_cquota *q)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_int(pk, q->ukind);
+	rn_mp_pack_str(pk, q->user);
+	msgpack_pack_int(pk, q->ckind);
+	rn_mp_pack_str(pk, q->client);
+	rn_mp_pack_str(pk, rn_cq_key_names[q->key]);
+	msgpack_pack_double(pk, q->value);
 }
 
 void

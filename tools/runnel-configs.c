@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/configs_quotas.h"
 #include "tools/tool_common.h"
 
 struct opts {
@@ -41,7 +42,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: runnel-configs --bootstrap-server HOST:PORT --describe\n"
-	    "           --entity-type topics|brokers [--entity-name NAME] "
+	    "           --entity-type topics|brokers|users|clients [--entity-name NAME] "
 	    "[--all]\n"
 	    "       runnel-configs --bootstrap-server HOST:PORT --alter\n"
 	    "           --entity-type topics|brokers --entity-name NAME\n"
@@ -498,9 +499,27 @@ check_opts(struct opts *o)
 		tool_errx("--entity-type topics|brokers is required");
 		return -1;
 	}
+	if (strcmp(o->type, "users") == 0 || strcmp(o->type, "clients") == 0) {
+		if (o->name != NULL && o->entity_default) {
+			tool_errx("give --entity-name or --entity-default, "
+			    "not both");
+			return -1;
+		}
+		if (o->alter && o->name == NULL && !o->entity_default) {
+			tool_errx("--alter needs --entity-name or "
+			    "--entity-default");
+			return -1;
+		}
+		if (o->alter && o->add.n == 0 && o->del.n == 0) {
+			tool_errx("--alter needs --add-config and/or "
+			    "--delete-config");
+			return -1;
+		}
+		return 0;
+	}
 	if (strcmp(o->type, "topics") != 0 && strcmp(o->type, "brokers") != 0) {
-		tool_errx("--entity-type '%s': runnel-configs knows topics and "
-		    "brokers", o->type);
+		tool_errx("--entity-type '%s': runnel-configs knows topics, "
+		    "brokers, users and clients", o->type);
 		return -1;
 	}
 	if (o->entity_default) {
@@ -601,6 +620,14 @@ main(int argc, char **argv)
 	cli.timeout_ms = &o.timeout_ms;
 	if ((rc = tool_parse_args(argc, argv, &cli, &o)) >= 0)
 		return rc;
+	if (strcmp(o.type, "users") == 0 || strcmp(o.type, "clients") == 0) {
+		rc = cq_run(o.bootstrap, o.describe, o.type, o.name,
+		    o.entity_default, &o.add, &o.del, o.timeout_ms);
+		tool_props_free(&o.add);
+		tool_props_free(&o.del);
+		tool_props_free(&o.client);
+		return rc;
+	}
 	if ((rk = tool_client_new(RD_KAFKA_PRODUCER, o.bootstrap, &o.client,
 	    NULL)) == NULL)
 		return TOOL_EXIT_FAIL;

@@ -27,6 +27,8 @@
  *                   pattern_type, principal, host, operation,
  *                   permission_type} (Kafka's codes, common/acl.h)
  *   RemoveAccessControlEntry {id}
+ *   ClientQuota    {entity: [[type "user"|"client-id", name|nil (nil:
+ *                   <default>)]], key: str, value: float|nil (nil removes)}
  *
  * RegisterBroker in snapshots also carries in_controlled_shutdown and
  * absent_since. A broker stays in the state (the observed brokers) until
@@ -57,6 +59,7 @@ enum ctl_rec_type {
 	CTL_REC_PARTITION_CHANGE,
 	CTL_REC_ACL,
 	CTL_REC_REMOVE_ACL,
+	CTL_REC_CLIENT_QUOTA,
 };
 
 enum ctl_rec_type ctl_rec_type_of(const msgpack_object *rec);
@@ -104,6 +107,10 @@ void ctl_rec_partition_change(struct ctl_batch *b, const uint8_t topic_id[16],
 
 void ctl_rec_acl(struct ctl_batch *b, const struct ctl_acl *a);
 void ctl_rec_remove_acl(struct ctl_batch *b, const uint8_t id[16]);
+/* set: the value; else the key is removed from the entity. */
+struct rn_cquota;
+void ctl_rec_client_quota(struct ctl_batch *b, const struct rn_cquota *q,
+    bool set);
 
 /* Uuid helpers on raw bytes (see state.h on why not struct rn_uuid). */
 int ctl_uuid_random(uint8_t out[16]);

@@ -290,6 +290,7 @@ ctl_state_free(struct ctl_state *st)
 		free(st->slotmaps[i].bits);
 	free(st->slotmaps);
 	ctl_acls_free(&st->acls);
+	ctl_quotas_free(&st->quotas);
 	free(st->changed.v);
 	ctl_state_init(st);
 }
@@ -1093,6 +1094,7 @@ ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec)
 		break;
 	case CTL_REC_ACL: rc = ctl_acls_apply(st, rec); break;
 	case CTL_REC_REMOVE_ACL: rc = ctl_acls_apply_remove(st, rec); break;
+	case CTL_REC_CLIENT_QUOTA: rc = ctl_quotas_apply(st, rec); break;
 	default:
 		/* a newer record type: skipping keeps older nodes running */
 		log_warnx("unknown metadata record type at index %llu: skipped",
@@ -1180,6 +1182,7 @@ ctl_state_snapshot(const struct ctl_state *st, msgpack_sbuffer *sb)
 			ctl_rec_partition(&b, t->id, p, &t->parts[p], true);
 	}
 	ctl_acls_snapshot(st, &b);
+	ctl_quotas_snapshot(st, &b);
 	entry = ctl_batch_finish(&b, &len);
 	ctl_batch_free(&b);
 	if (entry == NULL)
@@ -1396,6 +1399,7 @@ ctl_state_encode_image(const struct ctl_state *st,
 	rn_mdimage_enc_node_configs(&e, c != NULL ? c->n : 0);
 	enc_configs(&e, c);
 	ctl_acls_encode(st, &e);
+	ctl_quotas_encode(st, &e);
 	return 0;
 }
 
