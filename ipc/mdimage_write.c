@@ -45,7 +45,9 @@ rn_mdimage_enc_begin(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
 	msgpack_packer *pk = &e->pk;
 
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(pk, 9);
+	/* cluster_id, position (3), brokers, topics, broker_configs,
+	 * node_configs, acls, quotas */
+	msgpack_pack_map(pk, 10);
 	rn_mp_pack_str(pk, "cluster_id");
 	rn_mp_pack_str(pk, h->cluster_id);
 	pack_position(pk, h);

@@ -94,6 +94,7 @@ publish_body(struct rn_shm *shm, const struct model *m)
 	rn_mdimage_enc_broker_configs(&e, 0);
 	rn_mdimage_enc_node_configs(&e, 0);
 	rn_mdimage_enc_acls(&e, 0);
+	rn_mdimage_enc_quotas(&e, 0);
 	if (rn_mdimage_publish(shm, 1, "c", sb.data, sb.size) != 0)
 		bail("publish");
 	msgpack_sbuffer_destroy(&sb);
