@@ -588,6 +588,52 @@ load_scram(struct mdv_priv *p, const msgpack_object *a, struct rn_mdview *nv)
 	return 0;
 }
 
+/* The client quotas (absent: none); keys this build does not know are
+ * left out. */
+static int
+load_quotas(struct mdv_priv *p, const msgpack_object *a, struct rn_mdview *nv)
+{
+	struct rn_cquota *q;
+	uint32_t i;
+	size_t n = 0;
+
+	if (a == NULL)
+		return 0;
+	if (a->type != MSGPACK_OBJECT_ARRAY)
+		return -EBADMSG;
+	if ((q = arena_alloc(p, sizeof(*q) * (a->via.array.size + 1))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *e = &a->via.array.ptr[i];
+		const msgpack_object *f;
+		int k;
+
+		if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 6)
+			return -EBADMSG;
+		f = e->via.array.ptr;
+		if (f[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    f[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    f[4].type != MSGPACK_OBJECT_STR ||
+		    f[5].type != MSGPACK_OBJECT_FLOAT64)
+			return -EBADMSG;
+		if ((k = rn_cq_key_find(f[4].via.str.ptr,
+		    f[4].via.str.size)) < 0)
+			continue;
+		q[n].ukind = (int8_t)f[0].via.u64;
+		q[n].user = arena_str(p, &f[1]);
+		q[n].ckind = (int8_t)f[2].via.u64;
+		q[n].client = arena_str(p, &f[3]);
+		q[n].key = (int8_t)k;
+		q[n].value = f[5].via.f64;
+		if (q[n].user == NULL || q[n].client == NULL)
+			return -EBADMSG;
+		n++;
+	}
+	nv->quotas = q;
+	nv->n_quotas = n;
+	return 0;
+}
+
 /* Parse into a fresh private part; on success swap it into v. */
 static int
 mdview_parse(struct rn_mdview *v, struct mdv_priv *p, const void *body,
@@ -643,6 +689,7 @@ mdview_parse(struct rn_mdview *v, struct mdv_priv *p, const void *body,
 	    (rc = load_configs(p, rn_mp_get(m, "node_configs"),
 	    &nv.node_configs, &nv.n_node_configs)) != 0 ||
 	    (rc = load_acls(p, rn_mp_get(m, "acls"), &nv)) != 0 ||
+	    (rc = load_quotas(p, rn_mp_get(m, "quotas"), &nv)) != 0 ||
 	    (rc = load_scram(p, rn_mp_get(m, "scram"), &nv)) != 0 ||
 	    (rc = build_hashes(p, topics, nv.n_topics)) != 0)
 		goto out;

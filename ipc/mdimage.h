@@ -33,7 +33,9 @@
  *    "scram": [[user, mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512),
  *               iterations, salt: bin, stored_key: bin, server_key: bin]]
  *              (the SCRAM credentials: what verifies a login, never a
- *              password)}
+ *              password),
+ *    "quotas": [[user kind, user, client kind, client, key, value: float]]
+ *              (kinds: common/cquota.h; absent: none)}
  *
  * Deltas. A change that only touches partitions (leader, ISR, epochs,
  * replicas: most changes of a running cluster) is published as a delta,
@@ -63,6 +65,7 @@
 #include <stdint.h>
 
 #include "common/acl.h"
+#include "common/cquota.h"
 #include "common/config.h"
 #include "common/scram.h"
 #include "common/kconfig_catalogue.h"
@@ -167,6 +170,8 @@ struct rn_mdview {
 	const struct rn_acl *acls;           /* sorted for rn_acl_allowed */
 	size_t n_scram;
 	const struct rn_scram_cred *scram;   /* sorted for rn_scram_find */
+	size_t n_quotas;
+	const struct rn_cquota *quotas;      /* client quotas, any order */
 	/* private */
 	void *priv;
 };

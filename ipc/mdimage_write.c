@@ -8,6 +8,7 @@
 
 #include "common/ctlproto.h"
 #include "ipc/mdimage_write.h"
+#include "common/cquota.h"
 
 static void
 pack_bool(msgpack_packer *pk, bool b)
@@ -44,7 +45,9 @@ rn_mdimage_enc_begin(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
 	msgpack_packer *pk = &e->pk;
 
 	msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(pk, 10);
+	/* cluster_id, position (3), brokers, topics, broker_configs,
+	 * node_configs, acls, scram, quotas */
+	msgpack_pack_map(pk, 11);
 	rn_mp_pack_str(pk, "cluster_id");
 	rn_mp_pack_str(pk, h->cluster_id);
 	pack_position(pk, h);
@@ -259,6 +262,27 @@ rn_mdimage_enc_scram_cred(struct rn_mdimage_enc *e,
 	pack_bin(pk, s->salt, s->salt_len);
 	pack_bin(pk, s->stored_key, kl);
 	pack_bin(pk, s->server_key, kl);
+}
+
+void
+rn_mdimage_enc_quotas(struct rn_mdimage_enc *e, int n)
+{
+	rn_mp_pack_str(&e->pk, "quotas");
+	msgpack_pack_array(&e->pk, (size_t)n);
+}
+
+void
+rn_mdimage_enc_quota(struct rn_mdimage_enc *e, const struct rn_cquota *q)
+{
+	msgpack_packer *pk = &e->pk;
+
+	msgpack_pack_array(pk, 6);
+	msgpack_pack_int(pk, q->ukind);
+	rn_mp_pack_str(pk, q->user);
+	msgpack_pack_int(pk, q->ckind);
+	rn_mp_pack_str(pk, q->client);
+	rn_mp_pack_str(pk, rn_cq_key_names[q->key]);
+	msgpack_pack_double(pk, q->value);
 }
 
 void

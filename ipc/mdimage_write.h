@@ -16,6 +16,7 @@
  *   rn_mdimage_enc_node_configs   (n), then rn_mdimage_enc_config each
  *   rn_mdimage_enc_acls           (n), then rn_mdimage_enc_acl each
  *   rn_mdimage_enc_scram          (n), then rn_mdimage_enc_scram_cred each
+ *   rn_mdimage_enc_quotas         (n), then rn_mdimage_enc_quota each
  *
  * A delta (partition changes only; the head's cluster id and broker
  * count are not used):
@@ -93,6 +94,9 @@ void rn_mdimage_enc_acl(struct rn_mdimage_enc *e, const struct rn_acl *a);
 void rn_mdimage_enc_scram(struct rn_mdimage_enc *e, int n);
 void rn_mdimage_enc_scram_cred(struct rn_mdimage_enc *e,
     const struct rn_scram_cred *s);
+struct rn_cquota;
+void rn_mdimage_enc_quotas(struct rn_mdimage_enc *e, int n);
+void rn_mdimage_enc_quota(struct rn_mdimage_enc *e, const struct rn_cquota *q);
 void rn_mdimage_enc_delta(struct rn_mdimage_enc *e, msgpack_sbuffer *sb,
     const struct rn_mdimage_enc_head *h, int n_parts);
 void rn_mdimage_enc_delta_partition(struct rn_mdimage_enc *e,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ipc/connlimit.h"
+#include "ipc/cquota.h"
 #include "ipc/mdimage.h"
 #include "ipc/metrics.h"
 #include "ipc/shm.h"
@@ -222,6 +223,12 @@ void *
 rn_shm_connlimit(const struct rn_shm *shm)
 {
 	return region(shm, RN_REGION_CONNLIMIT);
+}
+
+void *
+rn_shm_cquota(const struct rn_shm *shm)
+{
+	return region(shm, RN_REGION_CQUOTA);
 }
 
 struct rn_part_slot *

@@ -18,7 +18,7 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 7
+#define RN_SHM_LAYOUT_VERSION 8
 /* controller, 64 network, 64 fetchers, log cleaner, group coordinator */
 #define RN_SHM_MAX_WORKERS 131
 
@@ -79,6 +79,8 @@ struct rn_shm_params {
  *   connlimit   connection counts per worker slot (total, per listener,
  *               per address) and the creation-rate clocks, for the
  *               network workers' connection limits (ipc/connlimit.c)
+ *   cquota      the client quotas' sampled byte counts per entity, any
+ *               network worker adds by CAS (ipc/cquota.c)
  */
 #define RN_SHM_REGIONS(R) \
 	R(HEADER, "header", rn_shm_header_size, NULL) \
@@ -90,7 +92,8 @@ struct rn_shm_params {
 	R(COORD_RINGS, "coordinator rings", rn_shm_rings_size, \
 	    rn_shm_rings_init) \
 	R(METRICS, "metrics", rn_metrics_shm_size, NULL) \
-	R(CONNLIMIT, "connection limits", rn_connlim_shm_size, NULL)
+	R(CONNLIMIT, "connection limits", rn_connlim_shm_size, NULL) \
+	R(CQUOTA, "client quotas", rn_cquota_shm_size, NULL)
 
 #define RN_SHM_REGION_ID(id, name, size, init) RN_REGION_##id,
 enum rn_region {
@@ -248,6 +251,8 @@ struct rn_meta_image *rn_shm_meta(const struct rn_shm *shm);
 void *rn_shm_metrics(const struct rn_shm *shm);
 /* The connection-limits region's base (ipc/connlimit.h). */
 void *rn_shm_connlimit(const struct rn_shm *shm);
+/* The client-quota region's base (ipc/cquota.h). */
+void *rn_shm_cquota(const struct rn_shm *shm);
 struct rn_part_slot *rn_shm_partition(const struct rn_shm *shm, unsigned i);
 /* Note that slot i is in use (idempotent); whether it ever was. */
 void rn_shm_slot_mark(const struct rn_shm *shm, unsigned i);

@@ -3,6 +3,386 @@
 #include "protocol/kmsg_gen.h"
 
 void
+rn_AlterClientQuotasRequest_EntityData_init(struct rn_AlterClientQuotasRequest_EntityData *o)
+{
+	o->entity_type.ptr = NULL;
+	o->entity_type.len = 0;
+	o->entity_name.ptr = NULL;
+	o->entity_name.len = 0;
+}
+
+static void
+dec_rn_AlterClientQuotasRequest_EntityData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterClientQuotasRequest_EntityData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->entity_type = rn_kr_string(r, flex, false);
+	o->entity_name = rn_kr_string(r, flex, true);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterClientQuotasRequest_EntityData(struct rn_kwriter *w, int16_t v, const struct rn_AlterClientQuotasRequest_EntityData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->entity_type, flex, false);
+	rn_kw_string(w, o->entity_name, flex, true);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterClientQuotasRequest_OpData_init(struct rn_AlterClientQuotasRequest_OpData *o)
+{
+	o->key.ptr = NULL;
+	o->key.len = 0;
+	o->value = 0;
+	o->remove = false;
+}
+
+static void
+dec_rn_AlterClientQuotasRequest_OpData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterClientQuotasRequest_OpData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->key = rn_kr_string(r, flex, false);
+	o->value = rn_kr_float64(r);
+	o->remove = rn_kr_bool(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterClientQuotasRequest_OpData(struct rn_kwriter *w, int16_t v, const struct rn_AlterClientQuotasRequest_OpData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->key, flex, false);
+	rn_kw_float64(w, o->value);
+	rn_kw_bool(w, o->remove);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterClientQuotasRequest_EntryData_init(struct rn_AlterClientQuotasRequest_EntryData *o)
+{
+	o->entity = NULL;
+	o->entity_count = 0;
+	o->ops = NULL;
+	o->ops_count = 0;
+}
+
+static void
+dec_rn_AlterClientQuotasRequest_EntryData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterClientQuotasRequest_EntryData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->entity = rn_kr_array(r, a, n, sizeof(*o->entity), 2);
+		o->entity_count = r->err ? 0 : n;
+		for (i = 0; i < o->entity_count && !r->err; i++)
+			dec_rn_AlterClientQuotasRequest_EntityData(r, v, a, &o->entity[i]);
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->ops = rn_kr_array(r, a, n, sizeof(*o->ops), 10);
+		o->ops_count = r->err ? 0 : n;
+		for (i = 0; i < o->ops_count && !r->err; i++)
+			dec_rn_AlterClientQuotasRequest_OpData(r, v, a, &o->ops[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterClientQuotasRequest_EntryData(struct rn_kwriter *w, int16_t v, const struct rn_AlterClientQuotasRequest_EntryData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->entity_count, flex, true, false);
+		for (i = 0; i < o->entity_count && !w->err; i++)
+			enc_rn_AlterClientQuotasRequest_EntityData(w, v, &o->entity[i]);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->ops_count, flex, true, false);
+		for (i = 0; i < o->ops_count && !w->err; i++)
+			enc_rn_AlterClientQuotasRequest_OpData(w, v, &o->ops[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterClientQuotasRequest_init(struct rn_AlterClientQuotasRequest *o)
+{
+	o->entries = NULL;
+	o->entries_count = 0;
+	o->validate_only = false;
+}
+
+static int
+dec_rn_AlterClientQuotasRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterClientQuotasRequest *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->entries = rn_kr_array(r, a, n, sizeof(*o->entries), 2);
+		o->entries_count = r->err ? 0 : n;
+		for (i = 0; i < o->entries_count && !r->err; i++)
+			dec_rn_AlterClientQuotasRequest_EntryData(r, v, a, &o->entries[i]);
+	}
+	o->validate_only = rn_kr_bool(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AlterClientQuotasRequest(struct rn_kwriter *w, int16_t v, const struct rn_AlterClientQuotasRequest *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->entries_count, flex, true, false);
+		for (i = 0; i < o->entries_count && !w->err; i++)
+			enc_rn_AlterClientQuotasRequest_EntryData(w, v, &o->entries[i]);
+	}
+	rn_kw_bool(w, o->validate_only);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AlterClientQuotasRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterClientQuotasRequest *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AlterClientQuotasRequest(r, version, arena, out);
+}
+
+int
+rn_AlterClientQuotasRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterClientQuotasRequest *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AlterClientQuotasRequest(w, version, in);
+}
+
+void
+rn_AlterClientQuotasResponse_EntityData_init(struct rn_AlterClientQuotasResponse_EntityData *o)
+{
+	o->entity_type.ptr = NULL;
+	o->entity_type.len = 0;
+	o->entity_name.ptr = NULL;
+	o->entity_name.len = 0;
+}
+
+static void
+dec_rn_AlterClientQuotasResponse_EntityData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterClientQuotasResponse_EntityData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->entity_type = rn_kr_string(r, flex, false);
+	o->entity_name = rn_kr_string(r, flex, true);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterClientQuotasResponse_EntityData(struct rn_kwriter *w, int16_t v, const struct rn_AlterClientQuotasResponse_EntityData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->entity_type, flex, false);
+	rn_kw_string(w, o->entity_name, flex, true);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterClientQuotasResponse_EntryData_init(struct rn_AlterClientQuotasResponse_EntryData *o)
+{
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = 0;
+	o->entity = NULL;
+	o->entity_count = 0;
+}
+
+static void
+dec_rn_AlterClientQuotasResponse_EntryData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterClientQuotasResponse_EntryData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->entity = rn_kr_array(r, a, n, sizeof(*o->entity), 2);
+		o->entity_count = r->err ? 0 : n;
+		for (i = 0; i < o->entity_count && !r->err; i++)
+			dec_rn_AlterClientQuotasResponse_EntityData(r, v, a, &o->entity[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AlterClientQuotasResponse_EntryData(struct rn_kwriter *w, int16_t v, const struct rn_AlterClientQuotasResponse_EntryData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->entity_count, flex, true, false);
+		for (i = 0; i < o->entity_count && !w->err; i++)
+			enc_rn_AlterClientQuotasResponse_EntityData(w, v, &o->entity[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AlterClientQuotasResponse_init(struct rn_AlterClientQuotasResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->entries = NULL;
+	o->entries_count = 0;
+}
+
+static int
+dec_rn_AlterClientQuotasResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AlterClientQuotasResponse *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->entries = rn_kr_array(r, a, n, sizeof(*o->entries), 4);
+		o->entries_count = r->err ? 0 : n;
+		for (i = 0; i < o->entries_count && !r->err; i++)
+			dec_rn_AlterClientQuotasResponse_EntryData(r, v, a, &o->entries[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AlterClientQuotasResponse(struct rn_kwriter *w, int16_t v, const struct rn_AlterClientQuotasResponse *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->entries_count, flex, true, false);
+		for (i = 0; i < o->entries_count && !w->err; i++)
+			enc_rn_AlterClientQuotasResponse_EntryData(w, v, &o->entries[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AlterClientQuotasResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterClientQuotasResponse *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AlterClientQuotasResponse(r, version, arena, out);
+}
+
+int
+rn_AlterClientQuotasResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterClientQuotasResponse *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AlterClientQuotasResponse(w, version, in);
+}
+
+void
 rn_AlterConfigsRequest_AlterableConfig_init(struct rn_AlterConfigsRequest_AlterableConfig *o)
 {
 	o->name.ptr = NULL;
@@ -5444,6 +5824,339 @@ rn_DescribeAclsResponse_encode(struct rn_kwriter *w, int16_t version,
 	if (w->err)
 		return w->err;
 	return enc_rn_DescribeAclsResponse(w, version, in);
+}
+
+void
+rn_DescribeClientQuotasRequest_ComponentData_init(struct rn_DescribeClientQuotasRequest_ComponentData *o)
+{
+	o->entity_type.ptr = NULL;
+	o->entity_type.len = 0;
+	o->match_type = 0;
+	o->match.ptr = NULL;
+	o->match.len = 0;
+}
+
+static void
+dec_rn_DescribeClientQuotasRequest_ComponentData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeClientQuotasRequest_ComponentData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->entity_type = rn_kr_string(r, flex, false);
+	o->match_type = rn_kr_int8(r);
+	o->match = rn_kr_string(r, flex, true);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeClientQuotasRequest_ComponentData(struct rn_kwriter *w, int16_t v, const struct rn_DescribeClientQuotasRequest_ComponentData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->entity_type, flex, false);
+	rn_kw_int8(w, o->match_type);
+	rn_kw_string(w, o->match, flex, true);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeClientQuotasRequest_init(struct rn_DescribeClientQuotasRequest *o)
+{
+	o->components = NULL;
+	o->components_count = 0;
+	o->strict = false;
+}
+
+static int
+dec_rn_DescribeClientQuotasRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeClientQuotasRequest *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->components = rn_kr_array(r, a, n, sizeof(*o->components), 3);
+		o->components_count = r->err ? 0 : n;
+		for (i = 0; i < o->components_count && !r->err; i++)
+			dec_rn_DescribeClientQuotasRequest_ComponentData(r, v, a, &o->components[i]);
+	}
+	o->strict = rn_kr_bool(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeClientQuotasRequest(struct rn_kwriter *w, int16_t v, const struct rn_DescribeClientQuotasRequest *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->components_count, flex, true, false);
+		for (i = 0; i < o->components_count && !w->err; i++)
+			enc_rn_DescribeClientQuotasRequest_ComponentData(w, v, &o->components[i]);
+	}
+	rn_kw_bool(w, o->strict);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeClientQuotasRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeClientQuotasRequest *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeClientQuotasRequest(r, version, arena, out);
+}
+
+int
+rn_DescribeClientQuotasRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeClientQuotasRequest *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeClientQuotasRequest(w, version, in);
+}
+
+void
+rn_DescribeClientQuotasResponse_EntityData_init(struct rn_DescribeClientQuotasResponse_EntityData *o)
+{
+	o->entity_type.ptr = NULL;
+	o->entity_type.len = 0;
+	o->entity_name.ptr = NULL;
+	o->entity_name.len = 0;
+}
+
+static void
+dec_rn_DescribeClientQuotasResponse_EntityData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeClientQuotasResponse_EntityData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->entity_type = rn_kr_string(r, flex, false);
+	o->entity_name = rn_kr_string(r, flex, true);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeClientQuotasResponse_EntityData(struct rn_kwriter *w, int16_t v, const struct rn_DescribeClientQuotasResponse_EntityData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->entity_type, flex, false);
+	rn_kw_string(w, o->entity_name, flex, true);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeClientQuotasResponse_ValueData_init(struct rn_DescribeClientQuotasResponse_ValueData *o)
+{
+	o->key.ptr = NULL;
+	o->key.len = 0;
+	o->value = 0;
+}
+
+static void
+dec_rn_DescribeClientQuotasResponse_ValueData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeClientQuotasResponse_ValueData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->key = rn_kr_string(r, flex, false);
+	o->value = rn_kr_float64(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeClientQuotasResponse_ValueData(struct rn_kwriter *w, int16_t v, const struct rn_DescribeClientQuotasResponse_ValueData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->key, flex, false);
+	rn_kw_float64(w, o->value);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeClientQuotasResponse_EntryData_init(struct rn_DescribeClientQuotasResponse_EntryData *o)
+{
+	o->entity = NULL;
+	o->entity_count = 0;
+	o->values = NULL;
+	o->values_count = 0;
+}
+
+static void
+dec_rn_DescribeClientQuotasResponse_EntryData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeClientQuotasResponse_EntryData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->entity = rn_kr_array(r, a, n, sizeof(*o->entity), 2);
+		o->entity_count = r->err ? 0 : n;
+		for (i = 0; i < o->entity_count && !r->err; i++)
+			dec_rn_DescribeClientQuotasResponse_EntityData(r, v, a, &o->entity[i]);
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->values = rn_kr_array(r, a, n, sizeof(*o->values), 9);
+		o->values_count = r->err ? 0 : n;
+		for (i = 0; i < o->values_count && !r->err; i++)
+			dec_rn_DescribeClientQuotasResponse_ValueData(r, v, a, &o->values[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeClientQuotasResponse_EntryData(struct rn_kwriter *w, int16_t v, const struct rn_DescribeClientQuotasResponse_EntryData *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->entity_count, flex, true, false);
+		for (i = 0; i < o->entity_count && !w->err; i++)
+			enc_rn_DescribeClientQuotasResponse_EntityData(w, v, &o->entity[i]);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->values_count, flex, true, false);
+		for (i = 0; i < o->values_count && !w->err; i++)
+			enc_rn_DescribeClientQuotasResponse_ValueData(w, v, &o->values[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeClientQuotasResponse_init(struct rn_DescribeClientQuotasResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+	o->entries = NULL;
+	o->entries_count = 0;
+}
+
+static int
+dec_rn_DescribeClientQuotasResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeClientQuotasResponse *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, true);
+		int32_t i;
+
+		o->entries = rn_kr_array(r, a, n, sizeof(*o->entries), 2);
+		o->entries_count = r->err ? 0 : n;
+		for (i = 0; i < o->entries_count && !r->err; i++)
+			dec_rn_DescribeClientQuotasResponse_EntryData(r, v, a, &o->entries[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeClientQuotasResponse(struct rn_kwriter *w, int16_t v, const struct rn_DescribeClientQuotasResponse *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->entries_count, flex, true, true);
+		for (i = 0; i < o->entries_count && !w->err; i++)
+			enc_rn_DescribeClientQuotasResponse_EntryData(w, v, &o->entries[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeClientQuotasResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeClientQuotasResponse *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeClientQuotasResponse(r, version, arena, out);
+}
+
+int
+rn_DescribeClientQuotasResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeClientQuotasResponse *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeClientQuotasResponse(w, version, in);
 }
 
 void
@@ -15156,6 +15869,54 @@ venc_OffsetDeleteResponse(struct rn_kwriter *w, int16_t v, const void *o)
 }
 
 static int
+vdec_DescribeClientQuotasRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeClientQuotasRequest_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeClientQuotasRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeClientQuotasRequest_encode(w, v, o);
+}
+
+static int
+vdec_DescribeClientQuotasResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeClientQuotasResponse_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeClientQuotasResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeClientQuotasResponse_encode(w, v, o);
+}
+
+static int
+vdec_AlterClientQuotasRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AlterClientQuotasRequest_decode(r, v, a, o);
+}
+
+static int
+venc_AlterClientQuotasRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AlterClientQuotasRequest_encode(w, v, o);
+}
+
+static int
+vdec_AlterClientQuotasResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AlterClientQuotasResponse_decode(r, v, a, o);
+}
+
+static int
+venc_AlterClientQuotasResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AlterClientQuotasResponse_encode(w, v, o);
+}
+
+static int
 vdec_DescribeUserScramCredentialsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_DescribeUserScramCredentialsRequest_decode(r, v, a, o);
@@ -15442,6 +16203,10 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_ListPartitionReassignmentsRequest, venc_ListPartitionReassignmentsRequest, vdec_ListPartitionReassignmentsResponse, venc_ListPartitionReassignmentsResponse },
 	{ 47, 0, 0, -1, "OffsetDelete", sizeof(struct rn_OffsetDeleteRequest), sizeof(struct rn_OffsetDeleteResponse),
 	    vdec_OffsetDeleteRequest, venc_OffsetDeleteRequest, vdec_OffsetDeleteResponse, venc_OffsetDeleteResponse },
+	{ 48, 0, 1, 1, "DescribeClientQuotas", sizeof(struct rn_DescribeClientQuotasRequest), sizeof(struct rn_DescribeClientQuotasResponse),
+	    vdec_DescribeClientQuotasRequest, venc_DescribeClientQuotasRequest, vdec_DescribeClientQuotasResponse, venc_DescribeClientQuotasResponse },
+	{ 49, 0, 1, 1, "AlterClientQuotas", sizeof(struct rn_AlterClientQuotasRequest), sizeof(struct rn_AlterClientQuotasResponse),
+	    vdec_AlterClientQuotasRequest, venc_AlterClientQuotasRequest, vdec_AlterClientQuotasResponse, venc_AlterClientQuotasResponse },
 	{ 50, 0, 0, 0, "DescribeUserScramCredentials", sizeof(struct rn_DescribeUserScramCredentialsRequest), sizeof(struct rn_DescribeUserScramCredentialsResponse),
 	    vdec_DescribeUserScramCredentialsRequest, venc_DescribeUserScramCredentialsRequest, vdec_DescribeUserScramCredentialsResponse, venc_DescribeUserScramCredentialsResponse },
 	{ 51, 0, 0, 0, "AlterUserScramCredentials", sizeof(struct rn_AlterUserScramCredentialsRequest), sizeof(struct rn_AlterUserScramCredentialsResponse),
@@ -15466,8 +16231,8 @@ static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
 	12, 13, 14, 15, 16, 17, 18, 19, -1, -1, -1, -1, -1, 20, 21, 22,
 	23, 24, 25, 26, 27, 28, -1, -1, -1, -1, 29, 30, 31, 32, 33, 34,
-	-1, -1, 35, 36, -1, -1, -1, 37, 38, -1, -1, -1, 39, -1, 40, 41,
-	42, -1, -1, -1, -1, -1, -1, -1, -1, 43,
+	35, 36, 37, 38, -1, -1, -1, 39, 40, -1, -1, -1, 41, -1, 42, 43,
+	44, -1, -1, -1, -1, -1, -1, -1, -1, 45,
 };
 
 const struct rn_kapi *

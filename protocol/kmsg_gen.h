@@ -5,6 +5,50 @@
 
 #include "protocol/kcodec.h"
 
+/* AlterClientQuotasRequest (API key 49), versions 0-1, flexible 1+ */
+struct rn_AlterClientQuotasRequest_EntityData {
+	struct rn_kstr entity_type;
+	struct rn_kstr entity_name; /* nullable */
+};
+
+struct rn_AlterClientQuotasRequest_OpData {
+	struct rn_kstr key;
+	double value;
+	bool remove;
+};
+
+struct rn_AlterClientQuotasRequest_EntryData {
+	struct rn_AlterClientQuotasRequest_EntityData *entity;
+	int32_t entity_count;
+	struct rn_AlterClientQuotasRequest_OpData *ops;
+	int32_t ops_count;
+};
+
+struct rn_AlterClientQuotasRequest {
+	struct rn_AlterClientQuotasRequest_EntryData *entries;
+	int32_t entries_count;
+	bool validate_only;
+};
+
+/* AlterClientQuotasResponse (API key 49), versions 0-1, flexible 1+ */
+struct rn_AlterClientQuotasResponse_EntityData {
+	struct rn_kstr entity_type;
+	struct rn_kstr entity_name; /* nullable */
+};
+
+struct rn_AlterClientQuotasResponse_EntryData {
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable */
+	struct rn_AlterClientQuotasResponse_EntityData *entity;
+	int32_t entity_count;
+};
+
+struct rn_AlterClientQuotasResponse {
+	int32_t throttle_time_ms;
+	struct rn_AlterClientQuotasResponse_EntryData *entries;
+	int32_t entries_count;
+};
+
 /* AlterConfigsRequest (API key 33), versions 0-2, flexible 2+ */
 struct rn_AlterConfigsRequest_AlterableConfig {
 	struct rn_kstr name;
@@ -623,6 +667,45 @@ struct rn_DescribeAclsResponse {
 	struct rn_kstr error_message; /* nullable, default null */
 	struct rn_DescribeAclsResponse_DescribeAclsResource *resources;
 	int32_t resources_count;
+};
+
+/* DescribeClientQuotasRequest (API key 48), versions 0-1, flexible 1+ */
+struct rn_DescribeClientQuotasRequest_ComponentData {
+	struct rn_kstr entity_type;
+	int8_t match_type;
+	struct rn_kstr match; /* nullable */
+};
+
+struct rn_DescribeClientQuotasRequest {
+	struct rn_DescribeClientQuotasRequest_ComponentData *components;
+	int32_t components_count;
+	bool strict;
+};
+
+/* DescribeClientQuotasResponse (API key 48), versions 0-1, flexible 1+ */
+struct rn_DescribeClientQuotasResponse_EntityData {
+	struct rn_kstr entity_type;
+	struct rn_kstr entity_name; /* nullable */
+};
+
+struct rn_DescribeClientQuotasResponse_ValueData {
+	struct rn_kstr key;
+	double value;
+};
+
+struct rn_DescribeClientQuotasResponse_EntryData {
+	struct rn_DescribeClientQuotasResponse_EntityData *entity;
+	int32_t entity_count;
+	struct rn_DescribeClientQuotasResponse_ValueData *values;
+	int32_t values_count;
+};
+
+struct rn_DescribeClientQuotasResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+	struct rn_DescribeClientQuotasResponse_EntryData *entries; /* nullable */
+	int32_t entries_count;
 };
 
 /* DescribeClusterRequest (API key 60), versions 0-1, flexible 0+ */
@@ -1617,6 +1700,21 @@ struct rn_UnregisterBrokerResponse {
 };
 
 
+void rn_AlterClientQuotasRequest_EntityData_init(struct rn_AlterClientQuotasRequest_EntityData *o);
+void rn_AlterClientQuotasRequest_OpData_init(struct rn_AlterClientQuotasRequest_OpData *o);
+void rn_AlterClientQuotasRequest_EntryData_init(struct rn_AlterClientQuotasRequest_EntryData *o);
+void rn_AlterClientQuotasRequest_init(struct rn_AlterClientQuotasRequest *o);
+int rn_AlterClientQuotasRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterClientQuotasRequest *out);
+int rn_AlterClientQuotasRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterClientQuotasRequest *in);
+void rn_AlterClientQuotasResponse_EntityData_init(struct rn_AlterClientQuotasResponse_EntityData *o);
+void rn_AlterClientQuotasResponse_EntryData_init(struct rn_AlterClientQuotasResponse_EntryData *o);
+void rn_AlterClientQuotasResponse_init(struct rn_AlterClientQuotasResponse *o);
+int rn_AlterClientQuotasResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AlterClientQuotasResponse *out);
+int rn_AlterClientQuotasResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AlterClientQuotasResponse *in);
 void rn_AlterConfigsRequest_AlterableConfig_init(struct rn_AlterConfigsRequest_AlterableConfig *o);
 void rn_AlterConfigsRequest_AlterConfigsResource_init(struct rn_AlterConfigsRequest_AlterConfigsResource *o);
 void rn_AlterConfigsRequest_init(struct rn_AlterConfigsRequest *o);
@@ -1839,6 +1937,20 @@ int rn_DescribeAclsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DescribeAclsResponse *out);
 int rn_DescribeAclsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_DescribeAclsResponse *in);
+void rn_DescribeClientQuotasRequest_ComponentData_init(struct rn_DescribeClientQuotasRequest_ComponentData *o);
+void rn_DescribeClientQuotasRequest_init(struct rn_DescribeClientQuotasRequest *o);
+int rn_DescribeClientQuotasRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeClientQuotasRequest *out);
+int rn_DescribeClientQuotasRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeClientQuotasRequest *in);
+void rn_DescribeClientQuotasResponse_EntityData_init(struct rn_DescribeClientQuotasResponse_EntityData *o);
+void rn_DescribeClientQuotasResponse_ValueData_init(struct rn_DescribeClientQuotasResponse_ValueData *o);
+void rn_DescribeClientQuotasResponse_EntryData_init(struct rn_DescribeClientQuotasResponse_EntryData *o);
+void rn_DescribeClientQuotasResponse_init(struct rn_DescribeClientQuotasResponse *o);
+int rn_DescribeClientQuotasResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeClientQuotasResponse *out);
+int rn_DescribeClientQuotasResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeClientQuotasResponse *in);
 void rn_DescribeClusterRequest_init(struct rn_DescribeClusterRequest *o);
 int rn_DescribeClusterRequest_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DescribeClusterRequest *out);
@@ -2205,7 +2317,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 44
+#define RN_KAPI_COUNT 46
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -2258,6 +2370,8 @@ enum rn_kapi_key {
 	RN_KAPI_ALTER_PARTITION_REASSIGNMENTS = 45,
 	RN_KAPI_LIST_PARTITION_REASSIGNMENTS = 46,
 	RN_KAPI_OFFSET_DELETE = 47,
+	RN_KAPI_DESCRIBE_CLIENT_QUOTAS = 48,
+	RN_KAPI_ALTER_CLIENT_QUOTAS = 49,
 	RN_KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
 	RN_KAPI_ALTER_USER_SCRAM_CREDENTIALS = 51,
 	RN_KAPI_DESCRIBE_QUORUM = 55,
@@ -2305,6 +2419,8 @@ union rn_krequest {
 	struct rn_AlterPartitionReassignmentsRequest alter_partition_reassignments;
 	struct rn_ListPartitionReassignmentsRequest list_partition_reassignments;
 	struct rn_OffsetDeleteRequest offset_delete;
+	struct rn_DescribeClientQuotasRequest describe_client_quotas;
+	struct rn_AlterClientQuotasRequest alter_client_quotas;
 	struct rn_DescribeUserScramCredentialsRequest describe_user_scram_credentials;
 	struct rn_AlterUserScramCredentialsRequest alter_user_scram_credentials;
 	struct rn_DescribeQuorumRequest describe_quorum;
@@ -2352,6 +2468,8 @@ union rn_kresponse {
 	struct rn_AlterPartitionReassignmentsResponse alter_partition_reassignments;
 	struct rn_ListPartitionReassignmentsResponse list_partition_reassignments;
 	struct rn_OffsetDeleteResponse offset_delete;
+	struct rn_DescribeClientQuotasResponse describe_client_quotas;
+	struct rn_AlterClientQuotasResponse alter_client_quotas;
 	struct rn_DescribeUserScramCredentialsResponse describe_user_scram_credentials;
 	struct rn_AlterUserScramCredentialsResponse alter_user_scram_credentials;
 	struct rn_DescribeQuorumResponse describe_quorum;

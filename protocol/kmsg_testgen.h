@@ -5,6 +5,27 @@
 #ifndef RN_KMSG_TESTGEN_H
 #define RN_KMSG_TESTGEN_H
 
+static void tg_fill_rn_AlterClientQuotasRequest_EntityData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_EntityData *o);
+static int tg_eq_rn_AlterClientQuotasRequest_EntityData(const struct rn_AlterClientQuotasRequest_EntityData *a, const struct rn_AlterClientQuotasRequest_EntityData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterClientQuotasRequest_OpData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_OpData *o);
+static int tg_eq_rn_AlterClientQuotasRequest_OpData(const struct rn_AlterClientQuotasRequest_OpData *a, const struct rn_AlterClientQuotasRequest_OpData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterClientQuotasRequest_EntryData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_EntryData *o);
+static int tg_eq_rn_AlterClientQuotasRequest_EntryData(const struct rn_AlterClientQuotasRequest_EntryData *a, const struct rn_AlterClientQuotasRequest_EntryData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterClientQuotasRequest(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest *o);
+static int tg_eq_rn_AlterClientQuotasRequest(const struct rn_AlterClientQuotasRequest *a, const struct rn_AlterClientQuotasRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterClientQuotasResponse_EntityData(struct tg *t, int16_t v, struct rn_AlterClientQuotasResponse_EntityData *o);
+static int tg_eq_rn_AlterClientQuotasResponse_EntityData(const struct rn_AlterClientQuotasResponse_EntityData *a, const struct rn_AlterClientQuotasResponse_EntityData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterClientQuotasResponse_EntryData(struct tg *t, int16_t v, struct rn_AlterClientQuotasResponse_EntryData *o);
+static int tg_eq_rn_AlterClientQuotasResponse_EntryData(const struct rn_AlterClientQuotasResponse_EntryData *a, const struct rn_AlterClientQuotasResponse_EntryData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AlterClientQuotasResponse(struct tg *t, int16_t v, struct rn_AlterClientQuotasResponse *o);
+static int tg_eq_rn_AlterClientQuotasResponse(const struct rn_AlterClientQuotasResponse *a, const struct rn_AlterClientQuotasResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_AlterConfigsRequest_AlterableConfig(struct tg *t, int16_t v, struct rn_AlterConfigsRequest_AlterableConfig *o);
 static int tg_eq_rn_AlterConfigsRequest_AlterableConfig(const struct rn_AlterConfigsRequest_AlterableConfig *a, const struct rn_AlterConfigsRequest_AlterableConfig *b,
     int16_t v, const char *path);
@@ -262,6 +283,24 @@ static int tg_eq_rn_DescribeAclsResponse_DescribeAclsResource(const struct rn_De
     int16_t v, const char *path);
 static void tg_fill_rn_DescribeAclsResponse(struct tg *t, int16_t v, struct rn_DescribeAclsResponse *o);
 static int tg_eq_rn_DescribeAclsResponse(const struct rn_DescribeAclsResponse *a, const struct rn_DescribeAclsResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeClientQuotasRequest_ComponentData(struct tg *t, int16_t v, struct rn_DescribeClientQuotasRequest_ComponentData *o);
+static int tg_eq_rn_DescribeClientQuotasRequest_ComponentData(const struct rn_DescribeClientQuotasRequest_ComponentData *a, const struct rn_DescribeClientQuotasRequest_ComponentData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeClientQuotasRequest(struct tg *t, int16_t v, struct rn_DescribeClientQuotasRequest *o);
+static int tg_eq_rn_DescribeClientQuotasRequest(const struct rn_DescribeClientQuotasRequest *a, const struct rn_DescribeClientQuotasRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeClientQuotasResponse_EntityData(struct tg *t, int16_t v, struct rn_DescribeClientQuotasResponse_EntityData *o);
+static int tg_eq_rn_DescribeClientQuotasResponse_EntityData(const struct rn_DescribeClientQuotasResponse_EntityData *a, const struct rn_DescribeClientQuotasResponse_EntityData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeClientQuotasResponse_ValueData(struct tg *t, int16_t v, struct rn_DescribeClientQuotasResponse_ValueData *o);
+static int tg_eq_rn_DescribeClientQuotasResponse_ValueData(const struct rn_DescribeClientQuotasResponse_ValueData *a, const struct rn_DescribeClientQuotasResponse_ValueData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeClientQuotasResponse_EntryData(struct tg *t, int16_t v, struct rn_DescribeClientQuotasResponse_EntryData *o);
+static int tg_eq_rn_DescribeClientQuotasResponse_EntryData(const struct rn_DescribeClientQuotasResponse_EntryData *a, const struct rn_DescribeClientQuotasResponse_EntryData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeClientQuotasResponse(struct tg *t, int16_t v, struct rn_DescribeClientQuotasResponse *o);
+static int tg_eq_rn_DescribeClientQuotasResponse(const struct rn_DescribeClientQuotasResponse *a, const struct rn_DescribeClientQuotasResponse *b,
     int16_t v, const char *path);
 static void tg_fill_rn_DescribeClusterRequest(struct tg *t, int16_t v, struct rn_DescribeClusterRequest *o);
 static int tg_eq_rn_DescribeClusterRequest(const struct rn_DescribeClusterRequest *a, const struct rn_DescribeClusterRequest *b,
@@ -662,6 +701,222 @@ static int tg_eq_rn_UnregisterBrokerRequest(const struct rn_UnregisterBrokerRequ
 static void tg_fill_rn_UnregisterBrokerResponse(struct tg *t, int16_t v, struct rn_UnregisterBrokerResponse *o);
 static int tg_eq_rn_UnregisterBrokerResponse(const struct rn_UnregisterBrokerResponse *a, const struct rn_UnregisterBrokerResponse *b,
     int16_t v, const char *path);
+
+static void
+tg_fill_rn_AlterClientQuotasRequest_EntityData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_EntityData *o)
+{
+	rn_AlterClientQuotasRequest_EntityData_init(o);
+	(void)t;
+	(void)v;
+	o->entity_type = tg_str(t, false);
+	o->entity_name = tg_str(t, true);
+}
+
+static int
+tg_eq_rn_AlterClientQuotasRequest_EntityData(const struct rn_AlterClientQuotasRequest_EntityData *a, const struct rn_AlterClientQuotasRequest_EntityData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->entity_type, b->entity_type, path, "entity_type"))
+		return 0;
+	if (!tg_eq_str(a->entity_name, b->entity_name, path, "entity_name"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterClientQuotasRequest_OpData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_OpData *o)
+{
+	rn_AlterClientQuotasRequest_OpData_init(o);
+	(void)t;
+	(void)v;
+	o->key = tg_str(t, false);
+	o->value = (double)(tg_rand(t) % 1000) / 4;
+	o->remove = tg_rand(t) & 1;
+}
+
+static int
+tg_eq_rn_AlterClientQuotasRequest_OpData(const struct rn_AlterClientQuotasRequest_OpData *a, const struct rn_AlterClientQuotasRequest_OpData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->key, b->key, path, "key"))
+		return 0;
+	if (!tg_eq_dbl(a->value, b->value, path, "value"))
+		return 0;
+	if (!tg_eq_int((long long)a->remove, (long long)b->remove, path, "remove"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterClientQuotasRequest_EntryData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_EntryData *o)
+{
+	rn_AlterClientQuotasRequest_EntryData_init(o);
+	(void)t;
+	(void)v;
+	o->entity_count = tg_count(t, false);
+	o->entity = o->entity_count > 0 ? tg_alloc(t, o->entity_count * sizeof(*o->entity)) : NULL;
+	for (int i = 0; i < o->entity_count; i++) {
+		tg_fill_rn_AlterClientQuotasRequest_EntityData(t, v, &o->entity[i]);
+	}
+	o->ops_count = tg_count(t, false);
+	o->ops = o->ops_count > 0 ? tg_alloc(t, o->ops_count * sizeof(*o->ops)) : NULL;
+	for (int i = 0; i < o->ops_count; i++) {
+		tg_fill_rn_AlterClientQuotasRequest_OpData(t, v, &o->ops[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterClientQuotasRequest_EntryData(const struct rn_AlterClientQuotasRequest_EntryData *a, const struct rn_AlterClientQuotasRequest_EntryData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->entity_count, b->entity_count, path, "entity_count"))
+		return 0;
+	for (int i = 0; i < a->entity_count; i++)
+		if (!tg_eq_rn_AlterClientQuotasRequest_EntityData(&a->entity[i], &b->entity[i], v, "entity"))
+			return 0;
+	if (!tg_eq_int(a->ops_count, b->ops_count, path, "ops_count"))
+		return 0;
+	for (int i = 0; i < a->ops_count; i++)
+		if (!tg_eq_rn_AlterClientQuotasRequest_OpData(&a->ops[i], &b->ops[i], v, "ops"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterClientQuotasRequest(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest *o)
+{
+	rn_AlterClientQuotasRequest_init(o);
+	(void)t;
+	(void)v;
+	o->entries_count = tg_count(t, false);
+	o->entries = o->entries_count > 0 ? tg_alloc(t, o->entries_count * sizeof(*o->entries)) : NULL;
+	for (int i = 0; i < o->entries_count; i++) {
+		tg_fill_rn_AlterClientQuotasRequest_EntryData(t, v, &o->entries[i]);
+	}
+	o->validate_only = tg_rand(t) & 1;
+}
+
+static int
+tg_eq_rn_AlterClientQuotasRequest(const struct rn_AlterClientQuotasRequest *a, const struct rn_AlterClientQuotasRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->entries_count, b->entries_count, path, "entries_count"))
+		return 0;
+	for (int i = 0; i < a->entries_count; i++)
+		if (!tg_eq_rn_AlterClientQuotasRequest_EntryData(&a->entries[i], &b->entries[i], v, "entries"))
+			return 0;
+	if (!tg_eq_int((long long)a->validate_only, (long long)b->validate_only, path, "validate_only"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterClientQuotasResponse_EntityData(struct tg *t, int16_t v, struct rn_AlterClientQuotasResponse_EntityData *o)
+{
+	rn_AlterClientQuotasResponse_EntityData_init(o);
+	(void)t;
+	(void)v;
+	o->entity_type = tg_str(t, false);
+	o->entity_name = tg_str(t, true);
+}
+
+static int
+tg_eq_rn_AlterClientQuotasResponse_EntityData(const struct rn_AlterClientQuotasResponse_EntityData *a, const struct rn_AlterClientQuotasResponse_EntityData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->entity_type, b->entity_type, path, "entity_type"))
+		return 0;
+	if (!tg_eq_str(a->entity_name, b->entity_name, path, "entity_name"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterClientQuotasResponse_EntryData(struct tg *t, int16_t v, struct rn_AlterClientQuotasResponse_EntryData *o)
+{
+	rn_AlterClientQuotasResponse_EntryData_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->entity_count = tg_count(t, false);
+	o->entity = o->entity_count > 0 ? tg_alloc(t, o->entity_count * sizeof(*o->entity)) : NULL;
+	for (int i = 0; i < o->entity_count; i++) {
+		tg_fill_rn_AlterClientQuotasResponse_EntityData(t, v, &o->entity[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterClientQuotasResponse_EntryData(const struct rn_AlterClientQuotasResponse_EntryData *a, const struct rn_AlterClientQuotasResponse_EntryData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->entity_count, b->entity_count, path, "entity_count"))
+		return 0;
+	for (int i = 0; i < a->entity_count; i++)
+		if (!tg_eq_rn_AlterClientQuotasResponse_EntityData(&a->entity[i], &b->entity[i], v, "entity"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AlterClientQuotasResponse(struct tg *t, int16_t v, struct rn_AlterClientQuotasResponse *o)
+{
+	rn_AlterClientQuotasResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->entries_count = tg_count(t, false);
+	o->entries = o->entries_count > 0 ? tg_alloc(t, o->entries_count * sizeof(*o->entries)) : NULL;
+	for (int i = 0; i < o->entries_count; i++) {
+		tg_fill_rn_AlterClientQuotasResponse_EntryData(t, v, &o->entries[i]);
+	}
+}
+
+static int
+tg_eq_rn_AlterClientQuotasResponse(const struct rn_AlterClientQuotasResponse *a, const struct rn_AlterClientQuotasResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->entries_count, b->entries_count, path, "entries_count"))
+		return 0;
+	for (int i = 0; i < a->entries_count; i++)
+		if (!tg_eq_rn_AlterClientQuotasResponse_EntryData(&a->entries[i], &b->entries[i], v, "entries"))
+			return 0;
+	return 1;
+}
 
 static void
 tg_fill_rn_AlterConfigsRequest_AlterableConfig(struct tg *t, int16_t v, struct rn_AlterConfigsRequest_AlterableConfig *o)
@@ -3673,6 +3928,193 @@ tg_eq_rn_DescribeAclsResponse(const struct rn_DescribeAclsResponse *a, const str
 		return 0;
 	for (int i = 0; i < a->resources_count; i++)
 		if (!tg_eq_rn_DescribeAclsResponse_DescribeAclsResource(&a->resources[i], &b->resources[i], v, "resources"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeClientQuotasRequest_ComponentData(struct tg *t, int16_t v, struct rn_DescribeClientQuotasRequest_ComponentData *o)
+{
+	rn_DescribeClientQuotasRequest_ComponentData_init(o);
+	(void)t;
+	(void)v;
+	o->entity_type = tg_str(t, false);
+	o->match_type = (int8_t)tg_rand(t);
+	o->match = tg_str(t, true);
+}
+
+static int
+tg_eq_rn_DescribeClientQuotasRequest_ComponentData(const struct rn_DescribeClientQuotasRequest_ComponentData *a, const struct rn_DescribeClientQuotasRequest_ComponentData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->entity_type, b->entity_type, path, "entity_type"))
+		return 0;
+	if (!tg_eq_int((long long)a->match_type, (long long)b->match_type, path, "match_type"))
+		return 0;
+	if (!tg_eq_str(a->match, b->match, path, "match"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeClientQuotasRequest(struct tg *t, int16_t v, struct rn_DescribeClientQuotasRequest *o)
+{
+	rn_DescribeClientQuotasRequest_init(o);
+	(void)t;
+	(void)v;
+	o->components_count = tg_count(t, false);
+	o->components = o->components_count > 0 ? tg_alloc(t, o->components_count * sizeof(*o->components)) : NULL;
+	for (int i = 0; i < o->components_count; i++) {
+		tg_fill_rn_DescribeClientQuotasRequest_ComponentData(t, v, &o->components[i]);
+	}
+	o->strict = tg_rand(t) & 1;
+}
+
+static int
+tg_eq_rn_DescribeClientQuotasRequest(const struct rn_DescribeClientQuotasRequest *a, const struct rn_DescribeClientQuotasRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->components_count, b->components_count, path, "components_count"))
+		return 0;
+	for (int i = 0; i < a->components_count; i++)
+		if (!tg_eq_rn_DescribeClientQuotasRequest_ComponentData(&a->components[i], &b->components[i], v, "components"))
+			return 0;
+	if (!tg_eq_int((long long)a->strict, (long long)b->strict, path, "strict"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeClientQuotasResponse_EntityData(struct tg *t, int16_t v, struct rn_DescribeClientQuotasResponse_EntityData *o)
+{
+	rn_DescribeClientQuotasResponse_EntityData_init(o);
+	(void)t;
+	(void)v;
+	o->entity_type = tg_str(t, false);
+	o->entity_name = tg_str(t, true);
+}
+
+static int
+tg_eq_rn_DescribeClientQuotasResponse_EntityData(const struct rn_DescribeClientQuotasResponse_EntityData *a, const struct rn_DescribeClientQuotasResponse_EntityData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->entity_type, b->entity_type, path, "entity_type"))
+		return 0;
+	if (!tg_eq_str(a->entity_name, b->entity_name, path, "entity_name"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeClientQuotasResponse_ValueData(struct tg *t, int16_t v, struct rn_DescribeClientQuotasResponse_ValueData *o)
+{
+	rn_DescribeClientQuotasResponse_ValueData_init(o);
+	(void)t;
+	(void)v;
+	o->key = tg_str(t, false);
+	o->value = (double)(tg_rand(t) % 1000) / 4;
+}
+
+static int
+tg_eq_rn_DescribeClientQuotasResponse_ValueData(const struct rn_DescribeClientQuotasResponse_ValueData *a, const struct rn_DescribeClientQuotasResponse_ValueData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->key, b->key, path, "key"))
+		return 0;
+	if (!tg_eq_dbl(a->value, b->value, path, "value"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeClientQuotasResponse_EntryData(struct tg *t, int16_t v, struct rn_DescribeClientQuotasResponse_EntryData *o)
+{
+	rn_DescribeClientQuotasResponse_EntryData_init(o);
+	(void)t;
+	(void)v;
+	o->entity_count = tg_count(t, false);
+	o->entity = o->entity_count > 0 ? tg_alloc(t, o->entity_count * sizeof(*o->entity)) : NULL;
+	for (int i = 0; i < o->entity_count; i++) {
+		tg_fill_rn_DescribeClientQuotasResponse_EntityData(t, v, &o->entity[i]);
+	}
+	o->values_count = tg_count(t, false);
+	o->values = o->values_count > 0 ? tg_alloc(t, o->values_count * sizeof(*o->values)) : NULL;
+	for (int i = 0; i < o->values_count; i++) {
+		tg_fill_rn_DescribeClientQuotasResponse_ValueData(t, v, &o->values[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeClientQuotasResponse_EntryData(const struct rn_DescribeClientQuotasResponse_EntryData *a, const struct rn_DescribeClientQuotasResponse_EntryData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->entity_count, b->entity_count, path, "entity_count"))
+		return 0;
+	for (int i = 0; i < a->entity_count; i++)
+		if (!tg_eq_rn_DescribeClientQuotasResponse_EntityData(&a->entity[i], &b->entity[i], v, "entity"))
+			return 0;
+	if (!tg_eq_int(a->values_count, b->values_count, path, "values_count"))
+		return 0;
+	for (int i = 0; i < a->values_count; i++)
+		if (!tg_eq_rn_DescribeClientQuotasResponse_ValueData(&a->values[i], &b->values[i], v, "values"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeClientQuotasResponse(struct tg *t, int16_t v, struct rn_DescribeClientQuotasResponse *o)
+{
+	rn_DescribeClientQuotasResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->entries_count = tg_count(t, true);
+	o->entries = o->entries_count > 0 ? tg_alloc(t, o->entries_count * sizeof(*o->entries)) : NULL;
+	for (int i = 0; i < o->entries_count; i++) {
+		tg_fill_rn_DescribeClientQuotasResponse_EntryData(t, v, &o->entries[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeClientQuotasResponse(const struct rn_DescribeClientQuotasResponse *a, const struct rn_DescribeClientQuotasResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->entries_count, b->entries_count, path, "entries_count"))
+		return 0;
+	for (int i = 0; i < a->entries_count; i++)
+		if (!tg_eq_rn_DescribeClientQuotasResponse_EntryData(&a->entries[i], &b->entries[i], v, "entries"))
 			return 0;
 	return 1;
 }
@@ -8693,6 +9135,30 @@ struct tg_msg {
 };
 
 static void
+tgv_fill_AlterClientQuotasRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AlterClientQuotasRequest(t, v, o);
+}
+
+static int
+tgv_eq_AlterClientQuotasRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AlterClientQuotasRequest(a, b, v, "AlterClientQuotasRequest");
+}
+
+static void
+tgv_fill_AlterClientQuotasResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AlterClientQuotasResponse(t, v, o);
+}
+
+static int
+tgv_eq_AlterClientQuotasResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AlterClientQuotasResponse(a, b, v, "AlterClientQuotasResponse");
+}
+
+static void
 tgv_fill_AlterConfigsRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_AlterConfigsRequest(t, v, o);
@@ -9098,6 +9564,30 @@ static int
 tgv_eq_DescribeAclsResponse(const void *a, const void *b, int16_t v)
 {
 	return tg_eq_rn_DescribeAclsResponse(a, b, v, "DescribeAclsResponse");
+}
+
+static void
+tgv_fill_DescribeClientQuotasRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeClientQuotasRequest(t, v, o);
+}
+
+static int
+tgv_eq_DescribeClientQuotasRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeClientQuotasRequest(a, b, v, "DescribeClientQuotasRequest");
+}
+
+static void
+tgv_fill_DescribeClientQuotasResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeClientQuotasResponse(t, v, o);
+}
+
+static int
+tgv_eq_DescribeClientQuotasResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeClientQuotasResponse(a, b, v, "DescribeClientQuotasResponse");
 }
 
 static void
@@ -9749,6 +10239,8 @@ tgv_eq_UnregisterBrokerResponse(const void *a, const void *b, int16_t v)
 }
 
 static const struct tg_msg tg_msgs[] = {
+	{ "AlterClientQuotasRequest", 49, true, 0, 1, sizeof(struct rn_AlterClientQuotasRequest), tgv_fill_AlterClientQuotasRequest, tgv_eq_AlterClientQuotasRequest },
+	{ "AlterClientQuotasResponse", 49, false, 0, 1, sizeof(struct rn_AlterClientQuotasResponse), tgv_fill_AlterClientQuotasResponse, tgv_eq_AlterClientQuotasResponse },
 	{ "AlterConfigsRequest", 33, true, 0, 2, sizeof(struct rn_AlterConfigsRequest), tgv_fill_AlterConfigsRequest, tgv_eq_AlterConfigsRequest },
 	{ "AlterConfigsResponse", 33, false, 0, 2, sizeof(struct rn_AlterConfigsResponse), tgv_fill_AlterConfigsResponse, tgv_eq_AlterConfigsResponse },
 	{ "AlterPartitionReassignmentsRequest", 45, true, 0, 0, sizeof(struct rn_AlterPartitionReassignmentsRequest), tgv_fill_AlterPartitionReassignmentsRequest, tgv_eq_AlterPartitionReassignmentsRequest },
@@ -9783,6 +10275,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "DeleteTopicsResponse", 20, false, 0, 6, sizeof(struct rn_DeleteTopicsResponse), tgv_fill_DeleteTopicsResponse, tgv_eq_DeleteTopicsResponse },
 	{ "DescribeAclsRequest", 29, true, 0, 3, sizeof(struct rn_DescribeAclsRequest), tgv_fill_DescribeAclsRequest, tgv_eq_DescribeAclsRequest },
 	{ "DescribeAclsResponse", 29, false, 0, 3, sizeof(struct rn_DescribeAclsResponse), tgv_fill_DescribeAclsResponse, tgv_eq_DescribeAclsResponse },
+	{ "DescribeClientQuotasRequest", 48, true, 0, 1, sizeof(struct rn_DescribeClientQuotasRequest), tgv_fill_DescribeClientQuotasRequest, tgv_eq_DescribeClientQuotasRequest },
+	{ "DescribeClientQuotasResponse", 48, false, 0, 1, sizeof(struct rn_DescribeClientQuotasResponse), tgv_fill_DescribeClientQuotasResponse, tgv_eq_DescribeClientQuotasResponse },
 	{ "DescribeClusterRequest", 60, true, 0, 1, sizeof(struct rn_DescribeClusterRequest), tgv_fill_DescribeClusterRequest, tgv_eq_DescribeClusterRequest },
 	{ "DescribeClusterResponse", 60, false, 0, 1, sizeof(struct rn_DescribeClusterResponse), tgv_fill_DescribeClusterResponse, tgv_eq_DescribeClusterResponse },
 	{ "DescribeConfigsRequest", 32, true, 0, 4, sizeof(struct rn_DescribeConfigsRequest), tgv_fill_DescribeConfigsRequest, tgv_eq_DescribeConfigsRequest },

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/configs_quotas.h"
 #include "tools/configs_users.h"
 #include "tools/tool_common.h"
 
@@ -50,7 +51,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: runnel-configs --bootstrap-server HOST:PORT --describe\n"
-	    "           --entity-type topics|brokers [--entity-name NAME] "
+	    "           --entity-type topics|brokers|users|clients [--entity-name NAME] "
 	    "[--all]\n"
 	    "       runnel-configs --bootstrap-server HOST:PORT --alter\n"
 	    "           --entity-type topics|brokers --entity-name NAME\n"
@@ -513,14 +514,27 @@ check_opts(struct opts *o)
 		tool_errx("--entity-type topics|brokers is required");
 		return -1;
 	}
-	if (strcmp(o->type, "topics") != 0 && strcmp(o->type, "brokers") != 0 &&
-	    strcmp(o->type, "users") != 0) {
-		tool_errx("--entity-type '%s': runnel-configs knows topics, "
-		    "brokers and users", o->type);
-		return -1;
+	if (strcmp(o->type, "users") == 0 || strcmp(o->type, "clients") == 0) {
+		if (o->name != NULL && o->entity_default) {
+			tool_errx("give --entity-name or --entity-default, "
+			    "not both");
+			return -1;
+		}
+		if (o->alter && o->name == NULL && !o->entity_default) {
+			tool_errx("--alter needs --entity-name or "
+			    "--entity-default");
+			return -1;
+		}
+		if (o->alter && o->add.n == 0 && o->del.n == 0) {
+			tool_errx("--alter needs --add-config and/or "
+			    "--delete-config");
+			return -1;
+		}
+		return 0;
 	}
-	if (strcmp(o->type, "users") == 0 && (o->all || o->entity_default)) {
-		tool_errx("--all and --entity-default do not go with users");
+	if (strcmp(o->type, "topics") != 0 && strcmp(o->type, "brokers") != 0) {
+		tool_errx("--entity-type '%s': runnel-configs knows topics, "
+		    "brokers, users and clients", o->type);
 		return -1;
 	}
 	if (o->entity_default) {
@@ -606,6 +620,19 @@ check(void *o)
 	return check_opts(o);
 }
 
+/* 1 if every config given names a SCRAM mechanism, 0 if none, -1 mixed. */
+static int
+scram_keys(const struct opts *o)
+{
+	int i, scram = 0, other = 0;
+
+	for (i = 0; i < o->add.n; i++)
+		strncmp(o->add.kv[i], "SCRAM-", 6) == 0 ? scram++ : other++;
+	for (i = 0; i < o->del.n; i++)
+		strncmp(o->del.kv[i], "SCRAM-", 6) == 0 ? scram++ : other++;
+	return scram > 0 && other > 0 ? -1 : scram > 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -621,10 +648,28 @@ main(int argc, char **argv)
 	cli.timeout_ms = &o.timeout_ms;
 	if ((rc = tool_parse_args(argc, argv, &cli, &o)) >= 0)
 		return rc;
-	if (strcmp(o.type, "users") == 0) {
-		rc = o.describe ? configs_users_describe(o.bootstrap, &o.client,
-		    o.timeout_ms, o.name) : configs_users_alter(o.bootstrap,
-		    &o.client, o.timeout_ms, o.name, &o.add, &o.del);
+	if (strcmp(o.type, "users") == 0 || strcmp(o.type, "clients") == 0) {
+		int scram = scram_keys(&o);
+
+		if (scram < 0 || (scram > 0 && (o.entity_default ||
+		    strcmp(o.type, "users") != 0))) {
+			tool_errx("SCRAM credentials are a named user's, set apart "
+			    "from quotas");
+			rc = TOOL_EXIT_USAGE;
+		} else if (o.describe) {
+			/* as kafka-configs: a user's quotas, then its SCRAM */
+			rc = cq_run(o.bootstrap, true, o.type, o.name,
+			    o.entity_default, &o.add, &o.del, o.timeout_ms);
+			if (rc == TOOL_EXIT_OK && strcmp(o.type, "users") == 0 &&
+			    !o.entity_default)
+				rc = configs_users_describe(o.bootstrap,
+				    &o.client, o.timeout_ms, o.name);
+		} else if (scram > 0)
+			rc = configs_users_alter(o.bootstrap, &o.client,
+			    o.timeout_ms, o.name, &o.add, &o.del);
+		else
+			rc = cq_run(o.bootstrap, false, o.type, o.name,
+			    o.entity_default, &o.add, &o.del, o.timeout_ms);
 		tool_props_free(&o.add);
 		tool_props_free(&o.del);
 		tool_props_free(&o.client);

@@ -106,6 +106,7 @@ publish_body(struct rn_shm *shm, const struct model *m)
 	rn_mdimage_enc_scram(&e, 2);
 	rn_mdimage_enc_scram_cred(&e, &scram_bob);
 	rn_mdimage_enc_scram_cred(&e, &scram_alice);
+	rn_mdimage_enc_quotas(&e, 0);
 	if (rn_mdimage_publish(shm, 1, "c", sb.data, sb.size) != 0)
 		bail("publish");
 	msgpack_sbuffer_destroy(&sb);

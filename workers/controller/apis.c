@@ -57,6 +57,7 @@ OP_FAIL_EACH(fail_iac, iac.responses, iac.responses_count)
 OP_FAIL_EACH(fail_cacl, cacl.results, cacl.results_count)
 OP_FAIL_EACH(fail_dacl, dacl.filter_results, dacl.filter_results_count)
 OP_FAIL_EACH(fail_ausc, ausc.results, ausc.results_count)
+OP_FAIL_EACH(fail_acq, acq.entries, acq.entries_count)
 
 static void
 fail_apr(struct ctl_op *op, int16_t e)
@@ -143,6 +144,8 @@ OP_ENCODE(enc_ard, AssignReplicasToDirsResponse, ard)
 OP_ENCODE(enc_cacl, CreateAclsResponse, cacl)
 OP_ENCODE(enc_dacl, DeleteAclsResponse, dacl)
 OP_ENCODE(enc_ausc, AlterUserScramCredentialsResponse, ausc)
+OP_ENCODE(enc_acq, AlterClientQuotasResponse, acq)
+OP_ENCODE(enc_dcq, DescribeClientQuotasResponse, dcq)
 
 /* What the controller answers, one row per API (op.h). */
 const struct ctl_op_api ctl_op_apis[] = {
@@ -155,6 +158,10 @@ const struct ctl_op_api ctl_op_apis[] = {
 	{ RN_KAPI_DELETE_ACLS, ctl_op_delete_acls, enc_dacl, fail_dacl, false },
 	{ RN_KAPI_ALTER_USER_SCRAM_CREDENTIALS, ctl_op_alter_scram, enc_ausc,
 	    fail_ausc, false },
+	{ RN_KAPI_ALTER_CLIENT_QUOTAS, ctl_op_alter_client_quotas, enc_acq,
+	    fail_acq, false },
+	{ RN_KAPI_DESCRIBE_CLIENT_QUOTAS, ctl_op_describe_client_quotas,
+	    enc_dcq, NULL, false },
 	{ RN_KAPI_INCREMENTAL_ALTER_CONFIGS, ctl_op_incremental_alter_configs,
 	    enc_iac, fail_iac, false },
 	{ RN_KAPI_ELECT_LEADERS, ctl_op_elect_leaders, enc_el, fail_el,

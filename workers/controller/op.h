@@ -70,6 +70,8 @@ struct ctl_op {
 		struct rn_CreateAclsResponse cacl;
 		struct rn_DeleteAclsResponse dacl;
 		struct rn_AlterUserScramCredentialsResponse ausc;
+		struct rn_AlterClientQuotasResponse acq;
+		struct rn_DescribeClientQuotasResponse dcq;
 	} resp;
 };
 
@@ -193,6 +195,9 @@ int ctl_op_create_acls(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_delete_acls(struct ctl_op *op, struct rn_kreader *r);
 /* scram.c */
 int ctl_op_alter_scram(struct ctl_op *op, struct rn_kreader *r);
+/* quotas.c */
+int ctl_op_alter_client_quotas(struct ctl_op *op, struct rn_kreader *r);
+int ctl_op_describe_client_quotas(struct ctl_op *op, struct rn_kreader *r);
 int ctl_op_incremental_alter_configs(struct ctl_op *op, struct rn_kreader *r);
 /* Effective unclean.leader.election.enable of a topic. */
 bool ctl_topic_unclean(struct ctl *c, const struct ctl_topic *t);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cquota.h"
 #include "common/ctlproto.h"
 #include "common/util.h"
 #include "workers/controller/records.h"
@@ -25,6 +26,7 @@ static const char *const rec_names[] = {
 	[CTL_REC_REMOVE_ACL] = "RemoveAccessControlEntry",
 	[CTL_REC_SCRAM] = "UserScramCredential",
 	[CTL_REC_REMOVE_SCRAM] = "RemoveUserScramCredential",
+	[CTL_REC_CLIENT_QUOTA] = "ClientQuota",
 };
 
 const char *
@@ -366,6 +368,38 @@ ctl_rec_remove_acl(struct ctl_batch *b, const uint8_t id[16])
 	rec_begin(b, CTL_REC_REMOVE_ACL, 1);
 	rn_mp_pack_str(&b->pk, "id");
 	ctl_mp_bin16(&b->pk, id);
+}
+
+static void
+pack_entity_part(msgpack_packer *pk, const char *type, int8_t kind,
+    const char *name)
+{
+	msgpack_pack_array(pk, 2);
+	rn_mp_pack_str(pk, type);
+	if (kind == RN_CQ_NAME)
+		rn_mp_pack_str(pk, name);
+	else
+		msgpack_pack_nil(pk);
+}
+
+void
+ctl_rec_client_quota(struct ctl_batch *b, const struct rn_cquota *q, bool set)
+{
+	rec_begin(b, CTL_REC_CLIENT_QUOTA, 3);
+	rn_mp_pack_str(&b->pk, "entity");
+	msgpack_pack_array(&b->pk, (q->ukind != RN_CQ_NONE) +
+	    (q->ckind != RN_CQ_NONE));
+	if (q->ukind != RN_CQ_NONE)
+		pack_entity_part(&b->pk, "user", q->ukind, q->user);
+	if (q->ckind != RN_CQ_NONE)
+		pack_entity_part(&b->pk, "client-id", q->ckind, q->client);
+	rn_mp_pack_str(&b->pk, "key");
+	rn_mp_pack_str(&b->pk, rn_cq_key_names[q->key]);
+	rn_mp_pack_str(&b->pk, "value");
+	if (set)
+		msgpack_pack_double(&b->pk, q->value);
+	else
+		msgpack_pack_nil(&b->pk);
 }
 
 void

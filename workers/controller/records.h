@@ -32,6 +32,8 @@
  *                   server_key: bin, iterations} (a user's credential for
  *                   one mechanism, set or replaced; never the password)
  *   RemoveUserScramCredential {name, mechanism}
+ *   ClientQuota    {entity: [[type "user"|"client-id", name|nil (nil:
+ *                   <default>)]], key: str, value: float|nil (nil removes)}
  *
  * RegisterBroker in snapshots also carries in_controlled_shutdown and
  * absent_since. A broker stays in the state (the observed brokers) until
@@ -64,6 +66,7 @@ enum ctl_rec_type {
 	CTL_REC_REMOVE_ACL,
 	CTL_REC_SCRAM,
 	CTL_REC_REMOVE_SCRAM,
+	CTL_REC_CLIENT_QUOTA,
 };
 
 enum ctl_rec_type ctl_rec_type_of(const msgpack_object *rec);
@@ -114,6 +117,10 @@ void ctl_rec_remove_acl(struct ctl_batch *b, const uint8_t id[16]);
 void ctl_rec_scram(struct ctl_batch *b, const struct rn_scram_cred *s);
 void ctl_rec_remove_scram(struct ctl_batch *b, const char *name, size_t len,
     int mech);
+/* set: the value; else the key is removed from the entity. */
+struct rn_cquota;
+void ctl_rec_client_quota(struct ctl_batch *b, const struct rn_cquota *q,
+    bool set);
 
 /* Uuid helpers on raw bytes (see state.h on why not struct rn_uuid). */
 int ctl_uuid_random(uint8_t out[16]);

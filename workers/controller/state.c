@@ -291,6 +291,7 @@ ctl_state_free(struct ctl_state *st)
 	free(st->slotmaps);
 	ctl_acls_free(&st->acls);
 	ctl_scram_free(&st->scram);
+	ctl_quotas_free(&st->quotas);
 	free(st->changed.v);
 	ctl_state_init(st);
 }
@@ -1097,6 +1098,7 @@ ctl_state_apply_record(struct ctl_state *st, const msgpack_object *rec)
 	case CTL_REC_SCRAM: rc = ctl_scram_apply(st, rec); break;
 	case CTL_REC_REMOVE_SCRAM: rc = ctl_scram_apply_remove(st, rec);
 		break;
+	case CTL_REC_CLIENT_QUOTA: rc = ctl_quotas_apply(st, rec); break;
 	default:
 		/* a newer record type: skipping keeps older nodes running */
 		log_warnx("unknown metadata record type at index %llu: skipped",
@@ -1185,6 +1187,7 @@ ctl_state_snapshot(const struct ctl_state *st, msgpack_sbuffer *sb)
 	}
 	ctl_acls_snapshot(st, &b);
 	ctl_scram_snapshot(st, &b);
+	ctl_quotas_snapshot(st, &b);
 	entry = ctl_batch_finish(&b, &len);
 	ctl_batch_free(&b);
 	if (entry == NULL)
@@ -1402,6 +1405,7 @@ ctl_state_encode_image(const struct ctl_state *st,
 	enc_configs(&e, c);
 	ctl_acls_encode(st, &e);
 	ctl_scram_encode(st, &e);
+	ctl_quotas_encode(st, &e);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <msgpack.h>
 
 #include "common/acl.h"
+#include "common/cquota.h"
 #include "common/config.h"
 #include "common/scram.h"
 
@@ -111,6 +112,13 @@ struct ctl_scrams {
 	int n, cap;
 };
 
+/* Client quotas, one per entity and key, in the order first set; the
+ * state owns the strings. */
+struct ctl_quotas {
+	struct rn_cquota *v;
+	int n, cap;
+};
+
 /* Lowest-free allocator of one broker's partition-runtime slots. */
 struct ctl_slotmap {
 	int32_t broker;
@@ -158,6 +166,7 @@ struct ctl_state {
 	int n_slotmaps;
 	struct ctl_acls acls;
 	struct ctl_scrams scram;
+	struct ctl_quotas quotas;
 	uint64_t applying_index;    /* log index of the entry being applied */
 	uint64_t last_index;        /* last applied log index */
 	uint64_t last_term;
@@ -224,6 +233,11 @@ int ctl_acls_apply_remove(struct ctl_state *st, const msgpack_object *rec);
 void ctl_acls_free(struct ctl_acls *s);
 void ctl_acls_snapshot(const struct ctl_state *st, struct ctl_batch *b);
 void ctl_acls_encode(const struct ctl_state *st, struct rn_mdimage_enc *e);
+/* quotas.c: the client quotas' records, snapshot and image part */
+int ctl_quotas_apply(struct ctl_state *st, const msgpack_object *rec);
+void ctl_quotas_free(struct ctl_quotas *s);
+void ctl_quotas_snapshot(const struct ctl_state *st, struct ctl_batch *b);
+void ctl_quotas_encode(const struct ctl_state *st, struct rn_mdimage_enc *e);
 
 /* scram.c: the SCRAM credentials' records, snapshot and image part */
 int ctl_scram_apply(struct ctl_state *st, const msgpack_object *rec);

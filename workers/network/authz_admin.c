@@ -365,6 +365,39 @@ CONFIGS_AUTHZ(iac, rn_IncrementalAlterConfigsRequest,
 
 /* ---- cluster-wide ---------------------------------------------------- */
 
+/* Every entity refused, echoed back as Kafka does. */
+static int
+acq_refused(struct net *n, struct conn *c, void *r)
+{
+	const struct rn_AlterClientQuotasRequest *req = c->req;
+	struct rn_AlterClientQuotasResponse *resp = r;
+	int32_t i, j;
+
+	rn_AlterClientQuotasResponse_init(resp);
+	resp->entries_count = req->entries_count;
+	if ((resp->entries = net_array(c, req->entries_count,
+	    sizeof(*resp->entries))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req->entries_count; i++) {
+		struct rn_AlterClientQuotasResponse_EntryData *o =
+		    &resp->entries[i];
+
+		rn_AlterClientQuotasResponse_EntryData_init(o);
+		o->error_code = RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
+		o->entity_count = req->entries[i].entity_count;
+		if ((o->entity = net_array(c, o->entity_count,
+		    sizeof(*o->entity))) == NULL)
+			return -ENOMEM;
+		for (j = 0; j < o->entity_count; j++) {
+			o->entity[j].entity_type =
+			    req->entries[i].entity[j].entity_type;
+			o->entity[j].entity_name =
+			    req->entries[i].entity[j].entity_name;
+		}
+	}
+	return net_respond(n, c, resp);
+}
+
 static int
 cluster_check(struct net *n, struct conn *c, int8_t op)
 {
@@ -399,6 +432,13 @@ cluster_check(struct net *n, struct conn *c, int8_t op)
 		((struct rn_DescribeQuorumResponse *)r)->error_code =
 		    RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
 		break;
+	case RN_KAPI_DESCRIBE_CLIENT_QUOTAS:
+		rn_DescribeClientQuotasResponse_init(r);
+		((struct rn_DescribeClientQuotasResponse *)r)->error_code =
+		    RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
+		break;
+	case RN_KAPI_ALTER_CLIENT_QUOTAS:
+		return acq_refused(n, c, r);
 	default:
 		return -EPROTO;
 	}
@@ -430,6 +470,10 @@ net_admin_checked(struct net *n, struct conn *c)
 	case RN_KAPI_LIST_PARTITION_REASSIGNMENTS:
 	case RN_KAPI_DESCRIBE_QUORUM:
 		return cluster_check(n, c, RN_ACL_OP_DESCRIBE);
+	case RN_KAPI_DESCRIBE_CLIENT_QUOTAS:
+		return cluster_check(n, c, RN_ACL_OP_DESCRIBE_CONFIGS);
+	case RN_KAPI_ALTER_CLIENT_QUOTAS:
+		return cluster_check(n, c, RN_ACL_OP_ALTER_CONFIGS);
 	default:
 		return net_admin_forward(n, c);
 	}

@@ -36,7 +36,7 @@ bool
 net_conn_wants_input(const struct conn *c)
 {
 	return c->fd >= 0 && c->wait == CONN_IDLE && !c->closing &&
-	    out_count(c) < OUT_MAX_PENDING;
+	    c->mute_until_ms == 0 && out_count(c) < OUT_MAX_PENDING;
 }
 
 static void
@@ -48,7 +48,7 @@ conn_epoll(struct net *n, struct conn *c)
 	ev.events = EPOLLRDHUP;
 	/* read only while requests can be taken: a parked request points
 	 * into the buffer, which must not move */
-	if (c->wait == CONN_IDLE && !c->closing &&
+	if (c->wait == CONN_IDLE && !c->closing && c->mute_until_ms == 0 &&
 	    out_count(c) < OUT_MAX_PENDING)
 		ev.events |= EPOLLIN;
 	if (c->want_write)
@@ -399,7 +399,7 @@ net_conn_process(struct net *n, struct conn *c)
 
 	if (c->fd < 0)
 		return;
-	while (c->wait == CONN_IDLE && !c->closing &&
+	while (c->wait == CONN_IDLE && !c->closing && c->mute_until_ms == 0 &&
 	    out_count(c) < OUT_MAX_PENDING) {
 		if (c->rlen - c->frame_off < 4)
 			break;

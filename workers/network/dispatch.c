@@ -58,6 +58,8 @@ static const struct {
 	{ RN_KAPI_DELETE_ACLS, 0, 3, net_delete_acls },
 	{ RN_KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, net_describe_scram },
 	{ RN_KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, net_alter_scram },
+	{ RN_KAPI_DESCRIBE_CLIENT_QUOTAS, 0, 1, net_admin_checked },
+	{ RN_KAPI_ALTER_CLIENT_QUOTAS, 0, 1, net_admin_checked },
 	/* last: advertised and taken on SASL listeners only */
 	{ RN_KAPI_SASL_HANDSHAKE, 0, 1, net_sasl_handshake },
 	{ RN_KAPI_SASL_AUTHENTICATE, 0, 2, net_sasl_authenticate },

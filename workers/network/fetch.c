@@ -366,6 +366,9 @@ fetch_respond(struct net *n, struct conn *c, struct fetch_state *fs)
 	}
 	/* sessionless: session id 0 tells the client no session exists */
 	fs->r.session_id = 0;
+	if (((const struct rn_FetchRequest *)c->req)->replica_id < 0)
+		fs->r.throttle_time_ms = net_quota_record(n, c, RN_CQ_FETCH,
+		    fs->bytes);
 	/* copied reads live in the connection's arena, which the next
 	 * request reuses: into the output with the rest */
 	o->w.inline_max = FETCH_COPY_MAX;

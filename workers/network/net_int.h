@@ -161,6 +161,8 @@ struct conn {
 	bool *authz_denied;
 	struct net_connlim_ticket lim; /* released on close */
 	int64_t active_ms;       /* last read or write: connections.max.idle.ms */
+	/* a client quota throttled it: no request read before (0: none) */
+	int64_t mute_until_ms;
 };
 
 #define NET_CONNLIM_OVERRIDES 64
@@ -381,6 +383,11 @@ int net_admin_forward_body(struct net *n, struct conn *c, const void *body,
 int net_admin_checked(struct net *n, struct conn *c);
 int net_admin_merge(struct net *n, struct conn *c, const void *body,
     size_t len);
+
+/* quota.c: count bytes of key (enum rn_cq_key) for c's entity; the
+ * throttle time in ms (c is then muted that long), 0 without a quota */
+int32_t net_quota_record(struct net *n, struct conn *c, int key,
+    int64_t bytes);
 
 /* fetch.c: parked fetches */
 void net_fetch_recheck(struct net *n, struct conn *c, bool timed_out);

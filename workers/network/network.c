@@ -162,6 +162,16 @@ net_deadlines(struct net *n, int64_t now)
 			if (c->auth_deadline_ms < next)
 				next = c->auth_deadline_ms;
 		}
+		/* a client quota's mute (quota.c) is over: read again */
+		if (c->mute_until_ms != 0) {
+			if (c->mute_until_ms <= now) {
+				c->mute_until_ms = 0;
+				net_conn_process(n, c);
+				if (c->fd < 0)
+					continue;
+			} else if (c->mute_until_ms < next)
+				next = c->mute_until_ms;
+		}
 		/* decrypted bytes epoll cannot see: take them now */
 		if (net_tls_pending(c) && net_conn_wants_input(c)) {
 			net_conn_readable(n, c);

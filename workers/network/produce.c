@@ -211,6 +211,8 @@ net_produce(struct net *n, struct conn *c)
 		log_warnx("%s: transactional produce refused", c->peer);
 	}
 	rn_ProduceResponse_init(&r);
+	r.throttle_time_ms = net_quota_record(n, c, RN_CQ_PRODUCE,
+	    (int64_t)c->frame_len + 4);
 	for (i = 0; i < req->topic_data_count; i++)
 		total += req->topic_data[i].partition_data_count;
 	c->pw = rn_arena_alloc(&c->arena, sizeof(*c->pw) *
