@@ -6,9 +6,10 @@
  * broker answers it from its authorizer's cache.
  *
  * A connection's principal is what it authenticated as (SASL, or a
- * client certificate on mTLS), else User:ANONYMOUS. The APIs listed in authz_aware[] check their resources; any
- * other API is served to super users only while the authorizer is on,
- * so turning it on never leaves an API open that checks nothing.
+ * client certificate on mTLS), else User:ANONYMOUS. The APIs listed in
+ * authz_aware[] check their resources; any other API is served to super
+ * users only while the authorizer is on, so turning it on never leaves
+ * an API open that checks nothing.
  */
 #include "autoconf.h"
 
@@ -76,12 +77,6 @@ net_authz_init(struct net *n)
 {
 	return rn_authz_init(&n->authz, n->cfg->authorizer_on,
 	    n->cfg->super_users, n->cfg->allow_everyone_if_no_acl_found);
-}
-
-void
-net_authz_free(struct net *n)
-{
-	rn_authz_free(&n->authz);
 }
 
 const char *

@@ -270,7 +270,6 @@ bool net_leads(struct net *n, const struct rn_mdv_partition *mp);
 
 /* authz.c: the connection's principal against super.users and the ACLs */
 int net_authz_init(struct net *n);
-void net_authz_free(struct net *n);
 const char *net_principal(const struct conn *c);
 /* The peer's address without its port, as ACL hosts are written. */
 void net_peer_addr(const struct conn *c, char *out, size_t len);
