@@ -220,9 +220,16 @@ fuzz() {
 		    "$srcdir/workers/controller/records.c" \
 		    "$srcdir/workers/controller/offline_dirs.c" \
 		    "$srcdir/workers/controller/elect.c" \
+		    "$srcdir/workers/controller/acls.c" \
+		    "$srcdir/workers/controller/scram.c" \
+		    "$srcdir/workers/controller/quotas.c" \
 		    "$srcdir/ipc/mdimage.c" "$srcdir/ipc/mdimage_write.c" \
 		    "$srcdir/ipc/shm.c" "$srcdir/ipc/ring.c" \
-		    "$srcdir/ipc/metrics.c" \
+		    "$srcdir/ipc/metrics.c" "$srcdir/ipc/connlimit.c" \
+		    "$srcdir/ipc/cquota.c" \
+		    "$srcdir/common/acl.c" "$srcdir/common/scram.c" \
+		    "$srcdir/protocol/kmsg_gen.c" "$srcdir/protocol/kcodec.c" \
+		    "$srcdir/protocol/kerrors.c" -lcrypto \
 		    "$srcdir/common/ctlproto.c" "$srcdir/common/mpbound.c" \
 		    "$srcdir/common/config.c" "$srcdir/common/kconfig.c" \
 		    "$srcdir/common/kconfig_catalogue.c" \
