@@ -155,7 +155,8 @@ arena_cstr(struct ctl_op *op, struct rn_kstr s, bool *bad)
 
 	if (s.len < 0)
 		return NULL;
-	if (s.len > ACL_STR_MAX || memchr(s.ptr, '\0', (size_t)s.len) != NULL) {
+	if (s.len > ACL_STR_MAX || (s.len > 0 &&
+	    memchr(s.ptr, '\0', (size_t)s.len) != NULL)) {
 		*bad = true;
 		return NULL;
 	}
@@ -163,7 +164,8 @@ arena_cstr(struct ctl_op *op, struct rn_kstr s, bool *bad)
 		*bad = true;
 		return NULL;
 	}
-	memcpy(out, s.ptr, (size_t)s.len);
+	if (s.len > 0) /* an empty string may have no bytes behind it */
+		memcpy(out, s.ptr, (size_t)s.len);
 	out[s.len] = '\0';
 	return out;
 }

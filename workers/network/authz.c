@@ -231,7 +231,8 @@ cstr(struct conn *c, struct rn_kstr s)
 		return NULL;
 	if ((out = rn_arena_alloc(&c->arena, (size_t)s.len + 1)) == NULL)
 		return "";
-	memcpy(out, s.ptr, (size_t)s.len);
+	if (s.len > 0) /* an empty string may have no bytes behind it */
+		memcpy(out, s.ptr, (size_t)s.len);
 	out[s.len] = '\0';
 	return out;
 }
