@@ -68,8 +68,9 @@ forward_filtered(struct net *n, struct conn *c, const void *req)
 }
 
 /*
- * The verdict on n_items items: forward the request as it came (0 denied),
- * answer here (all denied: *local), or forward kept items only.
+ * Room for the verdict on n_items items, all allowed to begin with; the
+ * callers forward the request as it came (none refused), answer it here
+ * (all refused) or forward the allowed items only.
  */
 static bool *
 verdicts(struct conn *c, int32_t n_items)
