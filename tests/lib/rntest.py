@@ -325,6 +325,12 @@ class Cluster:
     def wait_running(self, timeout=30):
         """Every node's workers run and every node's Metadata lists all brokers."""
         if not all(n.wait_running(timeout) for n in self.nodes):
+            # say why on stderr (TAP ignores it), so a failure can be read
+            for n in self.nodes:
+                tail = n.logtext().splitlines()[-8:] if os.path.exists(n.logfile) else []
+                sys.stderr.write("# node %d (exit %s): %s\n" % (
+                    n.node_id, n.proc.poll() if n.proc else None,
+                    " | ".join(tail)))
             return False
         from confluent_kafka.admin import AdminClient
         want = {n.node_id for n in self.nodes if "broker" in n.props["process.roles"]}
