@@ -14,9 +14,10 @@ import struct
 import subprocess
 import time
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import KafkaError
 from kafka import KafkaConsumer, KafkaProducer
 
+from rnclients import auth_errors, roundtrip
 from rntest import RUNNELD, Node, Tap, TempDir, free_port, recv_frame
 from rntls import Pki
 
@@ -31,36 +32,12 @@ DELAY_MS = 400
 
 
 def ck_roundtrip(conf, topic, count=300):
-    p = Producer(dict(conf, **{"linger.ms": 5}))
-    errs = []
-    vals = [b"%s-%d" % (topic.encode(), i) for i in range(count)]
-    for v in vals:
-        p.produce(topic, v, on_delivery=lambda e, m: e and errs.append(e))
-    left = p.flush(30)
-    c = Consumer(dict(conf, **{"group.id": "g-" + topic,
-                               "auto.offset.reset": "earliest"}))
-    c.subscribe([topic])
-    got, end = [], time.time() + 30
-    while len(got) < count and time.time() < end:
-        m = c.poll(1.0)
-        if m is not None and not m.error():
-            got.append(m.value())
-    c.close()
-    return left == 0 and not errs and got == vals
+    return roundtrip(conf, topic, count, wait=30)
 
 
 def ck_auth_error(conf):
     """The errors a producer reports with conf, after a few seconds."""
-    seen = []
-    p = Producer(dict(conf, **{"error_cb": lambda e: seen.append(e)}))
-    p.produce("sasl-never", b"x")
-    end = time.time() + 8
-    while time.time() < end and not any(
-            e.code() == KafkaError._AUTHENTICATION for e in seen):
-        p.poll(0.2)
-    p.purge()
-    p.flush(1)
-    return seen
+    return auth_errors(conf, "sasl-never")
 
 
 def kpy_roundtrip(kw, topic, count=100):

@@ -24,6 +24,7 @@ import time
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 
+from rnclients import auth_errors, roundtrip
 from rntest import Node, Tap, TempDir, free_port, recv_frame, run_tool, wait_for
 
 t = Tap()
@@ -44,36 +45,13 @@ def scram_conf(n, mech, user, pw):
 
 
 def ck_roundtrip(conf, topic, count=100):
-    p = Producer(dict(conf, **{"linger.ms": 5, "message.timeout.ms": 10000}))
-    errs = []
-    vals = [b"%s-%d" % (topic.encode(), i) for i in range(count)]
-    for v in vals:
-        p.produce(topic, v, on_delivery=lambda e, m: e and errs.append(e))
-    left = p.flush(20)
-    c = Consumer(dict(conf, **{"group.id": "g-" + topic,
-                               "auto.offset.reset": "earliest"}))
-    c.subscribe([topic])
-    got, end = [], time.time() + 20
-    while len(got) < count and time.time() < end:
-        m = c.poll(0.5)
-        if m is not None and not m.error():
-            got.append(m.value())
-    c.close()
-    return left == 0 and not errs and got == vals
+    return roundtrip(conf, topic, count)
 
 
 def ck_auth_error(conf):
     """Did a producer with conf report an authentication error?"""
-    seen = []
-    p = Producer(dict(conf, **{"error_cb": lambda e: seen.append(e)}))
-    p.produce("scram-never", b"x")
-    end = time.time() + 8
-    while time.time() < end and not any(
-            e.code() == KafkaError._AUTHENTICATION for e in seen):
-        p.poll(0.2)
-    p.purge()
-    p.flush(1)
-    return any(e.code() == KafkaError._AUTHENTICATION for e in seen)
+    return any(e.code() == KafkaError._AUTHENTICATION
+               for e in auth_errors(conf, "scram-never"))
 
 
 def kpy_roundtrip(n, mech, user, pw, topic, count=50):
