@@ -22,13 +22,14 @@ import struct
 import subprocess
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType,
                          ACLResourcePatternType, ConfigResource,
                          ConfigResourceType, KafkaAdminClient,
                          ResourcePattern, ResourcePatternFilter, ResourceType)
 from kafka.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
+from rnclients import produce_one
 from rntest import Node, Tap, TempDir, wait_for
 
 t = Tap()
@@ -49,14 +50,8 @@ def acl(name, op, perm=ACLPermissionType.ALLOW, principal=ANON, host="*",
 
 def produce(n, topic, idempotent=False):
     """None when acknowledged, else the error's name."""
-    res = []
-    p = Producer({"bootstrap.servers": n.bootstrap, "enable.idempotence": idempotent,
-                  "message.timeout.ms": 8000})
-    p.produce(topic, b"v", on_delivery=lambda e, m: res.append(e))
-    p.flush(15)
-    if not res:
-        return "no delivery report"
-    return None if res[0] is None else res[0].name()
+    return produce_one({"bootstrap.servers": n.bootstrap,
+                        "enable.idempotence": idempotent}, topic)
 
 
 def consume(n, topic):

@@ -17,13 +17,14 @@ confluent-kafka producers and consumers logged in as each user:
 - a binding removed stops the user within a second."""
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType,
                          ACLResourcePatternType, KafkaAdminClient, NewTopic,
                          ResourcePattern, ResourcePatternFilter, ResourceType)
 from kafka.errors import (ClusterAuthorizationFailedError,
                           TopicAuthorizationFailedError)
 
+from rnclients import produce_one
 from rntest import Node, Tap, TempDir, free_port, wait_for
 
 t = Tap()
@@ -62,14 +63,9 @@ def acl(principal, name, op, perm=ACLPermissionType.ALLOW, rtype=ResourceType.TO
 
 
 def produce(n, user, topic):
-    res = []
-    p = Producer(dict(conf(n, user), **{"message.timeout.ms": 8000}))
-    p.produce(topic, b"from-%s" % (user or "anon").encode(),
-              on_delivery=lambda e, m: res.append(e))
-    p.flush(15)
-    if not res:
-        return "no delivery report"
-    return None if res[0] is None else res[0].name()
+    """None when acknowledged, else the error's name."""
+    return produce_one(conf(n, user), topic,
+                       b"from-%s" % (user or "anon").encode())
 
 
 def consume(n, user, topic, group=None):

@@ -16,8 +16,8 @@ import os
 import re
 import subprocess
 
-from confluent_kafka import Producer
 
+from rnclients import produce_one
 from rntest import BUILDDIR, Node, Tap, TempDir, run_tool, wait_for
 
 ACLS = os.path.join(BUILDDIR, "runnel-acls")
@@ -70,14 +70,7 @@ def topic(name, pattern="LITERAL"):
 
 def produce(node, name):
     """None when acknowledged, else the error's name."""
-    res = []
-    p = Producer({"bootstrap.servers": node.bootstrap, "enable.idempotence": False,
-                  "message.timeout.ms": 8000})
-    p.produce(name, b"v", on_delivery=lambda e, m: res.append(e))
-    p.flush(15)
-    if not res:
-        return "no delivery report"
-    return None if res[0] is None else res[0].name()
+    return produce_one({"bootstrap.servers": node.bootstrap}, name)
 
 
 def ok(r, name):

@@ -2,8 +2,8 @@
 the checker that judges it.
 
 Writers are confluent-kafka (librdkafka) producers, each in its own
-thread, sending unique values "w<writer>-<seq>" (padded with "/xxx..."
-when a test needs bulk, e.g. to fill a disk) and recording each send's
+thread, sending unique values "w<writer>-<seq>" (followed by "/" and
+`pad` x's when a test needs bulk, e.g. to fill a disk) and recording each send's
 outcome from the delivery report: acknowledged (with partition and
 offset), failed, or unknown (no report by the end). A tailing reader
 records every (partition, offset, value) it sees while the faults run;

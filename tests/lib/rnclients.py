@@ -1,9 +1,20 @@
-"""confluent-kafka round trips the security tests share: produce a run of
-values and read them back with a group consumer, and wait for a client's
-authentication error."""
+"""confluent-kafka calls the security tests share: one record produced
+with its outcome, a run of values produced and read back with a group
+consumer, and a client's authentication errors."""
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer
+
+
+def produce_one(conf, topic, value=b"v"):
+    """None when acknowledged, else the error's name."""
+    res = []
+    p = Producer(dict(conf, **{"message.timeout.ms": 8000}))
+    p.produce(topic, value, on_delivery=lambda e, m: res.append(e))
+    p.flush(15)
+    if not res:
+        return "no delivery report"
+    return None if res[0] is None else res[0].name()
 
 
 def roundtrip(conf, topic, count=100, wait=20):
