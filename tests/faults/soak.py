@@ -19,8 +19,13 @@ twice): partitions of every shape (a node isolated, the partition leader
 isolated as a zombie, a bridge, a 2/3 split, a silent-drop isolation,
 the leader deaf one way, the leader mute one way, flapping cuts), SIGKILL
 of a whole node, SIGKILL of one worker, SIGSTOP of a node, a node
-restarted with its wall clock skewed (libfaketime) and a power cut of one
-node. The fault is held a random 6-18 s, healed, and the cluster must
+restarted with its wall clock skewed (libfaketime), a power cut of one
+node, a node's log dir filled to ENOSPC (every node's log dir is a tmpfs
+of SOAK_TMPFS_MIB), reads or writes under a node's log dir failing with
+EIO (tests/faults/diskfail.c, loaded before the power-cut shim so a
+failed call never counts as written) and a node killed with the unflushed
+tail of its logs damaged (cut short or a bit flipped past each log's
+recovery point, where recovery must find it). The fault is held a random 6-18 s, healed, and the cluster must
 be fully replicated again before the episode's history is checked: the
 heal-to-service time is that wait.
 
@@ -29,13 +34,18 @@ on any lost, duplicated (idempotent writers), inconsistent, misplaced,
 reordered (idempotent writers) or unexpected value, or a worker crash.
 
 Environment: SOAK_MINUTES (30), SOAK_SEED (the time), SOAK_RATE (values
-per second per writer, 100), RUNNEL_BUILDDIR. Needs root, iproute2 and
+per second per writer, 100), SOAK_TMPFS_MIB (192), SOAK_KINDS (a
+comma-separated subset of the fault kinds; all by default),
+RUNNEL_BUILDDIR. Needs root, iproute2 and
 faketime, like the fault tests.
 """
 import collections
+import errno
 import os
 import random
 import signal
+import struct
+import subprocess
 import sys
 import threading
 import time
@@ -44,7 +54,7 @@ import history
 import powercut
 from confluent_kafka.admin import AdminClient, NewTopic
 from rnnet import NetCluster
-from rntest import TempDir, wait_for
+from rntest import BUILDDIR, TempDir, wait_for
 
 N = 5
 PARTS = 3
@@ -57,6 +67,9 @@ PROPS = {"min.insync.replicas": "2", "replica.lag.time.max.ms": "4000",
          "unclean.leader.election.enable": "false",
          "default.replication.factor": "3"}
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+DISKFAIL = os.path.join(BUILDDIR, "tests", "faults", "libdiskfail.so")
+# the metadata log keeps 24 MiB of segments allocated ahead in it
+TMPFS_MIB = int(os.environ.get("SOAK_TMPFS_MIB", "192"))
 
 rng = random.Random(SEED)
 
@@ -72,12 +85,20 @@ class Soak:
         self.shadow = {n.node_id: os.path.join(tmp, "shadow%d" % n.node_id)
                        for n in self.cl.nodes}
         self.skew = {}  # node -> libfaketime offset while skewed
+        self.switch = {n.node_id: os.path.join(tmp, "disk%d" % n.node_id)
+                       for n in self.cl.nodes}
+        self.mounted = []
+        self.after = None  # a fault's report once the cluster serves again
 
     # ---- nodes ------------------------------------------------------
 
     def env(self, i):
         n = self.cl.node(i)
         e = powercut.env(n.logdir, self.shadow[i])
+        # first: a call it fails never reaches the power-cut shim
+        e["LD_PRELOAD"] = "%s:%s" % (DISKFAIL, e["LD_PRELOAD"])
+        e.update({"DISKFAIL_ROOT": os.path.realpath(n.logdir),
+                  "DISKFAIL_SWITCH": self.switch[i]})
         if i in self.skew and os.path.exists(FAKETIME):
             e["LD_PRELOAD"] = "%s:%s" % (e["LD_PRELOAD"], FAKETIME)
             e.update({"FAKETIME": self.skew[i],
@@ -94,7 +115,22 @@ class Soak:
 
     def start_all(self):
         for n in self.cl.nodes:
+            # a small disk of its own, so one can be filled
+            os.makedirs(n.logdir, exist_ok=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o",
+                            "size=%dm" % TMPFS_MIB, "runnel-soak", n.logdir],
+                           check=True)
+            self.mounted.append(n.logdir)
             self.start(n.node_id, fresh_baseline=True)
+
+    def unmount_all(self):
+        for path in self.mounted:
+            # a killed worker may still be closing its files
+            if not wait_for(lambda: subprocess.run(
+                    ["umount", path], stderr=subprocess.DEVNULL).returncode
+                    == 0, 10, 0.5):
+                subprocess.run(["umount", "-l", path])
+        self.mounted = []
 
     def running(self, i):
         p = self.cl.node(i).proc
@@ -295,8 +331,122 @@ class Soak:
             v, stats["bytes reverted"], len(stats["entries dropped"]))
         return desc, lambda: self.start(v, fresh_baseline=True)
 
+    def f_full(self, topic):
+        v = self.target(topic)
+        path = os.path.join(self.cl.node(v).logdir, "filler")
+        chunk = b"\0" * (1 << 20)
+        with open(path, "ab") as f:
+            try:
+                while True:
+                    f.write(chunk)
+                    f.flush()
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+        size = os.path.getsize(path)
+
+        def heal():
+            os.unlink(path)  # the node, stopped by it, restarts after
+        return "node %d's log dir filled (%d MiB filler)" % (
+            v, size >> 20), heal
+
+    def f_eio(self, topic):
+        v = self.target(topic)
+        what = rng.choice(["write", "read", "read write"])
+        with open(self.switch[v], "w") as f:
+            f.write(what + "\n")
+
+        def heal():
+            os.unlink(self.switch[v])
+        return "node %d: %s failing with EIO" % (v, what), heal
+
+    def f_corrupt(self, topic):
+        v = self.target(topic)
+        n = self.cl.node(v)
+        n.kill()
+        hurt = damage_tails(n.logdir)
+        since = len(n.logtext())
+
+        def said():
+            # what recovery reported of it, once the node serves again
+            lines = [l for l in n.logtext()[since:].splitlines()
+                     if "invalid data" in l]
+            return "  node %d's recovery: %d logs cut back to their last " \
+                "valid batch%s" % (v, len(lines), (": " + lines[0].strip())
+                                   if lines else "")
+        self.after = said
+        return "node %d SIGKILLed, %d log tails damaged past the recovery " \
+            "point (%s)" % (v, len(hurt), ", ".join(hurt[:4])), \
+            lambda: self.start(v)
+
     KINDS = ("isolate", "zombie", "bridge", "split", "silent", "deaf", "mute",
-             "flap", "kill_node", "kill_worker", "pause", "skew", "power")
+             "flap", "kill_node", "kill_worker", "pause", "skew", "power",
+             "full", "eio", "corrupt")
+
+
+def recovery_points(logdir):
+    """topic-partition -> offset, from the log dir's checkpoint (none: 0)."""
+    rp = {}
+    try:
+        with open(os.path.join(logdir, "recovery-point-offset-checkpoint")) as f:
+            for line in f.read().splitlines()[2:]:
+                topic, part, off = line.split()
+                rp["%s-%s" % (topic, part)] = int(off)
+    except (OSError, ValueError):
+        pass
+    return rp
+
+
+def batches(data):
+    """(start, end, base offset) of each whole batch in a segment."""
+    pos, out = 0, []
+    while pos + 61 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        end = pos + 12 + length
+        if length < 49 or end > len(data):
+            break
+        out.append((pos, end, base))
+        pos = end
+    return out
+
+
+def damage_tails(logdir):
+    """Cut short, or flip a bit in, the newest segment of some of the
+    node's partitions, only in batches past the checkpointed recovery
+    point: what a crash may leave there, and what recovery must find by
+    the CRC. A batch's first 16 bytes (base offset, length, leader epoch)
+    are outside its CRC, as in Kafka, so flips land after them."""
+    rp, hurt = recovery_points(logdir), []
+    dirs = sorted(d for d in os.listdir(logdir)
+                  if "-" in d and not d.startswith("__cluster_metadata")
+                  and os.path.isdir(os.path.join(logdir, d)))
+    rng.shuffle(dirs)
+    for d in dirs:
+        logs = sorted(f for f in os.listdir(os.path.join(logdir, d))
+                      if f.endswith(".log"))
+        if not logs or len(hurt) >= 6 or rng.random() < 0.5:
+            continue
+        path = os.path.join(logdir, d, logs[-1])
+        with open(path, "rb") as f:
+            data = f.read()
+        tail = [b for b in batches(data) if b[2] >= rp.get(d, 0)]
+        if not tail:
+            continue
+        start, end, base = rng.choice(tail)
+        if rng.random() < 0.5:
+            at = rng.randrange(start, end)
+            os.truncate(path, at)
+            hurt.append("%s cut at byte %d (offset %d)" % (d, at, base))
+        else:
+            at = rng.randrange(start + 16, end)
+            with open(path, "r+b") as f:
+                f.seek(at)
+                b = f.read(1)[0] ^ (1 << rng.randrange(8))
+                f.seek(at)
+                f.write(bytes([b]))
+            hurt.append("%s bit flipped at byte %d (offset %d)"
+                        % (d, at, base))
+    return hurt
 
 
 class Totals:
@@ -359,6 +509,9 @@ def episode(s, k, kind):
     service = time.monotonic() - healed
     if not ok:
         log("  NOT back to full service 120 s after the heal")
+    if s.after is not None:
+        log(s.after())
+        s.after = None
     time.sleep(2)
     for w in ws + [wn]:
         w.finish()
@@ -406,6 +559,12 @@ def episode(s, k, kind):
 def main():
     log("seed %d, %.1f minutes, %d nodes, %d writers x %d/s"
         % (SEED, MINUTES, N, 4, RATE))
+    kinds = [k for k in os.environ.get("SOAK_KINDS", "").split(",") if k]
+    kinds = kinds or list(Soak.KINDS)
+    unknown = [k for k in kinds if k not in Soak.KINDS]
+    if unknown:
+        log("unknown fault kinds %s; known: %s" % (unknown, Soak.KINDS))
+        return 2
     per = {k: Totals() for k in Soak.KINDS}
     total = Totals()
     crashes = []
@@ -420,7 +579,7 @@ def main():
             deck, k = [], 0
             while time.monotonic() < end:
                 if not deck:
-                    deck = list(Soak.KINDS)
+                    deck = list(kinds)
                     rng.shuffle(deck)
                 kind = deck.pop()
                 k += 1
@@ -436,6 +595,7 @@ def main():
                     except Exception:
                         pass
             s.cl.destroy()
+            s.unmount_all()
     print("\nsoak figures (seed %d, %.1f minutes):" % (SEED, MINUTES))
     for kind in Soak.KINDS:
         if per[kind].v["episodes"]:

@@ -20,7 +20,7 @@ import re
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 
 # what any run's writers send; anything else in the log is unexpected
@@ -88,6 +88,7 @@ class Tail(threading.Thread):
         if self.c is None:
             self.c = Consumer({"bootstrap.servers": bootstrap,
                                "group.id": "tail",
+                               "check.crcs": True,
                                "enable.auto.commit": False,
                                "auto.offset.reset": "earliest"})
             self.c.assign([TopicPartition(topic, p, 0)
@@ -96,6 +97,11 @@ class Tail(threading.Thread):
     def run(self):
         while not self.stop_flag.is_set():
             m = self.c.poll(0.2)
+            if m is not None and m.error() is not None and \
+                    m.error().code() == KafkaError._BAD_MSG:
+                # a record served with a failing CRC: never acceptable
+                self.clashes.append(((m.partition(), m.offset()), "CRC",
+                                     str(m.error())))
             if m is None or m.error():
                 continue
             key, v = (m.partition(), m.offset()), m.value().decode()
@@ -122,6 +128,7 @@ class GroupTail(Tail):
 
     def __init__(self, bootstrap, topic, group):
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                      "check.crcs": True,
                       "enable.auto.commit": False,
                       "auto.offset.reset": "earliest",
                       "session.timeout.ms": 10000})
