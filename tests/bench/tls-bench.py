@@ -4,7 +4,10 @@ node with both listeners, with runnel-perf (librdkafka) as the client:
 BENCH_TLS_RECORDS (1,000,000) records of BENCH_TLS_SIZE (1024) bytes,
 acks=1, linger 5 ms, one partition; then a consumer pass over them. The
 two protocols alternate (PLAINTEXT, SSL, PLAINTEXT, SSL) so drift shows.
-Prints figures; never passes or fails; not part of make check."""
+Beside each rate, the broker's CPU per GB moved: every thread of the
+supervisor and the workers (/proc/PID/task/TID/schedstat) over the run,
+divided by the records' bytes. Prints figures; never passes or fails; not
+part of make check."""
 import json
 import os
 import subprocess
@@ -18,7 +21,35 @@ SIZE = int(os.environ.get("BENCH_TLS_SIZE", "1024"))
 PERF = os.path.join(BUILDDIR, "runnel-perf")
 
 
-def perf(role, bootstrap, topic, extra):
+def cpu_seconds(pids):
+    """CPU time of every thread of these processes."""
+    ns = 0
+    for pid in pids:
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    ns += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+    return ns / 1e9
+
+
+def perf(role, bootstrap, topic, extra, node):
+    """runnel-perf's figures, with the broker's CPU seconds per GB."""
+    pids = node.pids()
+    cpu0 = cpu_seconds(pids)
+    res = run_perf(role, bootstrap, topic, extra)
+    if res is not None:
+        res["cpu_s_per_gb"] = (cpu_seconds(pids) - cpu0) / (
+            RECORDS * SIZE / 1e9)
+    return res
+
+
+def run_perf(role, bootstrap, topic, extra):
     args = [PERF, role, "--bootstrap-server", bootstrap, "--topic", topic,
             "--num-records", str(RECORDS), "--print-json"] + extra
     if role == "producer":
@@ -57,20 +88,22 @@ with TempDir() as tmp:
             for name, bs, extra in (("PLAINTEXT", n.bootstrap, []),
                                     ("SSL", "127.0.0.1:%d" % ps, sslx)):
                 topic = "bench-%s-%d" % (name.lower(), rnd)
-                p = perf("producer", bs, topic, extra)
-                c = perf("consumer", bs, topic, extra)
+                p = perf("producer", bs, topic, extra, n)
+                c = perf("consumer", bs, topic, extra, n)
                 rows.append((name, rnd, p, c))
         print("# %d records of %d B, acks=1, linger 5 ms, one partition; "
               "TLS %s" % (RECORDS, SIZE, "fallback (no kTLS on this kernel)"
                           if not os.path.exists("/sys/module/tls") else
                           "(kernel tls module present)"))
-        print("%-10s %5s %14s %12s %14s %12s" % ("protocol", "round",
-              "produce MB/s", "records/s", "consume MB/s", "records/s"))
+        print("%-10s %5s %13s %11s %9s %13s %11s %9s" % (
+            "protocol", "round", "produce MB/s", "records/s", "CPU s/GB",
+            "consume MB/s", "records/s", "CPU s/GB"))
         for name, rnd, p, c in rows:
-            def f(d, k):
-                return "%.1f" % d[k] if d and k in d else "-"
-            print("%-10s %5d %14s %12s %14s %12s" % (
+            def f(d, k, fmt="%.1f"):
+                return fmt % d[k] if d and k in d else "-"
+            print("%-10s %5d %13s %11s %9s %13s %11s %9s" % (
                 name, rnd, f(p, "mb_per_sec"), f(p, "records_per_sec"),
-                f(c, "mb_per_sec"), f(c, "records_per_sec")))
+                f(p, "cpu_s_per_gb", "%.2f"), f(c, "mb_per_sec"),
+                f(c, "records_per_sec"), f(c, "cpu_s_per_gb", "%.2f")))
     finally:
         n.stop()
