@@ -190,7 +190,7 @@ const struct rn_kcfg rn_kcfg_broker[] = {
 	    RN_KCFG_ACTS, "600000", NULL, NULL,
 	    NULL, NULL },
 	{ "connections.max.reauth.ms", RN_KCFG_LONG, RN_KCHK_NONE,
-	    0, "0", NULL, NULL,
+	    RN_KCFG_ACTS, "0", NULL, NULL,
 	    NULL, NULL },
 	{ "control.plane.listener.name", RN_KCFG_STRING, RN_KCHK_NONE,
 	    0, NULL, NULL, NULL,

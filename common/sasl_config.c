@@ -162,6 +162,8 @@ rn_sasl_cfg_load(const struct rn_config *cfg, const char *lname,
 	    "sasl.enabled.mechanisms");
 	const char *jaas = rn_listener_key(cfg, lname, "plain",
 	    "sasl.jaas.config");
+	const char *reauth = rn_listener_key(cfg, lname, NULL,
+	    "connections.max.reauth.ms");
 	char buf[512], why[256], *s = buf, *m;
 
 	memset(out, 0, sizeof(*out));
@@ -201,6 +203,18 @@ rn_sasl_cfg_load(const struct rn_config *cfg, const char *lname,
 		snprintf(err, errlen, "sasl.enabled.mechanisms is empty for "
 		    "SASL listener %s", lname);
 		return -1;
+	}
+	if (reauth != NULL) {
+		char *end;
+
+		out->reauth_ms = strtoll(reauth, &end, 10);
+		if (*reauth == '\0' || *end != '\0' || out->reauth_ms < 0) {
+			snprintf(err, errlen, "invalid value '%s' for "
+			    "connections.max.reauth.ms (listener %s): want "
+			    "milliseconds, 0 for no re-authentication", reauth,
+			    lname);
+			return -1;
+		}
 	}
 	/* SCRAM's users are in the metadata log, PLAIN's in the JAAS text */
 	if (!(out->mechs & RN_SASL_PLAIN))

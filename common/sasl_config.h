@@ -27,6 +27,8 @@ struct rn_sasl_cfg {
 	char mech_list[64];      /* "PLAIN,SCRAM-SHA-256": what is enabled */
 	struct rn_sasl_user *users;
 	int n_users;
+	/* connections.max.reauth.ms (KIP-368; 0: sessions never expire) */
+	long long reauth_ms;
 };
 
 /* 0, or -1 with a one-line reason naming the key. */

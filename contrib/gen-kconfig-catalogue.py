@@ -730,6 +730,7 @@ ACT_BROKER = {
   # connection quotas in the network workers
   "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
   "max.connection.creation.rate", "connections.max.idle.ms",
+  "connections.max.reauth.ms",
   "node.id", "broker.id", "process.roles", "listeners", "advertised.listeners",
   "controller.listener.names", "controller.quorum.voters", "inter.broker.listener.name",
   "listener.security.protocol.map", "log.dirs", "log.dir", "metadata.log.dir", "broker.rack",

@@ -171,6 +171,9 @@ void sv_logdirs_take_clean(struct sv *sv);
 
 /* sv_security.c: TLS contexts and SASL users of the client listeners */
 int sv_security_load(struct sv *sv);
+/* runnelctl reload: every TLS listener's files read and checked again,
+ * the contexts replaced only if all are good. How many, or -1 with err. */
+int sv_security_reload(struct sv *sv, char *err, size_t errlen);
 
 /* sv_listen.c */
 int sv_listeners_bind(struct sv *sv);

@@ -379,6 +379,43 @@ verb_upgrade(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
 		reply_error(c, err);
 }
 
+/*
+ * reload: the TLS listeners' key and trust files read and checked again
+ * (sv_security.c); a bad one is refused and nothing changes. Then the
+ * network workers are replaced one by one, as restart --role network
+ * --rolling, each new one forked with the new contexts; answered when
+ * the last is healthy.
+ */
+static void
+verb_reload(struct sv *sv, struct sv_conn *c, const struct sv_request *req)
+{
+	char err[640];
+
+	(void)req;
+	if (sv->stopping) {
+		reply_error(c, "the node is stopping");
+		return;
+	}
+	if (sv_upgrade_busy(sv) || sv->roll != NULL) {
+		/* checked before the contexts change, so a refusal changes
+		 * nothing */
+		reply_error(c, sv->roll != NULL ? "a restart is under way" :
+		    "an upgrade is under way");
+		return;
+	}
+	log_notice("control: reload of the TLS certificates requested by "
+	    "uid %u", (unsigned)c->uid);
+	if (sv_security_reload(sv, err, sizeof(err)) < 0) {
+		log_warnx("reload refused: %s", err);
+		reply_error(c, err);
+		return;
+	}
+	if (sv_roll_begin(sv, "network", true, (int)(c - conns), c->gen, err,
+	    sizeof(err)) != 0)
+		reply_error(c, err);
+	/* else the answer comes when the network workers are replaced */
+}
+
 _Static_assert(SV_REQUEST_PATH_MAX == sizeof(((struct sv *)0)->exe),
     "an upgrade's binary fits where the supervisor keeps its own");
 
@@ -395,6 +432,7 @@ static const struct verb {
 	[SV_VERB_RESTART] = { verb_restart, true, true },
 	[SV_VERB_STOP] = { verb_stop, true, true },
 	[SV_VERB_UPGRADE] = { verb_upgrade, true, true },
+	[SV_VERB_RELOAD] = { verb_reload, true, true },
 };
 
 /* Answer one request; false when the connection should close. */

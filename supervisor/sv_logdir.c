@@ -15,9 +15,33 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/scram_boot.h"
 #include "common/util.h"
 #include "storage/logdir.h"
 #include "supervisor/sv.h"
+
+/*
+ * The founding controller, running as the service user, reads the SCRAM
+ * credentials runnel-storage (often run as root) left in the metadata log
+ * dir: the file becomes the service user's, still 0600.
+ */
+static int
+hand_over_scram_boot(struct sv *sv, const char *dir)
+{
+	char path[1100];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, RN_SCRAM_BOOT_FILE);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return 0; /* none (or not a file we hand over) */
+	if (fchown(fd, sv->service_uid, sv->service_gid) == -1) {
+		log_errx("log dir %s: cannot hand %s to the service user: %s",
+		    dir, RN_SCRAM_BOOT_FILE, strerror(errno));
+		rc = -1;
+	}
+	close(fd);
+	return rc;
+}
 
 static int
 lock_dir(struct sv *sv, const char *dir)
@@ -36,6 +60,8 @@ lock_dir(struct sv *sv, const char *dir)
 		    dir, strerror(errno));
 		return -1;
 	}
+	if (sv->drop_privileges && hand_over_scram_boot(sv, dir) != 0)
+		return -1;
 	snprintf(path, sizeof(path), "%s/.lock", dir);
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640)) == -1) {
 		log_errx("log dir %s: cannot open %s: %s", dir, path,

@@ -18,6 +18,7 @@ static const char *const verb_names[SV_VERB_COUNT] = {
 	[SV_VERB_RESTART] = "restart",
 	[SV_VERB_STOP] = "stop",
 	[SV_VERB_UPGRADE] = "upgrade",
+	[SV_VERB_RELOAD] = "reload",
 };
 
 const char *

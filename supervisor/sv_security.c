@@ -4,6 +4,11 @@
  * has the privileges to read them (a root-started node's workers run as
  * supervisor.user and might not). Workers inherit them through fork();
  * only the network workers keep them (workers/worker.c).
+ *
+ * runnelctl reload reads the key and trust files again: every TLS
+ * listener's context is built anew and checked, and only when all are
+ * good do they replace the old ones, for the network workers forked from
+ * then on (sv_control.c then replaces the running ones one by one).
  */
 #include "autoconf.h"
 
@@ -12,6 +17,7 @@
 #include <string.h>
 
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "common/log.h"
 #include "common/sasl_config.h"
@@ -53,4 +59,63 @@ sv_security_load(struct sv *sv)
 		}
 	}
 	return 0;
+}
+
+/* A context whose certificate has expired or is not valid yet: why. */
+static const char *
+cert_out_of_date(SSL_CTX *ctx)
+{
+	X509 *x = SSL_CTX_get0_certificate(ctx);
+
+	if (x == NULL)
+		return NULL;
+	if (X509_cmp_current_time(X509_get0_notAfter(x)) < 0)
+		return "its certificate has expired";
+	if (X509_cmp_current_time(X509_get0_notBefore(x)) > 0)
+		return "its certificate is not valid yet";
+	return NULL;
+}
+
+int
+sv_security_reload(struct sv *sv, char *err, size_t errlen)
+{
+	const struct rn_config *cfg = &sv->cfg;
+	SSL_CTX *fresh[RN_CONFIG_MAX_LISTENERS] = { NULL };
+	char why[512], what[256];
+	const char *bad;
+	int i, n = 0;
+
+	for (i = 0; i < cfg->n_listeners; i++) {
+		const struct rn_listener *l = &cfg->listeners[i];
+
+		if (!RN_SEC_TLS(l->proto) || sv->env.sec[i].ssl_ctx == NULL)
+			continue;
+		fresh[i] = rn_ssl_ctx_new(cfg, l->name, why, sizeof(why));
+		bad = fresh[i] == NULL ? why : cert_out_of_date(fresh[i]);
+		if (bad != NULL) {
+			snprintf(err, errlen, "listener %s: %s; the "
+			    "certificates in use are kept", l->name, bad);
+			goto refuse;
+		}
+		n++;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "no TLS listener: nothing to reload");
+		return -1;
+	}
+	for (i = 0; i < cfg->n_listeners; i++) {
+		if (fresh[i] == NULL)
+			continue;
+		SSL_CTX_free(sv->env.sec[i].ssl_ctx);
+		sv->env.sec[i].ssl_ctx = fresh[i];
+		rn_ssl_ctx_describe(cfg, cfg->listeners[i].name, what,
+		    sizeof(what));
+		log_notice("listener %s: TLS reloaded, %s",
+		    cfg->listeners[i].name, what);
+	}
+	return n;
+refuse:
+	for (i = 0; i < cfg->n_listeners; i++)
+		SSL_CTX_free(fresh[i]);
+	return -1;
 }

@@ -3,6 +3,7 @@
  *
  *   runnel-storage random-uuid
  *   runnel-storage format --config FILE [--cluster-id ID] [--ignore-formatted]
+ *                         [--add-scram MECHANISM=[name=U,password=P]]...
  *   runnel-storage info --config FILE
  *
  * format writes meta.properties version 2 (KIP-1262) into every log dir
@@ -12,6 +13,9 @@
  * broker; it pins the cluster id so the node can only join that cluster.
  * The file is read and written by storage/metaprops.c, the code
  * runneld itself uses, so the two can never disagree on its format.
+ * --add-scram, as Kafka's, leaves SCRAM credentials for the cluster's
+ * first start: bootstrap.scram in metadata.log.dir (common/scram_boot.h),
+ * which the founding controller turns into UserScramCredential records.
  */
 #include "autoconf.h"
 
@@ -25,8 +29,10 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/scram_boot.h"
 #include "common/util.h"
 #include "storage/metaprops.h"
+#include "tools/storage_scram.h"
 
 #define EXIT_USAGE 2
 
@@ -45,11 +51,14 @@ usage(FILE *f)
 	    "usage: runnel-storage random-uuid\n"
 	    "       runnel-storage format --config FILE [--cluster-id ID] "
 	    "[--ignore-formatted]\n"
+	    "              [--add-scram 'SCRAM-SHA-256=[name=U,password=P]']...\n"
 	    "       runnel-storage info --config FILE\n"
 	    "format writes meta.properties (version 2) into each of log.dirs "
 	    "and\nmetadata.log.dir; --cluster-id is optional (KIP-1262). "
 	    "--ignore-formatted\nleaves dirs that already have meta.properties "
-	    "as they are.\n");
+	    "as they are. --add-scram\n(repeatable; iterations=N, or "
+	    "salt=B64,saltedpassword=B64 for password=)\ngives the cluster "
+	    "SCRAM credentials at its first start.\n");
 }
 
 /* A Kafka Uuid that does not start with '-', so it can be a flag value. */
@@ -246,8 +255,45 @@ format_dir(struct dir *dirs, int n, int i, const struct rn_config *cfg,
 	return 0;
 }
 
+/*
+ * The --add-scram credentials into the metadata log dir, which must be
+ * one this run formats: a started node's metadata log would never read
+ * them. 0, or -1 after saying why.
+ */
 static int
-cmd_format(const char *config, const char *cluster_id, bool ignore)
+write_scram(const struct dir *dirs, int n, const struct rn_config *cfg,
+    const struct rn_scram_cred *scram, int n_scram)
+{
+	int i, rc;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(dirs[i].path, cfg->metadata_log_dir) == 0)
+			break;
+	if (i == n || dirs[i].state != 1) {
+		fprintf(stderr, "runnel-storage: --add-scram needs an "
+		    "unformatted metadata.log.dir, and %s is formatted: its "
+		    "cluster has started or will start without them; use "
+		    "runnel-configs --alter --entity-type users instead\n",
+		    cfg->metadata_log_dir);
+		return -1;
+	}
+	if ((rc = rn_scram_boot_write(cfg->metadata_log_dir, scram,
+	    n_scram)) != 0) {
+		fprintf(stderr, "runnel-storage: cannot write %s/%s: %s\n",
+		    cfg->metadata_log_dir, RN_SCRAM_BOOT_FILE, strerror(-rc));
+		return -1;
+	}
+	for (i = 0; i < n_scram; i++)
+		printf("SCRAM credential %s for user %s (iterations=%d) "
+		    "written to %s/%s\n", rn_scram_mech_name(scram[i].mech),
+		    scram[i].name, (int)scram[i].iterations,
+		    cfg->metadata_log_dir, RN_SCRAM_BOOT_FILE);
+	return 0;
+}
+
+static int
+cmd_format(const char *config, const char *cluster_id, bool ignore,
+    const struct rn_scram_cred *scram, int n_scram)
 {
 	struct rn_config cfg;
 	struct dir *dirs = NULL;
@@ -267,7 +313,7 @@ cmd_format(const char *config, const char *cluster_id, bool ignore)
 	if ((empty = check_dirs(dirs, n, &cfg, config, cluster_id, ignore)) <
 	    0)
 		goto out;
-	if (empty == 0) {
+	if (empty == 0 && n_scram == 0) {
 		printf("Every log directory is already formatted.\n");
 		rc = 0;
 		goto out;
@@ -275,6 +321,8 @@ cmd_format(const char *config, const char *cluster_id, bool ignore)
 	for (i = 0; i < n; i++)
 		if (dirs[i].state == 1 && lock_dir(&dirs[i]) != 0)
 			goto out;
+	if (n_scram > 0 && write_scram(dirs, n, &cfg, scram, n_scram) != 0)
+		goto out;
 	for (i = 0; i < n; i++)
 		if (dirs[i].state == 1 &&
 		    format_dir(dirs, n, i, &cfg, cluster_id) != 0)
@@ -363,12 +411,15 @@ main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "cluster-id", required_argument, NULL, 't' },
 		{ "ignore-formatted", no_argument, NULL, 'g' },
+		{ "add-scram", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *verb, *config = NULL, *cluster_id = NULL;
+	static struct rn_scram_cred scram[RN_SCRAM_BOOT_MAX];
 	bool ignore = false;
-	int ch;
+	char err[256];
+	int ch, i, n_scram = 0, rc;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -380,11 +431,34 @@ main(int argc, char **argv)
 		return 0;
 	}
 	optind = 2;
-	while ((ch = getopt_long(argc, argv, "c:t:gh", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:t:gs:h", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': config = optarg; break;
 		case 't': cluster_id = optarg; break;
 		case 'g': ignore = true; break;
+		case 's':
+			if (n_scram == RN_SCRAM_BOOT_MAX) {
+				fprintf(stderr, "runnel-storage: at most %d "
+				    "--add-scram\n", RN_SCRAM_BOOT_MAX);
+				return EXIT_USAGE;
+			}
+			if (storage_scram_parse(optarg, &scram[n_scram], err,
+			    sizeof(err)) != 0) {
+				fprintf(stderr, "runnel-storage: --add-scram: "
+				    "%s\n", err);
+				return EXIT_USAGE;
+			}
+			for (i = 0; i < n_scram; i++)
+				if (rn_scram_cmp(&scram[i], &scram[n_scram]) ==
+				    0) {
+					fprintf(stderr, "runnel-storage: "
+					    "--add-scram: %s for user %s is "
+					    "given twice\n", rn_scram_mech_name(
+					    scram[i].mech), scram[i].name);
+					return EXIT_USAGE;
+				}
+			n_scram++;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return EXIT_USAGE;
 		}
@@ -398,7 +472,7 @@ main(int argc, char **argv)
 		struct rn_uuid u;
 		char s[23];
 
-		if (config || cluster_id || ignore) {
+		if (config || cluster_id || ignore || n_scram) {
 			fprintf(stderr, "runnel-storage: random-uuid takes no "
 			    "options\n");
 			return EXIT_USAGE;
@@ -422,12 +496,15 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (strcmp(verb, "info") == 0) {
-		if (cluster_id || ignore) {
+		if (cluster_id || ignore || n_scram) {
 			fprintf(stderr, "runnel-storage: info takes only "
 			    "--config\n");
 			return EXIT_USAGE;
 		}
 		return cmd_info(config);
 	}
-	return cmd_format(config, cluster_id, ignore);
+	rc = cmd_format(config, cluster_id, ignore, scram, n_scram);
+	for (i = 0; i < n_scram; i++)
+		storage_scram_free(&scram[i]);
+	return rc;
 }

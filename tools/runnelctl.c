@@ -6,6 +6,7 @@
  *   runnelctl [-s PATH] restart WORKER
  *   runnelctl [-s PATH] restart --role ROLE [--rolling] [--json]
  *   runnelctl [-s PATH] upgrade [--binary PATH] [--json]
+ *   runnelctl [-s PATH] reload [--json]
  *   runnelctl [-s PATH] stop
  */
 #include "autoconf.h"
@@ -47,6 +48,12 @@ usage(FILE *f)
 	    "         same sockets and shared memory; answers when the new "
 	    "one is ready\n"
 	    "         (or failed, and the old one keeps the node)\n"
+	    "       runnelctl [-s SOCKET] reload [--json]\n"
+	    "         read the TLS listeners' key and trust files again (a "
+	    "bad one is\n"
+	    "         refused, the old ones kept), then replace the network "
+	    "workers one\n"
+	    "         by one; answers when the last new one is healthy\n"
 	    "       runnelctl [-s SOCKET] stop\n"
 	    "       runnelctl [-s SOCKET] fault stall-fetch on|off   (test fault)\n"
 	    "SOCKET defaults to $RUNNEL_CONTROL_SOCKET, else %s\n",
@@ -246,6 +253,7 @@ static const struct verb {
 	{ "metrics", 0, NULL },
 	{ "stop", 0, NULL },
 	{ "upgrade", 0, NULL },
+	{ "reload", 0, NULL },
 	{ "restart", 1, "restart needs a worker name (see runnelctl status) or --role ROLE" },
 	{ "fault", 2, "fault needs a name and on|off" },
 };
@@ -475,8 +483,9 @@ print_upgrade(const msgpack_object *r)
 static int
 print_reply(const char *reply, size_t n, const struct cmd *c)
 {
+	bool roll = c->role != NULL || strcmp(c->verb, "reload") == 0;
 	msgpack_unpacked up;
-	char err[256];
+	char err[640];
 	int rc = 1;
 
 	msgpack_unpacked_init(&up);
@@ -490,8 +499,7 @@ print_reply(const char *reply, size_t n, const struct cmd *c)
 		if (c->json && strcmp(c->verb, "upgrade") == 0) {
 			json_obj(&up.data);
 			putchar('\n');
-		} else if (c->role != NULL &&
-		    rn_mp_get(&up.data, "workers") != NULL)
+		} else if (roll && rn_mp_get(&up.data, "workers") != NULL)
 			print_roll(&up.data);
 		else if (strcmp(c->verb, "upgrade") == 0)
 			print_upgrade(&up.data);
@@ -505,12 +513,16 @@ print_reply(const char *reply, size_t n, const struct cmd *c)
 				print_status(&up.data);
 		} else if (strcmp(c->verb, "metrics") == 0)
 			print_metrics(&up.data, c->json);
-		else if ((c->role != NULL || strcmp(c->verb, "upgrade") == 0) &&
+		else if ((roll || strcmp(c->verb, "upgrade") == 0) &&
 		    c->json) {
 			json_obj(&up.data);
 			putchar('\n');
-		} else if (c->role != NULL)
+		} else if (roll) {
 			print_roll(&up.data);
+			if (c->role == NULL)
+				printf("TLS certificates reloaded: every "
+				    "network worker serves the new ones\n");
+		}
 		else if (strcmp(c->verb, "upgrade") == 0)
 			print_upgrade(&up.data);
 		else if (strcmp(c->verb, "restart") == 0)

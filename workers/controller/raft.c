@@ -622,6 +622,9 @@ ctl_leader_bootstrap(struct ctl *c)
 		ctl_rec_cluster_id(&b, cid, CTL_METADATA_VERSION);
 		ctl_rec_feature_level(&b, "metadata.version",
 		    CTL_METADATA_VERSION);
+		/* the founding batch carries them, so they come exactly once */
+		if (ctl_scram_bootstrap(cfg->metadata_log_dir, &b) < 0)
+			fatal("the bootstrap SCRAM credentials cannot be used");
 	}
 	if ((cfg->roles & RN_ROLE_BROKER) &&
 	    !broker_matches(c, ctl_state_broker(&c->st, cfg->node_id))) {

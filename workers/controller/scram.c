@@ -17,6 +17,7 @@
 #include "common/ctlproto.h"
 #include "common/log.h"
 #include "common/scram.h"
+#include "common/scram_boot.h"
 #include "common/util.h"
 #include "ipc/mdimage_write.h"
 #include "protocol/kerrors.h"
@@ -192,6 +193,28 @@ ctl_scram_encode(const struct ctl_state *st, struct rn_mdimage_enc *e)
 	rn_mdimage_enc_scram(e, st->scram.n);
 	for (i = 0; i < st->scram.n; i++)
 		rn_mdimage_enc_scram_cred(e, &st->scram.v[i]);
+}
+
+static int
+boot_record(void *arg, const struct rn_scram_cred *cred)
+{
+	ctl_rec_scram(arg, cred);
+	log_info("SCRAM credential %s for user %s from %s (runnel-storage "
+	    "format --add-scram)", rn_scram_mech_name(cred->mech), cred->name,
+	    RN_SCRAM_BOOT_FILE);
+	return 0;
+}
+
+int
+ctl_scram_bootstrap(const char *dir, struct ctl_batch *b)
+{
+	char err[512];
+	int n;
+
+	if ((n = rn_scram_boot_read(dir, boot_record, b, err, sizeof(err))) <
+	    0)
+		log_errx("bootstrap SCRAM credentials: %s", err);
+	return n;
 }
 
 /* ---- AlterUserScramCredentials -------------------------------------- */

@@ -245,6 +245,10 @@ int ctl_scram_apply_remove(struct ctl_state *st, const msgpack_object *rec);
 void ctl_scram_free(struct ctl_scrams *s);
 void ctl_scram_snapshot(const struct ctl_state *st, struct ctl_batch *b);
 void ctl_scram_encode(const struct ctl_state *st, struct rn_mdimage_enc *e);
+/* The credentials runnel-storage format --add-scram left in dir, as
+ * records into b, for the batch that founds the cluster: how many, or -1
+ * after logging why the file cannot be used. */
+int ctl_scram_bootstrap(const char *dir, struct ctl_batch *b);
 
 /* Lookups. */
 struct ctl_topic *ctl_state_topic(const struct ctl_state *st,

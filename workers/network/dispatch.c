@@ -291,6 +291,8 @@ net_dispatch(struct net *n, struct conn *c)
 		c->req = NULL;
 		return net_api_versions(n, c) == 0;
 	}
+	if (!net_sasl_session_ok(n, c, c->hdr.api_key))
+		return false;
 	if (!net_sasl_preauth_ok(c, c->hdr.api_key)) {
 		/* as Kafka: anything else before a login ends the connection */
 		log_warnx("connection from %s on listener %s: API %d before "

@@ -116,6 +116,12 @@ struct conn {
 	int64_t auth_deadline_ms;
 	char principal[512];     /* "User:alice": what authz.c authorizes */
 	struct net_scram *scram; /* a SCRAM exchange under way (scram.c) */
+	/* KIP-368 (sasl.c): a request other than a re-authentication after
+	 * session_end_ms (0: never) closes the connection */
+	int64_t session_end_ms;
+	int8_t sasl_mech;        /* the mechanism logged in with (sasl.c) */
+	bool reauth_ok;          /* logged in with SaslAuthenticate v1+ */
+	bool reauthing;          /* a re-authentication under way */
 
 	/* input: frames accumulate here; grown only as bytes arrive */
 	uint8_t *rbuf;
@@ -446,6 +452,9 @@ bool net_sasl_raw_token(struct net *n, struct conn *c);
 void net_sasl_fail_now(struct net *n, struct conn *c);
 /* May this request be taken before authentication? */
 bool net_sasl_preauth_ok(const struct conn *c, int16_t api_key);
+/* Is c's SASL session still good for this request (KIP-368)? False
+ * after logging why the connection is closed. */
+bool net_sasl_session_ok(struct net *n, const struct conn *c, int16_t api_key);
 
 /* scram.c: the server side of SCRAM-SHA-256/512 */
 enum {

@@ -7,6 +7,12 @@
  * only ApiVersions and these are taken; a failed login is answered after
  * connection.failed.authentication.delay.ms and the connection closed.
  * The password is never logged, whatever happens.
+ *
+ * KIP-368: with connections.max.reauth.ms set, a login's session lasts
+ * that long (SaslAuthenticate v1+ says so in session_lifetime_ms). A
+ * client may log in again on the live connection, SaslHandshake v1+ with
+ * the same mechanism and then SaslAuthenticate, as the same principal;
+ * any other request after the session's end closes the connection.
  */
 #include "autoconf.h"
 
@@ -27,6 +33,8 @@
 bool
 net_sasl_preauth_ok(const struct conn *c, int16_t api_key)
 {
+	if (c->reauthing)
+		return api_key == RN_KAPI_SASL_AUTHENTICATE;
 	if (c->authed)
 		return true;
 	return c->sasl != NULL && (api_key == RN_KAPI_API_VERSIONS ||
@@ -38,6 +46,41 @@ static const char *
 listener_name(const struct net *n, const struct conn *c)
 {
 	return n->cfg->listeners[c->listener].name;
+}
+
+bool
+net_sasl_session_ok(struct net *n, const struct conn *c, int16_t api_key)
+{
+	int64_t now;
+
+	if (!c->authed || c->reauthing || c->session_end_ms == 0 ||
+	    api_key == RN_KAPI_SASL_HANDSHAKE)
+		return true;
+	if ((now = rn_now_ms()) < c->session_end_ms)
+		return true;
+	/* as Kafka: the request is not answered, the connection closed */
+	log_info("connection from %s on listener %s: the session of %s "
+	    "expired %lld ms ago without re-authentication "
+	    "(connections.max.reauth.ms): closing", c->peer,
+	    listener_name(n, c), c->principal,
+	    (long long)(now - c->session_end_ms));
+	return false;
+}
+
+/* A login (or a re-authentication) done: its session's lifetime in ms. */
+static int64_t
+session_start(struct net *n, struct conn *c, int16_t auth_version)
+{
+	int64_t life = c->sasl->reauth_ms;
+
+	if (!c->reauthing)
+		c->reauth_ok = auth_version >= 1;
+	else
+		log_debug("connection from %s on listener %s: re-authenticated "
+		    "as %s", c->peer, listener_name(n, c), c->principal);
+	c->reauthing = false;
+	c->session_end_ms = life > 0 ? rn_now_ms() + life : 0;
+	return life;
 }
 
 /* A user name fit for a log line: printable, cut short. */
@@ -166,13 +209,29 @@ net_sasl_handshake(struct net *n, struct conn *c)
 		    (size_t)req->mechanism.len) == 0)
 			m = i;
 	}
-	if (c->sasl == NULL || c->authed ||
+	if (c->sasl != NULL && c->authed && !c->reauthing && c->scram == NULL &&
+	    c->reauth_ok && c->hdr.api_version >= 1 && m < N_MECHS &&
+	    (int)m == c->sasl_mech) {
+		/* KIP-368: a re-authentication, bounded as a first login */
+		c->reauthing = true;
+		c->auth_deadline_ms = rn_now_ms() + NET_TLS_HANDSHAKE_MS;
+		if (mechs[m].scram != 0 && net_scram_start(c,
+		    mechs[m].scram) != 0) {
+			c->closing = true;
+			return -1;
+		}
+		c->sasl_state = CONN_SASL_TOKEN;
+	} else if (c->sasl == NULL || c->authed ||
 	    c->sasl_state != CONN_SASL_HANDSHAKE || c->scram != NULL) {
 		r.error_code = RN_KERR_ILLEGAL_SASL_STATE;
 		log_warnx("connection from %s on listener %s: SaslHandshake "
-		    "out of turn: closing", c->peer, listener_name(n, c));
+		    "out of turn%s: closing", c->peer, listener_name(n, c),
+		    c->authed ? " (a re-authentication needs SaslHandshake "
+		    "and SaslAuthenticate v1+ and the first login's "
+		    "mechanism)" : "");
 		c->closing = true;
 	} else if (m < N_MECHS) {
+		c->sasl_mech = (int8_t)m;
 		if (mechs[m].scram != 0 && net_scram_start(c,
 		    mechs[m].scram) != 0) {
 			c->closing = true;
@@ -225,11 +284,12 @@ net_sasl_authenticate(struct net *n, struct conn *c)
 {
 	const struct rn_SaslAuthenticateRequest *req = c->req;
 	struct rn_SaslAuthenticateResponse r;
-	char out[NET_SCRAM_OUT_MAX];
+	char out[NET_SCRAM_OUT_MAX], before[sizeof(c->principal)];
 	size_t outlen;
 
 	rn_SaslAuthenticateResponse_init(&r);
-	if (c->sasl == NULL || c->authed || c->sasl_state != CONN_SASL_TOKEN) {
+	if (c->sasl == NULL || (c->authed && !c->reauthing) ||
+	    c->sasl_state != CONN_SASL_TOKEN) {
 		log_warnx("connection from %s on listener %s: "
 		    "SaslAuthenticate out of turn: closing", c->peer,
 		    listener_name(n, c));
@@ -239,8 +299,24 @@ net_sasl_authenticate(struct net *n, struct conn *c)
 		c->closing = true;
 		return net_respond(n, c, &r);
 	}
+	if (c->reauthing)
+		memcpy(before, c->principal, sizeof(before));
 	if (sasl_token(n, c, req->auth_bytes.ptr, req->auth_bytes.len > 0 ?
 	    (size_t)req->auth_bytes.len : 0, out, &outlen) == 1) {
+		if (c->reauthing && c->scram == NULL &&
+		    strcmp(before, c->principal) != 0) {
+			/* as Kafka: the principal may not change */
+			log_warnx("connection from %s on listener %s: "
+			    "re-authentication as %s, not %s: closing",
+			    c->peer, listener_name(n, c), c->principal,
+			    before);
+			memcpy(c->principal, before, sizeof(before));
+			fail_later(n, c);
+			return 0;
+		}
+		if (c->authed && c->scram == NULL)
+			r.session_lifetime_ms = session_start(n, c,
+			    c->hdr.api_version);
 		r.auth_bytes.ptr = (const uint8_t *)out;
 		r.auth_bytes.len = (int32_t)outlen;
 		return net_respond(n, c, &r);
@@ -261,6 +337,9 @@ net_sasl_raw_token(struct net *n, struct conn *c)
 	switch (sasl_token(n, c, c->rbuf + c->frame_off + 4, c->frame_len,
 	    out, &outlen)) {
 	case 1:
+		/* a v0 client cannot re-authenticate: its session ends */
+		if (c->authed && c->scram == NULL)
+			(void)session_start(n, c, 0);
 		break;
 	case 0:
 		fail_later(n, c);
