@@ -2,8 +2,9 @@
  * TLS contexts and SASL users of the client listeners, built once at
  * start from the config and the key files, while the supervisor still
  * has the privileges to read them (a root-started node's workers run as
- * supervisor.user and might not). Workers inherit them through fork();
- * only the network workers keep them (workers/worker.c).
+ * supervisor.user and might not), and how this node logs in to its
+ * peers. Workers inherit them through fork(); only the network workers
+ * and (the peer login) the replica fetchers keep them (workers/worker.c).
  */
 #include "autoconf.h"
 
@@ -17,6 +18,40 @@
 #include "common/sasl_config.h"
 #include "common/ssl_config.h"
 #include "supervisor/sv.h"
+#include "workers/secure_client.h"
+
+/*
+ * How the replica fetchers log in to the leaders: the inter-broker
+ * listener's TLS trust and this node's SASL credentials, as a Kafka
+ * broker takes them (sasl.mechanism.inter.broker.protocol and the
+ * listener's JAAS username/password).
+ */
+static int
+sv_security_load_peers(struct sv *sv)
+{
+	const struct rn_config *cfg = &sv->cfg;
+	const struct rn_listener *l;
+	char err[512], what[256];
+
+	if (!(cfg->roles & RN_ROLE_BROKER) ||
+	    (l = rn_config_listener(cfg, cfg->inter_broker_listener_name)) ==
+	    NULL || l->proto == RN_SEC_PLAINTEXT)
+		return 0;
+	if ((sv->env.ib_client = calloc(1, sizeof(*sv->env.ib_client))) ==
+	    NULL || rn_secc_cfg_load(cfg, l->name,
+	    "sasl.mechanism.inter.broker.protocol", sv->env.ib_client, err,
+	    sizeof(err)) != 0) {
+		log_errx("configuration: inter-broker listener %s (%s): %s",
+		    l->name, rn_secproto_name(l->proto),
+		    sv->env.ib_client == NULL ? "out of memory" : err);
+		free(sv->env.ib_client);
+		sv->env.ib_client = NULL;
+		return -1;
+	}
+	rn_secc_cfg_describe(sv->env.ib_client, what, sizeof(what));
+	log_info("replica fetchers reach listener %s with %s", l->name, what);
+	return 0;
+}
 
 int
 sv_security_load(struct sv *sv)
@@ -52,5 +87,5 @@ sv_security_load(struct sv *sv)
 			    s->sasl->mech_list, s->sasl->n_users);
 		}
 	}
-	return 0;
+	return sv_security_load_peers(sv);
 }

@@ -19,6 +19,7 @@
 #include "common/sasl_config.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
+#include "workers/secure_client.h"
 #include "workers/worker.h"
 
 static volatile sig_atomic_t worker_stop;
@@ -112,7 +113,8 @@ worker_close_listeners(const struct rn_worker_env *env,
 
 /*
  * Keys and passwords stay in the processes that use them: the network
- * workers, which serve the client listeners. Every other role wipes its
+ * workers, which serve the client listeners, and the replica fetchers,
+ * which log in to the leaders (only that). Every other role wipes its
  * copy (fork gave it one) before it runs.
  */
 static void
@@ -122,6 +124,11 @@ worker_forget_secrets(const struct rn_worker_env *env,
 	struct rn_worker_env *e = (struct rn_worker_env *)env;
 	int i;
 
+	if (role != RN_ROLE_W_FETCHER && e->ib_client != NULL) {
+		rn_secc_cfg_free(e->ib_client);
+		free(e->ib_client);
+		e->ib_client = NULL;
+	}
 	if (role == RN_ROLE_W_NETWORK)
 		return;
 	for (i = 0; i < RN_CONFIG_MAX_LISTENERS; i++) {
