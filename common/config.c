@@ -1116,35 +1116,30 @@ assign_protocols(struct rn_config *cfg, char *err, size_t errlen)
 }
 
 /*
- * The replica fetchers speak PLAINTEXT only for now: refuse an
- * inter-broker listener or protocol that would need TLS or SASL rather
- * than connect to it in plaintext.
+ * security.inter.broker.protocol names the inter-broker listener by its
+ * protocol; Kafka takes it or inter.broker.listener.name, not both.
  */
 static int
-check_inter_broker(const struct rn_config *cfg, char *err, size_t errlen)
+check_inter_broker(struct rn_config *cfg, char *err, size_t errlen)
 {
 	const char *sp = rn_config_static(cfg, "security.inter.broker.protocol");
-	const struct rn_listener *l;
 
-	if (sp != NULL && strcasecmp(sp, "PLAINTEXT") != 0) {
-		snprintf(err, errlen, "invalid value '%s' for "
-		    "security.inter.broker.protocol: inter-broker traffic is "
-		    "PLAINTEXT only for now", sp);
-		return -1;
-	}
-	if (cfg->inter_broker_listener_name[0] == '\0')
+	if (sp == NULL)
 		return 0;
-	/* another node's listener of that name is what fetchers reach;
-	 * this node's own one is the best evidence of its protocol */
-	if ((l = rn_config_listener(cfg, cfg->inter_broker_listener_name)) !=
-	    NULL && l->proto != RN_SEC_PLAINTEXT) {
+	if (rn_secproto_parse(sp) < 0) {
 		snprintf(err, errlen, "invalid value '%s' for "
-		    "inter.broker.listener.name: that listener is %s, but "
-		    "inter-broker traffic is PLAINTEXT only for now; name a "
-		    "PLAINTEXT listener", cfg->inter_broker_listener_name,
-		    rn_secproto_name(l->proto));
+		    "security.inter.broker.protocol: not PLAINTEXT, SSL, "
+		    "SASL_PLAINTEXT or SASL_SSL", sp);
 		return -1;
 	}
+	if (cfg->inter_broker_listener_name[0] != '\0') {
+		snprintf(err, errlen, "only one of inter.broker.listener.name "
+		    "and security.inter.broker.protocol may be set");
+		return -1;
+	}
+	strlcpy(cfg->inter_broker_listener_name,
+	    rn_secproto_name((enum rn_secproto)rn_secproto_parse(sp)),
+	    sizeof(cfg->inter_broker_listener_name));
 	return 0;
 }
 
@@ -1188,9 +1183,9 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 	    check_listeners(cfg, err, errlen) != 0 ||
 	    assign_protocols(cfg, err, errlen) != 0)
 		return -1;
-	derive_defaults(cfg);
 	if (check_inter_broker(cfg, err, errlen) != 0)
 		return -1;
+	derive_defaults(cfg);
 	if (cfg->restart_backoff_max_ms < cfg->restart_backoff_initial_ms) {
 		snprintf(err, errlen,
 		    "invalid value %lld for worker.restart.backoff.max.ms: "

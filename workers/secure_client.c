@@ -383,9 +383,9 @@ rn_secc_readable(const struct rn_secc *s)
 		return false;
 	if (s->ssl == NULL)
 		return s->in.len > s->in.off;
-	/* SSL_pending counts only a record already opened; a whole record
-	 * still in the BIO is readable too */
-	return SSL_pending(s->ssl) > 0 || BIO_ctrl_pending(s->rb) > 0;
+	/* decrypted bytes only: a partial record in the BIO needs more
+	 * input, and counting it would make the caller spin */
+	return SSL_pending(s->ssl) > 0;
 }
 
 /* ---- the login ------------------------------------------------------- */

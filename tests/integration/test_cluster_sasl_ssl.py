@@ -1,0 +1,188 @@
+"""A 3-node combined cluster whose inter-broker listener is SASL_SSL (SCRAM
+would need credentials before the first broker can fetch, so PLAIN, as a
+Kafka cluster bootstraps): RF=3, min.insync.replicas=2, idempotent acks=all
+writers on the PLAINTEXT client listener while the active controller's
+node is SIGKILLed; a new controller is elected, leaders move, writes go on,
+the node comes back and rejoins every ISR; the history checker finds no
+loss and no duplicate. A node with a wrong inter-broker password cannot
+replicate (its log names the leader, never the secret). A plaintext
+ApiVersions on the inter-broker port gets no Kafka answer."""
+import os
+import socket
+import struct
+import time
+
+import history
+from rncluster import wait_state
+from rntest import Cluster, Tap, TempDir, free_port, wait_for
+from rntls import Pki
+
+t = Tap()
+TOPIC = "secure"
+PARTS = 3
+GOOD_PW = "broker-secret-pw"
+BAD_PW = "not-the-broker-pw"
+
+
+def jaas(password):
+    return ('org.apache.kafka.common.security.plain.PlainLoginModule '
+            'required username="broker" password="%s" '
+            'user_broker="%s";' % (password, GOOD_PW))
+
+
+def secure(cl, pki):
+    for n in cl.nodes:
+        n.ib_port = free_port()
+        n.props.update({
+            "listeners": "PLAINTEXT://127.0.0.1:%d,BROKER://127.0.0.1:%d,"
+                         "CONTROLLER://127.0.0.1:%d"
+                         % (n.port, n.ib_port, n.ctl_port),
+            "advertised.listeners": "PLAINTEXT://127.0.0.1:%d,"
+                                    "BROKER://127.0.0.1:%d"
+                                    % (n.port, n.ib_port),
+            "listener.security.protocol.map":
+                "PLAINTEXT:PLAINTEXT,BROKER:SASL_SSL,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "BROKER",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.broker.plain.sasl.jaas.config": jaas(GOOD_PW),
+            "listener.name.broker.ssl.keystore.type": "PEM",
+            "listener.name.broker.ssl.keystore.location": pki.keystore,
+            "listener.name.broker.ssl.truststore.type": "PEM",
+            "listener.name.broker.ssl.truststore.location": pki.ca,
+            "broker.session.timeout.ms": "3000",
+            "broker.heartbeat.interval.ms": "300",
+            "replica.lag.time.max.ms": "3000",
+            "offsets.topic.replication.factor": "3",
+        })
+        n.write_config()
+
+
+def api_versions_answer(port):
+    """Bytes a plaintext ApiVersions v0 request gets back from port."""
+    req = struct.pack(">hhih", 18, 0, 7, 4) + b"probe"
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    got = b""
+    try:
+        s.sendall(struct.pack(">i", len(req)) + req)
+        s.settimeout(3)
+        while len(got) < 64:
+            b = s.recv(4096)
+            if not b:
+                break
+            got += b
+    except OSError:
+        pass
+    finally:
+        s.close()
+    return got
+
+
+def kafka_answer(got):
+    """A Kafka response frame answering correlation id 7."""
+    return len(got) >= 8 and struct.unpack(">i", got[4:8])[0] == 7
+
+
+def active_controller(cl):
+    from confluent_kafka.admin import AdminClient
+    for n in cl.nodes:
+        if n.proc is None or n.proc.poll() is not None:
+            continue
+        try:
+            c = AdminClient({"bootstrap.servers": n.bootstrap}).list_topics(
+                timeout=3).controller_id
+            if c > 0:
+                return c
+        except Exception:
+            pass
+    return -1
+
+
+def isr_everywhere(cl, want):
+    """Every partition's ISR is the node set want."""
+    for p in range(PARTS):
+        st = wait_state(cl.bootstrap, TOPIC, lambda l, r, i: set(i) == want,
+                        timeout=0.5, p=p)
+        if st is None:
+            return False
+    return True
+
+
+with TempDir() as tmp:
+    pki = Pki(os.path.join(tmp, "pki"))
+    cl = Cluster(tmp, 3)
+    secure(cl, pki)
+    cl.start()
+    try:
+        t.ok(cl.wait_running(60), "three combined nodes with a SASL_SSL "
+             "inter-broker listener are up")
+        log = cl.node(1).logtext()
+        t.ok("replica fetchers reach listener BROKER with TLS, SASL PLAIN "
+             "as broker" in log, "the node logged how its fetchers log in")
+        from confluent_kafka.admin import AdminClient, NewTopic
+        a = AdminClient({"bootstrap.servers": cl.bootstrap})
+        a.create_topics([NewTopic(TOPIC, PARTS, 3, config={
+            "min.insync.replicas": "2"})])[TOPIC].result(30)
+        t.ok(wait_for(lambda: history.fully_replicated(
+            cl.bootstrap, TOPIC, PARTS, 3), 30),
+            "RF=3 topic: all three replicas of every partition in the ISR "
+            "(the followers fetch over SASL_SSL)")
+
+        t.ok(kafka_answer(api_versions_answer(cl.node(1).port)),
+             "the probe: a plaintext ApiVersions on the client port is "
+             "answered")
+        ib_raw = api_versions_answer(cl.node(1).ib_port)
+        t.ok(not kafka_answer(ib_raw), "the same on the inter-broker port "
+             "gets no Kafka answer (%d bytes back)" % len(ib_raw))
+
+        victim = []
+
+        def inject():
+            c = active_controller(cl)
+            victim.append(c)
+            t.diag("SIGKILL node %d, the active controller" % c)
+            cl.node(c).kill()
+
+        def heal():
+            c = victim[0]
+            nc = wait_for(lambda: (lambda x: x if x > 0 and x != c else None)(
+                active_controller(cl)), 30, 0.2)
+            t.ok(nc is not None and nc != c, "a new controller was elected "
+                 "(node %s)" % nc)
+            leaders = [history.leader_of(cl.bootstrap, TOPIC, p)
+                       for p in range(PARTS)]
+            t.ok(all(l > 0 and l != c for l in leaders), "every partition "
+                 "has a leader other than the killed node: %r" % leaders)
+            cl.node(c).start()
+
+        res = history.run(t, cl, TOPIC, PARTS, inject, heal, hold=10.0)
+        history.judge(t, res, "controller node SIGKILLed")
+        t.ok(wait_for(lambda: isr_everywhere(cl, {1, 2, 3}), 60, 0.5),
+             "the restarted node rejoined every ISR")
+        t.eq(cl.crashes(), [], "no worker crashed")
+
+        # a node whose inter-broker password is wrong cannot replicate
+        bad = cl.node(victim[0] if victim else 3)
+        bad.stop()
+        bad.props["listener.name.broker.plain.sasl.jaas.config"] = \
+            jaas(BAD_PW)
+        bad.write_config()
+        bad.start()
+
+        def refused():
+            return "cannot log in to leader" in bad.logtext() and \
+                "SASL_AUTHENTICATION_FAILED" in bad.logtext()
+        t.ok(wait_for(refused, 30, 0.5), "the node with the wrong password "
+             "logs that the leaders refuse its login")
+        line = [l for l in bad.logtext().splitlines()
+                if "cannot log in to leader" in l]
+        t.ok(line and "127.0.0.1" in line[-1] and BAD_PW not in bad.logtext()
+             and GOOD_PW not in bad.logtext(),
+             "the line names the leader and its address, not the password: %s"
+             % (line[-1] if line else None))
+        time.sleep(5)
+        t.ok(isr_everywhere(cl, {1, 2, 3} - {bad.node_id}),
+             "it stays out of every ISR")
+    finally:
+        cl.kill()
+t.done()
