@@ -1,6 +1,6 @@
 /*
- * TLS over memory BIOs and a SASL client login, driven by whoever owns
- * the socket. Memory BIOs rather than SSL_set_fd so one code path
+ * TLS over memory BIOs and a SASL login, either side, driven by whoever
+ * owns the socket. Memory BIOs rather than SSL_set_fd so one code path
  * serves a blocking fd and a libuv stream alike.
  */
 #include "autoconf.h"
@@ -43,6 +43,8 @@ enum secc_state {
 	S_MECH,         /* SaslHandshake sent */
 	S_FIRST,        /* first SaslAuthenticate sent */
 	S_FINAL,        /* SCRAM client-final sent */
+	S_SRV_MECH,     /* server: waiting for SaslHandshake */
+	S_SRV_AUTH,     /* server: waiting for SaslAuthenticate */
 	S_DONE,
 	S_FAILED,
 };
@@ -53,7 +55,10 @@ struct bytes {
 };
 
 struct rn_secc {
-	const struct rn_secc_cfg *c;
+	const struct rn_secc_cfg *c;   /* client */
+	const struct rn_sasl_cfg *users; /* server: PLAIN users; NULL: none */
+	bool server;
+	char principal[256];    /* server: who logged in */
 	SSL *ssl;
 	BIO *rb, *wb;           /* network in, network out */
 	struct bytes in, out;   /* the same without TLS */
@@ -280,6 +285,40 @@ bad:
 	return NULL;
 }
 
+struct rn_secc *
+rn_secc_new_server(SSL_CTX *ctx, const struct rn_sasl_cfg *users)
+{
+	struct rn_secc *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->server = true;
+	s->users = users;
+	s->state = S_TLS;
+	strlcpy(s->principal, "User:ANONYMOUS", sizeof(s->principal));
+	if (ctx == NULL)
+		return s;
+	if ((s->ssl = SSL_new(ctx)) == NULL ||
+	    (s->rb = BIO_new(BIO_s_mem())) == NULL ||
+	    (s->wb = BIO_new(BIO_s_mem())) == NULL) {
+		if (s->ssl != NULL)
+			SSL_free(s->ssl);
+		BIO_free(s->rb);
+		free(s);
+		return NULL;
+	}
+	BIO_set_mem_eof_return(s->rb, -1);
+	SSL_set_bio(s->ssl, s->rb, s->wb);
+	SSL_set_accept_state(s->ssl);
+	return s;
+}
+
+const char *
+rn_secc_principal(const struct rn_secc *s)
+{
+	return s->principal;
+}
+
 void
 rn_secc_free(struct rn_secc *s)
 {
@@ -422,7 +461,7 @@ recv_frame(struct rn_secc *s, size_t *size)
 			int32_t sz = rn_kframe_size(s->frame, SASL_FRAME_MAX - 4);
 
 			if (sz < 0)
-				return fail(s, "login answer of a bad size");
+				return fail(s, "login message of a bad size");
 			need = 4 + (size_t)sz;
 			if (s->flen == need) {
 				*size = need - 4;
@@ -688,6 +727,149 @@ on_answer(struct rn_secc *s, const uint8_t *frame, size_t size)
 	return rc;
 }
 
+/* Answer the request being read (header already decoded into h). */
+static int
+srv_answer(struct rn_secc *s, int16_t key, int16_t ver, int32_t corr,
+    const void *body)
+{
+	struct rn_kwriter w;
+	size_t mark;
+	int rc;
+
+	rn_kwriter_init(&w);
+	rc = rn_kresponse_begin(&w, key, ver, corr, &mark);
+	if (rc == 0)
+		rc = key == RN_KAPI_SASL_HANDSHAKE ?
+		    rn_SaslHandshakeResponse_encode(&w, ver, body) :
+		    rn_SaslAuthenticateResponse_encode(&w, ver, body);
+	if (rc >= 0) {
+		rn_kw_frame_end(&w, mark);
+		rc = w.err != 0 ? -1 : plain_write(s, w.buf, w.len);
+	}
+	rn_kwriter_free(&w);
+	return rc < 0 ? -1 : 0;
+}
+
+/*
+ * The server's side: SaslHandshake v1 naming PLAIN, then one
+ * SaslAuthenticate (v0-2) with "[authzid] NUL user NUL password" checked
+ * against the listener's JAAS users. Anything else ends the connection,
+ * as a Kafka broker does before a login.
+ */
+static int
+srv_request(struct rn_secc *s, const uint8_t *frame, size_t size)
+{
+	struct rn_krequest_header h;
+	struct rn_kreader r;
+	struct rn_arena arena;
+	int rc = -1;
+
+	rn_arena_init(&arena, SASL_FRAME_MAX);
+	rn_kreader_init(&r, frame, size);
+	if (rn_krequest_header_decode(&r, &h) != 0) {
+		fail(s, "malformed request before the login");
+		goto out;
+	}
+	if (s->state == S_SRV_MECH) {
+		struct rn_SaslHandshakeRequest req;
+		struct rn_SaslHandshakeResponse resp;
+		struct rn_kstr plain = rn_kstr_c("PLAIN");
+
+		if (h.api_key != RN_KAPI_SASL_HANDSHAKE || h.api_version != 1 ||
+		    rn_SaslHandshakeRequest_decode(&r, 1, &arena, &req) < 0) {
+			fail(s, "API %d v%d before the login (SaslHandshake v1 "
+			    "expected)", h.api_key, h.api_version);
+			goto out;
+		}
+		memset(&resp, 0, sizeof(resp));
+		resp.mechanisms = &plain;
+		resp.mechanisms_count = 1;
+		if (!rn_kstr_eq(req.mechanism, "PLAIN") || s->users == NULL ||
+		    !(s->users->mechs & RN_SASL_PLAIN)) {
+			resp.error_code = RN_KERR_UNSUPPORTED_SASL_MECHANISM;
+			srv_answer(s, h.api_key, 1, h.correlation_id, &resp);
+			fail(s, "SASL mechanism %.*s asked for (PLAIN only)",
+			    req.mechanism.len > 32 ? 32 :
+			    (req.mechanism.len < 0 ? 0 : (int)req.mechanism.len),
+			    req.mechanism.ptr != NULL ? req.mechanism.ptr : "");
+			goto out;
+		}
+		rc = srv_answer(s, h.api_key, 1, h.correlation_id, &resp);
+		s->state = S_SRV_AUTH;
+	} else {
+		struct rn_SaslAuthenticateRequest req;
+		struct rn_SaslAuthenticateResponse resp;
+		const char *b, *user, *pw;
+		size_t n, ulen;
+
+		if (h.api_key != RN_KAPI_SASL_AUTHENTICATE ||
+		    h.api_version < 0 || h.api_version > 2 ||
+		    rn_SaslAuthenticateRequest_decode(&r, h.api_version, &arena,
+		    &req) < 0 || req.auth_bytes.len <= 0) {
+			fail(s, "API %d v%d where SaslAuthenticate was expected",
+			    h.api_key, h.api_version);
+			goto out;
+		}
+		b = (const char *)req.auth_bytes.ptr;
+		n = (size_t)req.auth_bytes.len;
+		user = memchr(b, '\0', n);
+		pw = user != NULL ? memchr(user + 1, '\0', n -
+		    (size_t)(user + 1 - b)) : NULL;
+		memset(&resp, 0, sizeof(resp));
+		if (pw == NULL) {
+			fail(s, "malformed PLAIN message");
+			goto out;
+		}
+		user++;
+		ulen = (size_t)(pw - user);
+		pw++;
+		if (!rn_sasl_plain_check(s->users, user, ulen, pw,
+		    n - (size_t)(pw - b))) {
+			resp.error_code = RN_KERR_SASL_AUTHENTICATION_FAILED;
+			resp.error_message = rn_kstr_c("Authentication failed: "
+			    "Invalid username or password");
+			srv_answer(s, h.api_key, h.api_version, h.correlation_id,
+			    &resp);
+			s->auth_failed = true;
+			fail(s, "login as %.*s failed: wrong user name or "
+			    "password", ulen > 64 ? 64 : (int)ulen, user);
+			goto out;
+		}
+		snprintf(s->principal, sizeof(s->principal), "User:%.*s",
+		    ulen > sizeof(s->principal) - 6 ?
+		    (int)(sizeof(s->principal) - 6) : (int)ulen, user);
+		rc = srv_answer(s, h.api_key, h.api_version, h.correlation_id,
+		    &resp);
+		s->state = S_DONE;
+	}
+out:
+	rn_arena_free(&arena);
+	return rc;
+}
+
+/* The principal of the client certificate, as the network workers name
+ * it ("User:<RFC 2253 subject>"); ANONYMOUS without one. */
+static void
+srv_cert_principal(struct rn_secc *s)
+{
+	X509 *x = SSL_get1_peer_certificate(s->ssl);
+	BIO *b;
+	char *p;
+	long len;
+
+	if (x == NULL)
+		return;
+	if ((b = BIO_new(BIO_s_mem())) != NULL) {
+		if (X509_NAME_print_ex(b, X509_get_subject_name(x), 0,
+		    XN_FLAG_RFC2253) >= 0 && (len = BIO_get_mem_data(b, &p)) >
+		    0 && (size_t)len + 6 <= sizeof(s->principal))
+			snprintf(s->principal, sizeof(s->principal),
+			    "User:%.*s", (int)len, p);
+		BIO_free(b);
+	}
+	X509_free(x);
+}
+
 static int
 tls_step(struct rn_secc *s)
 {
@@ -729,6 +911,13 @@ rn_secc_handshake(struct rn_secc *s)
 		case S_TLS:
 			if (s->ssl != NULL && (rc = tls_step(s)) <= 0)
 				return rc;
+			if (s->server) {
+				if (s->ssl != NULL)
+					srv_cert_principal(s);
+				s->state = s->users != NULL ? S_SRV_MECH :
+				    S_DONE;
+				break;
+			}
 			if (s->c->mech == 0)
 				s->state = S_DONE;
 			else if (send_handshake(s) != 0)
@@ -737,7 +926,8 @@ rn_secc_handshake(struct rn_secc *s)
 		default:
 			if ((rc = recv_frame(s, &size)) <= 0)
 				return rc;
-			if (on_answer(s, s->frame + 4, size) != 0)
+			if ((s->server ? srv_request(s, s->frame + 4, size) :
+			    on_answer(s, s->frame + 4, size)) != 0)
 				return -1;
 			break;
 		}

@@ -1,10 +1,13 @@
 /*
- * The client side of a secured connection this node opens to another
- * node (a replica fetcher to a leader): TLS, then a SASL login (PLAIN or
- * SCRAM-SHA-256/512 over SaslHandshake v1 and SaslAuthenticate v2), as
- * Kafka's brokers log in to each other. It does no I/O itself: the
- * caller feeds it the bytes that came from the socket and sends what it
- * takes out, so a blocking fd and a libuv stream can both drive it.
+ * A secured connection between nodes, either side: TLS, then a SASL
+ * login (PLAIN or SCRAM-SHA-256/512 over SaslHandshake v1 and
+ * SaslAuthenticate v2), as Kafka's brokers log in to each other and to
+ * the controllers. The client side serves the replica fetchers and the
+ * controller worker's outgoing connections; the server side (PLAIN
+ * only, as Kafka's controller listeners) the controller listener. It
+ * does no I/O itself: the caller feeds it the bytes that came from the
+ * socket and sends what it takes out, so a blocking fd and a libuv
+ * stream can both drive it.
  */
 #ifndef RN_SECURE_CLIENT_H
 #define RN_SECURE_CLIENT_H
@@ -16,6 +19,7 @@
 #include <openssl/ssl.h>
 
 struct rn_config;
+struct rn_sasl_cfg;
 
 /*
  * How this node logs in on one listener of its peers. Built by the
@@ -51,6 +55,13 @@ struct rn_secc;
  * verify_host), or NULL when out of memory. */
 struct rn_secc *rn_secc_new(const struct rn_secc_cfg *c, const char *host);
 void rn_secc_free(struct rn_secc *s);
+/* The server side: TLS with ctx (NULL: none), then, when users is not
+ * NULL, a PLAIN login against them. NULL when out of memory. */
+struct rn_secc *rn_secc_new_server(SSL_CTX *ctx,
+    const struct rn_sasl_cfg *users);
+/* Server side, after the handshake: "User:<name>", a certificate's
+ * "User:<subject>", or "User:ANONYMOUS". */
+const char *rn_secc_principal(const struct rn_secc *s);
 
 /* Bytes read from the socket. 0, or -1 when out of memory. */
 int rn_secc_feed(struct rn_secc *s, const void *buf, size_t len);
