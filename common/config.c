@@ -1070,6 +1070,21 @@ check_listeners(struct rn_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+enum rn_secproto
+rn_config_listener_proto(const struct rn_config *cfg, const char *name)
+{
+	const struct rn_listener *l = rn_config_listener(cfg, name);
+	int j, p;
+
+	if (l != NULL)
+		return l->proto;
+	for (j = 0; j < cfg->n_sec_map; j++)
+		if (strcmp(cfg->sec_map[j].name, name) == 0)
+			return cfg->sec_map[j].proto;
+	p = cfg->n_sec_map == 0 ? rn_secproto_parse(name) : -1;
+	return p < 0 ? RN_SEC_PLAINTEXT : (enum rn_secproto)p;
+}
+
 /*
  * Each listener's protocol from listener.security.protocol.map. Without
  * the key, Kafka's default map names each protocol after itself, and a
@@ -1099,15 +1114,6 @@ assign_protocols(struct rn_config *cfg, char *err, size_t errlen)
 			return -1;
 		}
 		l->proto = p < 0 ? RN_SEC_PLAINTEXT : (enum rn_secproto)p;
-		if (l->proto != RN_SEC_PLAINTEXT &&
-		    rn_config_is_controller_listener(cfg, l->name)) {
-			snprintf(err, errlen, "invalid value for "
-			    "listener.security.protocol.map: controller listener "
-			    "%s is %s, but the controller listeners are "
-			    "PLAINTEXT only for now", l->name,
-			    rn_secproto_name(l->proto));
-			return -1;
-		}
 	}
 	for (i = 0; i < cfg->n_advertised; i++)
 		cfg->advertised[i].proto =

@@ -53,6 +53,45 @@ sv_security_load_peers(struct sv *sv)
 	return 0;
 }
 
+/*
+ * How the controller worker logs in to the controllers (raft between
+ * voters, the broker agent): the controller listener's TLS trust and
+ * this node's credentials (sasl.mechanism.controller.protocol, PLAIN,
+ * and the listener's JAAS username/password).
+ */
+static int
+sv_security_load_controllers(struct sv *sv)
+{
+	const struct rn_config *cfg = &sv->cfg;
+	const char *name = cfg->controller_listener_names[0];
+	char err[512], what[256];
+
+	if (cfg->n_controller_listener_names == 0 ||
+	    rn_config_listener_proto(cfg, name) == RN_SEC_PLAINTEXT)
+		return 0;
+	if ((sv->env.ctl_client = calloc(1, sizeof(*sv->env.ctl_client))) ==
+	    NULL || rn_secc_cfg_load(cfg, name,
+	    "sasl.mechanism.controller.protocol", sv->env.ctl_client, err,
+	    sizeof(err)) != 0) {
+		log_errx("configuration: controller listener %s: %s", name,
+		    sv->env.ctl_client == NULL ? "out of memory" : err);
+		free(sv->env.ctl_client);
+		sv->env.ctl_client = NULL;
+		return -1;
+	}
+	if (sv->env.ctl_client->mech != 0 &&
+	    sv->env.ctl_client->mech != RN_SASL_PLAIN) {
+		log_errx("configuration: sasl.mechanism.controller.protocol: "
+		    "the controller listener takes PLAIN only (SCRAM "
+		    "credentials live in the metadata log the controllers "
+		    "serve)");
+		return -1;
+	}
+	rn_secc_cfg_describe(sv->env.ctl_client, what, sizeof(what));
+	log_info("controller connections to listener %s use %s", name, what);
+	return 0;
+}
+
 int
 sv_security_load(struct sv *sv)
 {
@@ -83,9 +122,17 @@ sv_security_load(struct sv *sv)
 				    s->sasl == NULL ? "out of memory" : err);
 				return -1;
 			}
+			if (rn_config_is_controller_listener(cfg, l->name) &&
+			    !(s->sasl->mechs & RN_SASL_PLAIN)) {
+				log_errx("configuration: controller listener "
+				    "%s: sasl.enabled.mechanisms must name "
+				    "PLAIN, the one it serves", l->name);
+				return -1;
+			}
 			log_info("listener %s: SASL %s, %d user(s)", l->name,
 			    s->sasl->mech_list, s->sasl->n_users);
 		}
 	}
-	return sv_security_load_peers(sv);
+	return sv_security_load_peers(sv) != 0 ? -1 :
+	    sv_security_load_controllers(sv);
 }

@@ -58,6 +58,7 @@ struct rn_secc {
 	const struct rn_secc_cfg *c;   /* client */
 	const struct rn_sasl_cfg *users; /* server: PLAIN users; NULL: none */
 	bool server;
+	bool raw_token;         /* server: SaslHandshake v0, a bare token next */
 	char principal[256];    /* server: who logged in */
 	SSL *ssl;
 	BIO *rb, *wb;           /* network in, network out */
@@ -152,18 +153,14 @@ int
 rn_secc_cfg_load(const struct rn_config *cfg, const char *lname,
     const char *mech_key, struct rn_secc_cfg *out, char *err, size_t errlen)
 {
-	const struct rn_listener *l = rn_config_listener(cfg, lname);
+	enum rn_secproto proto = rn_config_listener_proto(cfg, lname);
 	const char *algo, *mech, *jaas;
 	char lower[32], why[256];
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
 	strlcpy(out->listener, lname, sizeof(out->listener));
-	if (l == NULL) {
-		snprintf(err, errlen, "no listener %s in listeners", lname);
-		return -1;
-	}
-	if (RN_SEC_TLS(l->proto)) {
+	if (RN_SEC_TLS(proto)) {
 		if ((out->ctx = rn_ssl_client_ctx_new(cfg, lname, err,
 		    errlen)) == NULL)
 			return -1;
@@ -178,7 +175,7 @@ rn_secc_cfg_load(const struct rn_config *cfg, const char *lname,
 			goto bad;
 		}
 	}
-	if (!RN_SEC_SASL(l->proto))
+	if (!RN_SEC_SASL(proto))
 		return 0;
 	mech = rn_config_static(cfg, mech_key);
 	if (mech == NULL)
@@ -195,7 +192,7 @@ rn_secc_cfg_load(const struct rn_config *cfg, const char *lname,
 	if (jaas == NULL) {
 		snprintf(err, errlen, "listener %s is %s: set "
 		    "listener.name.%s.%s.sasl.jaas.config with this node's "
-		    "username and password", lname, rn_secproto_name(l->proto),
+		    "username and password", lname, rn_secproto_name(proto),
 		    lname, lower);
 		goto bad;
 	}
@@ -727,6 +724,60 @@ on_answer(struct rn_secc *s, const uint8_t *frame, size_t size)
 	return rc;
 }
 
+static int srv_answer(struct rn_secc *s, int16_t key, int16_t ver,
+    int32_t corr, const void *body);
+
+/*
+ * A PLAIN message "[authzid] NUL user NUL password" against the
+ * listener's users; answered in a SaslAuthenticate response (h), or,
+ * after a SaslHandshake v0 (h NULL), with an empty frame on success and
+ * nothing on failure, as Kafka does. True when the login is done.
+ */
+static bool
+srv_plain(struct rn_secc *s, const uint8_t *bytes, size_t n,
+    const struct rn_krequest_header *h)
+{
+	struct rn_SaslAuthenticateResponse resp;
+	const char *b = (const char *)bytes, *user, *pw;
+	size_t ulen;
+
+	user = n > 0 ? memchr(b, '\0', n) : NULL;
+	pw = user != NULL ? memchr(user + 1, '\0', n -
+	    (size_t)(user + 1 - b)) : NULL;
+	if (pw == NULL) {
+		fail(s, "malformed PLAIN message");
+		return false;
+	}
+	user++;
+	ulen = (size_t)(pw - user);
+	pw++;
+	memset(&resp, 0, sizeof(resp));
+	if (!rn_sasl_plain_check(s->users, user, ulen, pw,
+	    n - (size_t)(pw - b))) {
+		resp.error_code = RN_KERR_SASL_AUTHENTICATION_FAILED;
+		resp.error_message = rn_kstr_c("Authentication failed: "
+		    "Invalid username or password");
+		if (h != NULL)
+			srv_answer(s, h->api_key, h->api_version,
+			    h->correlation_id, &resp);
+		s->auth_failed = true;
+		fail(s, "login as %.*s failed: wrong user name or password",
+		    ulen > 64 ? 64 : (int)ulen, user);
+		return false;
+	}
+	snprintf(s->principal, sizeof(s->principal), "User:%.*s",
+	    ulen > sizeof(s->principal) - 6 ? (int)(sizeof(s->principal) - 6) :
+	    (int)ulen, user);
+	s->state = S_DONE;
+	if (h == NULL) {
+		static const uint8_t empty[4];
+
+		return plain_write(s, empty, sizeof(empty)) == 0;
+	}
+	return srv_answer(s, h->api_key, h->api_version, h->correlation_id,
+	    &resp) == 0;
+}
+
 /* Answer the request being read (header already decoded into h). */
 static int
 srv_answer(struct rn_secc *s, int16_t key, int16_t ver, int32_t corr,
@@ -741,6 +792,8 @@ srv_answer(struct rn_secc *s, int16_t key, int16_t ver, int32_t corr,
 	if (rc == 0)
 		rc = key == RN_KAPI_SASL_HANDSHAKE ?
 		    rn_SaslHandshakeResponse_encode(&w, ver, body) :
+		    key == RN_KAPI_API_VERSIONS ?
+		    rn_ApiVersionsResponse_encode(&w, ver, body) :
 		    rn_SaslAuthenticateResponse_encode(&w, ver, body);
 	if (rc >= 0) {
 		rn_kw_frame_end(&w, mark);
@@ -753,8 +806,8 @@ srv_answer(struct rn_secc *s, int16_t key, int16_t ver, int32_t corr,
 /*
  * The server's side: SaslHandshake v1 naming PLAIN, then one
  * SaslAuthenticate (v0-2) with "[authzid] NUL user NUL password" checked
- * against the listener's JAAS users. Anything else ends the connection,
- * as a Kafka broker does before a login.
+ * against the listener's JAAS users; ApiVersions before them. Anything
+ * else ends the connection, as a Kafka broker does before a login.
  */
 static int
 srv_request(struct rn_secc *s, const uint8_t *frame, size_t size)
@@ -762,11 +815,40 @@ srv_request(struct rn_secc *s, const uint8_t *frame, size_t size)
 	struct rn_krequest_header h;
 	struct rn_kreader r;
 	struct rn_arena arena;
-	int rc = -1;
+	int rc = -1, hrc;
 
 	rn_arena_init(&arena, SASL_FRAME_MAX);
 	rn_kreader_init(&r, frame, size);
-	if (rn_krequest_header_decode(&r, &h) != 0) {
+	memset(&h, 0, sizeof(h));
+	hrc = rn_krequest_header_decode(&r, &h);
+	if (s->state == S_SRV_MECH && h.api_key == RN_KAPI_API_VERSIONS &&
+	    (hrc == 0 || hrc == RN_KE_VERSION)) {
+		/* clients ask first; the answer lists what a login needs */
+		static const struct rn_ApiVersionsResponse_ApiVersion v[] = {
+			{ RN_KAPI_API_VERSIONS, 0, 3 },
+			{ RN_KAPI_SASL_HANDSHAKE, 0, 1 },
+			{ RN_KAPI_SASL_AUTHENTICATE, 0, 2 },
+		};
+		struct rn_ApiVersionsResponse resp;
+		int16_t ver = h.api_version;
+
+		memset(&resp, 0, sizeof(resp));
+		resp.finalized_features_epoch = -1;
+		resp.api_keys = (struct rn_ApiVersionsResponse_ApiVersion *)v;
+		resp.api_keys_count = 3;
+		if (hrc != 0 || ver < 0 || ver > 3) {
+			resp.error_code = RN_KERR_UNSUPPORTED_VERSION;
+			ver = 0;
+		}
+		rc = srv_answer(s, RN_KAPI_API_VERSIONS, ver,
+		    h.correlation_id, &resp);
+		goto out;
+	}
+	if (s->state == S_SRV_AUTH && s->raw_token) {
+		rc = srv_plain(s, frame, size, NULL) ? 0 : -1;
+		goto out;
+	}
+	if (hrc != 0) {
 		fail(s, "malformed request before the login");
 		goto out;
 	}
@@ -775,72 +857,44 @@ srv_request(struct rn_secc *s, const uint8_t *frame, size_t size)
 		struct rn_SaslHandshakeResponse resp;
 		struct rn_kstr plain = rn_kstr_c("PLAIN");
 
-		if (h.api_key != RN_KAPI_SASL_HANDSHAKE || h.api_version != 1 ||
-		    rn_SaslHandshakeRequest_decode(&r, 1, &arena, &req) < 0) {
-			fail(s, "API %d v%d before the login (SaslHandshake v1 "
+		if (h.api_key != RN_KAPI_SASL_HANDSHAKE || h.api_version < 0 ||
+		    h.api_version > 1 || rn_SaslHandshakeRequest_decode(&r,
+		    h.api_version, &arena, &req) < 0) {
+			fail(s, "API %d v%d before the login (SaslHandshake "
 			    "expected)", h.api_key, h.api_version);
 			goto out;
 		}
+		s->raw_token = h.api_version == 0;
 		memset(&resp, 0, sizeof(resp));
 		resp.mechanisms = &plain;
 		resp.mechanisms_count = 1;
 		if (!rn_kstr_eq(req.mechanism, "PLAIN") || s->users == NULL ||
 		    !(s->users->mechs & RN_SASL_PLAIN)) {
 			resp.error_code = RN_KERR_UNSUPPORTED_SASL_MECHANISM;
-			srv_answer(s, h.api_key, 1, h.correlation_id, &resp);
+			srv_answer(s, h.api_key, h.api_version, h.correlation_id,
+			    &resp);
 			fail(s, "SASL mechanism %.*s asked for (PLAIN only)",
 			    req.mechanism.len > 32 ? 32 :
 			    (req.mechanism.len < 0 ? 0 : (int)req.mechanism.len),
 			    req.mechanism.ptr != NULL ? req.mechanism.ptr : "");
 			goto out;
 		}
-		rc = srv_answer(s, h.api_key, 1, h.correlation_id, &resp);
+		rc = srv_answer(s, h.api_key, h.api_version, h.correlation_id,
+		    &resp);
 		s->state = S_SRV_AUTH;
 	} else {
 		struct rn_SaslAuthenticateRequest req;
-		struct rn_SaslAuthenticateResponse resp;
-		const char *b, *user, *pw;
-		size_t n, ulen;
 
 		if (h.api_key != RN_KAPI_SASL_AUTHENTICATE ||
 		    h.api_version < 0 || h.api_version > 2 ||
 		    rn_SaslAuthenticateRequest_decode(&r, h.api_version, &arena,
-		    &req) < 0 || req.auth_bytes.len <= 0) {
+		    &req) < 0 || req.auth_bytes.len < 0) {
 			fail(s, "API %d v%d where SaslAuthenticate was expected",
 			    h.api_key, h.api_version);
 			goto out;
 		}
-		b = (const char *)req.auth_bytes.ptr;
-		n = (size_t)req.auth_bytes.len;
-		user = memchr(b, '\0', n);
-		pw = user != NULL ? memchr(user + 1, '\0', n -
-		    (size_t)(user + 1 - b)) : NULL;
-		memset(&resp, 0, sizeof(resp));
-		if (pw == NULL) {
-			fail(s, "malformed PLAIN message");
-			goto out;
-		}
-		user++;
-		ulen = (size_t)(pw - user);
-		pw++;
-		if (!rn_sasl_plain_check(s->users, user, ulen, pw,
-		    n - (size_t)(pw - b))) {
-			resp.error_code = RN_KERR_SASL_AUTHENTICATION_FAILED;
-			resp.error_message = rn_kstr_c("Authentication failed: "
-			    "Invalid username or password");
-			srv_answer(s, h.api_key, h.api_version, h.correlation_id,
-			    &resp);
-			s->auth_failed = true;
-			fail(s, "login as %.*s failed: wrong user name or "
-			    "password", ulen > 64 ? 64 : (int)ulen, user);
-			goto out;
-		}
-		snprintf(s->principal, sizeof(s->principal), "User:%.*s",
-		    ulen > sizeof(s->principal) - 6 ?
-		    (int)(sizeof(s->principal) - 6) : (int)ulen, user);
-		rc = srv_answer(s, h.api_key, h.api_version, h.correlation_id,
-		    &resp);
-		s->state = S_DONE;
+		rc = srv_plain(s, req.auth_bytes.ptr, (size_t)req.auth_bytes.len,
+		    &h) ? 0 : -1;
 	}
 out:
 	rn_arena_free(&arena);

@@ -57,6 +57,9 @@ struct rn_worker_env {
 	/* how this node logs in to its peers' inter-broker listener (TLS,
 	 * SASL); NULL when it is PLAINTEXT. Kept by the replica fetchers. */
 	struct rn_secc_cfg *ib_client;
+	/* how it logs in to the controllers' listener; NULL when it is
+	 * PLAINTEXT. Kept by the controller worker (raft, broker agent). */
+	struct rn_secc_cfg *ctl_client;
 	int efd[RN_SHM_MAX_WORKERS]; /* wake-up eventfd of each worker slot */
 	unsigned n_workers;
 	unsigned n_network, n_fetchers, n_cleaners;

@@ -1,12 +1,14 @@
-"""A 3-node combined cluster whose inter-broker listener is SASL_SSL (SCRAM
-would need credentials before the first broker can fetch, so PLAIN, as a
-Kafka cluster bootstraps): RF=3, min.insync.replicas=2, idempotent acks=all
-writers on the PLAINTEXT client listener while the active controller's
-node is SIGKILLed; a new controller is elected, leaders move, writes go on,
-the node comes back and rejoins every ISR; the history checker finds no
-loss and no duplicate. A node with a wrong inter-broker password cannot
-replicate (its log names the leader, never the secret). A plaintext
-ApiVersions on the inter-broker port gets no Kafka answer."""
+"""A 3-node combined cluster whose CONTROLLER and inter-broker listeners are
+SASL_SSL with PLAIN (as Kafka, the controller listener takes no SCRAM: its
+credentials live in the metadata log the controllers serve) and the
+authorizer on (super.users=User:broker): RF=3, min.insync.replicas=2,
+idempotent acks=all writers on the PLAINTEXT client listener while the
+active controller's node is SIGKILLed; a new controller is elected, leaders
+move, writes go on, the node comes back and rejoins every ISR; the history
+checker finds no loss and no duplicate. A node with a wrong password cannot
+join (its log names the peer, never the secret). A user that is not a super
+user is refused on the controller listener. A plaintext ApiVersions on the
+controller and inter-broker ports gets no Kafka answer."""
 import os
 import socket
 import struct
@@ -24,10 +26,14 @@ GOOD_PW = "broker-secret-pw"
 BAD_PW = "not-the-broker-pw"
 
 
+ALICE_PW = "alice-secret-pw"
+
+
 def jaas(password):
     return ('org.apache.kafka.common.security.plain.PlainLoginModule '
             'required username="broker" password="%s" '
-            'user_broker="%s";' % (password, GOOD_PW))
+            'user_broker="%s" user_alice="%s";'
+            % (password, GOOD_PW, ALICE_PW))
 
 
 def secure(cl, pki):
@@ -41,7 +47,7 @@ def secure(cl, pki):
                                     "BROKER://127.0.0.1:%d"
                                     % (n.port, n.ib_port),
             "listener.security.protocol.map":
-                "PLAINTEXT:PLAINTEXT,BROKER:SASL_SSL,CONTROLLER:PLAINTEXT",
+                "PLAINTEXT:PLAINTEXT,BROKER:SASL_SSL,CONTROLLER:SASL_SSL",
             "inter.broker.listener.name": "BROKER",
             "sasl.enabled.mechanisms": "PLAIN",
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
@@ -50,6 +56,16 @@ def secure(cl, pki):
             "listener.name.broker.ssl.keystore.location": pki.keystore,
             "listener.name.broker.ssl.truststore.type": "PEM",
             "listener.name.broker.ssl.truststore.location": pki.ca,
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": jaas(GOOD_PW),
+            "listener.name.controller.ssl.keystore.type": "PEM",
+            "listener.name.controller.ssl.keystore.location": pki.keystore,
+            "listener.name.controller.ssl.truststore.type": "PEM",
+            "listener.name.controller.ssl.truststore.location": pki.ca,
+            "authorizer.class.name":
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:broker",
+            "allow.everyone.if.no.acl.found": "true",
             "broker.session.timeout.ms": "3000",
             "broker.heartbeat.interval.ms": "300",
             "replica.lag.time.max.ms": "3000",
@@ -114,11 +130,14 @@ with TempDir() as tmp:
     secure(cl, pki)
     cl.start()
     try:
-        t.ok(cl.wait_running(60), "three combined nodes with a SASL_SSL "
-             "inter-broker listener are up")
+        t.ok(cl.wait_running(60), "three combined nodes with SASL_SSL "
+             "controller and inter-broker listeners are up, elect a "
+             "controller and register")
         log = cl.node(1).logtext()
         t.ok("replica fetchers reach listener BROKER with TLS, SASL PLAIN "
-             "as broker" in log, "the node logged how its fetchers log in")
+             "as broker" in log and "controller connections to listener "
+             "CONTROLLER use TLS, SASL PLAIN as broker" in log,
+             "the node logged how it logs in to its peers")
         from confluent_kafka.admin import AdminClient, NewTopic
         a = AdminClient({"bootstrap.servers": cl.bootstrap})
         a.create_topics([NewTopic(TOPIC, PARTS, 3, config={
@@ -134,6 +153,24 @@ with TempDir() as tmp:
         ib_raw = api_versions_answer(cl.node(1).ib_port)
         t.ok(not kafka_answer(ib_raw), "the same on the inter-broker port "
              "gets no Kafka answer (%d bytes back)" % len(ib_raw))
+        ctl_raw = api_versions_answer(cl.node(1).ctl_port)
+        t.ok(not kafka_answer(ctl_raw), "nor on the controller port (%d "
+             "bytes back)" % len(ctl_raw))
+
+        # alice logs in on the controller listener but is no super user
+        from confluent_kafka.admin import AdminClient as AC
+        ac = AC({"bootstrap.servers": "127.0.0.1:%d" % cl.node(2).ctl_port,
+                 "security.protocol": "SASL_SSL", "ssl.ca.location": pki.ca,
+                 "sasl.mechanisms": "PLAIN", "sasl.username": "alice",
+                 "sasl.password": ALICE_PW})
+        try:
+            ac.list_topics(timeout=3)
+        except Exception:
+            pass
+        t.ok(wait_for(lambda: "User:alice is not a super user" in
+                      cl.node(2).logtext(), 10),
+             "a non-super user is refused on the controller listener, and "
+             "logged")
 
         victim = []
 
@@ -166,23 +203,30 @@ with TempDir() as tmp:
         bad.stop()
         bad.props["listener.name.broker.plain.sasl.jaas.config"] = \
             jaas(BAD_PW)
+        bad.props["listener.name.controller.plain.sasl.jaas.config"] = \
+            jaas(BAD_PW)
         bad.write_config()
         bad.start()
 
         def refused():
-            return "cannot log in to leader" in bad.logtext() and \
-                "SASL_AUTHENTICATION_FAILED" in bad.logtext()
-        t.ok(wait_for(refused, 30, 0.5), "the node with the wrong password "
-             "logs that the leaders refuse its login")
-        line = [l for l in bad.logtext().splitlines()
-                if "cannot log in to leader" in l]
-        t.ok(line and "127.0.0.1" in line[-1] and BAD_PW not in bad.logtext()
-             and GOOD_PW not in bad.logtext(),
-             "the line names the leader and its address, not the password: %s"
-             % (line[-1] if line else None))
+            return [l for l in bad.logtext().splitlines()
+                    if "channel to controller" in l and
+                    "SASL_AUTHENTICATION_FAILED" in l]
+        line = wait_for(refused, 30, 0.5)
+        t.ok(line, "the node with the wrong password logs that the "
+             "controllers refuse its login: %s" % (line[-1] if line else None))
+        t.ok(BAD_PW not in bad.logtext() and GOOD_PW not in bad.logtext(),
+             "its log holds neither password")
+        others = [n for n in cl.nodes if n is not bad]
+        t.ok(wait_for(lambda: any("login as broker failed" in n.logtext()
+                                  for n in others), 10),
+             "the controllers log the failed login with its peer")
         time.sleep(5)
         t.ok(isr_everywhere(cl, {1, 2, 3} - {bad.node_id}),
-             "it stays out of every ISR")
+             "it does not rejoin any ISR")
+        st = bad.status()
+        t.ok(active_controller(cl) in {n.node_id for n in others},
+             "the other two keep the quorum")
     finally:
         cl.kill()
 t.done()
