@@ -66,9 +66,19 @@ sv_security_load_controllers(struct sv *sv)
 	const char *name = cfg->controller_listener_names[0];
 	char err[512], what[256];
 
+	const char *mech = rn_config_static(cfg,
+	    "sasl.mechanism.controller.protocol");
+
 	if (cfg->n_controller_listener_names == 0 ||
 	    rn_config_listener_proto(cfg, name) == RN_SEC_PLAINTEXT)
 		return 0;
+	if (mech != NULL && strcmp(mech, "PLAIN") != 0) {
+		log_errx("configuration: invalid value '%s' for "
+		    "sasl.mechanism.controller.protocol: the controller "
+		    "listener takes PLAIN only (SCRAM credentials live in the "
+		    "metadata log the controllers serve)", mech);
+		return -1;
+	}
 	if ((sv->env.ctl_client = calloc(1, sizeof(*sv->env.ctl_client))) ==
 	    NULL || rn_secc_cfg_load(cfg, name,
 	    "sasl.mechanism.controller.protocol", sv->env.ctl_client, err,
@@ -77,14 +87,6 @@ sv_security_load_controllers(struct sv *sv)
 		    sv->env.ctl_client == NULL ? "out of memory" : err);
 		free(sv->env.ctl_client);
 		sv->env.ctl_client = NULL;
-		return -1;
-	}
-	if (sv->env.ctl_client->mech != 0 &&
-	    sv->env.ctl_client->mech != RN_SASL_PLAIN) {
-		log_errx("configuration: sasl.mechanism.controller.protocol: "
-		    "the controller listener takes PLAIN only (SCRAM "
-		    "credentials live in the metadata log the controllers "
-		    "serve)");
 		return -1;
 	}
 	rn_secc_cfg_describe(sv->env.ctl_client, what, sizeof(what));
