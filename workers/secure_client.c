@@ -959,6 +959,8 @@ rn_secc_handshake(struct rn_secc *s)
 	for (;;) {
 		switch (s->state) {
 		case S_DONE:
+			free(s->frame);    /* the login's, not needed again */
+			s->frame = NULL;
 			return 1;
 		case S_FAILED:
 			return -1;

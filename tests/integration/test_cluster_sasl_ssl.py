@@ -6,9 +6,11 @@ idempotent acks=all writers on the PLAINTEXT client listener while the
 active controller's node is SIGKILLed; a new controller is elected, leaders
 move, writes go on, the node comes back and rejoins every ISR; the history
 checker finds no loss and no duplicate. A node with a wrong password cannot
-join (its log names the peer, never the secret). A user that is not a super
-user is refused on the controller listener. A plaintext ApiVersions on the
-controller and inter-broker ports gets no Kafka answer."""
+join (its log names the peer, never the secret). Its fetchers then log in
+with SCRAM-SHA-512 (credentials set with runnel-configs) and it rejoins
+every ISR. A user that is not a super user is refused on the controller
+listener. A plaintext ApiVersions on the controller and inter-broker ports
+gets no Kafka answer."""
 import os
 import socket
 import struct
@@ -16,7 +18,8 @@ import time
 
 import history
 from rncluster import wait_state
-from rntest import Cluster, Tap, TempDir, free_port, wait_for
+from rntest import BUILDDIR, Cluster, Tap, TempDir, free_port, run_tool, \
+    wait_for
 from rntls import Pki
 
 t = Tap()
@@ -50,6 +53,8 @@ def secure(cl, pki):
                 "PLAINTEXT:PLAINTEXT,BROKER:SASL_SSL,CONTROLLER:SASL_SSL",
             "inter.broker.listener.name": "BROKER",
             "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.broker.sasl.enabled.mechanisms":
+                "PLAIN,SCRAM-SHA-512",
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
             "listener.name.broker.plain.sasl.jaas.config": jaas(GOOD_PW),
             "listener.name.broker.ssl.keystore.type": "PEM",
@@ -224,9 +229,36 @@ with TempDir() as tmp:
         time.sleep(5)
         t.ok(isr_everywhere(cl, {1, 2, 3} - {bad.node_id}),
              "it does not rejoin any ISR")
-        st = bad.status()
         t.ok(active_controller(cl) in {n.node_id for n in others},
              "the other two keep the quorum")
+
+        # the same node's fetchers log in with SCRAM-SHA-512 instead
+        # (through a node that reaches the controller: the bad one
+        # cannot forward it)
+        r = run_tool(os.path.join(BUILDDIR, "runnel-configs"),
+                     others[0].bootstrap,
+                     "--alter", "--entity-type", "users", "--entity-name",
+                     "broker", "--add-config",
+                     "SCRAM-SHA-512=[iterations=4096,password=%s]" % GOOD_PW)
+        t.ok(r.returncode == 0, "runnel-configs sets broker's SCRAM-SHA-512 "
+             "credential: %s%s" % (r.stdout.strip(), r.stderr.strip()))
+        bad.stop()
+        bad.props.update({
+            "listener.name.controller.plain.sasl.jaas.config": jaas(GOOD_PW),
+            "listener.name.broker.plain.sasl.jaas.config": jaas(BAD_PW),
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            "listener.name.broker.scram-sha-512.sasl.jaas.config":
+                'org.apache.kafka.common.security.scram.ScramLoginModule '
+                'required username="broker" password="%s";' % GOOD_PW,
+        })
+        bad.write_config()
+        bad.start()
+        t.ok(wait_for(lambda: "replica fetchers reach listener BROKER with "
+                      "TLS, SASL SCRAM-SHA-512 as broker" in bad.logtext(),
+                      20), "the node restarts with a SCRAM-SHA-512 login")
+        t.ok(wait_for(lambda: isr_everywhere(cl, {1, 2, 3}), 60, 0.5),
+             "its fetchers log in with SCRAM and it rejoins every ISR")
+        t.eq(cl.crashes(), [], "still no worker crashed")
     finally:
         cl.kill()
 t.done()

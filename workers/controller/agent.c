@@ -334,21 +334,16 @@ chan_connect_relayed(struct chan *ch, const struct sockaddr *addr,
 {
 	struct ctl *c = ch->c;
 	char what[64];
-	int rfd;
+	int rfd, rc;
 
 	if ((ch->tcp = calloc(1, sizeof(*ch->tcp))) == NULL)
 		return;
-	if (ctl_relay_pair(&c->loop, ch->tcp, &rfd) != 0) {
-		free(ch->tcp);
-		ch->tcp = NULL;
-		ch->retry_at_ms = rn_now_ms() + RETRY_MS;
-		return;
-	}
+	rc = ctl_relay_pair(&c->loop, ch->tcp, &rfd);
 	ch->tcp->data = ch;
 	snprintf(what, sizeof(what), "%s channel to controller %d", ch->name,
 	    ch->target);
-	if (ctl_relay_client(&c->loop, rfd, addr, host, c->w->env->ctl_client,
-	    what) != 0) {
+	if (rc != 0 || ctl_relay_client(&c->loop, rfd, addr, host,
+	    c->w->env->ctl_client, what) != 0) {
 		chan_reset(ch, true);
 		return;
 	}

@@ -163,6 +163,8 @@ written(uv_write_t *req, int status)
 	struct relay *r = w->r;
 
 	free(w);
+	if (status != 0 && status != UV_ECANCELED)
+		relay_close(r);
 	if (status != 0 || r->closing || r->failing)
 		return;
 	/* resume the source a full queue had stopped */
@@ -496,10 +498,10 @@ ctl_relay_pair(uv_loop_t *loop, uv_tcp_t *tcp, int *relay_fd)
 {
 	int sv[2], rc;
 
+	uv_tcp_init(loop, tcp);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
 	    sv) != 0)
 		return -errno;
-	uv_tcp_init(loop, tcp);
 	if ((rc = uv_tcp_open(tcp, sv[0])) != 0) {
 		close(sv[0]);
 		close(sv[1]);

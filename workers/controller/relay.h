@@ -48,8 +48,9 @@ int ctl_relay_server(uv_loop_t *loop, uv_stream_t *server, int plain_fd,
 void ctl_relay_close_all(void);
 
 /*
- * A socketpair for a relay: *user_fd opened into tcp (initialized on
- * loop), *relay_fd for ctl_relay_*. 0 or a negative errno.
+ * A socketpair for a relay: one end opened into tcp, the other in
+ * *relay_fd for ctl_relay_*. 0 or a negative errno; either way tcp is
+ * initialized on loop, for the caller to close as any stream.
  */
 int ctl_relay_pair(uv_loop_t *loop, uv_tcp_t *tcp, int *relay_fd);
 

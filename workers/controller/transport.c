@@ -275,15 +275,12 @@ ct_on_connection(uv_stream_t *server, int status)
 
 		/* the preamble and all after it come decrypted, through
 		 * the relay's socketpair */
-		if (ctl_relay_pair(ct->loop, in->tcp, &rfd) != 0) {
-			raft_free(in->tcp);
-			free(in);
-			return;
-		}
+		int rc = ctl_relay_pair(ct->loop, in->tcp, &rfd);
+
 		ct->handles++;
 		in->tcp->data = in;
-		if (ctl_relay_server(ct->loop, server, rfd, ct->srv_ctx,
-		    ct->srv_users, &ct->authz) != 0) {
+		if (rc != 0 || ctl_relay_server(ct->loop, server, rfd,
+		    ct->srv_ctx, ct->srv_users, &ct->authz) != 0) {
 			ct_close_stream(ct, in->tcp);
 			free(in);
 			return;
@@ -398,14 +395,13 @@ out_relayed(struct ct_outgoing *o, const struct sockaddr *addr)
 	char what[64];
 	int rfd, rc;
 
-	if ((rc = ctl_relay_pair(ct->loop, o->tcp, &rfd)) != 0) {
-		raft_free(o->tcp);
-		o->tcp = NULL;
+	rc = ctl_relay_pair(ct->loop, o->tcp, &rfd);
+	ct->handles++;
+	o->tcp->data = o;
+	if (rc != 0) {
 		out_fail(o, rc);
 		return;
 	}
-	ct->handles++;
-	o->tcp->data = o;
 	snprintf(what, sizeof(what), "raft connection to node %llu",
 	    (unsigned long long)o->id);
 	if ((rc = ctl_relay_client(ct->loop, rfd, addr, o->host, ct->client,
