@@ -38,7 +38,7 @@ struct relay {
 	struct rn_secc *s;
 	const struct rn_authz *authz;
 	bool server, ready, closing;
-	bool failing;           /* the refusal goes out, then it closes */
+	bool failing;           /* what is queued goes out, then it closes */
 	bool outer_reading, inner_reading;
 	int handles;            /* not yet closed */
 	char what[128];         /* for logs */
@@ -47,7 +47,6 @@ struct relay {
 struct wreq {
 	uv_write_t req;
 	struct relay *r;
-	bool to_inner;
 	char data[];
 };
 
@@ -129,8 +128,23 @@ fail_timeout(uv_timer_t *t)
 	relay_close(t->data);   /* a peer that does not read its refusal */
 }
 
-/* A failed login: what is queued for the peer (the refusal) goes out
- * first, then both ends close. */
+/* One end closed or the login failed: what is queued towards the
+ * other end (the last bytes, a refusal) goes out, then both close. */
+static void
+relay_finish(struct relay *r, uv_stream_t *towards)
+{
+	if (r->closing || r->failing)
+		return;
+	r->failing = true;
+	uv_read_stop((uv_stream_t *)&r->outer);
+	uv_read_stop((uv_stream_t *)&r->inner);
+	r->outer_reading = r->inner_reading = false;
+	r->shut.data = r;
+	uv_timer_start(&r->timer, fail_timeout, 1000, 0);
+	if (uv_shutdown(&r->shut, towards, relay_shut) != 0)
+		relay_close(r);
+}
+
 static void
 relay_fail(struct relay *r, const char *why)
 {
@@ -143,17 +157,8 @@ relay_fail(struct relay *r, const char *why)
 	if (!fail_log_due(r->server ? why : r->what))
 		level = LOG_DEBUG;
 	rn_log(level, "%s: %s", r->what, why);
-	if (r->failing)
-		return;
 	flush_outer(r);
-	r->failing = true;
-	uv_read_stop((uv_stream_t *)&r->outer);
-	uv_read_stop((uv_stream_t *)&r->inner);
-	r->outer_reading = r->inner_reading = false;
-	r->shut.data = r;
-	uv_timer_start(&r->timer, fail_timeout, 1000, 0);
-	if (uv_shutdown(&r->shut, (uv_stream_t *)&r->outer, relay_shut) != 0)
-		relay_close(r);
+	relay_finish(r, (uv_stream_t *)&r->outer);
 }
 
 static void
@@ -179,8 +184,7 @@ written(uv_write_t *req, int status)
 }
 
 static int
-send_copy(struct relay *r, uv_stream_t *to, const void *p, size_t n,
-    bool to_inner)
+send_copy(struct relay *r, uv_stream_t *to, const void *p, size_t n)
 {
 	struct wreq *w = malloc(sizeof(*w) + n);
 	uv_buf_t b;
@@ -188,7 +192,6 @@ send_copy(struct relay *r, uv_stream_t *to, const void *p, size_t n,
 	if (w == NULL)
 		return -ENOMEM;
 	w->r = r;
-	w->to_inner = to_inner;
 	memcpy(w->data, p, n);
 	b = uv_buf_init(w->data, (unsigned)n);
 	if (uv_write(&w->req, to, &b, 1, written) != 0) {
@@ -219,8 +222,7 @@ flush_outer(struct relay *r)
 	size_t n;
 
 	while ((n = rn_secc_take(r->s, buf, sizeof(buf))) > 0)
-		if (send_copy(r, (uv_stream_t *)&r->outer, buf, n, false) !=
-		    0) {
+		if (send_copy(r, (uv_stream_t *)&r->outer, buf, n) != 0) {
 			relay_close(r);
 			return;
 		}
@@ -250,8 +252,8 @@ pump_to_inner(struct relay *r)
 		return;
 	}
 	while ((n = rn_secc_read(r->s, buf, RELAY_CHUNK)) > 0)
-		if (send_copy(r, (uv_stream_t *)&r->inner, buf, (size_t)n,
-		    true) != 0) {
+		if (send_copy(r, (uv_stream_t *)&r->inner, buf, (size_t)n) !=
+		    0) {
 			n = -1;
 			break;
 		}
@@ -304,8 +306,8 @@ outer_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		free(buf->base);
 		if (!r->ready)
 			relay_fail(r, "closed during the login");
-		else
-			relay_close(r);
+		else    /* what it sent last still reaches the user */
+			relay_finish(r, (uv_stream_t *)&r->inner);
 		return;
 	}
 	rc = n > 0 ? rn_secc_feed(r->s, buf->base, (size_t)n) : 0;
@@ -335,7 +337,8 @@ inner_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 
 	if (n < 0) {
 		free(buf->base);
-		relay_close(r);   /* the user closed its end */
+		/* the user closed its end: what it wrote last goes out */
+		relay_finish(r, (uv_stream_t *)&r->outer);
 		return;
 	}
 	if (n > 0 && rn_secc_write(r->s, buf->base, (size_t)n) != 0) {

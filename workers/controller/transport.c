@@ -271,11 +271,9 @@ ct_on_connection(uv_stream_t *server, int status)
 	}
 	in->ct = ct;
 	if (ct->srv_secured) {
-		int rfd;
-
 		/* the preamble and all after it come decrypted, through
 		 * the relay's socketpair */
-		int rc = ctl_relay_pair(ct->loop, in->tcp, &rfd);
+		int rfd, rc = ctl_relay_pair(ct->loop, in->tcp, &rfd);
 
 		ct->handles++;
 		in->tcp->data = in;
@@ -613,9 +611,14 @@ ctl_transport_set_security(struct raft_uv_transport *t,
 	ct->srv_ctx = srv_ctx;
 	ct->srv_users = srv_users;
 	ct->srv_secured = srv_secured;
-	if (srv_secured)
-		(void)rn_authz_init(&ct->authz, ct->cfg->authorizer_on,
-		    ct->cfg->super_users, false);
+	if (srv_secured && rn_authz_init(&ct->authz, ct->cfg->authorizer_on,
+	    ct->cfg->super_users, false) != 0) {
+		/* out of memory: nobody is a super user, rather than all */
+		log_warnx("controller listener: no memory for super.users: "
+		    "refusing every login");
+		memset(&ct->authz, 0, sizeof(ct->authz));
+		ct->authz.on = true;
+	}
 }
 
 void
