@@ -35,6 +35,9 @@
 #include "workers/secure_client.h"
 
 #define SASL_FRAME_MAX 65536     /* a login answer is far smaller */
+/* bytes a peer may have waiting before the login is done: a frame and
+ * the TLS records around it; more is a flood, not a login */
+#define PRELOGIN_IN_MAX (4 * SASL_FRAME_MAX)
 #define SCRAM_MSG_MAX 1024
 #define CLIENT_ID "runnel-broker"
 
@@ -333,10 +336,20 @@ rn_secc_free(struct rn_secc *s)
 int
 rn_secc_feed(struct rn_secc *s, const void *buf, size_t len)
 {
-	if (s->ssl != NULL)
-		return len == 0 || BIO_write(s->rb, buf, (int)len) ==
-		    (int)len ? 0 : -1;
-	return bytes_add(&s->in, buf, len);
+	size_t held = s->ssl != NULL ? BIO_ctrl_pending(s->rb) :
+	    s->in.len - s->in.off;
+
+	if (s->state != S_DONE && held + len > PRELOGIN_IN_MAX) {
+		fail(s, "more than %d bytes before the login",
+		    PRELOGIN_IN_MAX);
+		return -1;
+	}
+	if (len > 0 && (s->ssl != NULL ? BIO_write(s->rb, buf, (int)len) !=
+	    (int)len : bytes_add(&s->in, buf, len) != 0)) {
+		fail(s, "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 size_t
@@ -1030,6 +1043,6 @@ rn_secc_handshake_fd(struct rn_secc *s, int fd, int timeout_ms)
 		if (k < 0 && errno != EAGAIN && errno != EINTR)
 			return fail(s, "recv: %s", strerror(errno));
 		if (k > 0 && rn_secc_feed(s, buf, (size_t)k) != 0)
-			return fail(s, "out of memory");
+			return -1;
 	}
 }

@@ -63,7 +63,8 @@ struct rn_secc *rn_secc_new_server(SSL_CTX *ctx,
  * "User:<subject>", or "User:ANONYMOUS". */
 const char *rn_secc_principal(const struct rn_secc *s);
 
-/* Bytes read from the socket. 0, or -1 when out of memory. */
+/* Bytes read from the socket. 0, or -1 when out of memory or when more
+ * than a login's worth waits before the login is done (a flood). */
 int rn_secc_feed(struct rn_secc *s, const void *buf, size_t len);
 /* Up to cap bytes to send to the socket; 0 when there are none. */
 size_t rn_secc_take(struct rn_secc *s, void *buf, size_t cap);

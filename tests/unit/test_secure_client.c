@@ -208,7 +208,7 @@ main(void)
 	uint8_t got[64];
 	int rc, rs;
 
-	plan(21);
+	plan(22);
 	memset(&users, 0, sizeof(users));
 	users.mechs = RN_SASL_PLAIN;
 	if (rn_jaas_plain_users(JAAS, &users, err, sizeof(err)) != 0)
@@ -275,6 +275,14 @@ main(void)
 		ok(rn_secc_handshake(s) == -1 && strstr(rn_secc_error(s),
 		    "size") != NULL, "a 2 GiB size prefix is refused at once: "
 		    "%s", rn_secc_error(s));
+		rn_secc_free(s);
+		s = rn_secc_new_server(NULL, &users);
+		rc = 0;
+		for (size_t i = 0; i < 300 && rc == 0; i++)
+			rc = rn_secc_feed(s, buf, 1024);
+		ok(rc == -1 && strstr(rn_secc_error(s), "before the login") !=
+		    NULL, "a flood before the login is cut at 256 KiB: %s",
+		    rn_secc_error(s));
 		rn_secc_free(s);
 		s = rn_secc_new_server(NULL, &users);
 		rn_secc_feed(s, produce, sizeof(produce));

@@ -313,7 +313,10 @@ outer_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	rc = n > 0 ? rn_secc_feed(r->s, buf->base, (size_t)n) : 0;
 	free(buf->base);
 	if (rc != 0) {
-		relay_close(r);
+		if (!r->ready)
+			relay_fail(r, rn_secc_error(r->s));
+		else
+			relay_close(r);
 		return;
 	}
 	if (r->ready) {
