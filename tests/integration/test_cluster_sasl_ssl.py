@@ -191,10 +191,15 @@ with TempDir() as tmp:
                 active_controller(cl)), 30, 0.2)
             t.ok(nc is not None and nc != c, "a new controller was elected "
                  "(node %s)" % nc)
-            leaders = [history.leader_of(cl.bootstrap, TOPIC, p)
-                       for p in range(PARTS)]
-            t.ok(all(l > 0 and l != c for l in leaders), "every partition "
-                 "has a leader other than the killed node: %r" % leaders)
+            # the new controller gives the brokers a fresh session, then
+            # fences the dead one and moves its leaderships
+            def moved():
+                ls = [history.leader_of(cl.bootstrap, TOPIC, p, timeout=2)
+                      for p in range(PARTS)]
+                return ls if all(l > 0 and l != c for l in ls) else None
+            leaders = wait_for(moved, 30, 0.5)
+            t.ok(leaders, "every partition has a leader other than the "
+                 "killed node: %r" % (leaders,))
             cl.node(c).start()
 
         res = history.run(t, cl, TOPIC, PARTS, inject, heal, hold=10.0)
