@@ -634,7 +634,7 @@ send_final(struct rn_secc *s, const char *sf, size_t sflen)
 	iters = atoi(num);
 	/* a peer asking for more would make us burn CPU at its word */
 	if (iters < RN_SCRAM_MIN_ITERATIONS || iters > RN_SCRAM_MAX_ITERATIONS)
-		return fail(s, "SCRAM iterations %s out of %d-%d", num,
+		return fail(s, "SCRAM iterations %d out of %d-%d", iters,
 		    RN_SCRAM_MIN_ITERATIONS, RN_SCRAM_MAX_ITERATIONS);
 	if ((saltn = b64_decode(s64, slen, salt, sizeof(salt))) <= 0)
 		return fail(s, "malformed SCRAM salt");
