@@ -1070,6 +1070,21 @@ check_listeners(struct rn_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+enum rn_secproto
+rn_config_listener_proto(const struct rn_config *cfg, const char *name)
+{
+	const struct rn_listener *l = rn_config_listener(cfg, name);
+	int j, p;
+
+	if (l != NULL)
+		return l->proto;
+	for (j = 0; j < cfg->n_sec_map; j++)
+		if (strcmp(cfg->sec_map[j].name, name) == 0)
+			return cfg->sec_map[j].proto;
+	p = cfg->n_sec_map == 0 ? rn_secproto_parse(name) : -1;
+	return p < 0 ? RN_SEC_PLAINTEXT : (enum rn_secproto)p;
+}
+
 /*
  * Each listener's protocol from listener.security.protocol.map. Without
  * the key, Kafka's default map names each protocol after itself, and a
@@ -1099,15 +1114,6 @@ assign_protocols(struct rn_config *cfg, char *err, size_t errlen)
 			return -1;
 		}
 		l->proto = p < 0 ? RN_SEC_PLAINTEXT : (enum rn_secproto)p;
-		if (l->proto != RN_SEC_PLAINTEXT &&
-		    rn_config_is_controller_listener(cfg, l->name)) {
-			snprintf(err, errlen, "invalid value for "
-			    "listener.security.protocol.map: controller listener "
-			    "%s is %s, but the controller listeners are "
-			    "PLAINTEXT only for now", l->name,
-			    rn_secproto_name(l->proto));
-			return -1;
-		}
 	}
 	for (i = 0; i < cfg->n_advertised; i++)
 		cfg->advertised[i].proto =
@@ -1116,35 +1122,30 @@ assign_protocols(struct rn_config *cfg, char *err, size_t errlen)
 }
 
 /*
- * The replica fetchers speak PLAINTEXT only for now: refuse an
- * inter-broker listener or protocol that would need TLS or SASL rather
- * than connect to it in plaintext.
+ * security.inter.broker.protocol names the inter-broker listener by its
+ * protocol; Kafka takes it or inter.broker.listener.name, not both.
  */
 static int
-check_inter_broker(const struct rn_config *cfg, char *err, size_t errlen)
+check_inter_broker(struct rn_config *cfg, char *err, size_t errlen)
 {
 	const char *sp = rn_config_static(cfg, "security.inter.broker.protocol");
-	const struct rn_listener *l;
 
-	if (sp != NULL && strcasecmp(sp, "PLAINTEXT") != 0) {
-		snprintf(err, errlen, "invalid value '%s' for "
-		    "security.inter.broker.protocol: inter-broker traffic is "
-		    "PLAINTEXT only for now", sp);
-		return -1;
-	}
-	if (cfg->inter_broker_listener_name[0] == '\0')
+	if (sp == NULL)
 		return 0;
-	/* another node's listener of that name is what fetchers reach;
-	 * this node's own one is the best evidence of its protocol */
-	if ((l = rn_config_listener(cfg, cfg->inter_broker_listener_name)) !=
-	    NULL && l->proto != RN_SEC_PLAINTEXT) {
+	if (rn_secproto_parse(sp) < 0) {
 		snprintf(err, errlen, "invalid value '%s' for "
-		    "inter.broker.listener.name: that listener is %s, but "
-		    "inter-broker traffic is PLAINTEXT only for now; name a "
-		    "PLAINTEXT listener", cfg->inter_broker_listener_name,
-		    rn_secproto_name(l->proto));
+		    "security.inter.broker.protocol: not PLAINTEXT, SSL, "
+		    "SASL_PLAINTEXT or SASL_SSL", sp);
 		return -1;
 	}
+	if (cfg->inter_broker_listener_name[0] != '\0') {
+		snprintf(err, errlen, "only one of inter.broker.listener.name "
+		    "and security.inter.broker.protocol may be set");
+		return -1;
+	}
+	strlcpy(cfg->inter_broker_listener_name,
+	    rn_secproto_name((enum rn_secproto)rn_secproto_parse(sp)),
+	    sizeof(cfg->inter_broker_listener_name));
 	return 0;
 }
 
@@ -1188,9 +1189,9 @@ rn_config_finish(struct rn_config *cfg, char *err, size_t errlen)
 	    check_listeners(cfg, err, errlen) != 0 ||
 	    assign_protocols(cfg, err, errlen) != 0)
 		return -1;
-	derive_defaults(cfg);
 	if (check_inter_broker(cfg, err, errlen) != 0)
 		return -1;
+	derive_defaults(cfg);
 	if (cfg->restart_backoff_max_ms < cfg->restart_backoff_initial_ms) {
 		snprintf(err, errlen,
 		    "invalid value %lld for worker.restart.backoff.max.ms: "

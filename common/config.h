@@ -172,6 +172,11 @@ void rn_config_free(struct rn_config *cfg);
 
 const struct rn_listener *rn_config_listener(const struct rn_config *cfg,
     const char *name);
+/* The protocol of a listener by name: from listeners, else from
+ * listener.security.protocol.map (a broker-only node's controller
+ * listener), else PLAINTEXT. */
+enum rn_secproto rn_config_listener_proto(const struct rn_config *cfg,
+    const char *name);
 bool rn_config_is_controller_listener(const struct rn_config *cfg,
     const char *name);
 /* "SSL" for RN_SEC_SSL etc. */

@@ -63,9 +63,17 @@ add_user(struct rn_sasl_cfg *out, const char *name, size_t nlen,
 	return 0;
 }
 
-int
-rn_jaas_plain_users(const char *jaas, struct rn_sasl_cfg *out, char *err,
-    size_t errlen)
+/* Called with each option of the module; nonzero stops (out of memory). */
+typedef int (*jaas_option_fn)(const char *key, size_t klen, const char *val,
+    void *arg);
+
+/*
+ * The options of the one login module in jaas; module, when not NULL,
+ * is the only one accepted. 0, -1 with err set, or -2 when fn failed.
+ */
+static int
+jaas_options(const char *jaas, const char *module, jaas_option_fn fn,
+    void *arg, char *err, size_t errlen)
 {
 	const char *p = jaas;
 	char *val = NULL;
@@ -73,9 +81,13 @@ rn_jaas_plain_users(const char *jaas, struct rn_sasl_cfg *out, char *err,
 
 	skip_space(&p);
 	n = word(p);
-	if (n != strlen(PLAIN_MODULE) || strncmp(p, PLAIN_MODULE, n) != 0) {
-		snprintf(err, errlen, "the login module is not %s (the "
-		    "users of PLAIN come from it)", PLAIN_MODULE);
+	if (module != NULL && (n != strlen(module) ||
+	    strncmp(p, module, n) != 0)) {
+		snprintf(err, errlen, "the login module is not %s", module);
+		return -1;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "no login module");
 		return -1;
 	}
 	p += n;
@@ -129,9 +141,11 @@ rn_jaas_plain_users(const char *jaas, struct rn_sasl_cfg *out, char *err,
 			p += vlen;
 		}
 		val[vlen] = '\0';
-		if (klen > 5 && strncmp(key, "user_", 5) == 0 &&
-		    add_user(out, key + 5, klen - 5, val) != 0)
-			goto oom;
+		if (fn(key, klen, val, arg) != 0) {
+			OPENSSL_cleanse(val, strlen(jaas) + 1);
+			free(val);
+			return -2;
+		}
 	}
 	p++;
 	skip_space(&p);
@@ -144,14 +158,83 @@ rn_jaas_plain_users(const char *jaas, struct rn_sasl_cfg *out, char *err,
 	free(val);
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory or more than %d users",
-	    USERS_MAX);
+	snprintf(err, errlen, "out of memory");
 bad:
 	if (val != NULL) {
 		OPENSSL_cleanse(val, strlen(jaas) + 1);
 		free(val);
 	}
 	return -1;
+}
+
+static int
+plain_user_option(const char *key, size_t klen, const char *val, void *arg)
+{
+	if (klen > 5 && strncmp(key, "user_", 5) == 0)
+		return add_user(arg, key + 5, klen - 5, val);
+	return 0;
+}
+
+int
+rn_jaas_plain_users(const char *jaas, struct rn_sasl_cfg *out, char *err,
+    size_t errlen)
+{
+	int rc = jaas_options(jaas, PLAIN_MODULE, plain_user_option, out, err,
+	    errlen);
+
+	if (rc == -2)
+		snprintf(err, errlen, "out of memory or more than %d users",
+		    USERS_MAX);
+	else if (rc == -1 && strncmp(err, "the login module", 16) == 0)
+		strlcat(err, " (the users of PLAIN come from it)", errlen);
+	return rc < 0 ? -1 : 0;
+}
+
+struct login_opts {
+	char *user, *password;
+};
+
+static int
+login_option(const char *key, size_t klen, const char *val, void *arg)
+{
+	struct login_opts *o = arg;
+	char **dst = klen == 8 && strncmp(key, "username", 8) == 0 ? &o->user :
+	    klen == 8 && strncmp(key, "password", 8) == 0 ? &o->password : NULL;
+
+	if (dst == NULL)
+		return 0;
+	if (*dst != NULL) {
+		OPENSSL_cleanse(*dst, strlen(*dst));
+		free(*dst);
+	}
+	return (*dst = strdup(val)) == NULL ? -1 : 0;
+}
+
+int
+rn_jaas_login(const char *jaas, char **user, char **password, char *err,
+    size_t errlen)
+{
+	struct login_opts o = { NULL, NULL };
+	int rc = jaas_options(jaas, NULL, login_option, &o, err, errlen);
+
+	if (rc == 0 && (o.user == NULL || o.password == NULL)) {
+		snprintf(err, errlen, "no username and password options "
+		    "(this node's own login)");
+		rc = -1;
+	}
+	if (rc == -2)
+		snprintf(err, errlen, "out of memory");
+	if (rc != 0) {
+		free(o.user);
+		if (o.password != NULL) {
+			OPENSSL_cleanse(o.password, strlen(o.password));
+			free(o.password);
+		}
+		return -1;
+	}
+	*user = o.user;
+	*password = o.password;
+	return 0;
 }
 
 int

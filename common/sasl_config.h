@@ -39,6 +39,10 @@ void rn_sasl_cfg_free(struct rn_sasl_cfg *s);
 /* The JAAS options user_<name>="<password>" of one PlainLoginModule. */
 int rn_jaas_plain_users(const char *jaas, struct rn_sasl_cfg *out, char *err,
     size_t errlen);
+/* The username and password options of a login module (how this node
+ * logs in to its peers); malloc'ed. 0, or -1 with a reason. */
+int rn_jaas_login(const char *jaas, char **user, char **password, char *err,
+    size_t errlen);
 /* Does user name (len bytes) have password pw (pwlen bytes)? In constant
  * time over the password. */
 bool rn_sasl_plain_check(const struct rn_sasl_cfg *s, const char *name,

@@ -553,6 +553,50 @@ rn_ssl_ctx_new(const struct rn_config *cfg, const char *lname, char *err,
 	return ctx;
 }
 
+/*
+ * This node as a TLS client of its peers' listener lname: the same
+ * listener's truststore checks their certificates (the system's CAs
+ * when it has none) and its keystore, when set, is the client
+ * certificate a peer with ssl.client.auth asks for.
+ */
+SSL_CTX *
+rn_ssl_client_ctx_new(const struct rn_config *cfg, const char *lname,
+    char *err, size_t errlen)
+{
+	const char *protos = rn_listener_key(cfg, lname, NULL,
+	    "ssl.enabled.protocols");
+	const char *suites = rn_listener_key(cfg, lname, NULL,
+	    "ssl.cipher.suites");
+	bool has_key = rn_listener_key(cfg, lname, NULL,
+	    "ssl.keystore.location") != NULL ||
+	    rn_listener_key(cfg, lname, NULL,
+	    "ssl.keystore.certificate.chain") != NULL;
+	bool has_trust = rn_listener_key(cfg, lname, NULL,
+	    "ssl.truststore.location") != NULL ||
+	    rn_listener_key(cfg, lname, NULL,
+	    "ssl.truststore.certificates") != NULL;
+	SSL_CTX *ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		snprintf(err, errlen, "listener %s: %s", lname, ossl_why());
+		return NULL;
+	}
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if ((has_key && load_keystore(ctx, cfg, lname, err, errlen) != 0) ||
+	    (has_trust && load_truststore(ctx, cfg, lname, true, err,
+	    errlen) != 0) ||
+	    (!has_trust && SSL_CTX_set_default_verify_paths(ctx) != 1) ||
+	    set_protocols(ctx, protos != NULL ? protos : "TLSv1.2,TLSv1.3",
+	    err, errlen) != 0 ||
+	    (suites != NULL && *suites != '\0' &&
+	    set_ciphers(ctx, suites, err, errlen) != 0)) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
 void
 rn_ssl_ctx_describe(const struct rn_config *cfg, const char *lname,
     char *buf, size_t len)

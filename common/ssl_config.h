@@ -20,6 +20,12 @@ struct rn_config;
 SSL_CTX *rn_ssl_ctx_new(const struct rn_config *cfg, const char *listener,
     char *err, size_t errlen);
 
+/* A client context for connecting to the peers' listener of that name:
+ * its truststore (else the system CAs), its keystore as the client
+ * certificate when set. NULL with a reason. */
+SSL_CTX *rn_ssl_client_ctx_new(const struct rn_config *cfg,
+    const char *listener, char *err, size_t errlen);
+
 /* What the context serves, for the startup log: "TLSv1.2-TLSv1.3, ...". */
 void rn_ssl_ctx_describe(const struct rn_config *cfg, const char *listener,
     char *buf, size_t len);

@@ -155,8 +155,27 @@ rn_kfb_consume(struct rn_kframebuf *fb, size_t off)
 	fb->len -= off;
 }
 
+static ssize_t
+fd_read(void *arg, void *buf, size_t len)
+{
+	ssize_t k = recv(*(int *)arg, buf, len, MSG_DONTWAIT);
+
+	if (k == 0)
+		return -ENOTCONN;
+	if (k == -1)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	return k;
+}
+
 int
 rn_kframe_recv(int fd, struct rn_kframebuf *fb, int32_t max)
+{
+	return rn_kframe_recv_fn(fd_read, &fd, fb, max);
+}
+
+int
+rn_kframe_recv_fn(rn_kframe_read_fn rd, void *arg, struct rn_kframebuf *fb,
+    int32_t max)
 {
 	for (;;) {
 		size_t need = 4;
@@ -185,11 +204,8 @@ rn_kframe_recv(int fd, struct rn_kframebuf *fb, int32_t max)
 		}
 		if (need > fb->cap)
 			need = fb->cap;
-		k = recv(fd, fb->buf + fb->len, need - fb->len, MSG_DONTWAIT);
-		if (k == 0)
-			return -ENOTCONN;
-		if (k == -1)
-			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		if ((k = rd(arg, fb->buf + fb->len, need - fb->len)) <= 0)
+			return (int)k;
 		fb->len += (size_t)k;
 	}
 }

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "protocol/kcodec.h"
 
@@ -95,5 +96,11 @@ void rn_kfb_consume(struct rn_kframebuf *fb, size_t off);
  * grows as bytes arrive, not as the size prefix says.
  */
 int rn_kframe_recv(int fd, struct rn_kframebuf *fb, int32_t max);
+
+/* The same from any byte source: rd answers bytes read, 0 when none
+ * yet, or a negative errno (-ENOTCONN at the end). */
+typedef ssize_t (*rn_kframe_read_fn)(void *arg, void *buf, size_t len);
+int rn_kframe_recv_fn(rn_kframe_read_fn rd, void *arg,
+    struct rn_kframebuf *fb, int32_t max);
 
 #endif /* RN_KFRAME_H */

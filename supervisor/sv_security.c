@@ -2,8 +2,9 @@
  * TLS contexts and SASL users of the client listeners, built once at
  * start from the config and the key files, while the supervisor still
  * has the privileges to read them (a root-started node's workers run as
- * supervisor.user and might not). Workers inherit them through fork();
- * only the network workers keep them (workers/worker.c).
+ * supervisor.user and might not), and how this node logs in to its
+ * peers. Workers inherit them through fork(); only the network workers
+ * and (the peer login) the replica fetchers keep them (workers/worker.c).
  *
  * runnelctl reload reads the key and trust files again: every TLS
  * listener's context is built anew and checked, and only when all are
@@ -23,6 +24,81 @@
 #include "common/sasl_config.h"
 #include "common/ssl_config.h"
 #include "supervisor/sv.h"
+#include "workers/secure_client.h"
+
+/*
+ * How the replica fetchers log in to the leaders: the inter-broker
+ * listener's TLS trust and this node's SASL credentials, as a Kafka
+ * broker takes them (sasl.mechanism.inter.broker.protocol and the
+ * listener's JAAS username/password).
+ */
+static int
+sv_security_load_peers(struct sv *sv)
+{
+	const struct rn_config *cfg = &sv->cfg;
+	const struct rn_listener *l;
+	char err[512], what[256];
+
+	if (!(cfg->roles & RN_ROLE_BROKER) ||
+	    (l = rn_config_listener(cfg, cfg->inter_broker_listener_name)) ==
+	    NULL || l->proto == RN_SEC_PLAINTEXT)
+		return 0;
+	if ((sv->env.ib_client = calloc(1, sizeof(*sv->env.ib_client))) ==
+	    NULL || rn_secc_cfg_load(cfg, l->name,
+	    "sasl.mechanism.inter.broker.protocol", sv->env.ib_client, err,
+	    sizeof(err)) != 0) {
+		log_errx("configuration: inter-broker listener %s (%s): %s",
+		    l->name, rn_secproto_name(l->proto),
+		    sv->env.ib_client == NULL ? "out of memory" : err);
+		free(sv->env.ib_client);
+		sv->env.ib_client = NULL;
+		return -1;
+	}
+	rn_secc_cfg_describe(sv->env.ib_client, what, sizeof(what));
+	log_info("replica fetchers reach listener %s with %s", l->name, what);
+	return 0;
+}
+
+/*
+ * How the controller worker logs in to the controllers (raft between
+ * voters, the broker agent): the controller listener's TLS trust and
+ * this node's credentials (sasl.mechanism.controller.protocol, PLAIN,
+ * and the listener's JAAS username/password).
+ */
+static int
+sv_security_load_controllers(struct sv *sv)
+{
+	const struct rn_config *cfg = &sv->cfg;
+	const char *name = cfg->controller_listener_names[0];
+	char err[512], what[256];
+
+	const char *mech = rn_config_static(cfg,
+	    "sasl.mechanism.controller.protocol");
+
+	if (cfg->n_controller_listener_names == 0 ||
+	    rn_config_listener_proto(cfg, name) == RN_SEC_PLAINTEXT)
+		return 0;
+	if (mech != NULL && strcmp(mech, "PLAIN") != 0) {
+		log_errx("configuration: invalid value '%s' for "
+		    "sasl.mechanism.controller.protocol: the controller "
+		    "listener takes PLAIN only (SCRAM credentials live in the "
+		    "metadata log the controllers serve)", mech);
+		return -1;
+	}
+	if ((sv->env.ctl_client = calloc(1, sizeof(*sv->env.ctl_client))) ==
+	    NULL || rn_secc_cfg_load(cfg, name,
+	    "sasl.mechanism.controller.protocol", sv->env.ctl_client, err,
+	    sizeof(err)) != 0) {
+		log_errx("configuration: controller listener %s: %s", name,
+		    sv->env.ctl_client == NULL ? "out of memory" : err);
+		free(sv->env.ctl_client);
+		sv->env.ctl_client = NULL;
+		return -1;
+	}
+	rn_secc_cfg_describe(sv->env.ctl_client, what, sizeof(what));
+	log_info("controller connections to listener %s use %s", name, what);
+	return 0;
+}
 
 int
 sv_security_load(struct sv *sv)
@@ -54,11 +130,19 @@ sv_security_load(struct sv *sv)
 				    s->sasl == NULL ? "out of memory" : err);
 				return -1;
 			}
+			if (rn_config_is_controller_listener(cfg, l->name) &&
+			    !(s->sasl->mechs & RN_SASL_PLAIN)) {
+				log_errx("configuration: controller listener "
+				    "%s: sasl.enabled.mechanisms must name "
+				    "PLAIN, the one it serves", l->name);
+				return -1;
+			}
 			log_info("listener %s: SASL %s, %d user(s)", l->name,
 			    s->sasl->mech_list, s->sasl->n_users);
 		}
 	}
-	return 0;
+	return sv_security_load_peers(sv) != 0 ? -1 :
+	    sv_security_load_controllers(sv);
 }
 
 /* A context whose certificate has expired or is not valid yet: why. */

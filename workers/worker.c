@@ -19,6 +19,7 @@
 #include "common/sasl_config.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
+#include "workers/secure_client.h"
 #include "workers/worker.h"
 
 static volatile sig_atomic_t worker_stop;
@@ -112,8 +113,11 @@ worker_close_listeners(const struct rn_worker_env *env,
 
 /*
  * Keys and passwords stay in the processes that use them: the network
- * workers, which serve the client listeners. Every other role wipes its
- * copy (fork gave it one) before it runs.
+ * workers, which serve the client listeners; the replica fetchers, which
+ * log in to the leaders (only that); the controller worker, which serves
+ * the controller listener and logs in to the other controllers (only
+ * those). Every other role wipes its copy (fork gave it one) before it
+ * runs.
  */
 static void
 worker_forget_secrets(const struct rn_worker_env *env,
@@ -122,9 +126,25 @@ worker_forget_secrets(const struct rn_worker_env *env,
 	struct rn_worker_env *e = (struct rn_worker_env *)env;
 	int i;
 
-	if (role == RN_ROLE_W_NETWORK)
-		return;
+	if (role != RN_ROLE_W_FETCHER && e->ib_client != NULL) {
+		rn_secc_cfg_free(e->ib_client);
+		free(e->ib_client);
+		e->ib_client = NULL;
+	}
+	if (role != RN_ROLE_W_CONTROLLER && e->ctl_client != NULL) {
+		rn_secc_cfg_free(e->ctl_client);
+		free(e->ctl_client);
+		e->ctl_client = NULL;
+	}
 	for (i = 0; i < RN_CONFIG_MAX_LISTENERS; i++) {
+		bool ctl = i < env->cfg->n_listeners &&
+		    rn_config_is_controller_listener(env->cfg,
+		    env->cfg->listeners[i].name);
+
+		/* each keeps the listeners it serves */
+		if ((role == RN_ROLE_W_NETWORK && !ctl) ||
+		    (role == RN_ROLE_W_CONTROLLER && ctl))
+			continue;
 		if (e->sec[i].ssl_ctx != NULL)
 			SSL_CTX_free(e->sec[i].ssl_ctx);
 		e->sec[i].ssl_ctx = NULL;
@@ -134,7 +154,8 @@ worker_forget_secrets(const struct rn_worker_env *env,
 		}
 		e->sec[i].sasl = NULL;
 	}
-	rn_config_forget_secrets((struct rn_config *)env->cfg);
+	if (role != RN_ROLE_W_NETWORK)
+		rn_config_forget_secrets((struct rn_config *)env->cfg);
 }
 
 /*

@@ -35,6 +35,7 @@ struct rn_listen_fd {
 
 struct ssl_ctx_st;
 struct rn_sasl_cfg;
+struct rn_secc_cfg;
 
 /*
  * A client listener's TLS context and SASL users, built by the supervisor
@@ -53,6 +54,12 @@ struct rn_worker_env {
 	struct rn_listen_fd listen[RN_CONFIG_MAX_LISTENERS];
 	int n_listen;
 	struct rn_listen_sec sec[RN_CONFIG_MAX_LISTENERS]; /* by cfg listener */
+	/* how this node logs in to its peers' inter-broker listener (TLS,
+	 * SASL); NULL when it is PLAINTEXT. Kept by the replica fetchers. */
+	struct rn_secc_cfg *ib_client;
+	/* how it logs in to the controllers' listener; NULL when it is
+	 * PLAINTEXT. Kept by the controller worker (raft, broker agent). */
+	struct rn_secc_cfg *ctl_client;
 	int efd[RN_SHM_MAX_WORKERS]; /* wake-up eventfd of each worker slot */
 	unsigned n_workers;
 	unsigned n_network, n_fetchers, n_cleaners;

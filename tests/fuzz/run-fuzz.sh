@@ -240,11 +240,22 @@ fuzz() {
 		    -dict="$srcdir/tests/fuzz/records.dict" ;;
 	raft)
 		# shellcheck disable=SC2086 # $uvraft is a list of flags
+		# (transport.c hands a secured listener's connections to
+		# relay.c, which brings the login and the config with it)
 		build_target raft \
 		    "$srcdir/workers/controller/preamble.c" \
 		    "$srcdir/workers/controller/transport.c" \
+		    "$srcdir/workers/controller/relay.c" \
+		    "$srcdir/workers/secure_client.c" \
+		    "$srcdir/common/acl.c" "$srcdir/common/arena.c" \
+		    "$srcdir/common/config.c" "$srcdir/common/kconfig.c" \
+		    "$srcdir/common/kconfig_catalogue.c" \
+		    "$srcdir/common/sasl_config.c" \
+		    "$srcdir/common/ssl_config.c" "$srcdir/common/scram.c" \
+		    "$srcdir/protocol/kcodec.c" "$srcdir/protocol/kframe.c" \
+		    "$srcdir/protocol/kerrors.c" "$srcdir/protocol/kmsg_gen.c" \
 		    "$srcdir/common/util.c" "$srcdir/common/log_subject.c" \
-		    "$srcdir/tests/fuzz/fuzz_log.c" $uvraft &&
+		    "$srcdir/tests/fuzz/fuzz_log.c" $uvraft -lssl -lcrypto &&
 		    run_target raft corpus-raft ;;
 	segment)
 		build_target segment \

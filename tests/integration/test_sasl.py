@@ -269,8 +269,9 @@ with TempDir() as tmp:
                              "ScramLoginModule required;"},
         "module", ["sasl.jaas.config", "PlainLoginModule"],
         "another login module")
-    bad({"sasl.jaas.config": JAAS, "inter.broker.listener.name":
-         "SASL_PLAINTEXT"}, "ibl", ["inter.broker.listener.name"],
-        "a SASL inter-broker listener")
+    bad({"sasl.jaas.config": JAAS2, "inter.broker.listener.name":
+         "SASL_PLAINTEXT"}, "ibl",
+        ["inter-broker listener SASL_PLAINTEXT", "username and password"],
+        "a SASL inter-broker listener without this node's own login")
 
 t.done()

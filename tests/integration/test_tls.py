@@ -256,14 +256,19 @@ with TempDir() as tmp:
     bad({"ssl.keystore.type": "JKS", "ssl.keystore.location": pki.keystore},
         "jks", ["ssl.keystore.type", "PEM"], "a JKS keystore")
     bad({"ssl.keystore.location": pki.keystore,
-         "inter.broker.listener.name": "SSL"}, "ibl",
-        ["inter.broker.listener.name", "PLAINTEXT"],
-        "an SSL inter-broker listener")
+         "inter.broker.listener.name": "SSL",
+         "ssl.endpoint.identification.algorithm": "bogus"}, "ibl",
+        ["inter-broker listener SSL", "ssl.endpoint.identification.algorithm"],
+        "an SSL inter-broker listener with an unknown host check")
     bad({"ssl.keystore.location": pki.keystore,
          "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,"
-                                           "CONTROLLER:SSL"}, "ctlssl",
-        ["listener.security.protocol.map", "CONTROLLER"],
-        "an SSL controller listener")
+                                           "CONTROLLER:SASL_SSL",
+         "sasl.jaas.config": "org.apache.kafka.common.security.plain."
+                             "PlainLoginModule required username=\"b\" "
+                             "password=\"b-secret\" user_b=\"b-secret\";",
+         "sasl.mechanism.controller.protocol": "SCRAM-SHA-256"}, "ctlscram",
+        ["sasl.mechanism.controller.protocol", "PLAIN"],
+        "SCRAM on the controller listener (Kafka takes PLAIN there)")
     bad({"ssl.keystore.location": pki.keystore,
          "ssl.enabled.protocols": "TLSv1.2,SSLv3"}, "proto",
         ["ssl.enabled.protocols", "SSLv3"], "an unknown TLS protocol")

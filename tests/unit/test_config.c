@@ -47,7 +47,7 @@ main(void)
 	struct rn_config cfg;
 	char err[1024];
 
-	plan(57);
+	plan(62);
 
 	/* the embedded default is a complete single-node config */
 	is_int(load(&cfg, rn_config_embedded_default, err, sizeof(err)), 0,
@@ -123,15 +123,29 @@ main(void)
 	is_int(load(&cfg, BASE "log.dirs=relative/path\n", err, sizeof(err)),
 	    -1, "relative log dir");
 	is_int(load(&cfg, BASE "listener.security.protocol.map=PLAINTEXT:SSL\n",
-	    err, sizeof(err)), -1, "an SSL inter-broker listener is refused");
-	ok(contains(err, "inter.broker.listener.name"), "naming the key: %s",
+	    err, sizeof(err)), 0, "an SSL inter-broker listener: %s", err);
+	ok(cfg.listeners[0].proto == RN_SEC_SSL, "is SSL");
+	is_int(load(&cfg, BASE "listener.security.protocol.map=PLAINTEXT:SSL\n"
+	    "security.inter.broker.protocol=PLAINTEXT\n"
+	    "inter.broker.listener.name=PLAINTEXT\n", err, sizeof(err)), -1,
+	    "inter.broker.listener.name and security.inter.broker.protocol "
+	    "together are refused");
+	ok(contains(err, "security.inter.broker.protocol"), "naming them: %s",
 	    err);
+	is_int(load(&cfg, BASE "security.inter.broker.protocol=PLAINTEXT\n",
+	    err, sizeof(err)), 0, "security.inter.broker.protocol alone: %s",
+	    err);
+	is_str(cfg.inter_broker_listener_name, "PLAINTEXT",
+	    "names the inter-broker listener after the protocol");
+	is_int(load(&cfg, BASE "security.inter.broker.protocol=TLS\n", err,
+	    sizeof(err)), -1, "an unknown security.inter.broker.protocol");
 	is_int(load(&cfg, BASE "listener.security.protocol.map=PLAINTEXT:TLS\n",
 	    err, sizeof(err)), -1, "an unknown protocol is refused");
 	is_int(load(&cfg, BASE "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
-	    "CONTROLLER:SASL_SSL\n", err, sizeof(err)), -1,
-	    "a SASL_SSL controller listener is refused");
-	ok(contains(err, "CONTROLLER"), "naming it: %s", err);
+	    "CONTROLLER:SASL_SSL\n", err, sizeof(err)), 0,
+	    "a SASL_SSL controller listener: %s", err);
+	is_int(rn_config_listener_proto(&cfg, "CONTROLLER"), RN_SEC_SASL_SSL,
+	    "its protocol");
 	is_int(load(&cfg, BASE "listener.security.protocol.map=CONTROLLER:PLAINTEXT\n",
 	    err, sizeof(err)), -1, "a broker listener the map leaves out");
 	is_int(load(&cfg, "node.id=7\nprocess.roles=broker,controller\n"

@@ -39,6 +39,7 @@
 #include "ipc/msgtypes.h"
 #include "workers/controller/elect.h"
 #include "workers/controller/op.h"
+#include "workers/controller/relay.h"
 #include "workers/partition/dirfail.h"
 #include "workers/partition/partition.h"
 
@@ -292,6 +293,17 @@ chan_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 }
 
 static void
+chan_ready(struct chan *ch)
+{
+	ch->connected = true;
+	if (uv_read_start((uv_stream_t *)ch->tcp, chan_alloc, chan_read) != 0) {
+		chan_reset(ch, true);
+		return;
+	}
+	chan_pump(ch);
+}
+
+static void
 chan_connected(uv_connect_t *req, int status)
 {
 	struct chan *ch = req->data;
@@ -307,13 +319,35 @@ chan_connected(uv_connect_t *req, int status)
 		chan_reset(ch, true);
 		return;
 	}
-	ch->connected = true;
 	uv_tcp_nodelay(ch->tcp, 1);
-	if (uv_read_start((uv_stream_t *)ch->tcp, chan_alloc, chan_read) != 0) {
+	chan_ready(ch);
+}
+
+/*
+ * A secured controller listener: the channel talks to a relay's
+ * socketpair at once; the relay connects and logs in, and a failure
+ * reaches the channel as end of file (workers/controller/relay.h).
+ */
+static void
+chan_connect_relayed(struct chan *ch, const struct sockaddr *addr,
+    const char *host)
+{
+	struct ctl *c = ch->c;
+	char what[64];
+	int rfd, rc;
+
+	if ((ch->tcp = calloc(1, sizeof(*ch->tcp))) == NULL)
+		return;
+	rc = ctl_relay_pair(&c->loop, ch->tcp, &rfd);
+	ch->tcp->data = ch;
+	snprintf(what, sizeof(what), "%s channel to controller %d", ch->name,
+	    ch->target);
+	if (rc != 0 || ctl_relay_client(&c->loop, rfd, addr, host,
+	    c->w->env->ctl_client, what) != 0) {
 		chan_reset(ch, true);
 		return;
 	}
-	chan_pump(ch);
+	chan_ready(ch);
 }
 
 static void
@@ -340,6 +374,11 @@ chan_connect(struct chan *ch)
 			ch->retry_at_ms = rn_now_ms() + 5000;
 			return;
 		}
+	}
+	if (c->w->env->ctl_client != NULL) {
+		ch->target = t;
+		chan_connect_relayed(ch, (struct sockaddr *)&ss, v->host);
+		return;
 	}
 	if ((cr = malloc(sizeof(*cr))) == NULL)
 		return;

@@ -152,6 +152,22 @@ ctl_listen_fd(const struct rn_worker_env *env)
 	return -1;
 }
 
+/* The controller listener's TLS and SASL, built by the supervisor. */
+static void
+ctl_listen_security(struct ctl *c)
+{
+	const struct rn_worker_env *env = c->w->env;
+	const struct rn_listen_sec *sec = NULL;
+	int i;
+
+	for (i = 0; i < env->n_listen; i++)
+		if (env->listen[i].controller)
+			sec = &env->sec[env->listen[i].listener];
+	ctl_transport_set_security(&c->transport, env->ctl_client,
+	    sec != NULL ? sec->ssl_ctx : NULL, sec != NULL ? sec->sasl : NULL,
+	    sec != NULL && (sec->ssl_ctx != NULL || sec->sasl != NULL));
+}
+
 static void
 voter_addr(const struct rn_voter *v, char *buf, size_t len)
 {
@@ -275,6 +291,7 @@ ctl_raft_start(struct ctl *c)
 	if ((rc = ctl_transport_init(&c->transport, &c->loop,
 	    ctl_listen_fd(c->w->env), cfg)) != 0)
 		return rc;
+	ctl_listen_security(c);
 	c->hooks.transport_ready(c);
 	if ((rc = raft_uv_init(&c->io, &c->loop, c->raft_dir,
 	    &c->transport)) != 0) {

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/acl.h"
 #include "common/log.h"
+#include "workers/controller/relay.h"
 #include "workers/controller/transport.h"
 
 struct ct;
@@ -38,6 +40,7 @@ struct ct_outgoing {
 	uv_connect_t conn;
 	uv_write_t wr;
 	uint8_t pre[CTL_RAFT_PREAMBLE_LEN];
+	char host[RN_CONFIG_HOST_MAX];
 	struct ct_outgoing *prev, *next;
 };
 
@@ -57,6 +60,12 @@ struct ct {
 	unsigned handles;       /* our handles not yet closed */
 	bool closing;
 	raft_uv_transport_close_cb close_cb;
+	/* a secured controller listener: connections go through relays */
+	const struct rn_secc_cfg *client;   /* NULL: PLAINTEXT */
+	SSL_CTX *srv_ctx;
+	const struct rn_sasl_cfg *srv_users;
+	bool srv_secured;
+	struct rn_authz authz;
 };
 
 int
@@ -261,15 +270,30 @@ ct_on_connection(uv_stream_t *server, int status)
 		return; /* the connection waits in the backlog */
 	}
 	in->ct = ct;
-	uv_tcp_init(ct->loop, in->tcp);
-	ct->handles++;
-	in->tcp->data = in;
-	if (uv_accept(server, (uv_stream_t *)in->tcp) != 0) {
-		ct_close_stream(ct, in->tcp);
-		free(in);
-		return;
+	if (ct->srv_secured) {
+		/* the preamble and all after it come decrypted, through
+		 * the relay's socketpair */
+		int rfd, rc = ctl_relay_pair(ct->loop, in->tcp, &rfd);
+
+		ct->handles++;
+		in->tcp->data = in;
+		if (rc != 0 || ctl_relay_server(ct->loop, server, rfd,
+		    ct->srv_ctx, ct->srv_users, &ct->authz) != 0) {
+			ct_close_stream(ct, in->tcp);
+			free(in);
+			return;
+		}
+	} else {
+		uv_tcp_init(ct->loop, in->tcp);
+		ct->handles++;
+		in->tcp->data = in;
+		if (uv_accept(server, (uv_stream_t *)in->tcp) != 0) {
+			ct_close_stream(ct, in->tcp);
+			free(in);
+			return;
+		}
+		uv_tcp_nodelay(in->tcp, 1);
 	}
-	uv_tcp_nodelay(in->tcp, 1);
 	uv_timer_init(ct->loop, &in->timer);
 	ct->handles++;
 	in->timer.data = in;
@@ -329,10 +353,22 @@ out_written(uv_write_t *wr, int status)
 }
 
 static void
+out_send_preamble(struct ct_outgoing *o)
+{
+	uv_buf_t b;
+	int status;
+
+	b = uv_buf_init((char *)o->pre, sizeof(o->pre));
+	o->wr.data = o;
+	if ((status = uv_write(&o->wr, (uv_stream_t *)o->tcp, &b, 1,
+	    out_written)) != 0)
+		out_fail(o, status);
+}
+
+static void
 out_connected(uv_connect_t *c, int status)
 {
 	struct ct_outgoing *o = c->data;
-	uv_buf_t b;
 
 	if (status != 0 || o->ct->closing) {
 		if (status != 0 && status != UV_ECANCELED)
@@ -343,11 +379,35 @@ out_connected(uv_connect_t *c, int status)
 		return;
 	}
 	uv_tcp_nodelay(o->tcp, 1);
-	b = uv_buf_init((char *)o->pre, sizeof(o->pre));
-	o->wr.data = o;
-	if ((status = uv_write(&o->wr, (uv_stream_t *)o->tcp, &b, 1,
-	    out_written)) != 0)
-		out_fail(o, status);
+	out_send_preamble(o);
+}
+
+/*
+ * Through a relay: raft gets its end of the socketpair at once, and a
+ * connection or login that fails reaches it as end of file.
+ */
+static void
+out_relayed(struct ct_outgoing *o, const struct sockaddr *addr)
+{
+	struct ct *ct = o->ct;
+	char what[64];
+	int rfd, rc;
+
+	rc = ctl_relay_pair(ct->loop, o->tcp, &rfd);
+	ct->handles++;
+	o->tcp->data = o;
+	if (rc != 0) {
+		out_fail(o, rc);
+		return;
+	}
+	snprintf(what, sizeof(what), "raft connection to node %llu",
+	    (unsigned long long)o->id);
+	if ((rc = ctl_relay_client(ct->loop, rfd, addr, o->host, ct->client,
+	    what)) != 0) {
+		out_fail(o, rc);
+		return;
+	}
+	out_send_preamble(o);
 }
 
 static void
@@ -366,6 +426,11 @@ out_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
 	if ((o->tcp = raft_malloc(sizeof(*o->tcp))) == NULL) {
 		uv_freeaddrinfo(res);
 		out_fail(o, UV_ENOMEM);
+		return;
+	}
+	if (ct->client != NULL) {
+		out_relayed(o, res->ai_addr);
+		uv_freeaddrinfo(res);
 		return;
 	}
 	uv_tcp_init(ct->loop, o->tcp);
@@ -438,6 +503,7 @@ ct_connect(struct raft_uv_transport *t, struct raft_uv_connect *req,
 	o->req = req;
 	o->cb = cb;
 	o->id = id;
+	strlcpy(o->host, host, sizeof(o->host));
 	ctl_preamble_write(o->pre, ct->id);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -478,6 +544,7 @@ ct_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 
 	ct->closing = true;
 	ct->close_cb = cb;
+	ctl_relay_close_all();
 	if (ct->listening) {
 		ct->listening = false;
 		uv_close((uv_handle_t *)&ct->listener, ct_listener_closed);
@@ -534,8 +601,33 @@ ctl_transport_set_kafka_cb(struct raft_uv_transport *t, ctl_kafka_conn_cb cb,
 }
 
 void
+ctl_transport_set_security(struct raft_uv_transport *t,
+    const struct rn_secc_cfg *client, SSL_CTX *srv_ctx,
+    const struct rn_sasl_cfg *srv_users, bool srv_secured)
+{
+	struct ct *ct = t->impl;
+
+	ct->client = client;
+	ct->srv_ctx = srv_ctx;
+	ct->srv_users = srv_users;
+	ct->srv_secured = srv_secured;
+	if (srv_secured && rn_authz_init(&ct->authz, ct->cfg->authorizer_on,
+	    ct->cfg->super_users, false) != 0) {
+		/* out of memory: nobody is a super user, rather than all */
+		log_warnx("controller listener: no memory for super.users: "
+		    "refusing every login");
+		memset(&ct->authz, 0, sizeof(ct->authz));
+		ct->authz.on = true;
+	}
+}
+
+void
 ctl_transport_free(struct raft_uv_transport *t)
 {
+	struct ct *ct = t->impl;
+
+	if (ct != NULL)
+		rn_authz_free(&ct->authz);
 	free(t->impl);
 	t->impl = NULL;
 }

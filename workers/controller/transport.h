@@ -17,6 +17,8 @@
 #include <raft/uv.h>
 #include <uv.h>
 
+#include <openssl/ssl.h>
+
 #include "common/config.h"
 #include "workers/controller/preamble.h"
 
@@ -39,6 +41,19 @@ int ctl_transport_init(struct raft_uv_transport *t, uv_loop_t *loop,
     int listen_fd, const struct rn_config *cfg);
 void ctl_transport_set_kafka_cb(struct raft_uv_transport *t,
     ctl_kafka_conn_cb cb, void *arg);
+/*
+ * A secured controller listener (workers/controller/relay.h): raft
+ * connects to the voters as client (NULL: PLAINTEXT), and accepted
+ * connections get TLS with srv_ctx (NULL: none) and a PLAIN login
+ * against srv_users (NULL: none) when srv_secured. With the authorizer
+ * on, only super.users pass.
+ */
+struct rn_secc_cfg;
+struct rn_sasl_cfg;
+void ctl_transport_set_security(struct raft_uv_transport *t,
+    const struct rn_secc_cfg *client, SSL_CTX *srv_ctx,
+    const struct rn_sasl_cfg *srv_users, bool srv_secured);
+
 /* Release what init allocated, after raft closed the transport. */
 void ctl_transport_free(struct raft_uv_transport *t);
 

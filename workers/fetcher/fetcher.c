@@ -35,6 +35,7 @@
 #include "workers/partition/partition.h"
 #include "workers/peer.h"
 #include "workers/replquota.h"
+#include "workers/secure_client.h"
 
 #define FETCH_VERSION 13         /* topic ids: never another topic's data */
 #define OFFSETS_VERSION 3
@@ -44,6 +45,7 @@
 #define FETCH_MAX_BYTES (16 * 1024 * 1024)
 #define PARTITION_MAX_BYTES (1024 * 1024)
 #define IO_TIMEOUT_MS 10000
+#define LOGIN_TIMEOUT_MS 5000     /* TLS handshake and SASL login */
 /* a response's bytes per partition besides its records and topic name:
  * index, error, three offsets, aborted-transaction and records lengths,
  * preferred replica (42 in v11), with room to spare */
@@ -67,6 +69,8 @@ struct fpart {
 struct leader {
 	int32_t id;
 	int fd;
+	struct rn_secc *sec;    /* TLS and/or SASL session; NULL: PLAINTEXT */
+	int64_t sec_logged_ms;  /* last login failure logged */
 	bool in_flight;
 	int16_t api_key;        /* of the request in flight */
 	int32_t corr;
@@ -121,6 +125,8 @@ leader_close(struct leader *l, const char *why)
 			    "connection to leader %d closed: %s", l->id, why);
 		close(l->fd);
 	}
+	rn_secc_free(l->sec);
+	l->sec = NULL;
 	l->fd = -1;
 	l->in_flight = false;
 	l->in.len = 0;
@@ -185,6 +191,31 @@ leader_address(struct fetcher *f, int32_t id, char *host, size_t hostlen,
 	return 0;
 }
 
+/*
+ * TLS and the SASL login on the inter-broker listener, blocking within
+ * the I/O timeout like the connect before it. A failure is logged at
+ * most every 10 s per leader (the next round tries again), naming the
+ * leader and the reason, never the password.
+ */
+static int
+leader_login(struct fetcher *f, struct leader *l, const char *host)
+{
+	const struct rn_secc_cfg *c = f->w->env->ib_client;
+
+	if ((l->sec = rn_secc_new(c, host)) != NULL &&
+	    rn_secc_handshake_fd(l->sec, l->fd, LOGIN_TIMEOUT_MS) == 0)
+		return 0;
+	if (rn_now_ms() - l->sec_logged_ms >= 10000) {
+		l->sec_logged_ms = rn_now_ms();
+		rn_log_about(LOG_WARNING, rn_subj_broker(l->id),
+		    "cannot log in to leader %d at %s listener %s: %s", l->id,
+		    host, c->listener, l->sec == NULL ? "out of memory" :
+		    rn_secc_error(l->sec));
+	}
+	leader_close(l, NULL);
+	return -EACCES;
+}
+
 static int
 leader_connect(struct fetcher *f, struct leader *l)
 {
@@ -219,7 +250,48 @@ leader_connect(struct fetcher *f, struct leader *l)
 	}
 	freeaddrinfo(res);
 	l->fd = fd;
+	if (f->w->env->ib_client != NULL)
+		return leader_login(f, l, host);
 	return 0;
+}
+
+/* What TLS has to send, out on the (blocking, timed-out) socket. */
+static int
+sec_flush(struct leader *l)
+{
+	uint8_t buf[16384];
+	size_t n;
+	ssize_t rc;
+
+	while ((n = rn_secc_take(l->sec, buf, sizeof(buf))) > 0)
+		if ((rc = rn_write_all(l->fd, buf, n)) < 0)
+			return (int)rc;
+	return 0;
+}
+
+/* Plaintext of a secured connection, for rn_kframe_recv_fn: what the
+ * session holds, else what the socket has now, decrypted. */
+static ssize_t
+sec_read(void *arg, void *buf, size_t len)
+{
+	struct leader *l = arg;
+	uint8_t raw[65536];
+	ssize_t n, k;
+
+	for (;;) {
+		if ((n = rn_secc_read(l->sec, buf, len)) != 0)
+			return n < 0 ? -ENOTCONN : n;
+		k = recv(l->fd, raw, sizeof(raw), MSG_DONTWAIT);
+		if (k == 0)
+			return -ENOTCONN;
+		if (k < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		if (rn_secc_feed(l->sec, raw, (size_t)k) != 0)
+			return -ENOMEM;
+		/* TLS may answer (a key update) */
+		if (rn_secc_wants_send(l->sec) && sec_flush(l) != 0)
+			return -EPIPE;
+	}
 }
 
 static int
@@ -233,8 +305,11 @@ send_request(struct fetcher *f, struct leader *l, int16_t key, int16_t ver,
 	rn_kwriter_init(&w);
 	rc = rn_kframe_request(&w, -1, key, ver, corr, "runnel-replica-fetcher",
 	    body, NULL, 0);
-	if (rc == 0)
+	if (rc == 0 && l->sec == NULL)
 		rc = rn_write_all(l->fd, w.buf, w.len);
+	else if (rc == 0)
+		rc = rn_secc_write(l->sec, w.buf, w.len) != 0 ? -EPROTO :
+		    sec_flush(l);
 	rn_kwriter_free(&w);
 	if (rc < 0)
 		return (int)rc;
@@ -664,8 +739,10 @@ static void
 leader_readable(struct fetcher *f, struct leader *l)
 {
 	struct rn_kreader r;
-	int rc = rn_kframe_recv(l->fd, &l->in, l->resp_max < INT32_MAX ?
-	    (int32_t)l->resp_max : INT32_MAX);
+	int32_t max = l->resp_max < INT32_MAX ? (int32_t)l->resp_max :
+	    INT32_MAX;
+	int rc = l->sec != NULL ? rn_kframe_recv_fn(sec_read, l, &l->in, max) :
+	    rn_kframe_recv(l->fd, &l->in, max);
 
 	if (atomic_load(&f->w->env->shm->hdr->fault_stall_fetch)) {
 		leader_close(l, NULL); /* the stall fault began meanwhile */
@@ -838,6 +915,7 @@ poll_leaders(struct fetcher *f, struct rn_ring *in, bool busy)
 {
 	struct rn_worker *w = f->w;
 	int i, np = 0;
+	bool ready = false;     /* decrypted bytes wait: poll() cannot see them */
 
 	for (i = 0; i < f->n_leaders; i++) {
 		struct leader *l = f->leaders[i];
@@ -849,6 +927,8 @@ poll_leaders(struct fetcher *f, struct rn_ring *in, bool busy)
 			f->pfd[np].fd = l->fd;
 			f->pfd[np].events = POLLIN;
 			f->polled[np++] = l;
+			if (l->sec != NULL && rn_secc_readable(l->sec))
+				ready = true;
 		}
 	}
 	if (np == 0) {
@@ -858,9 +938,11 @@ poll_leaders(struct fetcher *f, struct rn_ring *in, bool busy)
 		return;
 	}
 	/* a move under way: its next step comes at once */
-	if (poll(f->pfd, (nfds_t)np, busy ? 0 : RN_WORKER_HEARTBEAT_MS) > 0)
+	if (poll(f->pfd, (nfds_t)np, busy || ready ? 0 :
+	    RN_WORKER_HEARTBEAT_MS) >= 0)
 		for (i = 0; i < np; i++) {
-			if (f->pfd[i].revents)
+			if (f->pfd[i].revents || (f->polled[i]->sec != NULL &&
+			    rn_secc_readable(f->polled[i]->sec)))
 				leader_readable(f, f->polled[i]);
 			/* thousands of partitions take a while to apply */
 			if (rn_now_ms() >= w->next_heartbeat_ms)
