@@ -4,8 +4,9 @@ baseline() records the tree under a root as durable before a node starts;
 env() is what the node runs with so the shim records each sync; cut(),
 after every process of the node was SIGKILLed, puts the tree back to what
 was durable: file contents as of their last fsync/fdatasync, directory
-entries as of their directory's last fsync. The metadata quorum's
-directory is left as it is (libraft's own writes are not modelled).
+entries as of their directory's last fsync, ranges written synchronously
+(O_DSYNC, RWF_DSYNC, libraft's AIO writes once reaped) as of their write.
+The metadata quorum's directory is cut like every other.
 """
 import os
 import shutil
@@ -13,7 +14,6 @@ import shutil
 from rntest import BUILDDIR
 
 SHIM = os.path.join(BUILDDIR, "tests", "faults", "libpowercut.so")
-SKIP = ("__cluster_metadata-0",)
 
 
 def env(root, shadow):
@@ -39,7 +39,7 @@ def baseline(root, shadow):
 
 def _listing(shadow, ino):
     try:
-        with open(os.path.join(shadow, "dir.%d" % ino)) as f:
+        with open(os.path.join(shadow, "dir.%s" % ino)) as f:
             return [tuple(l.rstrip("\n").split(" ", 1)) for l in f if l.strip()]
     except FileNotFoundError:
         return None
@@ -60,10 +60,8 @@ def _remove(p):
         os.unlink(p)
 
 
-def _restore_dir(path, shadow, stats):
-    if os.path.basename(path) in SKIP:
-        return
-    listing = _listing(shadow, os.stat(path).st_ino)
+def _restore_dir(path, ino, shadow, stats):
+    listing = _listing(shadow, ino)
     if listing is None:
         # a directory whose entries were never synced keeps none of them
         for name in os.listdir(path):
@@ -77,22 +75,32 @@ def _restore_dir(path, shadow, stats):
             stats["entries dropped"].append(os.path.join(path, name))
     for name, ino in keep.items():
         p = os.path.join(path, name)
-        if os.path.isdir(p):
-            _restore_dir(p, shadow, stats)
+        if os.path.isdir(p) or (not os.path.exists(p) and
+                                _listing(shadow, ino) is not None):
+            if not os.path.isdir(p):
+                # removed after its parent's last sync: it comes back
+                os.mkdir(p)
+                stats["entries restored"].append(p)
+            _restore_dir(p, ino, shadow, stats)
             continue
         data = _image(shadow, ino)
-        cur = b""
+        cur = None
         if os.path.exists(p):
             with open(p, "rb") as f:
                 cur = f.read()
+        else:
+            # unlinked (or renamed away) after its directory's last sync
+            stats["entries restored"].append(p)
         if cur != data:
-            stats["bytes reverted"] += abs(len(cur) - len(data)) or len(cur)
+            stats["bytes reverted"] += abs(len(cur or b"") - len(data)) or \
+                len(data)
             with open(p, "wb") as f:
                 f.write(data)
 
 
 def cut(root, shadow):
     """The tree as a power failure would leave it; returns what changed."""
-    stats = {"entries dropped": [], "bytes reverted": 0}
-    _restore_dir(root, shadow, stats)
+    stats = {"entries dropped": [], "entries restored": [],
+             "bytes reverted": 0}
+    _restore_dir(root, os.stat(root).st_ino, shadow, stats)
     return stats
