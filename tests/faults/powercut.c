@@ -15,15 +15,18 @@
  * At each durable point it copies what became durable into
  * $POWERCUT_SHADOW:
  *
- *   ino.<inode>   the file's durable contents
- *   dir.<inode>   the directory's durable entries, "<inode> <name>" lines
+ *   ino.<id>   the file's durable contents
+ *   dir.<id>   the directory's durable entries, "<id> <name>" lines
+ *
+ * where <id> is "<inode>.<generation>" (FS_IOC_GETVERSION): ext4 reuses
+ * an unlinked file's inode number at once, and a name the directory
+ * still holds durably must not get the contents of the new file.
  *
  * tests/lib/powercut.py takes a baseline before the node starts and,
  * after SIGKILLing every process of the node, puts the tree back to what
  * the shadow says: the power cut. Files outside the root are untouched.
- * A file created afresh starts with nothing durable (its inode number
- * may be one an unlinked file had). The copies are taken under an flock
- * on ino.<inode>.lock, as several processes (the workers) and threads may
+ * A file created afresh starts with nothing durable. The copies are taken under an flock
+ * on ino.<id>.lock, as several processes (the workers) and threads may
  * sync one file; a whole-file copy is written aside and renamed in, so a
  * SIGKILL in the middle of one never leaves a shorter durable image.
  */
@@ -41,7 +44,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -161,7 +166,31 @@ copy_range(int fd, int out, off_t off, off_t len)
 	return ok;
 }
 
-/* Writes "<inode> <name>" for each entry of the directory fd. */
+/* The inode's generation (0 where the filesystem has none). */
+static unsigned long
+generation(int fd)
+{
+	int gen = 0;
+
+	return ioctl(fd, FS_IOC_GETVERSION, &gen) == 0 ? (unsigned)gen : 0;
+}
+
+/* The generation of dirfd's entry name, opened aside. */
+static unsigned long
+generation_at(int dirfd, const char *name)
+{
+	unsigned long gen = 0;
+	int fd = real_openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_NOCTTY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		gen = generation(fd);
+		close(fd);
+	}
+	return gen;
+}
+
+/* Writes "<inode>.<generation> <name>" for each entry of the directory. */
 static void
 copy_listing(int fd, int out)
 {
@@ -180,8 +209,10 @@ copy_listing(int fd, int out)
 		while ((e = readdir(d)) != NULL)
 			if (strcmp(e->d_name, ".") != 0 &&
 			    strcmp(e->d_name, "..") != 0)
-				fprintf(f, "%llu %s\n",
-				    (unsigned long long)e->d_ino, e->d_name);
+				fprintf(f, "%llu.%lu %s\n",
+				    (unsigned long long)e->d_ino,
+				    generation_at(dirfd(d), e->d_name),
+				    e->d_name);
 		fclose(f);
 	}
 	closedir(d);
@@ -193,9 +224,9 @@ shadow_name(int fd, char *name, size_t size, struct stat *st)
 {
 	if (!tracked(fd, st))
 		return false;
-	snprintf(name, size, "%s/%s.%llu", shadow,
+	snprintf(name, size, "%s/%s.%llu.%lu", shadow,
 	    S_ISDIR(st->st_mode) ? "dir" : "ino",
-	    (unsigned long long)st->st_ino);
+	    (unsigned long long)st->st_ino, generation(fd));
 	return true;
 }
 

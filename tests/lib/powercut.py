@@ -8,12 +8,33 @@ entries as of their directory's last fsync, ranges written synchronously
 (O_DSYNC, RWF_DSYNC, libraft's AIO writes once reaped) as of their write.
 The metadata quorum's directory is cut like every other.
 """
+import fcntl
 import os
 import shutil
+import struct
 
 from rntest import BUILDDIR
 
 SHIM = os.path.join(BUILDDIR, "tests", "faults", "libpowercut.so")
+
+
+FS_IOC_GETVERSION = 0x80087601
+
+
+def key(path):
+    """The shim's name for path's inode: "<inode>.<generation>"."""
+    st = os.lstat(path)
+    gen = 0
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            gen = struct.unpack("I", fcntl.ioctl(fd, FS_IOC_GETVERSION,
+                                                 b"\0" * 4))[0]
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    return "%d.%d" % (st.st_ino, gen)
 
 
 def env(root, shadow):
@@ -27,14 +48,12 @@ def baseline(root, shadow):
     os.makedirs(shadow)
     os.chmod(shadow, 0o1777)  # the workers write here after dropping root
     for d, dirs, files in os.walk(root):
-        with open(os.path.join(shadow, "dir.%d" % os.stat(d).st_ino), "w") as f:
+        with open(os.path.join(shadow, "dir.%s" % key(d)), "w") as f:
             for name in dirs + files:
-                f.write("%d %s\n" % (os.lstat(os.path.join(d, name)).st_ino,
-                                     name))
+                f.write("%s %s\n" % (key(os.path.join(d, name)), name))
         for name in files:
             p = os.path.join(d, name)
-            shutil.copyfile(p, os.path.join(shadow,
-                                            "ino.%d" % os.stat(p).st_ino))
+            shutil.copyfile(p, os.path.join(shadow, "ino.%s" % key(p)))
 
 
 def _listing(shadow, ino):
@@ -102,5 +121,5 @@ def cut(root, shadow):
     """The tree as a power failure would leave it; returns what changed."""
     stats = {"entries dropped": [], "entries restored": [],
              "bytes reverted": 0}
-    _restore_dir(root, os.stat(root).st_ino, shadow, stats)
+    _restore_dir(root, key(root), shadow, stats)
     return stats
