@@ -8,9 +8,12 @@
  * makes the range it wrote durable (and the size up to its end) once it
  * returns; a directory's entries are durable as of its last fsync.
  * ftruncate, fallocate, open(O_TRUNC), rename and unlink are durable only
- * through those syncs. libraft writes its segments with Linux AIO through
- * syscall() (io_submit on an O_DSYNC descriptor, or with RWF_DSYNC): such
- * a write is durable when its completion is reaped (io_getevents), the
+ * through those syncs. libraft 0.15 writes its segments with Linux AIO
+ * through syscall(): io_submit of an IOCB_CMD_PWRITEV on an O_DSYNC
+ * descriptor (O_DIRECT and RWF_NOWAIT added where the filesystem allows,
+ * as ext4 does: then from its loop thread, woken by an eventfd; else
+ * io_submit and io_getevents from a libuv pool thread). Either way such a
+ * write is durable when its completion is reaped (io_getevents), the
  * moment libraft learns of it; one still in flight at the cut is lost.
  * At each durable point it copies what became durable into
  * $POWERCUT_SHADOW:
