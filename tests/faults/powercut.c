@@ -28,10 +28,11 @@
  * tests/lib/powercut.py takes a baseline before the node starts and,
  * after SIGKILLing every process of the node, puts the tree back to what
  * the shadow says: the power cut. Files outside the root are untouched.
- * A file created afresh starts with nothing durable. The copies are taken under an flock
- * on ino.<id>.lock, as several processes (the workers) and threads may
- * sync one file; a whole-file copy is written aside and renamed in, so a
- * SIGKILL in the middle of one never leaves a shorter durable image.
+ * A file created afresh starts with nothing durable. The copies are
+ * taken under an flock on ino.<id>.lock, as several processes (the
+ * workers) and threads may sync one file; a whole-file copy is written
+ * aside and renamed in, so a SIGKILL in the middle of one never leaves a
+ * shorter durable image.
  */
 #define _GNU_SOURCE
 #include <dirent.h>

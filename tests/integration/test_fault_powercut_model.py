@@ -5,7 +5,8 @@ calls promised: synchronous writes (O_DSYNC, RWF_DSYNC, libraft's Linux
 AIO once reaped, libuv's pwritev through syscall()) keep their range,
 unsynced writes, truncations, allocations, renames and unlinks are undone,
 an AIO write never reaped is lost, a directory keeps the entries of its
-last fsync."""
+last fsync. Needs `make tests/faults/libpowercut.so
+tests/faults/powercut-probe` (make check builds both)."""
 import os
 import subprocess
 

@@ -15,7 +15,8 @@ acknowledged there, every acknowledged config value there, and 0 lost /
 duplicated / inconsistent records. Then a single voter with default
 settings loses power while topics are created: it restarts, serves, and
 every acknowledged CreateTopics is still there (libraft writes each entry
-with O_DSYNC before it counts as committed)."""
+with O_DSYNC before it counts as committed). Needs the shim built:
+`make tests/faults/libpowercut.so` (make check builds it)."""
 import os
 import random
 import socket
