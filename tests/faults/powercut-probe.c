@@ -14,6 +14,7 @@
  *   aio-inflight NAME OFF LEN CH  io_submit, let it complete, never reap
  *   fsync NAME | fdatasync NAME | dirsync
  *   trunc NAME LEN | falloc NAME LEN | unlink NAME | rename OLD NEW
+ *   rmdir NAME
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -134,6 +135,9 @@ main(int argc, char **argv)
 		} else if (strcmp(op, "unlink") == 0 && i < argc) {
 			if (unlink(argv[i++]) != 0)
 				die("unlink");
+		} else if (strcmp(op, "rmdir") == 0 && i < argc) {
+			if (rmdir(argv[i++]) != 0)
+				die("rmdir");
 		} else if (strcmp(op, "rename") == 0 && i + 1 < argc) {
 			if (rename(argv[i], argv[i + 1]) != 0)
 				die("rename");

@@ -20,6 +20,7 @@
  *
  *   ino.<id>   the file's durable contents
  *   dir.<id>   the directory's durable entries, "<id> <name>" lines
+ *              ("<name>/" for a directory)
  *
  * where <id> is "<inode>.<generation>" (FS_IOC_GETVERSION): ext4 reuses
  * an unlinked file's inode number at once, and a name the directory
@@ -194,7 +195,21 @@ generation_at(int dirfd, const char *name)
 	return gen;
 }
 
-/* Writes "<inode>.<generation> <name>" for each entry of the directory. */
+static bool
+is_dir(int dirfd, const struct dirent *e)
+{
+	struct stat st;
+
+	if (e->d_type != DT_UNKNOWN)
+		return e->d_type == DT_DIR;
+	return fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode);
+}
+
+/*
+ * Writes "<inode>.<generation> <name>" for each entry of the directory,
+ * "<name>/" for a directory (one removed since comes back as one).
+ */
 static void
 copy_listing(int fd, int out)
 {
@@ -213,10 +228,10 @@ copy_listing(int fd, int out)
 		while ((e = readdir(d)) != NULL)
 			if (strcmp(e->d_name, ".") != 0 &&
 			    strcmp(e->d_name, "..") != 0)
-				fprintf(f, "%llu.%lu %s\n",
+				fprintf(f, "%llu.%lu %s%s\n",
 				    (unsigned long long)e->d_ino,
 				    generation_at(dirfd(d), e->d_name),
-				    e->d_name);
+				    e->d_name, is_dir(dirfd(d), e) ? "/" : "");
 		fclose(f);
 	}
 	closedir(d);

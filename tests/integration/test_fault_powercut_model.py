@@ -18,11 +18,14 @@ PROBE = os.path.join(BUILDDIR, "tests", "faults", "powercut-probe")
 
 
 def run(tmp, name, steps, before=None):
-    """The files under a fresh root after the probe's steps and a cut."""
+    """The files under a fresh root after the probe's steps and a cut
+    ("dir/file" names: files in a subdirectory)."""
     root = os.path.join(tmp, name)
     shadow = os.path.join(tmp, name + "-shadow")
     os.makedirs(root)
     for fname, data in (before or {}).items():
+        os.makedirs(os.path.dirname(os.path.join(root, fname)),
+                    exist_ok=True)
         with open(os.path.join(root, fname), "wb") as f:
             f.write(data)
     powercut.baseline(root, shadow)
@@ -33,9 +36,10 @@ def run(tmp, name, steps, before=None):
          % (name, p.stderr.strip() or "killed"))
     stats = powercut.cut(root, shadow)
     out = {}
-    for fname in sorted(os.listdir(root)):
-        with open(os.path.join(root, fname), "rb") as f:
-            out[fname] = f.read()
+    for d, _dirs, files in os.walk(root):
+        for fname in files:
+            with open(os.path.join(d, fname), "rb") as f:
+                out[os.path.relpath(os.path.join(d, fname), root)] = f.read()
     return out, stats
 
 
@@ -109,5 +113,10 @@ with TempDir() as tmp:
         "open", "b", "cx", "dirsync"])
     t.eq(got, {"b": b""}, "a file created afresh has nothing durable, "
          "whatever inode it got")
+
+    got, _ = run(tmp, "rmdir", ["unlink", "d/f", "rmdir", "d"],
+                 before={"d/f": b"F" * 10})
+    t.eq(got, {"d/f": b"F" * 10}, "a directory removed without its "
+         "parent's fsync comes back, with its files")
 
 t.done()

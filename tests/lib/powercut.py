@@ -49,7 +49,9 @@ def baseline(root, shadow):
     os.chmod(shadow, 0o1777)  # the workers write here after dropping root
     for d, dirs, files in os.walk(root):
         with open(os.path.join(shadow, "dir.%s" % key(d)), "w") as f:
-            for name in dirs + files:
+            for name in dirs:
+                f.write("%s %s/\n" % (key(os.path.join(d, name)), name))
+            for name in files:
                 f.write("%s %s\n" % (key(os.path.join(d, name)), name))
         for name in files:
             p = os.path.join(d, name)
@@ -87,18 +89,22 @@ def _restore_dir(path, ino, shadow, stats):
             _remove(os.path.join(path, name))
             stats["entries dropped"].append(os.path.join(path, name))
         return
-    keep = {name: ino for ino, name in listing}
+    # "name/" is a directory
+    keep = {name.rstrip("/"): (ino, name.endswith("/"))
+            for ino, name in listing}
+    owner = os.stat(path)
     for name in os.listdir(path):
-        if name not in keep:
+        if name not in keep or keep[name][1] != os.path.isdir(
+                os.path.join(path, name)):
             _remove(os.path.join(path, name))
             stats["entries dropped"].append(os.path.join(path, name))
-    for name, ino in keep.items():
+    for name, (ino, is_dir) in keep.items():
         p = os.path.join(path, name)
-        if os.path.isdir(p) or (not os.path.exists(p) and
-                                _listing(shadow, ino) is not None):
+        if is_dir:
             if not os.path.isdir(p):
                 # removed after its parent's last sync: it comes back
                 os.mkdir(p)
+                os.chown(p, owner.st_uid, owner.st_gid)
                 stats["entries restored"].append(p)
             _restore_dir(p, ino, shadow, stats)
             continue
@@ -115,6 +121,8 @@ def _restore_dir(path, ino, shadow, stats):
                 len(data)
             with open(p, "wb") as f:
                 f.write(data)
+            if cur is None:
+                os.chown(p, owner.st_uid, owner.st_gid)
 
 
 def cut(root, shadow):
