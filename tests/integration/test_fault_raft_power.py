@@ -206,6 +206,8 @@ def quorum(tmp):
         ctl = (view(cl.nodes[(vid % 3)], ()) or {}).get("controller")
         what = "cut %d: node %d%s" % (rnd + 1, vid, " (the active "
                                       "controller)" if ctl == vid else "")
+        if rnd == 0:
+            t.eq(ctl, vid, "the first cut is of the active controller")
         mw = MetadataWriter(cl.bootstrap, "m%d-" % rnd, 2)
         delay = rng.uniform(0.0, 3.0)
         cut = {}
