@@ -6,8 +6,9 @@ Three combined nodes (RF 3, min.insync.replicas=2): idempotent acks=all
 producers run under the history checker while a metadata writer creates
 topics and alters configs, so the metadata log moves; each voter in turn
 (the active controller first) loses power at a seeded random moment
-(RUNNEL_TEST_SEED replays a run; RUNNEL_RAFT_POWER_ROUNDS=N makes N cuts
-instead of 3) and restarts. After each: a quorum
+(RUNNEL_TEST_SEED replays the moments and the order of the other two;
+which voter wins the first election is not seeded;
+RUNNEL_RAFT_POWER_ROUNDS=N makes N cuts instead of 3) and restarts. After each: a quorum
 leader, the same metadata on all three (topics, partition leaders,
 replicas and ISRs as each node's Metadata answers, the altered configs as
 each node's DescribeConfigs answers), every topic whose CreateTopics was
