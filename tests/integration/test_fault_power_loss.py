@@ -7,9 +7,9 @@ high watermark not past the log. One node of three cut loses nothing
 acknowledged: replication covers it. Then the active controller's node (a
 Raft voter) is power-cut: the two other voters elect a controller and
 commit a topic creation without it, nothing acknowledged is lost, and it
-comes back with its partition logs cut to what it synced (its metadata
-quorum files as they were: libraft's own writes are not modelled), catches
-up and serves the topic made while it was down."""
+comes back with its partition logs and metadata quorum files cut to what
+it synced, catches up and serves the topic made while it was down
+(test_fault_raft_power.py cuts each voter in turn)."""
 import os
 import time
 
