@@ -1260,12 +1260,13 @@ write_and_publish(struct rn_log *log, struct rn_segment *seg, const void *buf,
 	return 0;
 }
 
-int
-rn_log_append(struct rn_log *log, void *batches, size_t len,
-    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info)
+static int
+append_leader(struct rn_log *log, void *batches, size_t len,
+    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info,
+    unsigned flags)
 {
 	struct rn_batch_limits lim = {
-		.flags = RN_BATCH_V_PRODUCE,
+		.flags = flags,
 		.max_batch_bytes = log->cfg.max_message_bytes,
 	};
 	struct rn_batch_summary sum;
@@ -1302,6 +1303,22 @@ rn_log_append(struct rn_log *log, void *batches, size_t len,
 	info->nbatches = sum.nbatches;
 	info->record_count = sum.record_count;
 	return write_and_publish(log, seg, batches, len, now_ms, info);
+}
+
+int
+rn_log_append(struct rn_log *log, void *batches, size_t len,
+    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info)
+{
+	return append_leader(log, batches, len, leader_epoch, now_ms, info,
+	    RN_BATCH_V_PRODUCE);
+}
+
+int
+rn_log_append_control(struct rn_log *log, void *batch, size_t len,
+    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info)
+{
+	return append_leader(log, batch, len, leader_epoch, now_ms, info,
+	    RN_BATCH_V_PRODUCE | RN_BATCH_V_ALLOW_CONTROL);
 }
 
 int
