@@ -122,6 +122,19 @@ rn_txnindex_read(int dirfd, int64_t base, rn_txnindex_fn fn, void *arg)
 }
 
 int
+rn_txnindex_sync(int dirfd, int64_t base)
+{
+	int fd, rc = 0;
+
+	if ((fd = open_index(dirfd, base, O_RDONLY)) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int
 rn_txnindex_truncate(int dirfd, int64_t base, int64_t offset)
 {
 	off_t cut = 0, size;

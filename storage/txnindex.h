@@ -41,6 +41,9 @@ int rn_txnindex_append(int dirfd, int64_t base, const struct rn_aborted_txn *a);
 typedef int (*rn_txnindex_fn)(void *arg, const struct rn_aborted_txn *a);
 int rn_txnindex_read(int dirfd, int64_t base, rn_txnindex_fn fn, void *arg);
 
+/* fsync the segment's index if it exists (the caller syncs the dir). */
+int rn_txnindex_sync(int dirfd, int64_t base);
+
 /* Drop the entries whose marker is at or after offset (truncation). */
 int rn_txnindex_truncate(int dirfd, int64_t base, int64_t offset);
 

@@ -161,8 +161,12 @@ struct rn_part_marker {
 };
 void rn_part_txn_replayed(struct rn_part *p, const struct rn_part_marker *m,
     int n);
-/* The log was cut at cut: the active segment's index entries past it go. */
+/* The log ends at cut (a truncation, a crash): the active segment's
+ * index entries past it go (rn_part_producers_load). */
 void rn_part_txn_truncated(struct rn_part *p, int64_t cut);
+/* The .txnindex of the segments based in [from, upto) synced (the
+ * background flush of rolled segments; the caller syncs the dir). */
+int rn_part_txnindex_sync(struct rn_part *p, int64_t from, int64_t upto);
 /* A control batch's ControlRecordType (0 abort, 1 commit), -1: unreadable. */
 int rn_part_marker_type(const uint8_t *batch, size_t len);
 

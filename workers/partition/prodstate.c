@@ -190,8 +190,10 @@ rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out)
 	char topic[RN_TOPIC_MAX + 1];
 	int rc;
 
-	/* snapshots past the log end describe data it no longer has */
+	/* snapshots past the log end describe data it no longer has, and
+	 * so do aborted-index entries of markers a crash cut off */
 	(void)rn_prodsnap_prune(rn_log_dirfd(p->log), 0, leo, INT32_MAX);
+	rn_part_txn_truncated(p, leo);
 	snap = load_newest_snapshot(p, lso, leo);
 	if (snap >= 0)
 		r.from = snap;

@@ -87,8 +87,12 @@ index_abort(struct rn_part *p, const struct rn_aborted_txn *a)
 	rc = rn_txnindex_read(rn_log_dirfd(p->log), base, entry_is, &he);
 	if (rc == 1)
 		return;
-	if (rc == 0)
-		rc = rn_txnindex_append(rn_log_dirfd(p->log), base, a);
+	/* synced at once (aborts are few): an entry the log outlives would
+	 * be lost for good, as the replay at open starts at a snapshot;
+	 * one the log lost is trimmed at open (rn_part_txn_truncated) */
+	if (rc == 0 && (rc = rn_txnindex_append(rn_log_dirfd(p->log), base,
+	    a)) == 0)
+		rc = rn_txnindex_sync(rn_log_dirfd(p->log), base);
 	if (rc < 0)
 		rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log),
 		    topic), "%s: cannot index the transaction aborted at "
@@ -303,4 +307,22 @@ rn_part_aborted_txns(struct rn_part *p, int64_t from, int64_t upper,
 			break;
 	free(bases);
 	return c.n;
+}
+
+int
+rn_part_txnindex_sync(struct rn_part *p, int64_t from, int64_t upto)
+{
+	int64_t *bases = malloc(SEGMENTS_CAP * sizeof(*bases));
+	int n, i, rc = 0;
+
+	if (bases == NULL)
+		return -ENOMEM;
+	n = rn_log_segment_bases(p->log, bases, SEGMENTS_CAP);
+	if (n > SEGMENTS_CAP)
+		n = SEGMENTS_CAP;
+	for (i = 0; i < n && rc == 0; i++)
+		if (bases[i] >= from && bases[i] < upto)
+			rc = rn_txnindex_sync(rn_log_dirfd(p->log), bases[i]);
+	free(bases);
+	return rc;
 }

@@ -122,9 +122,9 @@ rn_part_truncate(struct rn_part *p, int64_t cut, int64_t *from)
 	atomic_fetch_add(&p->rt->move.truncations, 1);
 	(void)rn_part_io(p, rn_log_truncate_to(p->log, cut), "truncating");
 	rn_part_size_sync(p);
-	rn_part_txn_truncated(p, cut);
 	/* its producers' newest batches may be gone: as they were at the
-	 * new end, from the snapshots that still describe the log */
+	 * new end, from the snapshots that still describe the log (and the
+	 * aborted index trimmed there) */
 	rn_idem_reset(&p->rt->idem);
 	rn_part_producers_load(p, &pl);
 	if (atomic_load(&p->rt->high_watermark) > cut)
