@@ -236,9 +236,11 @@ fetch_refuse(struct fetch_state *fs, const struct rn_FetchRequest_FetchTopic
 }
 
 /*
- * read_committed: the transactions aborted in the range returned, which
- * the client drops (Kafka bounds the search by the last stable offset,
- * not by what fits in the response).
+ * read_committed: the transactions aborted in the range returned, whose
+ * records the client drops. The search ends at the last stable offset
+ * where Kafka ends it at the first offset past the bytes returned: a
+ * transaction that begins past them may be named too, which a client
+ * ignores.
  */
 #define FETCH_ABORTED_MAX 1024
 

@@ -239,10 +239,9 @@ void rn_part_hw_follow(struct rn_part *p, int64_t leader_hw);
 /*
  * Transactions (txn.c). The last stable offset: min of the high watermark
  * and the first offset of the earliest open transaction; read_committed
- * consumers read below it. One atomic load each, no lock.
+ * consumers read below it. Two atomic loads, no lock.
  */
 int64_t rn_part_lso(const struct rn_part *p);
-int64_t rn_part_first_unstable(const struct rn_part *p);
 
 /*
  * Leader: end producer pid's transaction with a marker (commit or abort)

@@ -41,12 +41,6 @@ rn_part_lso(const struct rn_part *p)
 	return fu >= 0 && fu < hw ? fu : hw;
 }
 
-int64_t
-rn_part_first_unstable(const struct rn_part *p)
-{
-	return atomic_load(&p->rt->first_unstable);
-}
-
 /* The base of the segment holding offset, or -1. */
 static int64_t
 segment_of(struct rn_part *p, int64_t offset)
