@@ -28,6 +28,7 @@
 #include "storage/logdir.h"
 #include "storage/segment.h"
 #include "storage/swap.h"
+#include "storage/txnindex.h"
 
 struct hdr_reader {
 	int fd;
@@ -2146,6 +2147,10 @@ rn_log_swap_segments(struct rn_log *log, uint32_t gen, int64_t base,
 	for (int k = 0; k < n; k++)
 		if (log->segs[i + k]->base_offset != olds[k])
 			return -ESTALE;
+	/* the merged segments' aborted transactions go with their markers */
+	rc = rn_txnindex_merge(log->dirfd, olds, n);
+	if (rc < 0)
+		return rc;
 	rc = rn_swap_promote(log->dirfd, base);
 	if (rc < 0)
 		return rc;
@@ -2154,6 +2159,7 @@ rn_log_swap_segments(struct rn_log *log, uint32_t gen, int64_t base,
 	rc = rn_swap_install(log->dirfd, base, olds, n);
 	if (rc < 0)
 		return rc;	/* generation left odd: the next writer repairs */
+	rn_txnindex_unlink_merged(log->dirfd, olds, n);
 	gen_end(log);
 	return refresh(log);
 }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -148,4 +149,69 @@ rn_txnindex_truncate(int dirfd, int64_t base, int64_t offset)
 		rc = -errno;
 	close(fd);
 	return rc;
+}
+
+struct merge {
+	int dirfd;
+	int64_t base;
+	int64_t last;	/* the newest marker in the merged index */
+};
+
+static int
+last_of(void *arg, const struct rn_aborted_txn *a)
+{
+	struct merge *m = arg;
+
+	if (a->last_offset > m->last)
+		m->last = a->last_offset;
+	return 0;
+}
+
+static int
+merge_one(void *arg, const struct rn_aborted_txn *a)
+{
+	struct merge *m = arg;
+
+	/* a merge cut short and run again: entries already there stay once */
+	if (a->last_offset <= m->last)
+		return 0;
+	m->last = a->last_offset;
+	return rn_txnindex_append(m->dirfd, m->base, a);
+}
+
+int
+rn_txnindex_merge(int dirfd, const int64_t *olds, int n)
+{
+	struct merge m = { dirfd, n > 0 ? olds[0] : -1, -1 };
+	bool any = false;
+	int i, rc;
+
+	if (n < 2)
+		return 0;
+	if ((rc = rn_txnindex_read(dirfd, olds[0], last_of, &m)) < 0)
+		return rc;
+	for (i = 1; i < n; i++) {
+		char name[RN_SEGMENT_NAME_MAX];
+
+		rn_segment_name(name, olds[i], RN_TXNINDEX_SUFFIX);
+		if (faccessat(dirfd, name, F_OK, 0) != 0)
+			continue;
+		any = true;
+		if ((rc = rn_txnindex_read(dirfd, olds[i], merge_one, &m)) < 0)
+			return rc;
+	}
+	return any ? rn_txnindex_sync(dirfd, olds[0]) : 0;
+}
+
+void
+rn_txnindex_unlink_merged(int dirfd, const int64_t *olds, int n)
+{
+	int i;
+
+	for (i = 1; i < n; i++) {
+		char name[RN_SEGMENT_NAME_MAX];
+
+		rn_segment_name(name, olds[i], RN_TXNINDEX_SUFFIX);
+		(void)unlinkat(dirfd, name, 0);
+	}
 }

@@ -44,6 +44,16 @@ int rn_txnindex_read(int dirfd, int64_t base, rn_txnindex_fn fn, void *arg);
 /* fsync the segment's index if it exists (the caller syncs the dir). */
 int rn_txnindex_sync(int dirfd, int64_t base);
 
+/*
+ * A cleaning merges segments olds[0..n) into one at olds[0]: the others'
+ * entries appended to olds[0]'s index (in order) and synced, before the
+ * swap; their files are removed after it (rn_txnindex_unlink_merged). A
+ * crash in between leaves an entry in two indexes: readers drop the
+ * second sight of a (producer, marker offset).
+ */
+int rn_txnindex_merge(int dirfd, const int64_t *olds, int n);
+void rn_txnindex_unlink_merged(int dirfd, const int64_t *olds, int n);
+
 /* Drop the entries whose marker is at or after offset (truncation). */
 int rn_txnindex_truncate(int dirfd, int64_t base, int64_t offset);
 

@@ -1,5 +1,6 @@
 /* Aborted-transaction index files: Kafka's 34-byte AbortedTxn layout,
- * appends, a torn tail, truncation at a marker offset. */
+ * appends, a torn tail, truncation at a marker offset, the merge of a
+ * cleaning's segments. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -49,7 +50,7 @@ main(void)
 	uint8_t buf[RN_TXNINDEX_ENTRY];
 	int dirfd, fd;
 
-	plan(14);
+	plan(18);
 	if (mkdtemp(tmpl) == NULL || (dirfd = open(tmpl, O_RDONLY)) < 0)
 		bail("temporary dir");
 
@@ -100,6 +101,26 @@ main(void)
 	is_int(rn_txnindex_read(dirfd, 100, collect_cb, &c), -EBADMSG,
 	    "an unknown version is -EBADMSG");
 
+	/* a cleaning merges segments 100 and 200 into 100 */
+	unlink(path);
+	{
+		int64_t olds[2] = { 100, 200 };
+		struct rn_aborted_txn c1 = { 7, 150, 201, 202 };
+
+		rn_txnindex_append(dirfd, 100, &a);
+		rn_txnindex_append(dirfd, 200, &c1);
+		is_int(rn_txnindex_merge(dirfd, olds, 2), 0, "merge");
+		is_int(rn_txnindex_merge(dirfd, olds, 2), 0,
+		    "merged again (a swap cut short and redone)");
+		memset(&c, 0, sizeof(c));
+		rn_txnindex_read(dirfd, 100, collect_cb, &c);
+		ok(c.n == 2 && c.a[0].last_offset == 107 &&
+		    c.a[1].last_offset == 201,
+		    "the merged index holds both, once each, in order");
+		rn_txnindex_unlink_merged(dirfd, olds, 2);
+		ok(faccessat(dirfd, "00000000000000000200.txnindex", F_OK, 0) != 0,
+		    "the merged-away segment's index is removed");
+	}
 	unlink(path);
 	close(dirfd);
 	rmdir(tmpl);

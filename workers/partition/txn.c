@@ -267,9 +267,18 @@ collect_one(void *arg, const struct rn_aborted_txn *a)
 {
 	struct collect *c = arg;
 
+	int i;
+
 	if (a->last_offset >= c->from && a->first_offset < c->upper &&
-	    c->n < c->cap)
-		c->out[c->n++] = *a;
+	    c->n < c->cap) {
+		/* seen twice after a cleaning's swap cut short: once */
+		for (i = 0; i < c->n; i++)
+			if (c->out[i].producer_id == a->producer_id &&
+			    c->out[i].last_offset == a->last_offset)
+				break;
+		if (i == c->n)
+			c->out[c->n++] = *a;
+	}
 	if (a->last_offset >= c->upper) {
 		c->complete = true;
 		return 1;
