@@ -20,7 +20,7 @@ from rntest import BUILDDIR, Cluster, Node, Tap, TempDir, wait_for
 from rntxn import Conn, read_txnindex, record_batch
 
 t = Tap()
-NONE, UNKNOWN_TOPIC, INVALID_EPOCH = 0, 3, 47
+NONE, UNKNOWN_TOPIC, INVALID_EPOCH, COORD_FENCED = 0, 3, 47, 52
 
 
 def consume(bootstrap, topic, isolation, want=None, timeout=20):
@@ -141,6 +141,9 @@ def single_node(tmp):
         t.eq(r, {(pc, "txn", 0): NONE}, "a marker at epoch 1 fences epoch 0")
         r = conn.write_txn_markers([(pc, 0, False, {"txn": [0]}, 5)])
         t.eq(r, {(pc, "txn", 0): INVALID_EPOCH}, "an older epoch: INVALID_PRODUCER_EPOCH")
+        r = conn.write_txn_markers([(pc, 1, False, {"txn": [0]}, 4)])
+        t.eq(r, {(pc, "txn", 0): COORD_FENCED},
+             "an older coordinator epoch: TRANSACTION_COORDINATOR_FENCED")
         err, _ = conn.produce("txn", 0, record_batch([b"x"], pa, 0, 4, False))
         t.eq(err, 48, "a plain batch inside an open transaction: INVALID_TXN_STATE")
         # the fenced abort of C indexed too (first = last = its marker)

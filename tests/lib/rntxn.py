@@ -112,12 +112,13 @@ class Conn:
         return r.take(">h"), r.take(">q")
 
     def produce_retry(self, topic, partition, batch, timeout=15):
-        """produce, asked again on the errors a producer retries (a leader
-        or ISR not settled yet), as a client would."""
+        """produce, asked again on the errors a producer retries (a topic,
+        leader or ISR this broker's image does not show yet), as a client
+        would."""
         deadline = time.time() + timeout
         while True:
             err, base = self.produce(topic, partition, batch)
-            if err not in (5, 6, 19, 20) or time.time() > deadline:
+            if err not in (3, 5, 6, 19, 20) or time.time() > deadline:
                 return err, base
             time.sleep(0.2)
 

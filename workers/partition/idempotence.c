@@ -147,7 +147,7 @@ rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
 
 int
 rn_idem_marker_check(const struct rn_idem_state *s, int64_t pid,
-    int16_t epoch)
+    int16_t epoch, int32_t coord_epoch)
 {
 	const struct rn_idem_producer *p = find(s, pid);
 
@@ -155,6 +155,8 @@ rn_idem_marker_check(const struct rn_idem_state *s, int64_t pid,
 		return -RN_KERR_INVALID_PRODUCER_EPOCH;
 	if (p != NULL && epoch < p->epoch)
 		return -RN_KERR_INVALID_PRODUCER_EPOCH;
+	if (p != NULL && p->coord_epoch > coord_epoch)
+		return -RN_KERR_TRANSACTION_COORDINATOR_FENCED;
 	return 0;
 }
 
@@ -176,6 +178,17 @@ int64_t
 rn_idem_first_unstable(const struct rn_idem_state *s)
 {
 	return rn_idem_first_unstable_but(s, 0);
+}
+
+void
+rn_idem_set_coord_epoch(struct rn_idem_state *s, int64_t pid,
+    int32_t coord_epoch)
+{
+	int i;
+
+	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
+		if (s->p[i].pid == pid)
+			s->p[i].coord_epoch = coord_epoch;
 }
 
 void

@@ -60,14 +60,19 @@ int rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h
  */
 int64_t rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
     int64_t base_offset, int64_t now_ms);
-/* A marker from (pid, epoch) may be written: 0 or a negative Kafka error. */
+/* A marker from (pid, epoch) sent by a coordinator of coord_epoch may be
+ * written: 0 or a negative Kafka error (an older producer epoch, or a
+ * coordinator older than the one of the producer's last marker). */
 int rn_idem_marker_check(const struct rn_idem_state *s, int64_t pid,
-    int16_t epoch);
+    int16_t epoch, int32_t coord_epoch);
 /* The first offset of the earliest open transaction, or -1: none. */
 int64_t rn_idem_first_unstable(const struct rn_idem_state *s);
 /* The same, leaving out producer pid's (an aborted entry's stable offset). */
 int64_t rn_idem_first_unstable_but(const struct rn_idem_state *s,
     int64_t pid);
+/* The coordinator epoch of producer pid's last marker (known to the table). */
+void rn_idem_set_coord_epoch(struct rn_idem_state *s, int64_t pid,
+    int32_t coord_epoch);
 /* A loaded snapshot's transaction of producer pid (known to the table). */
 void rn_idem_set_txn(struct rn_idem_state *s, int64_t pid, int64_t first,
     int32_t coord_epoch);

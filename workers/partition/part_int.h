@@ -167,8 +167,10 @@ void rn_part_txn_truncated(struct rn_part *p, int64_t cut);
 /* The .txnindex of the segments based in [from, upto) synced (the
  * background flush of rolled segments; the caller syncs the dir). */
 int rn_part_txnindex_sync(struct rn_part *p, int64_t from, int64_t upto);
-/* A control batch's ControlRecordType (0 abort, 1 commit), -1: unreadable. */
-int rn_part_marker_type(const uint8_t *batch, size_t len);
+/* A control batch's ControlRecordType (0 abort, 1 commit), -1: unreadable;
+ * *coord_epoch the EndTransactionMarker's coordinator epoch (-1: none). */
+int rn_part_marker_type(const uint8_t *batch, size_t len,
+    int32_t *coord_epoch);
 
 /* writes.c: a segment rolled (lock held): sizes and a producer snapshot. */
 void rn_part_rolled(struct rn_part *p);

@@ -115,17 +115,21 @@ marker_done(struct rn_part *p, int64_t pid, int64_t first, int64_t offset,
 }
 
 int
-rn_part_marker_type(const uint8_t *batch, size_t len)
+rn_part_marker_type(const uint8_t *batch, size_t len, int32_t *coord_epoch)
 {
 	struct rn_record_view rec;
 	size_t pos = 0;
 
+	*coord_epoch = -1;
 	if (len < RN_BATCH_HEADER_SIZE ||
 	    (batch[RN_BATCH_OFF_ATTRIBUTES + 1] &
 	    RN_BATCH_ATTR_COMPRESSION_MASK) != 0 ||
 	    rn_batch_next_record(batch, len, &pos, &rec) != 1 ||
 	    rec.key == NULL || rec.key_len < 4)
 		return -1;
+	/* EndTransactionMarker value: int16 version, int32 coordinator epoch */
+	if (rec.value != NULL && rec.value_len >= 6)
+		*coord_epoch = (int32_t)rn_get_be32(rec.value + 2);
 	/* ControlRecordType key: int16 version, int16 type */
 	return (int16_t)rn_get_be16(rec.key + 2);
 }
@@ -163,7 +167,8 @@ rn_part_write_marker(struct rn_part *p, int64_t pid, int16_t epoch,
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	if (rn_part_lock(p) != 0)
 		return RN_KERR_KAFKA_STORAGE_ERROR;
-	if ((rc = rn_idem_marker_check(&p->rt->idem, pid, epoch)) < 0) {
+	if ((rc = rn_idem_marker_check(&p->rt->idem, pid, epoch,
+	    coordinator_epoch)) < 0) {
 		rn_part_unlock(p);
 		return (int16_t)-rc;
 	}
@@ -174,7 +179,7 @@ rn_part_write_marker(struct rn_part *p, int64_t pid, int16_t epoch,
 			rn_part_rolled(p);
 		rn_batch_parse_header(buf, &h);
 		first = rn_idem_record(&p->rt->idem, &h, info.base_offset, now);
-		rn_idem_set_txn(&p->rt->idem, pid, -1, coordinator_epoch);
+		rn_idem_set_coord_epoch(&p->rt->idem, pid, coordinator_epoch);
 		marker_done(p, pid, first, info.base_offset, commit);
 		*offset = info.base_offset;
 	}
@@ -191,6 +196,7 @@ rn_part_txn_follower(struct rn_part *p, const uint8_t *buf, size_t len,
 	while (len - off >= RN_BATCH_HEADER_SIZE) {
 		struct rn_batch_header h;
 		int64_t first;
+		int32_t cepoch;
 		int type;
 
 		rn_batch_parse_header(buf + off, &h);
@@ -200,9 +206,11 @@ rn_part_txn_follower(struct rn_part *p, const uint8_t *buf, size_t len,
 		if ((h.attributes & RN_BATCH_ATTR_CONTROL) &&
 		    h.base_offset >= from && h.producer_id >= 0) {
 			type = rn_part_marker_type(buf + off,
-			    (size_t)h.batch_length + 12);
+			    (size_t)h.batch_length + 12, &cepoch);
 			first = rn_idem_record(&p->rt->idem, &h, h.base_offset,
 			    rn_wallclock_ms());
+			rn_idem_set_coord_epoch(&p->rt->idem, h.producer_id,
+			    cepoch);
 			marker_done(p, h.producer_id, first, h.base_offset,
 			    type != 0);
 		}
@@ -220,6 +228,7 @@ rn_part_txn_replayed(struct rn_part *p, const struct rn_part_marker *m,
 
 	for (i = 0; i < n; i++) {
 		struct rn_log_slice sl;
+		int32_t cepoch = -1;
 		ssize_t r;
 		int type = -1;
 
@@ -228,9 +237,12 @@ rn_part_txn_replayed(struct rn_part *p, const struct rn_part_marker *m,
 			r = pread(sl.fd, buf, (size_t)(sl.len < (int64_t)sizeof(buf) ?
 			    sl.len : (int64_t)sizeof(buf)), (off_t)sl.file_pos);
 			if (r >= RN_BATCH_HEADER_SIZE)
-				type = rn_part_marker_type(buf, (size_t)r);
+				type = rn_part_marker_type(buf, (size_t)r,
+				    &cepoch);
 			rn_log_slice_release(p->log, &sl);
 		}
+		if (cepoch >= 0)
+			rn_idem_set_coord_epoch(&p->rt->idem, m[i].pid, cepoch);
 		if (type == 0) {
 			struct rn_aborted_txn a = {
 				m[i].pid, m[i].first >= 0 ? m[i].first :
@@ -266,7 +278,6 @@ static int
 collect_one(void *arg, const struct rn_aborted_txn *a)
 {
 	struct collect *c = arg;
-
 	int i;
 
 	if (a->last_offset >= c->from && a->first_offset < c->upper &&
