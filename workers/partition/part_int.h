@@ -151,10 +151,11 @@ void rn_part_snapshots_prune(struct rn_part *p, int64_t below, int64_t above);
 
 /* txn.c (lock held): first_unstable again from the producer table */
 void rn_part_txn_sync(struct rn_part_rt *rt);
-/* Markers in a fetched payload (those at or past from) end their
- * producers' transactions; aborts go to the index. */
-void rn_part_txn_follower(struct rn_part *p, const uint8_t *buf, size_t len,
-    int64_t from);
+/* A fetched payload appended: its batches at or past from go to the
+ * producer table (a marker ends its producer's transaction, an abort is
+ * indexed). */
+void rn_part_producers_appended(struct rn_part *p, const uint8_t *buf,
+    size_t len, int64_t from);
 /* A marker met replaying the log at open: its abort indexed if missing. */
 struct rn_part_marker {
 	int64_t pid, first, offset;

@@ -211,9 +211,10 @@ int16_t rn_part_append_leader(struct rn_part *p, void *records, size_t len,
 
 /*
  * Follower: append what the leader sent, its offsets and epochs kept; the
- * batches' epochs go to the epoch cache and their producers to the
- * idempotence table first, so this replica dedupes retries the day it
- * leads. 0, a negative errno of the log (-EILSEQ: nothing new), or
+ * batches' epochs go to the epoch cache first and their producers to the
+ * idempotence table after (markers ending transactions, aborts indexed),
+ * so this replica dedupes retries and knows its last stable offset the
+ * day it leads. 0, a negative errno of the log (-EILSEQ: nothing new), or
  * RN_PART_STALE.
  */
 #define RN_PART_STALE 1  /* the slot could not be locked: nothing done */

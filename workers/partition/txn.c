@@ -188,7 +188,7 @@ rn_part_write_marker(struct rn_part *p, int64_t pid, int16_t epoch,
 }
 
 void
-rn_part_txn_follower(struct rn_part *p, const uint8_t *buf, size_t len,
+rn_part_producers_appended(struct rn_part *p, const uint8_t *buf, size_t len,
     int64_t from)
 {
 	size_t off = 0;
@@ -203,12 +203,15 @@ rn_part_txn_follower(struct rn_part *p, const uint8_t *buf, size_t len,
 		if (h.batch_length <= 0 ||
 		    (size_t)h.batch_length + 12 > len - off)
 			break;
-		if ((h.attributes & RN_BATCH_ATTR_CONTROL) &&
-		    h.base_offset >= from && h.producer_id >= 0) {
+		if (h.base_offset < from || h.producer_id < 0) {
+			off += (size_t)h.batch_length + 12;
+			continue;
+		}
+		first = rn_idem_record(&p->rt->idem, &h, h.base_offset,
+		    rn_wallclock_ms());
+		if (h.attributes & RN_BATCH_ATTR_CONTROL) {
 			type = rn_part_marker_type(buf + off,
 			    (size_t)h.batch_length + 12, &cepoch);
-			first = rn_idem_record(&p->rt->idem, &h, h.base_offset,
-			    rn_wallclock_ms());
 			rn_idem_set_coord_epoch(&p->rt->idem, h.producer_id,
 			    cepoch);
 			marker_done(p, h.producer_id, first, h.base_offset,

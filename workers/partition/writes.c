@@ -62,7 +62,9 @@ rn_part_append_leader(struct rn_part *p, void *records, size_t len,
 	return rc != 0 ? (int16_t)rn_storage_kafka_error(rc) : RN_KERR_NONE;
 }
 
-/* The fetched batches' epochs and producers, before they are appended. */
+/* The fetched batches' epochs, before they are appended (their producers
+ * after, rn_part_producers_appended: a roll's snapshot is of the state
+ * before them). */
 static void
 note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
 {
@@ -79,12 +81,6 @@ note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
 		    rn_epoch_latest(&p->rt->log.epochs))
 			rn_log_assign_epoch(p->log, h.partition_leader_epoch,
 			    h.base_offset);
-		/* markers are applied once written (rn_part_txn_follower),
-		 * after the roll's snapshot of the state before them */
-		if (h.base_offset >= rn_log_end_offset(p->log) &&
-		    !(h.attributes & RN_BATCH_ATTR_CONTROL))
-			(void)rn_idem_record(&p->rt->idem, &h, h.base_offset,
-			    rn_wallclock_ms());
 		off += (size_t)h.batch_length + 12;
 	}
 }
@@ -105,7 +101,7 @@ rn_part_append_follower(struct rn_part *p, const uint8_t *records, size_t len)
 	if (rc == 0 && info.rolled)
 		rn_part_rolled(p);	/* only batches below the base count */
 	if (rc == 0)
-		rn_part_txn_follower(p, records, len, from);
+		rn_part_producers_appended(p, records, len, from);
 	rn_part_unlock(p);
 	return rc;
 }
