@@ -7,7 +7,8 @@ records and stops at the last stable offset while a transaction is open,
 read_uncommitted sees everything, kcat reads the topic, ListOffsets
 answers the last stable offset for read_committed. The last stable offset
 and the aborted-transaction index (.txnindex, Kafka's layout) survive a
-SIGKILL, and on three nodes a new leader keeps them."""
+SIGKILL, and on three nodes a new leader keeps them. With the authorizer
+on, only CLUSTER_ACTION (or a super user) may write markers."""
 import glob
 import os
 import subprocess
@@ -246,7 +247,30 @@ def cluster(tmp):
             nd.stop()
 
 
+def authorizer(tmp):
+    """With the authorizer on, WriteTxnMarkers needs CLUSTER_ACTION on the
+    cluster (a super user has it)."""
+    base = {"authorizer.class.name":
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "false"}
+    for name, extra, want, what in (
+            ("denied", {}, 31, "no CLUSTER_ACTION: CLUSTER_AUTHORIZATION_FAILED"),
+            ("super", {"super.users": "User:ANONYMOUS"}, UNKNOWN_TOPIC,
+             "a super user gets past the check (then UNKNOWN_TOPIC_OR_PARTITION)")):
+        n = Node(os.path.join(tmp, name), props=dict(base, **extra))
+        n.start()
+        try:
+            t.ok(n.wait_running(), "authorizer node (%s) running" % name)
+            conn = Conn(n.port)
+            t.eq(conn.write_txn_markers([(5, 0, True, {"t": [0, 1]}, 1)]),
+                 {(5, "t", 0): want, (5, "t", 1): want}, what)
+            conn.close()
+        finally:
+            n.stop()
+
+
 with TempDir() as tmp:
     single_node(os.path.join(tmp, "one"))
+    authorizer(os.path.join(tmp, "authz"))
     cluster(os.path.join(tmp, "three"))
 t.done()
