@@ -18,7 +18,7 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 8
+#define RN_SHM_LAYOUT_VERSION 9
 /* controller, 64 network, 64 fetchers, log cleaner, group coordinator */
 #define RN_SHM_MAX_WORKERS 131
 

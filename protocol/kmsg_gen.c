@@ -15028,6 +15028,394 @@ rn_UnregisterBrokerResponse_encode(struct rn_kwriter *w, int16_t version,
 	return enc_rn_UnregisterBrokerResponse(w, version, in);
 }
 
+void
+rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic_init(struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partition_indexes = NULL;
+	o->partition_indexes_count = 0;
+}
+
+static void
+dec_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partition_indexes = rn_kr_array(r, a, n, sizeof(*o->partition_indexes), 4);
+		o->partition_indexes_count = r->err ? 0 : n;
+		for (i = 0; i < o->partition_indexes_count && !r->err; i++)
+			o->partition_indexes[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(struct rn_kwriter *w, int16_t v, const struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partition_indexes_count, flex, true, false);
+		for (i = 0; i < o->partition_indexes_count && !w->err; i++)
+			rn_kw_int32(w, o->partition_indexes[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_WriteTxnMarkersRequest_WritableTxnMarker_init(struct rn_WriteTxnMarkersRequest_WritableTxnMarker *o)
+{
+	o->producer_id = 0;
+	o->producer_epoch = 0;
+	o->transaction_result = false;
+	o->topics = NULL;
+	o->topics_count = 0;
+	o->coordinator_epoch = 0;
+}
+
+static void
+dec_rn_WriteTxnMarkersRequest_WritableTxnMarker(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_WriteTxnMarkersRequest_WritableTxnMarker *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->producer_id = rn_kr_int64(r);
+	o->producer_epoch = rn_kr_int16(r);
+	o->transaction_result = rn_kr_bool(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(r, v, a, &o->topics[i]);
+	}
+	o->coordinator_epoch = rn_kr_int32(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_WriteTxnMarkersRequest_WritableTxnMarker(struct rn_kwriter *w, int16_t v, const struct rn_WriteTxnMarkersRequest_WritableTxnMarker *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_int16(w, o->producer_epoch);
+	rn_kw_bool(w, o->transaction_result);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(w, v, &o->topics[i]);
+	}
+	rn_kw_int32(w, o->coordinator_epoch);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_WriteTxnMarkersRequest_init(struct rn_WriteTxnMarkersRequest *o)
+{
+	o->markers = NULL;
+	o->markers_count = 0;
+}
+
+static int
+dec_rn_WriteTxnMarkersRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_WriteTxnMarkersRequest *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->markers = rn_kr_array(r, a, n, sizeof(*o->markers), 16);
+		o->markers_count = r->err ? 0 : n;
+		for (i = 0; i < o->markers_count && !r->err; i++)
+			dec_rn_WriteTxnMarkersRequest_WritableTxnMarker(r, v, a, &o->markers[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_WriteTxnMarkersRequest(struct rn_kwriter *w, int16_t v, const struct rn_WriteTxnMarkersRequest *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->markers_count, flex, true, false);
+		for (i = 0; i < o->markers_count && !w->err; i++)
+			enc_rn_WriteTxnMarkersRequest_WritableTxnMarker(w, v, &o->markers[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_WriteTxnMarkersRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_WriteTxnMarkersRequest *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_WriteTxnMarkersRequest(r, version, arena, out);
+}
+
+int
+rn_WriteTxnMarkersRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_WriteTxnMarkersRequest *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_WriteTxnMarkersRequest(w, version, in);
+}
+
+void
+rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_init(struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *o)
+{
+	o->partition_index = 0;
+	o->error_code = 0;
+}
+
+static void
+dec_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(struct rn_kwriter *w, int16_t v, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int16(w, o->error_code);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_init(struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 6);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(struct rn_kwriter *w, int16_t v, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_WriteTxnMarkersResponse_WritableTxnMarkerResult_init(struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *o)
+{
+	o->producer_id = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static void
+dec_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->producer_id = rn_kr_int64(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(struct rn_kwriter *w, int16_t v, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int64(w, o->producer_id);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_WriteTxnMarkersResponse_init(struct rn_WriteTxnMarkersResponse *o)
+{
+	o->markers = NULL;
+	o->markers_count = 0;
+}
+
+static int
+dec_rn_WriteTxnMarkersResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_WriteTxnMarkersResponse *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->markers = rn_kr_array(r, a, n, sizeof(*o->markers), 9);
+		o->markers_count = r->err ? 0 : n;
+		for (i = 0; i < o->markers_count && !r->err; i++)
+			dec_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(r, v, a, &o->markers[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_WriteTxnMarkersResponse(struct rn_kwriter *w, int16_t v, const struct rn_WriteTxnMarkersResponse *o)
+{
+	const bool flex = (v >= 1);
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->markers_count, flex, true, false);
+		for (i = 0; i < o->markers_count && !w->err; i++)
+			enc_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(w, v, &o->markers[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_WriteTxnMarkersResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_WriteTxnMarkersResponse *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_WriteTxnMarkersResponse(r, version, arena, out);
+}
+
+int
+rn_WriteTxnMarkersResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_WriteTxnMarkersResponse *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_WriteTxnMarkersResponse(w, version, in);
+}
+
 static int
 vdec_ProduceRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
@@ -15506,6 +15894,30 @@ static int
 venc_OffsetForLeaderEpochResponse(struct rn_kwriter *w, int16_t v, const void *o)
 {
 	return rn_OffsetForLeaderEpochResponse_encode(w, v, o);
+}
+
+static int
+vdec_WriteTxnMarkersRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_WriteTxnMarkersRequest_decode(r, v, a, o);
+}
+
+static int
+venc_WriteTxnMarkersRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_WriteTxnMarkersRequest_encode(w, v, o);
+}
+
+static int
+vdec_WriteTxnMarkersResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_WriteTxnMarkersResponse_decode(r, v, a, o);
+}
+
+static int
+venc_WriteTxnMarkersResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_WriteTxnMarkersResponse_encode(w, v, o);
 }
 
 static int
@@ -16173,6 +16585,8 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_InitProducerIdRequest, venc_InitProducerIdRequest, vdec_InitProducerIdResponse, venc_InitProducerIdResponse },
 	{ 23, 0, 4, 4, "OffsetForLeaderEpoch", sizeof(struct rn_OffsetForLeaderEpochRequest), sizeof(struct rn_OffsetForLeaderEpochResponse),
 	    vdec_OffsetForLeaderEpochRequest, venc_OffsetForLeaderEpochRequest, vdec_OffsetForLeaderEpochResponse, venc_OffsetForLeaderEpochResponse },
+	{ 27, 0, 1, 1, "WriteTxnMarkers", sizeof(struct rn_WriteTxnMarkersRequest), sizeof(struct rn_WriteTxnMarkersResponse),
+	    vdec_WriteTxnMarkersRequest, venc_WriteTxnMarkersRequest, vdec_WriteTxnMarkersResponse, venc_WriteTxnMarkersResponse },
 	{ 29, 0, 3, 2, "DescribeAcls", sizeof(struct rn_DescribeAclsRequest), sizeof(struct rn_DescribeAclsResponse),
 	    vdec_DescribeAclsRequest, venc_DescribeAclsRequest, vdec_DescribeAclsResponse, venc_DescribeAclsResponse },
 	{ 30, 0, 3, 2, "CreateAcls", sizeof(struct rn_CreateAclsRequest), sizeof(struct rn_CreateAclsResponse),
@@ -16229,10 +16643,10 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 
 static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
-	12, 13, 14, 15, 16, 17, 18, 19, -1, -1, -1, -1, -1, 20, 21, 22,
-	23, 24, 25, 26, 27, 28, -1, -1, -1, -1, 29, 30, 31, 32, 33, 34,
-	35, 36, 37, 38, -1, -1, -1, 39, 40, -1, -1, -1, 41, -1, 42, 43,
-	44, -1, -1, -1, -1, -1, -1, -1, -1, 45,
+	12, 13, 14, 15, 16, 17, 18, 19, -1, -1, -1, 20, -1, 21, 22, 23,
+	24, 25, 26, 27, 28, 29, -1, -1, -1, -1, 30, 31, 32, 33, 34, 35,
+	36, 37, 38, 39, -1, -1, -1, 40, 41, -1, -1, -1, 42, -1, 43, 44,
+	45, -1, -1, -1, -1, -1, -1, -1, -1, 46,
 };
 
 const struct rn_kapi *

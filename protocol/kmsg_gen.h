@@ -1699,6 +1699,50 @@ struct rn_UnregisterBrokerResponse {
 	struct rn_kstr error_message; /* nullable */
 };
 
+/* WriteTxnMarkersRequest (API key 27), versions 0-1, flexible 1+ */
+struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic {
+	struct rn_kstr name;
+	int32_t *partition_indexes;
+	int32_t partition_indexes_count;
+};
+
+struct rn_WriteTxnMarkersRequest_WritableTxnMarker {
+	int64_t producer_id;
+	int16_t producer_epoch;
+	bool transaction_result;
+	struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *topics;
+	int32_t topics_count;
+	int32_t coordinator_epoch;
+};
+
+struct rn_WriteTxnMarkersRequest {
+	struct rn_WriteTxnMarkersRequest_WritableTxnMarker *markers;
+	int32_t markers_count;
+};
+
+/* WriteTxnMarkersResponse (API key 27), versions 0-1, flexible 1+ */
+struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult {
+	int32_t partition_index;
+	int16_t error_code;
+};
+
+struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult {
+	struct rn_kstr name;
+	struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult {
+	int64_t producer_id;
+	struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *topics;
+	int32_t topics_count;
+};
+
+struct rn_WriteTxnMarkersResponse {
+	struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *markers;
+	int32_t markers_count;
+};
+
 
 void rn_AlterClientQuotasRequest_EntityData_init(struct rn_AlterClientQuotasRequest_EntityData *o);
 void rn_AlterClientQuotasRequest_OpData_init(struct rn_AlterClientQuotasRequest_OpData *o);
@@ -2300,6 +2344,21 @@ int rn_UnregisterBrokerResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_UnregisterBrokerResponse *out);
 int rn_UnregisterBrokerResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_UnregisterBrokerResponse *in);
+void rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic_init(struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *o);
+void rn_WriteTxnMarkersRequest_WritableTxnMarker_init(struct rn_WriteTxnMarkersRequest_WritableTxnMarker *o);
+void rn_WriteTxnMarkersRequest_init(struct rn_WriteTxnMarkersRequest *o);
+int rn_WriteTxnMarkersRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_WriteTxnMarkersRequest *out);
+int rn_WriteTxnMarkersRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_WriteTxnMarkersRequest *in);
+void rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_init(struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *o);
+void rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_init(struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *o);
+void rn_WriteTxnMarkersResponse_WritableTxnMarkerResult_init(struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *o);
+void rn_WriteTxnMarkersResponse_init(struct rn_WriteTxnMarkersResponse *o);
+int rn_WriteTxnMarkersResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_WriteTxnMarkersResponse *out);
+int rn_WriteTxnMarkersResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_WriteTxnMarkersResponse *in);
 
 /* One served API. Function pointers take the matching rn_<Name>Request /
  * rn_<Name>Response struct through void *. */
@@ -2317,7 +2376,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 46
+#define RN_KAPI_COUNT 47
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -2355,6 +2414,7 @@ enum rn_kapi_key {
 	RN_KAPI_DELETE_RECORDS = 21,
 	RN_KAPI_INIT_PRODUCER_ID = 22,
 	RN_KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
+	RN_KAPI_WRITE_TXN_MARKERS = 27,
 	RN_KAPI_DESCRIBE_ACLS = 29,
 	RN_KAPI_CREATE_ACLS = 30,
 	RN_KAPI_DELETE_ACLS = 31,
@@ -2404,6 +2464,7 @@ union rn_krequest {
 	struct rn_DeleteRecordsRequest delete_records;
 	struct rn_InitProducerIdRequest init_producer_id;
 	struct rn_OffsetForLeaderEpochRequest offset_for_leader_epoch;
+	struct rn_WriteTxnMarkersRequest write_txn_markers;
 	struct rn_DescribeAclsRequest describe_acls;
 	struct rn_CreateAclsRequest create_acls;
 	struct rn_DeleteAclsRequest delete_acls;
@@ -2453,6 +2514,7 @@ union rn_kresponse {
 	struct rn_DeleteRecordsResponse delete_records;
 	struct rn_InitProducerIdResponse init_producer_id;
 	struct rn_OffsetForLeaderEpochResponse offset_for_leader_epoch;
+	struct rn_WriteTxnMarkersResponse write_txn_markers;
 	struct rn_DescribeAclsResponse describe_acls;
 	struct rn_CreateAclsResponse create_acls;
 	struct rn_DeleteAclsResponse delete_acls;

@@ -701,6 +701,27 @@ static int tg_eq_rn_UnregisterBrokerRequest(const struct rn_UnregisterBrokerRequ
 static void tg_fill_rn_UnregisterBrokerResponse(struct tg *t, int16_t v, struct rn_UnregisterBrokerResponse *o);
 static int tg_eq_rn_UnregisterBrokerResponse(const struct rn_UnregisterBrokerResponse *a, const struct rn_UnregisterBrokerResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(struct tg *t, int16_t v, struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *o);
+static int tg_eq_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(const struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *a, const struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_WriteTxnMarkersRequest_WritableTxnMarker(struct tg *t, int16_t v, struct rn_WriteTxnMarkersRequest_WritableTxnMarker *o);
+static int tg_eq_rn_WriteTxnMarkersRequest_WritableTxnMarker(const struct rn_WriteTxnMarkersRequest_WritableTxnMarker *a, const struct rn_WriteTxnMarkersRequest_WritableTxnMarker *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_WriteTxnMarkersRequest(struct tg *t, int16_t v, struct rn_WriteTxnMarkersRequest *o);
+static int tg_eq_rn_WriteTxnMarkersRequest(const struct rn_WriteTxnMarkersRequest *a, const struct rn_WriteTxnMarkersRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *o);
+static int tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *a, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *o);
+static int tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *a, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *o);
+static int tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *a, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_WriteTxnMarkersResponse(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse *o);
+static int tg_eq_rn_WriteTxnMarkersResponse(const struct rn_WriteTxnMarkersResponse *a, const struct rn_WriteTxnMarkersResponse *b,
+    int16_t v, const char *path);
 
 static void
 tg_fill_rn_AlterClientQuotasRequest_EntityData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_EntityData *o)
@@ -9124,6 +9145,226 @@ tg_eq_rn_UnregisterBrokerResponse(const struct rn_UnregisterBrokerResponse *a, c
 	return 1;
 }
 
+static void
+tg_fill_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(struct tg *t, int16_t v, struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *o)
+{
+	rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partition_indexes_count = tg_count(t, false);
+	o->partition_indexes = o->partition_indexes_count > 0 ? tg_alloc(t, o->partition_indexes_count * sizeof(*o->partition_indexes)) : NULL;
+	for (int i = 0; i < o->partition_indexes_count; i++) {
+		o->partition_indexes[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(const struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *a, const struct rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partition_indexes_count, b->partition_indexes_count, path, "partition_indexes_count"))
+		return 0;
+	for (int i = 0; i < a->partition_indexes_count; i++)
+		if (!tg_eq_int((long long)a->partition_indexes[i], (long long)b->partition_indexes[i], path, "partition_indexes"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_WriteTxnMarkersRequest_WritableTxnMarker(struct tg *t, int16_t v, struct rn_WriteTxnMarkersRequest_WritableTxnMarker *o)
+{
+	rn_WriteTxnMarkersRequest_WritableTxnMarker_init(o);
+	(void)t;
+	(void)v;
+	o->producer_id = (int64_t)tg_rand(t);
+	o->producer_epoch = (int16_t)tg_rand(t);
+	o->transaction_result = tg_rand(t) & 1;
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(t, v, &o->topics[i]);
+	}
+	o->coordinator_epoch = (int32_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_WriteTxnMarkersRequest_WritableTxnMarker(const struct rn_WriteTxnMarkersRequest_WritableTxnMarker *a, const struct rn_WriteTxnMarkersRequest_WritableTxnMarker *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+		return 0;
+	if (!tg_eq_int((long long)a->transaction_result, (long long)b->transaction_result, path, "transaction_result"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_WriteTxnMarkersRequest_WritableTxnMarkerTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	if (!tg_eq_int((long long)a->coordinator_epoch, (long long)b->coordinator_epoch, path, "coordinator_epoch"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_WriteTxnMarkersRequest(struct tg *t, int16_t v, struct rn_WriteTxnMarkersRequest *o)
+{
+	rn_WriteTxnMarkersRequest_init(o);
+	(void)t;
+	(void)v;
+	o->markers_count = tg_count(t, false);
+	o->markers = o->markers_count > 0 ? tg_alloc(t, o->markers_count * sizeof(*o->markers)) : NULL;
+	for (int i = 0; i < o->markers_count; i++) {
+		tg_fill_rn_WriteTxnMarkersRequest_WritableTxnMarker(t, v, &o->markers[i]);
+	}
+}
+
+static int
+tg_eq_rn_WriteTxnMarkersRequest(const struct rn_WriteTxnMarkersRequest *a, const struct rn_WriteTxnMarkersRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->markers_count, b->markers_count, path, "markers_count"))
+		return 0;
+	for (int i = 0; i < a->markers_count; i++)
+		if (!tg_eq_rn_WriteTxnMarkersRequest_WritableTxnMarker(&a->markers[i], &b->markers[i], v, "markers"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *o)
+{
+	rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *a, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *o)
+{
+	rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *a, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *o)
+{
+	rn_WriteTxnMarkersResponse_WritableTxnMarkerResult_init(o);
+	(void)t;
+	(void)v;
+	o->producer_id = (int64_t)tg_rand(t);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *a, const struct rn_WriteTxnMarkersResponse_WritableTxnMarkerResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_WriteTxnMarkersResponse(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse *o)
+{
+	rn_WriteTxnMarkersResponse_init(o);
+	(void)t;
+	(void)v;
+	o->markers_count = tg_count(t, false);
+	o->markers = o->markers_count > 0 ? tg_alloc(t, o->markers_count * sizeof(*o->markers)) : NULL;
+	for (int i = 0; i < o->markers_count; i++) {
+		tg_fill_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(t, v, &o->markers[i]);
+	}
+}
+
+static int
+tg_eq_rn_WriteTxnMarkersResponse(const struct rn_WriteTxnMarkersResponse *a, const struct rn_WriteTxnMarkersResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->markers_count, b->markers_count, path, "markers_count"))
+		return 0;
+	for (int i = 0; i < a->markers_count; i++)
+		if (!tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(&a->markers[i], &b->markers[i], v, "markers"))
+			return 0;
+	return 1;
+}
+
 struct tg_msg {
 	const char *name;
 	int16_t key;
@@ -10238,6 +10479,30 @@ tgv_eq_UnregisterBrokerResponse(const void *a, const void *b, int16_t v)
 	return tg_eq_rn_UnregisterBrokerResponse(a, b, v, "UnregisterBrokerResponse");
 }
 
+static void
+tgv_fill_WriteTxnMarkersRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_WriteTxnMarkersRequest(t, v, o);
+}
+
+static int
+tgv_eq_WriteTxnMarkersRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_WriteTxnMarkersRequest(a, b, v, "WriteTxnMarkersRequest");
+}
+
+static void
+tgv_fill_WriteTxnMarkersResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_WriteTxnMarkersResponse(t, v, o);
+}
+
+static int
+tgv_eq_WriteTxnMarkersResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_WriteTxnMarkersResponse(a, b, v, "WriteTxnMarkersResponse");
+}
+
 static const struct tg_msg tg_msgs[] = {
 	{ "AlterClientQuotasRequest", 49, true, 0, 1, sizeof(struct rn_AlterClientQuotasRequest), tgv_fill_AlterClientQuotasRequest, tgv_eq_AlterClientQuotasRequest },
 	{ "AlterClientQuotasResponse", 49, false, 0, 1, sizeof(struct rn_AlterClientQuotasResponse), tgv_fill_AlterClientQuotasResponse, tgv_eq_AlterClientQuotasResponse },
@@ -10331,6 +10596,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "SyncGroupResponse", 14, false, 0, 5, sizeof(struct rn_SyncGroupResponse), tgv_fill_SyncGroupResponse, tgv_eq_SyncGroupResponse },
 	{ "UnregisterBrokerRequest", 64, true, 0, 0, sizeof(struct rn_UnregisterBrokerRequest), tgv_fill_UnregisterBrokerRequest, tgv_eq_UnregisterBrokerRequest },
 	{ "UnregisterBrokerResponse", 64, false, 0, 0, sizeof(struct rn_UnregisterBrokerResponse), tgv_fill_UnregisterBrokerResponse, tgv_eq_UnregisterBrokerResponse },
+	{ "WriteTxnMarkersRequest", 27, true, 0, 1, sizeof(struct rn_WriteTxnMarkersRequest), tgv_fill_WriteTxnMarkersRequest, tgv_eq_WriteTxnMarkersRequest },
+	{ "WriteTxnMarkersResponse", 27, false, 0, 1, sizeof(struct rn_WriteTxnMarkersResponse), tgv_fill_WriteTxnMarkersResponse, tgv_eq_WriteTxnMarkersResponse },
 };
 
 #endif /* RN_KMSG_TESTGEN_H */

@@ -272,7 +272,12 @@ check_header(const struct rn_batch_header *h, unsigned flags, int produce,
 		if ((h->attributes & RN_BATCH_ATTR_CONTROL) &&
 		    !(flags & RN_BATCH_V_ALLOW_CONTROL))
 			return RN_ERR_INVALID_RECORD;
-		if (h->producer_id >= 0 && h->base_sequence < 0)
+		/* a marker has no sequence; a transaction needs a producer */
+		if (h->producer_id >= 0 && h->base_sequence < 0 &&
+		    !(h->attributes & RN_BATCH_ATTR_CONTROL))
+			return RN_ERR_INVALID_RECORD;
+		if ((h->attributes & RN_BATCH_ATTR_TRANSACTIONAL) &&
+		    h->producer_id < 0)
 			return RN_ERR_INVALID_RECORD;
 		return 0;
 	}

@@ -28,6 +28,7 @@
 #include "storage/logdir.h"
 #include "storage/segment.h"
 #include "storage/swap.h"
+#include "storage/txnindex.h"
 
 struct hdr_reader {
 	int fd;
@@ -1260,12 +1261,13 @@ write_and_publish(struct rn_log *log, struct rn_segment *seg, const void *buf,
 	return 0;
 }
 
-int
-rn_log_append(struct rn_log *log, void *batches, size_t len,
-    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info)
+static int
+append_leader(struct rn_log *log, void *batches, size_t len,
+    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info,
+    unsigned flags)
 {
 	struct rn_batch_limits lim = {
-		.flags = RN_BATCH_V_PRODUCE,
+		.flags = flags,
 		.max_batch_bytes = log->cfg.max_message_bytes,
 	};
 	struct rn_batch_summary sum;
@@ -1302,6 +1304,22 @@ rn_log_append(struct rn_log *log, void *batches, size_t len,
 	info->nbatches = sum.nbatches;
 	info->record_count = sum.record_count;
 	return write_and_publish(log, seg, batches, len, now_ms, info);
+}
+
+int
+rn_log_append(struct rn_log *log, void *batches, size_t len,
+    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info)
+{
+	return append_leader(log, batches, len, leader_epoch, now_ms, info,
+	    RN_BATCH_V_PRODUCE);
+}
+
+int
+rn_log_append_control(struct rn_log *log, void *batch, size_t len,
+    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info)
+{
+	return append_leader(log, batch, len, leader_epoch, now_ms, info,
+	    RN_BATCH_V_PRODUCE | RN_BATCH_V_ALLOW_CONTROL);
 }
 
 int
@@ -2129,6 +2147,10 @@ rn_log_swap_segments(struct rn_log *log, uint32_t gen, int64_t base,
 	for (int k = 0; k < n; k++)
 		if (log->segs[i + k]->base_offset != olds[k])
 			return -ESTALE;
+	/* the merged segments' aborted transactions go with their markers */
+	rc = rn_txnindex_merge(log->dirfd, olds, n);
+	if (rc < 0)
+		return rc;
 	rc = rn_swap_promote(log->dirfd, base);
 	if (rc < 0)
 		return rc;
@@ -2137,6 +2159,7 @@ rn_log_swap_segments(struct rn_log *log, uint32_t gen, int64_t base,
 	rc = rn_swap_install(log->dirfd, base, olds, n);
 	if (rc < 0)
 		return rc;	/* generation left odd: the next writer repairs */
+	rn_txnindex_unlink_merged(log->dirfd, olds, n);
 	gen_end(log);
 	return refresh(log);
 }

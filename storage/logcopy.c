@@ -405,6 +405,9 @@ seal(struct rn_logcopy *lc, struct rn_log *src, struct rn_logcopy_seg *s)
 	rn_segment_name(name, s->base, ".timeindex");
 	if ((rc = copy_file(lc, src, name, -1)) < 0)
 		return rc;
+	rn_segment_name(name, s->base, ".txnindex");
+	if ((rc = copy_file(lc, src, name, -1)) < 0)
+		return rc;
 	if ((rc = sync_log(lc, s)) < 0)
 		return rc;
 	if (lc->io_base == s->base)
@@ -500,6 +503,10 @@ rn_logcopy_finish(struct rn_logcopy *lc, struct rn_log *src, uint64_t trunc,
 	rn_segment_name(name, s->base, ".timeindex");
 	if ((rc = copy_file(lc, src, name,
 	    (int64_t)v.tc * RN_TIME_INDEX_ENTRY)) < 0)
+		return rc;
+	/* its aborted transactions (written under the same lock) */
+	rn_segment_name(name, s->base, ".txnindex");
+	if ((rc = copy_file(lc, src, name, -1)) < 0)
 		return rc;
 	if ((rc = copy_file(lc, src, RN_LEADER_EPOCH_CHECKPOINT, -1)) < 0 ||
 	    (rc = copy_file(lc, src, RN_PARTITION_METADATA, -1)) < 0)

@@ -1,4 +1,5 @@
-/* The idempotent-producer table: duplicates, order, epochs, eviction. */
+/* The idempotent-producer table: duplicates, order, epochs, eviction,
+ * open transactions and their markers. */
 #include "autoconf.h"
 
 #include <string.h>
@@ -30,7 +31,7 @@ main(void)
 	int64_t dup = -1, a, b;
 	int i;
 
-	plan(16);
+	plan(30);
 	h = batch(-1, -1, -1, 3);
 	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_APPEND,
 	    "a non-idempotent batch is always appended");
@@ -74,6 +75,45 @@ main(void)
 	}
 	h = batch(1000 + RN_IDEM_PRODUCERS, 0, 0, 1);
 	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_DUPLICATE, "the newest producer is kept");
+
+	/* transactions: a transactional batch opens one, a marker ends it */
+	rn_idem_reset(&s);
+	is_int(rn_idem_first_unstable(&s), -1, "no open transaction");
+	h = batch(20, 0, 0, 2);
+	h.attributes = RN_BATCH_ATTR_TRANSACTIONAL;
+	is_int(rn_idem_record(&s, &h, 50, 1), -1, "a transactional batch is recorded");
+	is_int(rn_idem_first_unstable(&s), 50, "its transaction begins at its offset");
+	h = batch(20, 0, 2, 1);
+	h.attributes = RN_BATCH_ATTR_TRANSACTIONAL;
+	rn_idem_record(&s, &h, 60, 2);
+	is_int(rn_idem_first_unstable(&s), 50, "a second batch leaves the first offset");
+	h = batch(21, 0, 0, 1);
+	h.attributes = RN_BATCH_ATTR_TRANSACTIONAL;
+	rn_idem_record(&s, &h, 55, 3);
+	is_int(rn_idem_first_unstable_but(&s, 20), 55, "the others' earliest (21 at 55)");
+	h = batch(20, 0, 3, 1);
+	is_int(rn_idem_check(&s, &h, &dup), -RN_KERR_INVALID_TXN_STATE,
+	    "a plain batch inside its transaction is INVALID_TXN_STATE");
+	is_int(rn_idem_marker_check(&s, 20, 0, 3), 0, "a marker at its epoch may be written");
+	is_int(rn_idem_marker_check(&s, 20, -1, 3), -RN_KERR_INVALID_PRODUCER_EPOCH,
+	    "one at an older epoch may not");
+	rn_idem_set_coord_epoch(&s, 20, 4);
+	is_int(rn_idem_marker_check(&s, 20, 0, 3), -RN_KERR_TRANSACTION_COORDINATOR_FENCED,
+	    "one from an older coordinator is TRANSACTION_COORDINATOR_FENCED");
+	rn_idem_set_coord_epoch(&s, 20, -1);
+	h = batch(20, 0, -1, 1);
+	h.attributes = RN_BATCH_ATTR_TRANSACTIONAL | RN_BATCH_ATTR_CONTROL;
+	is_int(rn_idem_record(&s, &h, 70, 4), 50, "the marker ends the transaction begun at 50");
+	is_int(rn_idem_first_unstable(&s), 55, "21's transaction is now the earliest");
+	h = batch(20, 0, 3, 1);
+	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_APPEND,
+	    "the marker left the sequences as they were");
+	h = batch(21, 1, -1, 1);
+	h.attributes = RN_BATCH_ATTR_TRANSACTIONAL | RN_BATCH_ATTR_CONTROL;
+	rn_idem_record(&s, &h, 80, 5);
+	is_int(rn_idem_first_unstable(&s), -1, "a marker at a bumped epoch ends 21's too");
+	is_int(rn_idem_marker_check(&s, 21, 0, 0), -RN_KERR_INVALID_PRODUCER_EPOCH,
+	    "and fences its old epoch");
 
 	a = rn_idem_new_producer_id(&counter, 3);
 	b = rn_idem_new_producer_id(&counter, 3);

@@ -235,6 +235,38 @@ fetch_refuse(struct fetch_state *fs, const struct rn_FetchRequest_FetchTopic
 	fs->error = true;
 }
 
+/*
+ * read_committed: the transactions aborted in the range returned, whose
+ * records the client drops. The search ends at the last stable offset
+ * where Kafka ends it at the first offset past the bytes returned: a
+ * transaction that begins past them may be named too, which a client
+ * ignores.
+ */
+#define FETCH_ABORTED_MAX 1024
+
+static void
+fetch_aborted(struct fetch_state *fs, struct rn_part *p, int64_t from,
+    int64_t upper, struct rn_FetchResponse_PartitionData *pd)
+{
+	struct rn_aborted_txn *a = malloc(FETCH_ABORTED_MAX * sizeof(*a));
+	int n, i;
+
+	if (a == NULL)
+		return;
+	n = rn_part_aborted_txns(p, from, upper, a, FETCH_ABORTED_MAX);
+	if (n > 0 && (pd->aborted_transactions = rn_arena_alloc(fs->arena,
+	    (size_t)n * sizeof(*pd->aborted_transactions))) != NULL) {
+		for (i = 0; i < n; i++) {
+			pd->aborted_transactions[i].producer_id =
+			    a[i].producer_id;
+			pd->aborted_transactions[i].first_offset =
+			    a[i].first_offset;
+		}
+		pd->aborted_transactions_count = n;
+	}
+	free(a);
+}
+
 /* One partition of the request: checks, follower progress, then data. */
 static void
 fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
@@ -274,7 +306,7 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 	}
 	hw = rn_part_hw(p);
 	pd->high_watermark = hw;
-	pd->last_stable_offset = hw;
+	pd->last_stable_offset = rn_part_lso(p);
 	pd->log_start_offset = rn_part_log_start(p);
 	if (fp->fetch_offset < pd->log_start_offset ||
 	    fp->fetch_offset > rn_part_log_end(p)) {
@@ -282,8 +314,10 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 		fs->error = true;
 		return;
 	}
-	/* consumers get committed records, followers all */
-	limit = req->replica_id >= 0 ? -1 : hw;
+	/* consumers get committed records (read_committed: below the last
+	 * stable offset), followers all */
+	limit = req->replica_id >= 0 ? -1 : req->isolation_level == 1 ?
+	    pd->last_stable_offset : hw;
 	if (limit >= 0 && fp->fetch_offset >= limit)
 		return;
 	if (limit < 0 && fp->fetch_offset >= rn_part_log_end(p))
@@ -293,7 +327,10 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 		fetch_throttled(n, fs, t, mp, fp, pd, budget);
 	else
 		fetch_read(n, fs, t, mp, fp, pd, limit, budget);
-	}
+	if (req->replica_id < 0 && req->isolation_level == 1 &&
+	    pd->records.len > 0)
+		fetch_aborted(fs, p, fp->fetch_offset, limit, pd);
+}
 
 /*
  * Build the answer from the logs as they are now. A follower's fetch
@@ -435,7 +472,7 @@ fetch_still_waits(struct net *n, struct conn *c)
 	for (i = 0; i < c->n_watch; i++) {
 		struct rn_part *p = c->watch[i].p;
 		int64_t end = req->replica_id >= 0 ? rn_part_log_end(p) :
-		    rn_part_hw(p);
+		    req->isolation_level == 1 ? rn_part_lso(p) : rn_part_hw(p);
 
 		if (rn_part_stale(p) || c->watch[i].offset < end)
 			return false;
@@ -579,7 +616,9 @@ net_list_offsets(struct net *n, struct conn *c)
 				continue;
 			}
 			pr->leader_epoch = mp->leader_epoch;
-			hw = rn_part_hw(p);
+			/* read_committed sees up to the last stable offset */
+			hw = req->isolation_level == 1 ? rn_part_lso(p) :
+			    rn_part_hw(p);
 			if (lp->timestamp == RN_LIST_LATEST) {
 				pr->offset = hw;
 			} else if (lp->timestamp == RN_LIST_EARLIEST) {

@@ -63,9 +63,11 @@ enum conn_sasl {
 	CONN_SASL_RAW,           /* a raw token frame expected (handshake v0) */
 };
 
-/* An acks=all partition append waiting for the high watermark. */
+/* An acks=all partition append (or a transaction marker) waiting for
+ * the high watermark: its answer's error code and partition index. */
 struct produce_wait {
-	struct rn_ProduceResponse_PartitionProduceResponse *out;
+	int16_t *error_code;
+	int32_t partition;
 	const struct rn_kstr *topic;
 	uint8_t topic_id[16];    /* the topic it was appended to */
 	int64_t need;            /* high watermark that commits it */
@@ -376,6 +378,12 @@ bool net_part_exists(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp);
 int net_produce(struct net *n, struct conn *c);
 int net_init_producer_id(struct net *n, struct conn *c);
+/* acks=all settling shared by Produce and WriteTxnMarkers (produce.c):
+ * true when every wait is done; parks the connection's partitions. */
+bool net_acks_settled(struct net *n, struct conn *c, bool timed_out);
+int32_t net_min_isr(struct net *n, const struct rn_mdv_topic *t);
+/* txn_markers.c */
+int net_write_txn_markers(struct net *n, struct conn *c);
 int net_fetch(struct net *n, struct conn *c);
 int net_list_offsets(struct net *n, struct conn *c);
 int net_offset_for_leader_epoch(struct net *n, struct conn *c);

@@ -17,8 +17,8 @@
 #include "workers/network/net_int.h"
 #include "workers/partition/idempotence.h"
 
-static int32_t
-min_isr(struct net *n, const struct rn_mdv_topic *t)
+int32_t
+net_min_isr(struct net *n, const struct rn_mdv_topic *t)
 {
 	return (int32_t)rn_part_config_int(&n->view, t, n->cfg,
 	    "min.insync.replicas", n->cfg->min_insync_replicas);
@@ -47,7 +47,7 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 		return RN_KERR_NOT_LEADER_OR_FOLLOWER;
 	if (pd->records.len <= 0)
 		return RN_KERR_CORRUPT_MESSAGE;
-	if (acks == -1 && mp->n_isr < min_isr(n, t))
+	if (acks == -1 && mp->n_isr < net_min_isr(n, t))
 		return RN_KERR_NOT_ENOUGH_REPLICAS;
 	if ((p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) == NULL)
 		return kerr;
@@ -106,8 +106,8 @@ produce_respond(struct net *n, struct conn *c)
  * (NOT_ENOUGH_REPLICAS_AFTER_APPEND), when leadership moves away, or when
  * the request's timeout ends (REQUEST_TIMED_OUT). Never a success early.
  */
-static bool
-produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
+bool
+net_acks_settled(struct net *n, struct conn *c, bool timed_out)
 {
 	bool all = true;
 	int i;
@@ -126,11 +126,11 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 		/* a topic of the same name created since is another one */
 		if (t != NULL && memcmp(t->id, w->topic_id, 16) != 0)
 			t = NULL;
-		mp = t ? rn_mdview_partition(t, w->out->index) : NULL;
+		mp = t ? rn_mdview_partition(t, w->partition) : NULL;
 		/* the slot answers: no log is reopened on each wake-up */
 		if (mp == NULL || !net_leads(n, mp) ||
 		    (p = rn_part_led(&n->parts, &n->view, t, mp, &kerr)) == NULL) {
-			w->out->error_code = RN_KERR_NOT_LEADER_OR_FOLLOWER;
+			*w->error_code = RN_KERR_NOT_LEADER_OR_FOLLOWER;
 			w->done = true;
 			continue;
 		}
@@ -141,14 +141,14 @@ produce_acks_settled(struct net *n, struct conn *c, bool timed_out)
 		 */
 		rn_part_advance_hw(p, mp, n->cfg->node_id);
 		if (rn_part_hw(p) >= w->need) {
-			if (mp->n_isr < min_isr(n, t))
-				w->out->error_code =
+			if (mp->n_isr < net_min_isr(n, t))
+				*w->error_code =
 				    RN_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
 			w->done = true;
 			continue;
 		}
 		if (timed_out) {
-			w->out->error_code = RN_KERR_REQUEST_TIMED_OUT;
+			*w->error_code = RN_KERR_REQUEST_TIMED_OUT;
 			w->done = true;
 			continue;
 		}
@@ -188,7 +188,8 @@ produce_one(struct net *n, struct conn *c,
 		if (pr->error_code == RN_KERR_NONE && req->acks == -1) {
 			struct produce_wait *w = &c->pw[c->n_pw++];
 
-			w->out = pr;
+			w->error_code = &pr->error_code;
+			w->partition = pd->index;
 			w->topic = &td->name;
 			memcpy(w->topic_id, t->id, 16);
 			w->need = need;
@@ -257,7 +258,7 @@ net_produce(struct net *n, struct conn *c)
 	if (c->resp == NULL)
 		return -ENOMEM;
 	memcpy(c->resp, &r, sizeof(r));
-	if (c->n_pw > 0 && !produce_acks_settled(n, c, false)) {
+	if (c->n_pw > 0 && !net_acks_settled(n, c, false)) {
 		c->wait = CONN_WAIT_ACKS;
 		c->deadline_ms = rn_now_ms() + (req->timeout_ms > 0 ?
 		    req->timeout_ms : 0);
@@ -269,7 +270,7 @@ net_produce(struct net *n, struct conn *c)
 void
 net_produce_recheck(struct net *n, struct conn *c, bool timed_out)
 {
-	if (!produce_acks_settled(n, c, timed_out))
+	if (!net_acks_settled(n, c, timed_out))
 		return;
 	net_stage(n, RN_STAGE_ACKS, net_now_us() - c->park_us);
 	if (produce_respond(n, c) != 0) {

@@ -66,7 +66,8 @@ flush_some(struct rn_part *p)
 	rc = rn_log_flush_rolled_step(p->log, &p->flush, FLUSH_STEP_BYTES,
 	    &upto, &gen);
 	if (rc == 1 && upto > rp)
-		rc = sync_snapshots(p, rp, upto) == 0 ? 1 : -EIO;
+		rc = rn_part_txnindex_sync(p, rp, upto) == 0 &&
+		    sync_snapshots(p, rp, upto) == 0 ? 1 : -EIO;
 	if (rc != 1)
 		return rc < 0 ? rn_part_io(p, rc, "flushing rolled segments") : 0;
 	if (rn_part_lock(p) != 0)

@@ -36,7 +36,11 @@ rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
 
 	if (h->producer_id < 0)
 		return RN_IDEM_APPEND;
-	if ((p = find(s, h->producer_id)) == NULL || p->n == 0) {
+	p = find(s, h->producer_id);
+	if (p != NULL && p->txn_first >= 0 && h->producer_epoch == p->epoch &&
+	    !(h->attributes & RN_BATCH_ATTR_TRANSACTIONAL))
+		return -RN_KERR_INVALID_TXN_STATE;	/* inside its transaction */
+	if (p == NULL || p->n == 0) {
 		/*
 		 * No state of this producer here (a new replica, a topic
 		 * created again, records gone to retention): any sequence is
@@ -62,30 +66,72 @@ rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
 	return -RN_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
 }
 
-void
+/* The producer's entry, taken (the least recently used one without an
+ * open transaction, else the least recently used) if it has none. */
+static struct rn_idem_producer *
+entry(struct rn_idem_state *s, int64_t pid, int16_t epoch)
+{
+	struct rn_idem_producer *p = NULL, *oldest = NULL, *oldest_any = &s->p[0];
+	int i;
+
+	for (i = 0; i < RN_IDEM_PRODUCERS; i++) {
+		struct rn_idem_producer *q = &s->p[i];
+
+		if (q->pid == pid)
+			return q;
+		if (q->last_used_ms < oldest_any->last_used_ms)
+			oldest_any = q;
+		if ((q->pid == 0 || q->txn_first < 0) && (oldest == NULL ||
+		    q->last_used_ms < oldest->last_used_ms))
+			oldest = q;
+	}
+	p = oldest != NULL ? oldest : oldest_any;
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->epoch = epoch;
+	p->txn_first = -1;
+	p->coord_epoch = -1;
+	return p;
+}
+
+static int64_t
+record_marker(struct rn_idem_state *s, const struct rn_batch_header *h,
+    int64_t now_ms)
+{
+	struct rn_idem_producer *p = entry(s, h->producer_id, h->producer_epoch);
+	int64_t first = p->txn_first;
+
+	if (h->producer_epoch != p->epoch) {
+		/* a marker at a bumped epoch fences the older one's batches */
+		p->n = 0;
+		p->next = 0;
+		p->epoch = h->producer_epoch;
+	}
+	p->txn_first = -1;
+	p->last_used_ms = now_ms;
+	return first;
+}
+
+int64_t
 rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
     int64_t base_offset, int64_t now_ms)
 {
-	struct rn_idem_producer *p = NULL, *oldest = &s->p[0];
-	int i;
+	struct rn_idem_producer *p;
 
 	if (h->producer_id < 0)
-		return;
-	for (i = 0; i < RN_IDEM_PRODUCERS; i++) {
-		if (s->p[i].pid == h->producer_id) {
-			p = &s->p[i];
-			break;
-		}
-		if (s->p[i].last_used_ms < oldest->last_used_ms)
-			oldest = &s->p[i];
-	}
-	if (p == NULL || h->producer_epoch != p->epoch) {
-		/* new producer (or epoch): the least recently used slot */
-		if (p == NULL)
-			p = oldest;
+		return -1;
+	if (h->attributes & RN_BATCH_ATTR_CONTROL)
+		return record_marker(s, h, now_ms);
+	p = entry(s, h->producer_id, h->producer_epoch);
+	if (h->producer_epoch != p->epoch) {
+		/* a new epoch: its sequences start over */
+		int64_t pid = p->pid;
+
 		memset(p, 0, sizeof(*p));
-		p->pid = h->producer_id;
+		p->pid = pid;
 		p->epoch = h->producer_epoch;
+		p->txn_first = -1;
+		p->coord_epoch = -1;
 	}
 	p->b[p->next].first_seq = h->base_sequence;
 	p->b[p->next].last_seq = last_seq(h);
@@ -94,6 +140,68 @@ rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
 	if (p->n < RN_IDEM_BATCHES)
 		p->n++;
 	p->last_used_ms = now_ms;
+	if ((h->attributes & RN_BATCH_ATTR_TRANSACTIONAL) && p->txn_first < 0)
+		p->txn_first = base_offset;
+	return -1;
+}
+
+int
+rn_idem_marker_check(const struct rn_idem_state *s, int64_t pid,
+    int16_t epoch, int32_t coord_epoch)
+{
+	const struct rn_idem_producer *p = find(s, pid);
+
+	if (pid < 0 || epoch < 0)
+		return -RN_KERR_INVALID_PRODUCER_EPOCH;
+	if (p != NULL && epoch < p->epoch)
+		return -RN_KERR_INVALID_PRODUCER_EPOCH;
+	if (p != NULL && p->coord_epoch > coord_epoch)
+		return -RN_KERR_TRANSACTION_COORDINATOR_FENCED;
+	return 0;
+}
+
+int64_t
+rn_idem_first_unstable_but(const struct rn_idem_state *s, int64_t pid)
+{
+	int64_t first = -1;
+	int i;
+
+	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
+		if (s->p[i].pid != 0 && s->p[i].pid != pid &&
+		    s->p[i].txn_first >= 0 &&
+		    (first < 0 || s->p[i].txn_first < first))
+			first = s->p[i].txn_first;
+	return first;
+}
+
+int64_t
+rn_idem_first_unstable(const struct rn_idem_state *s)
+{
+	return rn_idem_first_unstable_but(s, 0);
+}
+
+void
+rn_idem_set_coord_epoch(struct rn_idem_state *s, int64_t pid,
+    int32_t coord_epoch)
+{
+	int i;
+
+	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
+		if (s->p[i].pid == pid)
+			s->p[i].coord_epoch = coord_epoch;
+}
+
+void
+rn_idem_set_txn(struct rn_idem_state *s, int64_t pid, int64_t first,
+    int32_t coord_epoch)
+{
+	int i;
+
+	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
+		if (s->p[i].pid == pid) {
+			s->p[i].txn_first = first;
+			s->p[i].coord_epoch = coord_epoch;
+		}
 }
 
 void

@@ -4,7 +4,10 @@
  * partition's shared-memory slot so every network worker sees them and
  * followers keep them in step from the batches they replicate. A retried
  * batch is answered with its original offset instead of being appended
- * again; a gap in sequences is OUT_OF_ORDER_SEQUENCE_NUMBER.
+ * again; a gap in sequences is OUT_OF_ORDER_SEQUENCE_NUMBER. Each producer's
+ * open transaction (the offset of its first transactional batch, until a
+ * marker ends it) is kept too: the earliest of them is where the
+ * partition's unstable part begins.
  */
 #ifndef RN_IDEMPOTENCE_H
 #define RN_IDEMPOTENCE_H
@@ -30,6 +33,10 @@ struct rn_idem_producer {
 	uint16_t next;            /* ring position of the next one */
 	uint16_t pad;
 	struct rn_idem_batch b[RN_IDEM_BATCHES];
+	/* its open transaction's first offset, -1: none (pid != 0 only) */
+	int64_t txn_first;
+	int32_t coord_epoch;	/* of its last marker, -1: none */
+	int32_t pad2;
 };
 
 /* All of it is read and written under the partition lock. */
@@ -45,9 +52,30 @@ enum {
 /* Classify a batch about to be appended; a negative Kafka error code on refusal. */
 int rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
     int64_t *dup_offset);
-/* Remember a written batch (its base offset as assigned). */
-void rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
+/*
+ * Remember a written batch (its base offset as assigned): a transactional
+ * one opens its producer's transaction if none is open, a control batch
+ * (a marker) ends it. Returns the first offset of the transaction a marker
+ * ended, else -1.
+ */
+int64_t rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
     int64_t base_offset, int64_t now_ms);
+/* A marker from (pid, epoch) sent by a coordinator of coord_epoch may be
+ * written: 0 or a negative Kafka error (an older producer epoch, or a
+ * coordinator older than the one of the producer's last marker). */
+int rn_idem_marker_check(const struct rn_idem_state *s, int64_t pid,
+    int16_t epoch, int32_t coord_epoch);
+/* The first offset of the earliest open transaction, or -1: none. */
+int64_t rn_idem_first_unstable(const struct rn_idem_state *s);
+/* The same, leaving out producer pid's (an aborted entry's stable offset). */
+int64_t rn_idem_first_unstable_but(const struct rn_idem_state *s,
+    int64_t pid);
+/* The coordinator epoch of producer pid's last marker (known to the table). */
+void rn_idem_set_coord_epoch(struct rn_idem_state *s, int64_t pid,
+    int32_t coord_epoch);
+/* A loaded snapshot's transaction of producer pid (known to the table). */
+void rn_idem_set_txn(struct rn_idem_state *s, int64_t pid, int64_t first,
+    int32_t coord_epoch);
 /* Forget everything (the log was truncated under the batches). */
 void rn_idem_reset(struct rn_idem_state *s);
 

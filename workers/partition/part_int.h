@@ -79,6 +79,9 @@ struct rn_part_rt {
 	_Atomic int32_t isr_change_pepoch;  /* partition epoch it was sent at */
 	_Atomic int32_t leader_since_epoch; /* followers reset for this epoch */
 	struct rn_idem_state idem;          /* idempotent producers (locked) */
+	/* the earliest open transaction's first offset, -1: none; written
+	 * under the lock from idem, read without it (rn_part_lso) */
+	_Atomic int64_t first_unstable;
 	/* the log dir (index in log.dirs) holding the log, found on disk
 	 * when the slot is taken and moved by a swap; -1: not yet known */
 	_Atomic int32_t cur_dir;
@@ -145,6 +148,33 @@ void rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out);
 /* Snapshots below `below` or above `above` (-1: none) removed, and all
  * but the newest few. */
 void rn_part_snapshots_prune(struct rn_part *p, int64_t below, int64_t above);
+
+/* txn.c (lock held): first_unstable again from the producer table */
+void rn_part_txn_sync(struct rn_part_rt *rt);
+/* A fetched payload appended: its batches at or past from go to the
+ * producer table (a marker ends its producer's transaction, an abort is
+ * indexed). */
+void rn_part_producers_appended(struct rn_part *p, const uint8_t *buf,
+    size_t len, int64_t from);
+/* A marker met replaying the log at open: its abort indexed if missing. */
+struct rn_part_marker {
+	int64_t pid, first, offset;
+};
+void rn_part_txn_replayed(struct rn_part *p, const struct rn_part_marker *m,
+    int n);
+/* The log ends at cut (a truncation, a crash): the active segment's
+ * index entries past it go (rn_part_producers_load). */
+void rn_part_txn_truncated(struct rn_part *p, int64_t cut);
+/* The .txnindex of the segments based in [from, upto) synced (the
+ * background flush of rolled segments; the caller syncs the dir). */
+int rn_part_txnindex_sync(struct rn_part *p, int64_t from, int64_t upto);
+/* A control batch's ControlRecordType (0 abort, 1 commit), -1: unreadable;
+ * *coord_epoch the EndTransactionMarker's coordinator epoch (-1: none). */
+int rn_part_marker_type(const uint8_t *batch, size_t len,
+    int32_t *coord_epoch);
+
+/* writes.c: a segment rolled (lock held): sizes and a producer snapshot. */
+void rn_part_rolled(struct rn_part *p);
 
 /* The log's segments changed (lock held): sealed_bytes again. */
 void rn_part_size_sync(struct rn_part *p);

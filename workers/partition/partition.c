@@ -343,6 +343,7 @@ part_claim(struct rn_part_rt *rt, const struct rn_mdv_topic *topic,
 {
 	memset(&rt->log, 0, sizeof(rt->log));
 	rn_idem_reset(&rt->idem);
+	atomic_store(&rt->first_unstable, -1);
 	memcpy(rt->topic_id.b, topic->id, sizeof(rt->topic_id.b));
 	rt->partition = partition;
 	atomic_store(&rt->high_watermark, -1);

@@ -18,6 +18,7 @@
 #include "ipc/shm.h"
 #include "storage/batch.h"
 #include "storage/log.h"
+#include "storage/txnindex.h"
 
 #define RN_PART_MAX_REPLICAS 8
 /* "<topic>-<partition>" and its future "<that>.<32 hex>-future" fit */
@@ -210,9 +211,10 @@ int16_t rn_part_append_leader(struct rn_part *p, void *records, size_t len,
 
 /*
  * Follower: append what the leader sent, its offsets and epochs kept; the
- * batches' epochs go to the epoch cache and their producers to the
- * idempotence table first, so this replica dedupes retries the day it
- * leads. 0, a negative errno of the log (-EILSEQ: nothing new), or
+ * batches' epochs go to the epoch cache first and their producers to the
+ * idempotence table after (markers ending transactions, aborts indexed),
+ * so this replica dedupes retries and knows its last stable offset the
+ * day it leads. 0, a negative errno of the log (-EILSEQ: nothing new), or
  * RN_PART_STALE.
  */
 #define RN_PART_STALE 1  /* the slot could not be locked: nothing done */
@@ -234,6 +236,31 @@ bool rn_part_restart_at(struct rn_part *p, int64_t leader_log_start);
 
 /* Follower: the leader's high watermark, as far as our log has it. */
 void rn_part_hw_follow(struct rn_part *p, int64_t leader_hw);
+
+/*
+ * Transactions (txn.c). The last stable offset: min of the high watermark
+ * and the first offset of the earliest open transaction; read_committed
+ * consumers read below it. Two atomic loads, no lock.
+ */
+int64_t rn_part_lso(const struct rn_part *p);
+
+/*
+ * Leader: end producer pid's transaction with a marker (commit or abort)
+ * written as a control batch, an abort indexed in the segment's
+ * .txnindex. A Kafka error code (INVALID_PRODUCER_EPOCH for an epoch older
+ * than the producer's); on success *offset is the marker's.
+ */
+int16_t rn_part_write_marker(struct rn_part *p, int64_t pid, int16_t epoch,
+    bool commit, int32_t coordinator_epoch, int32_t leader_epoch,
+    int64_t *offset);
+
+/*
+ * The aborted transactions a read from `from` up to `upper` must carry,
+ * as Kafka collects them (no lock needed): up to cap into out; the count
+ * or -errno.
+ */
+int rn_part_aborted_txns(struct rn_part *p, int64_t from, int64_t upper,
+    struct rn_aborted_txn *out, int cap);
 
 /* The newest leader epoch in the log's epoch cache, -1 if none. */
 int32_t rn_part_latest_epoch(const struct rn_part *p);

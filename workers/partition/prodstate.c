@@ -10,6 +10,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -63,8 +64,10 @@ table_entries(const struct rn_idem_state *s, int64_t below,
 		out[n].offset_delta = seq_delta(best->first_seq, best->last_seq);
 		out[n].last_offset = best->base_offset + out[n].offset_delta;
 		out[n].timestamp = p->last_used_ms;
-		out[n].coordinator_epoch = -1;
-		out[n].txn_first_offset = -1;
+		out[n].coordinator_epoch = p->coord_epoch;
+		/* a transaction begun at or past the snapshot is replayed */
+		out[n].txn_first_offset = p->txn_first >= 0 &&
+		    p->txn_first < below ? p->txn_first : -1;
 		n++;
 	}
 	return n;
@@ -101,14 +104,23 @@ load_entry(void *arg, const struct rn_prodsnap_entry *e)
 	h.last_offset_delta = e->offset_delta;
 	base = (int64_t)e->last_seq - e->offset_delta;
 	h.base_sequence = (int32_t)(base < 0 ? base + INT32_MAX + 1 : base);
-	rn_idem_record(s, &h, e->last_offset - e->offset_delta, e->timestamp);
+	(void)rn_idem_record(s, &h, e->last_offset - e->offset_delta,
+	    e->timestamp);
+	rn_idem_set_txn(s, e->producer_id, e->txn_first_offset >= 0 &&
+	    e->txn_first_offset <= e->last_offset ? e->txn_first_offset : -1,
+	    e->coordinator_epoch);
 	return 0;
 }
+
+/* Markers replayed whose aborts are checked against the index. */
+#define REPLAY_MARKERS_CAP 1024
 
 struct replay {
 	struct rn_idem_state *s;
 	int64_t from, end, now;
 	int batches;
+	struct rn_part_marker *markers;
+	int n_markers;
 };
 
 static int
@@ -122,7 +134,13 @@ replay_batch(void *arg, int64_t pos, const struct rn_batch_header *h,
 	if (rn_batch_last_offset(h) >= r->end)
 		return 1;
 	if (h->base_offset >= r->from) {
-		rn_idem_record(r->s, h, h->base_offset, r->now);
+		int64_t first = rn_idem_record(r->s, h, h->base_offset, r->now);
+
+		if ((h->attributes & RN_BATCH_ATTR_CONTROL) &&
+		    h->producer_id >= 0 && r->markers != NULL &&
+		    r->n_markers < REPLAY_MARKERS_CAP)
+			r->markers[r->n_markers++] = (struct rn_part_marker){
+				h->producer_id, first, h->base_offset };
 		r->batches++;
 	}
 	return 0;
@@ -167,12 +185,15 @@ rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out)
 	int64_t leo = rn_log_end_offset(p->log), lso = rn_log_start_offset(p->log);
 	int64_t abase = atomic_load(&p->rt->log.active_base_offset);
 	int64_t t0 = rn_now_ms(), snap;
-	struct replay r = { &p->rt->idem, 0, leo, rn_wallclock_ms(), 0 };
+	struct replay r = { &p->rt->idem, 0, leo, rn_wallclock_ms(), 0,
+		malloc(REPLAY_MARKERS_CAP * sizeof(struct rn_part_marker)), 0 };
 	char topic[RN_TOPIC_MAX + 1];
 	int rc;
 
-	/* snapshots past the log end describe data it no longer has */
+	/* snapshots past the log end describe data it no longer has, and
+	 * so do aborted-index entries of markers a crash cut off */
 	(void)rn_prodsnap_prune(rn_log_dirfd(p->log), 0, leo, INT32_MAX);
+	rn_part_txn_truncated(p, leo);
 	snap = load_newest_snapshot(p, lso, leo);
 	if (snap >= 0)
 		r.from = snap;
@@ -189,6 +210,10 @@ rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out)
 		rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log),
 		    topic), "%s: replaying producers from offset %lld: %s",
 		    rn_log_dir(p->log), (long long)r.from, strerror(-rc));
+	/* aborts whose index entries a crash lost are indexed again */
+	rn_part_txn_replayed(p, r.markers, r.n_markers);
+	free(r.markers);
+	rn_part_txn_sync(p->rt);
 	out->snapshot = snap;
 	out->from = r.from;
 	out->batches = r.batches;

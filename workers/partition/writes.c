@@ -22,8 +22,8 @@
  * segments below, flush.c): a snapshot a power cut tore is skipped at the
  * next open for an older one.
  */
-static void
-part_rolled(struct rn_part *p)
+void
+rn_part_rolled(struct rn_part *p)
 {
 	rn_part_size_sync(p);
 	(void)rn_part_snapshot_producers(p,
@@ -52,14 +52,19 @@ rn_part_append_leader(struct rn_part *p, void *records, size_t len,
 	rc = rn_part_io(p, rn_log_append(p->log, records, len, leader_epoch,
 	    now, info), "appending as leader");
 	if (rc == 0 && info->rolled)
-		part_rolled(p);
-	if (rc == 0)
-		rn_idem_record(&p->rt->idem, h, info->base_offset, now);
+		rn_part_rolled(p);
+	if (rc == 0) {
+		(void)rn_idem_record(&p->rt->idem, h, info->base_offset, now);
+		if (h->attributes & RN_BATCH_ATTR_TRANSACTIONAL)
+			rn_part_txn_sync(p->rt);
+	}
 	rn_part_unlock(p);
 	return rc != 0 ? (int16_t)rn_storage_kafka_error(rc) : RN_KERR_NONE;
 }
 
-/* The fetched batches' epochs and producers, before they are appended. */
+/* The fetched batches' epochs, before they are appended (their producers
+ * after, rn_part_producers_appended: a roll's snapshot is of the state
+ * before them). */
 static void
 note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
 {
@@ -76,9 +81,6 @@ note_batches(struct rn_part *p, const uint8_t *buf, size_t len)
 		    rn_epoch_latest(&p->rt->log.epochs))
 			rn_log_assign_epoch(p->log, h.partition_leader_epoch,
 			    h.base_offset);
-		if (h.base_offset >= rn_log_end_offset(p->log))
-			rn_idem_record(&p->rt->idem, &h, h.base_offset,
-			    rn_wallclock_ms());
 		off += (size_t)h.batch_length + 12;
 	}
 }
@@ -87,15 +89,19 @@ int
 rn_part_append_follower(struct rn_part *p, const uint8_t *records, size_t len)
 {
 	struct rn_append_info info;
+	int64_t from;
 	int rc;
 
 	if (rn_part_lock(p) != 0)
 		return RN_PART_STALE;
+	from = rn_log_end_offset(p->log);
 	note_batches(p, records, len);
 	rc = rn_part_io(p, rn_log_append_replica(p->log, records, len,
 	    rn_wallclock_ms(), &info), "appending as follower");
 	if (rc == 0 && info.rolled)
-		part_rolled(p);	/* only batches below the base count */
+		rn_part_rolled(p);	/* only batches below the base count */
+	if (rc == 0)
+		rn_part_producers_appended(p, records, len, from);
 	rn_part_unlock(p);
 	return rc;
 }
@@ -113,7 +119,8 @@ rn_part_truncate(struct rn_part *p, int64_t cut, int64_t *from)
 	(void)rn_part_io(p, rn_log_truncate_to(p->log, cut), "truncating");
 	rn_part_size_sync(p);
 	/* its producers' newest batches may be gone: as they were at the
-	 * new end, from the snapshots that still describe the log */
+	 * new end, from the snapshots that still describe the log (and the
+	 * aborted index trimmed there) */
 	rn_idem_reset(&p->rt->idem);
 	rn_part_producers_load(p, &pl);
 	if (atomic_load(&p->rt->high_watermark) > cut)
@@ -135,6 +142,7 @@ rn_part_restart_at(struct rn_part *p, int64_t leader_log_start)
 		    leader_log_start), "truncating");
 		rn_part_size_sync(p);
 		rn_idem_reset(&p->rt->idem);
+		rn_part_txn_sync(p->rt);
 		rn_part_snapshots_prune(p, INT64_MAX, -1);
 		cut = true;
 	}

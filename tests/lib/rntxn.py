@@ -1,0 +1,162 @@
+"""The producer and coordinator side of Kafka transactions, as far as the
+tests need them while runnel has no transaction coordinator: RecordBatch v2
+with the transactional bit, InitProducerId v1 (no transactional id),
+Produce v8 and WriteTxnMarkers v0, each over one plain socket to a node."""
+import socket
+import struct
+import time
+
+from kafka.record.util import calc_crc32c
+
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+
+
+def _varint(v):
+    v = (v << 1) ^ (v >> 63)  # zigzag
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def _bytes_v(b):
+    return _varint(-1) if b is None else _varint(len(b)) + b
+
+
+def record_batch(values, pid=-1, epoch=-1, seq=-1, transactional=False,
+                 ts=None):
+    """One uncompressed v2 batch of values (bytes), offsets from 0."""
+    ts = int(time.time() * 1000) if ts is None else ts
+    recs = b""
+    for i, v in enumerate(values):
+        body = b"\x00" + _varint(0) + _varint(i) + _bytes_v(None) + \
+            _bytes_v(v) + _varint(0)
+        recs += _varint(len(body)) + body
+    attrs = ATTR_TRANSACTIONAL if transactional else 0
+    after_crc = struct.pack(">hiqqqhii", attrs, len(values) - 1, ts, ts,
+                            pid, epoch, seq, len(values)) + recs
+    crc = calc_crc32c(after_crc)
+    head = struct.pack(">ibI", -1, 2, crc)  # leader epoch, magic, crc
+    batch = head + after_crc
+    return struct.pack(">qi", 0, len(batch)) + batch
+
+
+def _str(s):
+    if s is None:
+        return struct.pack(">h", -1)
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+class _R:
+    def __init__(self, b):
+        self.b, self.p = b, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.b, self.p)
+        self.p += struct.calcsize(fmt)
+        return v[0]
+
+    def string(self):
+        n = self.take(">h")
+        if n < 0:
+            return None
+        s = self.b[self.p:self.p + n].decode()
+        self.p += n
+        return s
+
+
+class Conn:
+    """One connection to a node's Kafka listener (non-flexible headers)."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=30):
+        self.s = socket.create_connection((host, port), timeout=timeout)
+        self.corr = 0
+
+    def close(self):
+        self.s.close()
+
+    def call(self, key, ver, body):
+        self.corr += 1
+        msg = struct.pack(">hhi", key, ver, self.corr) + _str("rntxn") + body
+        self.s.sendall(struct.pack(">i", len(msg)) + msg)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            c = self.s.recv(1 << 20)
+            if not c:
+                raise ConnectionError("closed by the broker")
+            buf += c
+        r = _R(buf[4:])
+        if r.take(">i") != self.corr:
+            raise ValueError("correlation id mismatch")
+        return r
+
+    def init_producer_id(self):
+        """(error, producer id, epoch) for an idempotent producer."""
+        r = self.call(22, 1, _str(None) + struct.pack(">i", 60000))
+        r.take(">i")
+        return r.take(">h"), r.take(">q"), r.take(">h")
+
+    def produce(self, topic, partition, batch, acks=-1):
+        """(error, base offset) of one batch."""
+        body = _str(None) + struct.pack(">hi", acks, 30000) + \
+            struct.pack(">i", 1) + _str(topic) + struct.pack(">i", 1) + \
+            struct.pack(">ii", partition, len(batch)) + batch
+        r = self.call(0, 8, body)
+        r.take(">i")  # topics
+        r.string()
+        r.take(">i")  # partitions
+        r.take(">i")
+        return r.take(">h"), r.take(">q")
+
+    def produce_retry(self, topic, partition, batch, timeout=15):
+        """produce, asked again on the errors a producer retries (a topic,
+        leader or ISR this broker's image does not show yet), as a client
+        would."""
+        deadline = time.time() + timeout
+        while True:
+            err, base = self.produce(topic, partition, batch)
+            if err not in (3, 5, 6, 19, 20) or time.time() > deadline:
+                return err, base
+            time.sleep(0.2)
+
+    def write_txn_markers(self, markers):
+        """markers [(pid, epoch, commit, {topic: [partitions]}, coordinator
+        epoch)] -> {(pid, topic, partition): error code}"""
+        body = struct.pack(">i", len(markers))
+        for pid, epoch, commit, topics, cepoch in markers:
+            body += struct.pack(">qhb", pid, epoch, 1 if commit else 0)
+            body += struct.pack(">i", len(topics))
+            for t, parts in topics.items():
+                body += _str(t) + struct.pack(">i", len(parts)) + \
+                    b"".join(struct.pack(">i", p) for p in parts)
+            body += struct.pack(">i", cepoch)
+        r = self.call(27, 0, body)
+        out = {}
+        for _ in range(r.take(">i")):
+            pid = r.take(">q")
+            for _ in range(r.take(">i")):
+                t = r.string()
+                for _ in range(r.take(">i")):
+                    p = r.take(">i")
+                    out[(pid, t, p)] = r.take(">h")
+        return out
+
+    def api_versions(self):
+        r = self.call(18, 0, b"")
+        err = r.take(">h")
+        keys = {}
+        for _ in range(r.take(">i")):
+            k, lo, hi = r.take(">h"), r.take(">h"), r.take(">h")
+            keys[k] = (lo, hi)
+        return err, keys
+
+
+def read_txnindex(path):
+    """The entries of a .txnindex file: [(version, pid, first, last, lso)]."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return [struct.unpack_from(">hqqqq", data, i)
+            for i in range(0, len(data) - len(data) % 34, 34)]
