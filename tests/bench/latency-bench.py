@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.join(here, "..", "lib"))
 os.environ.setdefault("RUNNEL_BUILDDIR", os.path.abspath("build"))
 
 import rntest  # noqa: E402
+from rnproc import schedstat_ns  # noqa: E402
 
 BUILD = os.environ["RUNNEL_BUILDDIR"]
 PERF = os.path.join(BUILD, "runnel-perf")
@@ -60,25 +61,6 @@ COMMON = ["--linger-ms", "5", "--batch-size", "1048576", "--record-size",
 def load():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
-
-
-def run_wait_ns(pids):
-    """Sum over the threads of pids of (ran, waited on a run queue) ns."""
-    ran = waited = 0
-    for pid in pids:
-        try:
-            tasks = os.listdir("/proc/%d/task" % pid)
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-                    a = f.read().split()
-                ran += int(a[0])
-                waited += int(a[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    return ran, waited
 
 
 def network_pids(node):
@@ -105,7 +87,7 @@ def perf(bootstrap, topic, args):
 
     def sample():
         while p.poll() is None:
-            s = run_wait_ns([p.pid])
+            s = schedstat_ns([p.pid])
             if s != (0, 0):
                 last[0] = s
             time.sleep(0.2)
@@ -262,11 +244,11 @@ def main():
                     ld = load()
                     nets = network_pids(node) if name == "runnel" else []
                     h0 = scrape(mport) if STAGES and name == "runnel" else None
-                    w0 = run_wait_ns(nets)
+                    w0 = schedstat_ns(nets)
                     t0 = time.monotonic()
                     r = perf(bs, "lat", args)
                     el = time.monotonic() - t0
-                    w1 = run_wait_ns(nets)
+                    w1 = schedstat_ns(nets)
                     extra = "  load %s" % ld
                     if nets:
                         extra += "  brk %.2f (rq wait %.2f)" % (

@@ -60,6 +60,7 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import rntest  # noqa: E402
+from rnproc import cpu_ns  # noqa: E402
 
 BUILD = os.environ["RUNNEL_BUILDDIR"]
 PERF = os.path.join(BUILD, "runnel-perf")
@@ -82,23 +83,6 @@ TOPIC_CONFIG = {"retention.bytes": str(1 << 30),
 def load():
     with open("/proc/loadavg") as f:
         return f.read().split()[0]
-
-
-def cpu_ns(pids):
-    """ns on CPU of every thread of these processes (schedstat)."""
-    total = 0
-    for pid in pids:
-        try:
-            tasks = os.listdir("/proc/%d/task" % pid)
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass
-    return total
 
 
 def scraper(mport, path, args):

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+from rnproc import cpu_ns
 from rntest import BUILDDIR, Node, TempDir, free_port
 from rntls import Pki
 
@@ -21,30 +22,13 @@ SIZE = int(os.environ.get("BENCH_TLS_SIZE", "1024"))
 PERF = os.path.join(BUILDDIR, "runnel-perf")
 
 
-def cpu_seconds(pids):
-    """CPU time of every thread of these processes."""
-    ns = 0
-    for pid in pids:
-        try:
-            tids = os.listdir("/proc/%d/task" % pid)
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                    ns += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass
-    return ns / 1e9
-
-
 def perf(role, bootstrap, topic, extra, node):
     """runnel-perf's figures, with the broker's CPU seconds per GB."""
     pids = node.pids()
-    cpu0 = cpu_seconds(pids)
+    cpu0 = cpu_ns(pids) / 1e9
     res = run_perf(role, bootstrap, topic, extra)
     if res is not None:
-        res["cpu_s_per_gb"] = (cpu_seconds(pids) - cpu0) / (
+        res["cpu_s_per_gb"] = (cpu_ns(pids) / 1e9 - cpu0) / (
             RECORDS * SIZE / 1e9)
     return res
 

@@ -12,11 +12,10 @@ every ISR. A user that is not a super user is refused on the controller
 listener. A plaintext ApiVersions on the controller and inter-broker ports
 gets no Kafka answer."""
 import os
-import socket
-import struct
 import time
 
 import history
+from rnclients import kafka_answered, plaintext_probe
 from rncluster import wait_state
 from rntest import BUILDDIR, Cluster, Tap, TempDir, free_port, run_tool, \
     wait_for
@@ -79,31 +78,6 @@ def secure(cl, pki):
         n.write_config()
 
 
-def api_versions_answer(port):
-    """Bytes a plaintext ApiVersions v0 request gets back from port."""
-    req = struct.pack(">hhih", 18, 0, 7, 4) + b"probe"
-    s = socket.create_connection(("127.0.0.1", port), timeout=3)
-    got = b""
-    try:
-        s.sendall(struct.pack(">i", len(req)) + req)
-        s.settimeout(3)
-        while len(got) < 64:
-            b = s.recv(4096)
-            if not b:
-                break
-            got += b
-    except OSError:
-        pass
-    finally:
-        s.close()
-    return got
-
-
-def kafka_answer(got):
-    """A Kafka response frame answering correlation id 7."""
-    return len(got) >= 8 and struct.unpack(">i", got[4:8])[0] == 7
-
-
 def active_controller(cl):
     from confluent_kafka.admin import AdminClient
     for n in cl.nodes:
@@ -152,14 +126,14 @@ with TempDir() as tmp:
             "RF=3 topic: all three replicas of every partition in the ISR "
             "(the followers fetch over SASL_SSL)")
 
-        t.ok(kafka_answer(api_versions_answer(cl.node(1).port)),
+        t.ok(kafka_answered(plaintext_probe(cl.node(1).port)),
              "the probe: a plaintext ApiVersions on the client port is "
              "answered")
-        ib_raw = api_versions_answer(cl.node(1).ib_port)
-        t.ok(not kafka_answer(ib_raw), "the same on the inter-broker port "
+        ib_raw = plaintext_probe(cl.node(1).ib_port)
+        t.ok(not kafka_answered(ib_raw), "the same on the inter-broker port "
              "gets no Kafka answer (%d bytes back)" % len(ib_raw))
-        ctl_raw = api_versions_answer(cl.node(1).ctl_port)
-        t.ok(not kafka_answer(ctl_raw), "nor on the controller port (%d "
+        ctl_raw = plaintext_probe(cl.node(1).ctl_port)
+        t.ok(not kafka_answered(ctl_raw), "nor on the controller port (%d "
              "bytes back)" % len(ctl_raw))
 
         # alice logs in on the controller listener but is no super user

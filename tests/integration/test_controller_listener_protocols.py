@@ -8,39 +8,16 @@ Kafka does) and a Metadata request is not.
 An SSL controller listener whose certificate does not name the address the
 voters use is refused by the node's own agent, and logged."""
 import os
-import socket
-import struct
 import subprocess
 
 from rncluster import create_topic
-from rnclients import roundtrip
+from rnclients import kafka_answered, plaintext_probe, roundtrip
 from rntest import Node, Tap, TempDir, wait_for
 from rntls import Pki
 
 t = Tap()
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="broker" password="ctl-pw" user_broker="ctl-pw";')
-
-
-def kafka_answer(port, api_key):
-    req = struct.pack(">hhih", api_key, 0, 7, 4) + b"prob"
-    if api_key == 3:
-        req += struct.pack(">i", 0)  # Metadata v0: no topics
-    s = socket.create_connection(("127.0.0.1", port), timeout=3)
-    got = b""
-    try:
-        s.sendall(struct.pack(">i", len(req)) + req)
-        s.settimeout(3)
-        while len(got) < 8:
-            b = s.recv(4096)
-            if not b:
-                break
-            got += b
-    except OSError:
-        pass
-    finally:
-        s.close()
-    return len(got) >= 8 and struct.unpack(">i", got[4:8])[0] == 7
 
 
 def node(tmp, name, proto, extra):
@@ -89,12 +66,12 @@ with TempDir() as tmp:
             t.ok(roundtrip({"bootstrap.servers": n.bootstrap}, "t-" + name),
                  "%s: records go round on the client listener" % proto)
             if proto == "SSL":
-                t.ok(not kafka_answer(n.ctl_port, 18), "SSL: a plaintext "
+                t.ok(not kafka_answered(plaintext_probe(n.ctl_port, 18)), "SSL: a plaintext "
                      "ApiVersions on the controller port gets no Kafka "
                      "answer")
             else:
-                t.ok(kafka_answer(n.ctl_port, 18) and
-                     not kafka_answer(n.ctl_port, 3), "%s: ApiVersions is "
+                t.ok(kafka_answered(plaintext_probe(n.ctl_port, 18)) and
+                     not kafka_answered(plaintext_probe(n.ctl_port, 3)), "%s: ApiVersions is "
                      "answered before the login, Metadata is not" % proto)
             t.eq(n.crashes(), [], "%s: no worker crashed" % proto)
         finally:

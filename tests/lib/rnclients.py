@@ -1,6 +1,9 @@
-"""confluent-kafka calls the security tests share: one record produced
-with its outcome, a run of values produced and read back with a group
-consumer, and a client's authentication errors."""
+"""Client calls the security tests share: one record produced with its
+outcome, a run of values produced and read back with a group consumer, a
+client's authentication errors (confluent-kafka), and a plaintext probe
+of a port with one raw Kafka request."""
+import socket
+import struct
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer
@@ -49,3 +52,32 @@ def auth_errors(conf, topic, wait=8):
     p.purge()
     p.flush(1)
     return seen
+
+
+def plaintext_probe(port, api_key=18):
+    """The bytes a plaintext v0 request (ApiVersions, or Metadata of no
+    topics) with correlation id 7 gets back from port within 3 s."""
+    req = struct.pack(">hhih", api_key, 0, 7, 5) + b"probe"
+    if api_key == 3:
+        req += struct.pack(">i", 0)
+    got = b""
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    try:
+        s.sendall(struct.pack(">i", len(req)) + req)
+        s.settimeout(3)
+        # until a whole frame, the peer's close or the timeout
+        while len(got) < 4 or len(got) < 4 + struct.unpack(">i", got[:4])[0]:
+            b = s.recv(4096)
+            if not b:
+                break
+            got += b
+    except OSError:
+        pass
+    finally:
+        s.close()
+    return got
+
+
+def kafka_answered(got):
+    """Whether got is a Kafka response frame for correlation id 7."""
+    return len(got) >= 8 and struct.unpack(">i", got[4:8])[0] == 7
