@@ -228,6 +228,7 @@ fuzz() {
 		    "$srcdir/ipc/metrics.c" "$srcdir/ipc/connlimit.c" \
 		    "$srcdir/ipc/cquota.c" \
 		    "$srcdir/common/acl.c" "$srcdir/common/scram.c" \
+		    "$srcdir/common/scram_boot.c" \
 		    "$srcdir/protocol/kmsg_gen.c" "$srcdir/protocol/kcodec.c" \
 		    "$srcdir/protocol/kerrors.c" -lcrypto \
 		    "$srcdir/common/ctlproto.c" "$srcdir/common/mpbound.c" \
