@@ -81,6 +81,8 @@ struct rn_secc {
 static int
 bytes_add(struct bytes *q, const void *p, size_t n)
 {
+	if (n == 0)
+		return 0;	/* p and q->b may be NULL: no memcpy at all */
 	if (q->off > 0 && q->off == q->len)
 		q->off = q->len = 0;
 	if (q->len + n > q->cap) {
@@ -113,6 +115,8 @@ bytes_take(struct bytes *q, void *p, size_t cap)
 
 	if (n > cap)
 		n = cap;
+	if (n == 0)
+		return 0;	/* nothing queued yet: q->b may be NULL */
 	memcpy(p, q->b + q->off, n);
 	q->off += n;
 	return n;
