@@ -25,9 +25,10 @@ of SOAK_TMPFS_MIB), reads or writes under a node's log dir failing with
 EIO (tests/faults/diskfail.c, loaded before the power-cut shim so a
 failed call never counts as written) and a node killed with the unflushed
 tail of its logs damaged (cut short or a bit flipped past each log's
-recovery point, where recovery must find it). The fault is held a random 6-18 s, healed, and the cluster must
-be fully replicated again before the episode's history is checked: the
-heal-to-service time is that wait.
+recovery point, where recovery must find it). The fault is held a
+random 6-18 s, healed, and the cluster must be fully replicated again
+before the episode's history is checked: the heal-to-service time is
+that wait.
 
 At the end it prints the figures per fault kind and overall and exits 1
 on any lost, duplicated (idempotent writers), inconsistent, misplaced,
@@ -36,8 +37,8 @@ reordered (idempotent writers) or unexpected value, or a worker crash.
 Environment: SOAK_MINUTES (30), SOAK_SEED (the time), SOAK_RATE (values
 per second per writer, 100), SOAK_TMPFS_MIB (192), SOAK_KINDS (a
 comma-separated subset of the fault kinds; all by default),
-RUNNEL_BUILDDIR. Needs root, iproute2 and
-faketime, like the fault tests.
+RUNNEL_BUILDDIR. Needs root, iproute2 and faketime, like the fault
+tests.
 """
 import collections
 import errno
