@@ -9,6 +9,7 @@ import struct
 import subprocess
 
 from rntest import BUILDDIR
+from rnwire import Reader
 
 
 def two_log_dirs(cluster):
@@ -52,41 +53,6 @@ def _arr(items, flex):
         b"".join(items)
 
 
-class _R:
-    def __init__(self, b):
-        self.b, self.p = b, 0
-
-    def take(self, fmt):
-        v = struct.unpack_from(fmt, self.b, self.p)
-        self.p += struct.calcsize(fmt)
-        return v[0]
-
-    def uvarint(self):
-        v = s = 0
-        while True:
-            c = self.b[self.p]
-            self.p += 1
-            v |= (c & 0x7F) << s
-            s += 7
-            if c < 0x80:
-                return v
-
-    def count(self, flex):
-        return self.uvarint() - 1 if flex else self.take(">i")
-
-    def string(self, flex):
-        n = self.uvarint() - 1 if flex else self.take(">h")
-        s = self.b[self.p:self.p + n].decode()
-        self.p += n
-        return s
-
-    def tags(self, flex):
-        if flex:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                self.p += self.uvarint()
-
-
 def _call(n, key, ver, body, flex_hdr):
     hdr = struct.pack(">hhi", key, ver, 77) + struct.pack(">h", 1) + b"t"
     if flex_hdr:
@@ -100,7 +66,7 @@ def _call(n, key, ver, body, flex_hdr):
             if not c:
                 return None
             buf += c
-    return _R(buf[4:])
+    return Reader(buf[4:])
 
 
 def alter_raw(n, moves, ver):

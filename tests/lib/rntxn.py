@@ -8,6 +8,8 @@ import time
 
 from kafka.record.util import calc_crc32c
 
+from rnwire import Reader
+
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
 
@@ -50,24 +52,6 @@ def _str(s):
     return struct.pack(">h", len(b)) + b
 
 
-class _R:
-    def __init__(self, b):
-        self.b, self.p = b, 0
-
-    def take(self, fmt):
-        v = struct.unpack_from(fmt, self.b, self.p)
-        self.p += struct.calcsize(fmt)
-        return v[0]
-
-    def string(self):
-        n = self.take(">h")
-        if n < 0:
-            return None
-        s = self.b[self.p:self.p + n].decode()
-        self.p += n
-        return s
-
-
 class Conn:
     """One connection to a node's Kafka listener (non-flexible headers)."""
 
@@ -88,7 +72,7 @@ class Conn:
             if not c:
                 raise ConnectionError("closed by the broker")
             buf += c
-        r = _R(buf[4:])
+        r = Reader(buf[4:])
         if r.take(">i") != self.corr:
             raise ValueError("correlation id mismatch")
         return r
