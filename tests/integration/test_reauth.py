@@ -26,7 +26,8 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from rntest import Node, Tap, TempDir, free_port, recv_frame, run_tool
+from rnclients import add_sasl_plaintext
+from rntest import Node, Tap, TempDir, recv_frame, run_tool
 
 t = Tap()
 BUILD = os.environ.get("RUNNEL_BUILDDIR", ".")
@@ -135,16 +136,8 @@ EXPIRED = "without re-authentication (connections.max.reauth.ms): closing"
 
 with TempDir() as tmp:
     n = Node(tmp)
-    n.sasl_port = free_port()
+    add_sasl_plaintext(n, ("SCRAM-SHA-256", "SCRAM-SHA-512"))
     n.props.update({
-        "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,"
-                     "CONTROLLER://127.0.0.1:%d" % (n.port, n.sasl_port,
-                                                   n.ctl_port),
-        "advertised.listeners": "PLAINTEXT://127.0.0.1:%d,"
-            "SASL_PLAINTEXT://127.0.0.1:%d" % (n.port, n.sasl_port),
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,"
-            "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.connections.max.reauth.ms":
             str(LIFE_MS),
         "connection.failed.authentication.delay.ms": "50",

@@ -17,8 +17,8 @@ import subprocess
 
 from confluent_kafka import KafkaError
 
-from rnclients import auth_errors, roundtrip
-from rntest import Node, Tap, TempDir, free_port, run_tool
+from rnclients import add_sasl_plaintext, auth_errors, roundtrip
+from rntest import Node, Tap, TempDir, run_tool
 
 t = Tap()
 BUILD = os.environ.get("RUNNEL_BUILDDIR", ".")
@@ -47,16 +47,8 @@ def boot_lines(n):
 
 with TempDir() as tmp:
     n = Node(tmp)
-    n.sasl_port = free_port()
+    add_sasl_plaintext(n, ("SCRAM-SHA-256", "SCRAM-SHA-512"))
     n.props.update({
-        "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,"
-                     "CONTROLLER://127.0.0.1:%d" % (n.port, n.sasl_port,
-                                                   n.ctl_port),
-        "advertised.listeners": "PLAINTEXT://127.0.0.1:%d,"
-            "SASL_PLAINTEXT://127.0.0.1:%d" % (n.port, n.sasl_port),
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,"
-            "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
         "connection.failed.authentication.delay.ms": "50",
         "num.partitions": "1",
     })

@@ -19,8 +19,8 @@ import time
 import history
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
-from rntest import BUILDDIR, Cluster, Tap, TempDir, free_port, run_tool, \
-    wait_for
+from rnclients import add_sasl_plaintext
+from rntest import BUILDDIR, Cluster, Tap, TempDir, run_tool, wait_for
 
 t = Tap()
 TOPIC = "sec"
@@ -32,19 +32,9 @@ MECHS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 def configure(cl):
     for n in cl.nodes:
-        n.sasl_port = free_port()
+        add_sasl_plaintext(n, MECHS)
         n.props.update({
-            "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:"
-                         "%d,CONTROLLER://127.0.0.1:%d"
-                         % (n.port, n.sasl_port, n.ctl_port),
-            "advertised.listeners": "PLAINTEXT://127.0.0.1:%d,"
-                                    "SASL_PLAINTEXT://127.0.0.1:%d"
-                                    % (n.port, n.sasl_port),
-            "listener.security.protocol.map":
-                "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-                "CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT",
-            "sasl.enabled.mechanisms": ",".join(MECHS),
             "authorizer.class.name":
                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS",

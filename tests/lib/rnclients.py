@@ -1,10 +1,12 @@
 """Client calls the security tests share: one record produced with its
 outcome, a run of values produced and read back with a group consumer, a
-client's authentication errors (confluent-kafka), and a plaintext probe
-of a port with one raw Kafka request."""
+client's authentication errors (confluent-kafka), a plaintext probe of
+a port with one raw Kafka request, and a node's SASL_PLAINTEXT listener."""
 import socket
 import struct
 import time
+
+from rntest import free_port
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
@@ -81,3 +83,21 @@ def plaintext_probe(port, api_key=18):
 def kafka_answered(got):
     """Whether got is a Kafka response frame for correlation id 7."""
     return len(got) >= 8 and struct.unpack(">i", got[4:8])[0] == 7
+
+
+def add_sasl_plaintext(node, mechanisms):
+    """A SASL_PLAINTEXT listener on node (node.sasl_port) beside its
+    PLAINTEXT and CONTROLLER ones, taking these mechanisms."""
+    node.sasl_port = free_port()
+    node.props.update({
+        "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:"
+                     "%d,CONTROLLER://127.0.0.1:%d"
+                     % (node.port, node.sasl_port, node.ctl_port),
+        "advertised.listeners": "PLAINTEXT://127.0.0.1:%d,"
+                                "SASL_PLAINTEXT://127.0.0.1:%d"
+                                % (node.port, node.sasl_port),
+        "listener.security.protocol.map":
+            "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": ",".join(mechanisms),
+    })
