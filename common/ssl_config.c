@@ -498,15 +498,30 @@ bad:
 	return -1;
 }
 
+/* The listener's ssl.enabled.protocols and ssl.cipher.suites, either side. */
+static int
+set_listener_ciphers(SSL_CTX *ctx, const struct rn_config *cfg,
+    const char *lname, char *err, size_t errlen)
+{
+	const char *protos = rn_listener_key(cfg, lname, NULL,
+	    "ssl.enabled.protocols");
+	const char *suites = rn_listener_key(cfg, lname, NULL,
+	    "ssl.cipher.suites");
+
+	if (set_protocols(ctx, protos != NULL ? protos : "TLSv1.2,TLSv1.3",
+	    err, errlen) != 0)
+		return -1;
+	if (suites != NULL && *suites != '\0' &&
+	    set_ciphers(ctx, suites, err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
 SSL_CTX *
 rn_ssl_ctx_new(const struct rn_config *cfg, const char *lname, char *err,
     size_t errlen)
 {
 	const char *auth = rn_listener_key(cfg, lname, NULL, "ssl.client.auth");
-	const char *protos = rn_listener_key(cfg, lname, NULL,
-	    "ssl.enabled.protocols");
-	const char *suites = rn_listener_key(cfg, lname, NULL,
-	    "ssl.cipher.suites");
 	int verify = SSL_VERIFY_NONE;
 	SSL_CTX *ctx;
 	long opts;
@@ -543,10 +558,7 @@ rn_ssl_ctx_new(const struct rn_config *cfg, const char *lname, char *err,
 	if (load_keystore(ctx, cfg, lname, err, errlen) != 0 ||
 	    load_truststore(ctx, cfg, lname, verify != SSL_VERIFY_NONE, err,
 	    errlen) != 0 ||
-	    set_protocols(ctx, protos != NULL ? protos : "TLSv1.2,TLSv1.3",
-	    err, errlen) != 0 ||
-	    (suites != NULL && *suites != '\0' &&
-	    set_ciphers(ctx, suites, err, errlen) != 0)) {
+	    set_listener_ciphers(ctx, cfg, lname, err, errlen) != 0) {
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
@@ -563,10 +575,6 @@ SSL_CTX *
 rn_ssl_client_ctx_new(const struct rn_config *cfg, const char *lname,
     char *err, size_t errlen)
 {
-	const char *protos = rn_listener_key(cfg, lname, NULL,
-	    "ssl.enabled.protocols");
-	const char *suites = rn_listener_key(cfg, lname, NULL,
-	    "ssl.cipher.suites");
 	bool has_key = rn_listener_key(cfg, lname, NULL,
 	    "ssl.keystore.location") != NULL ||
 	    rn_listener_key(cfg, lname, NULL,
@@ -587,10 +595,7 @@ rn_ssl_client_ctx_new(const struct rn_config *cfg, const char *lname,
 	    (has_trust && load_truststore(ctx, cfg, lname, true, err,
 	    errlen) != 0) ||
 	    (!has_trust && SSL_CTX_set_default_verify_paths(ctx) != 1) ||
-	    set_protocols(ctx, protos != NULL ? protos : "TLSv1.2,TLSv1.3",
-	    err, errlen) != 0 ||
-	    (suites != NULL && *suites != '\0' &&
-	    set_ciphers(ctx, suites, err, errlen) != 0)) {
+	    set_listener_ciphers(ctx, cfg, lname, err, errlen) != 0) {
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
