@@ -154,6 +154,19 @@ write_rename(const char *path, const void *buf, size_t len, mode_t mode,
 }
 
 int
+rn_fsync_at(int dirfd, const char *name)
+{
+	int fd, rc = 0;
+
+	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int
 rn_write_file_atomic(const char *path, const void *buf, size_t len,
     mode_t mode)
 {

@@ -28,6 +28,10 @@ int rn_write_file_atomic(const char *path, const void *buf, size_t len,
 int rn_write_file_replace(const char *path, const void *buf, size_t len,
     mode_t mode);
 
+/* fsync the file name in dirfd: 0, also when there is no such file, or
+ * -errno. */
+int rn_fsync_at(int dirfd, const char *name);
+
 /* Cut white space off both ends of s in place; its first other char. */
 char *rn_trim(char *s);
 

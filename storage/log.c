@@ -962,16 +962,8 @@ sync_new_dir(struct rn_log *log)
 
 	if (!atomic_exchange_explicit(&log->sh->dir_unsynced, 0, ACQ))
 		return 0;
-	for (i = 0; i < sizeof(files) / sizeof(files[0]) && rc == 0; i++) {
-		if ((fd = openat(log->dirfd, files[i], O_RDONLY | O_CLOEXEC)) < 0) {
-			if (errno != ENOENT)
-				rc = -errno;
-			continue;
-		}
-		if (fsync(fd) < 0)
-			rc = -errno;
-		close(fd);
-	}
+	for (i = 0; i < sizeof(files) / sizeof(files[0]) && rc == 0; i++)
+		rc = rn_fsync_at(log->dirfd, files[i]);
 	if (rc == 0 && fsync(log->dirfd) < 0)
 		rc = -errno;
 	if (rc == 0 && (fd = openat(log->dirfd, "..", O_RDONLY | O_DIRECTORY |

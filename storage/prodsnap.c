@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "storage/bytes.h"
 #include "storage/crc32c.h"
 #include "storage/segment.h"
@@ -187,15 +188,9 @@ int
 rn_prodsnap_sync(int dirfd, int64_t offset)
 {
 	char name[64];
-	int fd, rc = 0;
 
 	snap_name(name, sizeof(name), offset, "");
-	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
+	return rn_fsync_at(dirfd, name);
 }
 
 int

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "storage/bytes.h"
 #include "storage/segment.h"
 
@@ -125,14 +126,10 @@ rn_txnindex_read(int dirfd, int64_t base, rn_txnindex_fn fn, void *arg)
 int
 rn_txnindex_sync(int dirfd, int64_t base)
 {
-	int fd, rc = 0;
+	char name[RN_SEGMENT_NAME_MAX];
 
-	if ((fd = open_index(dirfd, base, O_RDONLY)) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
+	rn_segment_name(name, base, RN_TXNINDEX_SUFFIX);
+	return rn_fsync_at(dirfd, name);
 }
 
 int
