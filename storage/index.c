@@ -6,26 +6,51 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "storage/bytes.h"
 
+/* The mapped file again, for a call that needs it; the caller closes it. */
 static int
-index_map(struct rn_index *ix)
+index_fd(const struct rn_index *ix)
+{
+	struct stat st;
+	int fd = openat(ix->dirfd, ix->name, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	if (st.st_ino != ix->ino) {
+		/* replaced under this handle (a swap): the mapping is stale */
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static int
+index_map(struct rn_index *ix, int fd)
 {
 	struct stat st;
 	size_t len;
 
-	if (fstat(ix->fd, &st) < 0)
+	if (fstat(fd, &st) < 0)
 		return -errno;
+	ix->ino = st.st_ino;
 	len = (size_t)st.st_size / (size_t)ix->entry_size * (size_t)ix->entry_size;
 	ix->map = NULL;
 	ix->map_len = 0;
 	if (len == 0)
 		return 0;
-	ix->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ix->fd, 0);
+	ix->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (ix->map == MAP_FAILED) {
 		ix->map = NULL;
 		return -errno;
@@ -50,77 +75,100 @@ index_unmap(struct rn_index *ix)
 	ix->map_len = 0;
 }
 
+/* The file grown to at least bytes (never shrunk), and mapped whole. */
+static int
+index_grow_fd(struct rn_index *ix, int fd, size_t bytes)
+{
+	struct stat st;
+
+	bytes = bytes / (size_t)ix->entry_size * (size_t)ix->entry_size;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((size_t)st.st_size < bytes && ftruncate(fd, (off_t)bytes) < 0)
+		return -errno;
+	if (ix->map != NULL && ix->map_len >= bytes)
+		return 0;
+	index_unmap(ix);
+	return index_map(ix, fd);
+}
+
 int
 rn_index_open(struct rn_index *ix, int dirfd, const char *name,
     int64_t base_offset, int entry_size, size_t prealloc, int create)
 {
-	int rc;
+	int fd, rc;
 
+	ix->open = false;
 	ix->map = NULL;
 	ix->map_len = 0;
 	ix->base_offset = base_offset;
 	ix->entry_size = entry_size;
-	ix->fd = openat(dirfd, name, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
-	if (ix->fd < 0)
+	ix->dirfd = dirfd;
+	if ((size_t)snprintf(ix->name, sizeof(ix->name), "%s", name) >=
+	    sizeof(ix->name))
+		return -ENAMETOOLONG;
+	fd = openat(dirfd, name, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+	if (fd < 0)
 		return -errno;
-	if (prealloc > 0) {
-		rc = rn_index_grow(ix, prealloc);
-		if (rc < 0)
-			goto fail;
-		return 0;
+	rc = prealloc > 0 ? index_grow_fd(ix, fd, prealloc) : index_map(ix, fd);
+	close(fd);
+	if (rc < 0) {
+		index_unmap(ix);
+		return rc;
 	}
-	rc = index_map(ix);
-	if (rc < 0)
-		goto fail;
+	ix->open = true;
 	return 0;
-fail:
-	close(ix->fd);
-	ix->fd = -1;
-	return rc;
 }
 
 void
 rn_index_close(struct rn_index *ix)
 {
 	index_unmap(ix);
-	if (ix->fd >= 0)
-		close(ix->fd);
-	ix->fd = -1;
+	ix->open = false;
 }
 
-int64_t
-rn_index_file_entries(const struct rn_index *ix)
+int
+rn_index_sync(struct rn_index *ix)
 {
-	struct stat st;
+	int fd = index_fd(ix), rc = 0;
 
-	if (fstat(ix->fd, &st) < 0)
-		return -errno;
-	return st.st_size / ix->entry_size;
+	/* gone or replaced since it was mapped: nothing of ours to sync */
+	if (fd == -ENOENT || fd == -ESTALE)
+		return 0;
+	if (fd < 0)
+		return fd;
+	if (fdatasync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 int
 rn_index_resize(struct rn_index *ix, uint32_t n_entries)
 {
+	int fd = index_fd(ix), rc = 0;
+
+	if (fd < 0)
+		return fd;
 	index_unmap(ix);
-	if (ftruncate(ix->fd, (off_t)n_entries * ix->entry_size) < 0)
-		return -errno;
-	return index_map(ix);
+	if (ftruncate(fd, (off_t)n_entries * ix->entry_size) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = index_map(ix, fd);
+	close(fd);
+	return rc;
 }
 
 int
 rn_index_grow(struct rn_index *ix, size_t bytes)
 {
-	struct stat st;
+	int fd = index_fd(ix), rc;
 
-	bytes = bytes / (size_t)ix->entry_size * (size_t)ix->entry_size;
-	if (fstat(ix->fd, &st) < 0)
-		return -errno;
-	if ((size_t)st.st_size < bytes && ftruncate(ix->fd, (off_t)bytes) < 0)
-		return -errno;
-	if (ix->map != NULL && ix->map_len >= bytes)
-		return 0;
-	index_unmap(ix);
-	return index_map(ix);
+	if (fd < 0)
+		return fd;
+	rc = index_grow_fd(ix, fd, bytes);
+	close(fd);
+	return rc;
 }
 
 /*
@@ -155,13 +203,18 @@ index_reserve(struct rn_index *ix, uint32_t i)
 {
 	off_t start = (off_t)i * ix->entry_size;
 	long pg = 4096;
+	int fd, rc = 0;
 
 	if (start % pg != 0 && start % pg + ix->entry_size <= pg)
 		return 0; /* its page had blocks for the entry before */
-	if (fallocate(ix->fd, 0, start, ix->entry_size) == 0 ||
-	    errno == EOPNOTSUPP || errno == ENOSYS)
-		return 0;
-	return -errno;
+	/* once a page: 512 offset entries, some 2 MiB of log */
+	if ((fd = index_fd(ix)) < 0)
+		return fd;
+	if (fallocate(fd, 0, start, ix->entry_size) < 0 &&
+	    errno != EOPNOTSUPP && errno != ENOSYS)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 int

@@ -11,18 +11,33 @@
 #ifndef RN_STORAGE_INDEX_H
 #define RN_STORAGE_INDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define RN_OFFSET_INDEX_ENTRY 8
 #define RN_TIME_INDEX_ENTRY 12
 
+#define RN_INDEX_NAME_MAX 64
+
+/*
+ * An index holds no descriptor while open, only its mapping: a log is
+ * then a directory and a .log descriptor, and a process can keep three
+ * times as many logs open under its RLIMIT_NOFILE. The few calls that
+ * need the file itself (sizing, a page's blocks, a sync) reopen it by
+ * name in dirfd (the log's, borrowed) and check it is still the file
+ * mapped.
+ */
 struct rn_index {
-	int fd;
+	bool open;
 	uint8_t *map;
 	size_t map_len;		/* bytes mapped (the file size when mapped) */
 	int64_t base_offset;
 	int entry_size;
+	int dirfd;
+	ino_t ino;
+	char name[RN_INDEX_NAME_MAX];
 };
 
 /*
@@ -34,8 +49,14 @@ int rn_index_open(struct rn_index *ix, int dirfd, const char *name,
     int64_t base_offset, int entry_size, size_t prealloc, int create);
 void rn_index_close(struct rn_index *ix);
 
-/* Size of the file in whole entries (from fstat). */
-int64_t rn_index_file_entries(const struct rn_index *ix);
+static inline bool
+rn_index_is_open(const struct rn_index *ix)
+{
+	return ix->open;
+}
+
+/* fdatasync the file. Returns 0 or -errno. */
+int rn_index_sync(struct rn_index *ix);
 
 /* Entries that fit in the mapping. */
 static inline uint32_t

@@ -574,7 +574,7 @@ ensure_index_read(struct rn_log *log, struct rn_segment *seg, int active)
 {
 	int rc;
 
-	if (seg->oidx.fd >= 0 && (active || seg->idx_trusted))
+	if (rn_index_is_open(&seg->oidx) && (active || seg->idx_trusted))
 		return 0;
 	rc = rn_segment_open_indexes(log->dirfd, seg, 0, 0);
 	if (rc == 0 && !active)
@@ -1149,7 +1149,7 @@ roll(struct rn_log *log, int64_t leo)
 	    rn_index_resize(&old->tidx, c.t_entries) < 0)
 		rn_segment_close_indexes(old);	/* remapped lazily */
 	old->idx_active = 0;
-	old->idx_trusted = old->oidx.fd >= 0;
+	old->idx_trusted = rn_index_is_open(&old->oidx);
 	old->o_entries = c.o_entries;
 	old->t_entries = c.t_entries;
 	old->size = c.size;
@@ -1407,7 +1407,7 @@ read_once(struct rn_log *log, const struct snap *s, int64_t offset,
 		cur = pos + (int64_t)rn_batch_total_size(&h);
 		limit = max_bytes > end - pos ? end : pos + (max_bytes > 0 ? max_bytes : 0);
 		/* Skip ahead over whole batches using the index, then scan the rest. */
-		if (limit > cur && seg->oidx.fd >= 0 &&
+		if (limit > cur && rn_index_is_open(&seg->oidx) &&
 		    rn_oidx_lookup_pos(&seg->oidx, n_o, limit < end ? limit : end - 1,
 		    bound, &o, &p) >= 0 && p > cur)
 			cur = p;
@@ -1680,7 +1680,7 @@ oidx_count_below_pos(const struct rn_index *ix, uint32_t n, int64_t pos)
 {
 	int64_t o, p, slot;
 
-	if (pos <= 0 || ix->fd < 0)
+	if (pos <= 0 || !rn_index_is_open(ix))
 		return 0;
 	slot = rn_oidx_lookup_pos(ix, n, pos - 1, INT64_MAX, &o, &p);
 	return (uint32_t)(slot + 1);
@@ -1781,8 +1781,8 @@ rn_log_truncate_to(struct rn_log *log, int64_t offset)
 	new_leo = found && h.base_offset < offset ? h.base_offset : offset;
 	if (!found)
 		pos = end;
-	n_o = seg->oidx.fd >= 0 ? oidx_count_below_pos(&seg->oidx, n_o, pos) : 0;
-	n_t = seg->tidx.fd >= 0 ? tidx_count_below_offset(&seg->tidx, n_t, new_leo) : 0;
+	n_o = rn_index_is_open(&seg->oidx) ? oidx_count_below_pos(&seg->oidx, n_o, pos) : 0;
+	n_t = rn_index_is_open(&seg->tidx) ? tidx_count_below_offset(&seg->tidx, n_t, new_leo) : 0;
 
 	gen_begin(log);
 	atomic_store_explicit(&sh->log_end_offset, new_leo, REL);
@@ -1934,9 +1934,8 @@ rn_log_flush(struct rn_log *log, int64_t now_ms)
 				rc = -errno;
 			/* Indexes below the recovery point are not rebuilt on restart. */
 			if (rc == 0 && ensure_index_read(log, seg,
-			    seg->base_offset == atomic_load_explicit(&sh->active_base_offset, ACQ)) == 0 &&
-			    (fdatasync(seg->oidx.fd) < 0 || fdatasync(seg->tidx.fd) < 0))
-				rc = -errno;
+			    seg->base_offset == atomic_load_explicit(&sh->active_base_offset, ACQ)) == 0)
+				rc = rn_segment_sync_indexes(seg);
 		}
 		if (rc == 0 && fsync(log->dirfd) < 0)
 			rc = -errno;
@@ -1969,8 +1968,8 @@ rn_log_shutdown(struct rn_log *log)
 	if (rc == 0)
 		rc = rn_index_resize(&seg->tidx,
 		    atomic_load_explicit(&sh->active_tidx_entries, ACQ));
-	if (rc == 0 && (fdatasync(seg->oidx.fd) < 0 || fdatasync(seg->tidx.fd) < 0))
-		rc = -errno;
+	if (rc == 0)
+		rc = rn_segment_sync_indexes(seg);
 	seg->idx_active = 0;
 	if (rc == 0)
 		rc = write_epoch_checkpoint(log);
@@ -2340,8 +2339,8 @@ rn_log_flush_rolled_step(struct rn_log *log, struct rn_log_flush_cursor *fc,
 		if (fdatasync(seg->fd) < 0)
 			return -errno;
 		if (ensure_index_read(log, seg, 0) == 0 &&
-		    (fdatasync(seg->oidx.fd) < 0 || fdatasync(seg->tidx.fd) < 0))
-			return -errno;
+		    (rc = rn_segment_sync_indexes(seg)) < 0)
+			return rc;
 		fc->base = seg->base_offset + 1;	/* this one is done */
 		fc->pos = 0;
 	}

@@ -48,8 +48,6 @@ rn_segment_new(int64_t base_offset)
 		return NULL;
 	s->base_offset = base_offset;
 	s->fd = -1;
-	s->oidx.fd = -1;
-	s->tidx.fd = -1;
 	s->refs = 1;
 	return s;
 }
@@ -57,10 +55,8 @@ rn_segment_new(int64_t base_offset)
 void
 rn_segment_close_indexes(struct rn_segment *seg)
 {
-	if (seg->oidx.fd >= 0)
-		rn_index_close(&seg->oidx);
-	if (seg->tidx.fd >= 0)
-		rn_index_close(&seg->tidx);
+	rn_index_close(&seg->oidx);
+	rn_index_close(&seg->tidx);
 	seg->idx_active = 0;
 	seg->idx_trusted = 0;
 }
@@ -72,6 +68,14 @@ rn_segment_close_files(struct rn_segment *seg)
 	if (seg->fd >= 0)
 		close(seg->fd);
 	seg->fd = -1;
+}
+
+int
+rn_segment_sync_indexes(struct rn_segment *seg)
+{
+	int rc = rn_index_sync(&seg->oidx);
+
+	return rc < 0 ? rc : rn_index_sync(&seg->tidx);
 }
 
 void

@@ -19,7 +19,7 @@
 struct rn_segment {
 	int64_t base_offset;
 	int fd;			/* .log, -1 until opened */
-	struct rn_index oidx;	/* fd -1 until opened */
+	struct rn_index oidx;	/* not open until mapped */
 	struct rn_index tidx;
 	int64_t size;		/* bytes, for non-active segments */
 	dev_t dev;
@@ -40,6 +40,8 @@ struct rn_segment *rn_segment_new(int64_t base_offset);
 void rn_segment_close_files(struct rn_segment *seg);
 void rn_segment_close_indexes(struct rn_segment *seg);
 void rn_segment_free(struct rn_segment *seg);
+/* fdatasync both indexes (they hold no descriptor: reopened by name). */
+int rn_segment_sync_indexes(struct rn_segment *seg);
 
 /* Open (or create, empty) the .log; fills dev/ino. */
 int rn_segment_open_log(int dirfd, struct rn_segment *seg, int create);

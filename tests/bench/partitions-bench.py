@@ -11,10 +11,14 @@ Figures:
             KiB per partition
   latency   a 10-partition topic "hot" produced to at BENCH_PART_RATE
             (2,000) records/s of 100 B, acks=1, linger 5 ms, for
-            BENCH_PART_SECS (10) s while 1,000 other partitions take
-            records (on the big node), p50/p99 of produce (runnel-perf:
+            BENCH_PART_SECS (10) s, p50/p99 of produce (runnel-perf:
             call to delivery report) and of fetch (a confluent-kafka
-            consumer: the record's create time to its arrival)
+            consumer: the record's create time to its arrival). Both
+            nodes carry the same background load, 10,000 records/s from
+            one producer: on the big node spread over 1,000 of its
+            partitions, on the small one over a second 10-partition
+            topic, so the difference is what the partitions cost, not
+            what the load costs
 
     RUNNEL_BUILDDIR=./build tests/bench/partitions-bench.py
     (or: make bench-partitions)
@@ -61,14 +65,16 @@ def create(node, names, parts):
             f.result(timeout=300)
 
 
-def background(node, stop):
-    """A record now and then to each of 1,000 partitions of the big set."""
+def background(node, stop, targets):
+    """1,000 records every 0.1 s, one to each of targets (topic, partition)
+    taken in turn."""
     p = Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 50})
+    n = len(targets)
     while not stop.is_set():
-        for t in range(10):
-            for part in range(100):
-                p.produce("t%05d" % t, b"b" * 100, partition=part)
-            p.poll(0)
+        for i in range(1000):
+            t, part = targets[i % n]
+            p.produce(t, b"b" * 100, partition=part)
+        p.poll(0)
         time.sleep(0.1)
     p.flush(30)
 
@@ -85,18 +91,18 @@ def fetch_latency(node, stop, out):
     c.close()
 
 
-def measure(node, label, active):
+def measure(node, label, targets):
     stop = threading.Event()
     fetched = []
     threads = [threading.Thread(target=fetch_latency,
-                                args=(node, stop, fetched))]
-    if active:
-        threads.append(threading.Thread(target=background, args=(node, stop)))
+                                args=(node, stop, fetched)),
+               threading.Thread(target=background,
+                                args=(node, stop, targets))]
     for th in threads:
         th.start()
     # the busy partitions' logs are made on their first records (Kafka
     # makes them with the topic): measured after that
-    time.sleep(8 if active else 2)
+    time.sleep(8)
     r = subprocess.run([PERF, "producer", "--bootstrap-server", node.bootstrap,
                         "--topic", "hot", "--num-records", str(RATE * SECS),
                         "--record-size", "100", "--acks", "1",
@@ -124,8 +130,9 @@ def run(tmp):
     small = rntest.Node(tmp, node_id=1, name="small")
     small.start()
     small.wait_running()
-    create(small, ["hot"], 10)
-    base = measure(small, "10 partitions:", False)
+    create(small, ["hot", "bg"], 10)
+    base = measure(small, "10 partitions (+10 busy):",
+                   [("bg", p) for p in range(10)])
     small.stop()
 
     big = rntest.Node(tmp, node_id=1, name="big")
@@ -147,7 +154,8 @@ def run(tmp):
         % (time.time() - t0, r.returncode,
            sum(1 for l in r.stdout.splitlines() if "partition " in l)))
     create(big, ["hot"], 10)
-    scaled = measure(big, "%d partitions, 1,000 busy:" % (total + 10), True)
+    scaled = measure(big, "%d partitions, 1,000 busy:" % (total + 10),
+                     [("t%05d" % t, p) for t in range(10) for p in range(100)])
     rss2 = big.rss_kib()
     say("  memory     RSS %.0f MiB before, %.0f MiB with the topics, %.0f MiB "
         "with 1,000 partitions written: %.2f KiB per partition"

@@ -462,10 +462,9 @@ out_seal(struct cl_ctx *c, struct out_seg *o)
 	if ((rc = rn_index_resize(&o->seg->oidx, o->cur.o_entries)) < 0 ||
 	    (rc = rn_index_resize(&o->seg->tidx, o->cur.t_entries)) < 0)
 		return rc;
-	if (fdatasync(o->seg->fd) < 0 || fdatasync(o->seg->oidx.fd) < 0 ||
-	    fdatasync(o->seg->tidx.fd) < 0)
+	if (fdatasync(o->seg->fd) < 0)
 		return -errno;
-	return 0;
+	return rn_segment_sync_indexes(o->seg);
 }
 
 /* The swap itself, under the partition's lock. */

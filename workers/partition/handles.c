@@ -1,7 +1,7 @@
 /*
  * The bound on a process's open log handles. A log open holds a directory
  * descriptor and, per segment it has touched, the segment's descriptor and
- * two index files, each mapped: with 100,000 partitions a network worker
+ * two index mappings (an index keeps no descriptor): with 100,000 partitions a network worker
  * serving all of them would run out of descriptors (RLIMIT_NOFILE) or
  * mappings (vm.max_map_count) long before memory. Handles are cheap to
  * reopen (the shared state is in the slot: no recovery, a directory read
@@ -19,8 +19,11 @@
 #define RN_PARTITION_INTERNAL
 #include "workers/partition/part_int.h"
 
-/* What one open log costs, counting an older segment a reader opened. */
-#define FDS_PER_LOG 6
+/*
+ * What one open log costs: its directory and active segment, and an older
+ * segment a reader opened.
+ */
+#define FDS_PER_LOG 3
 #define MAPS_PER_LOG 3
 #define MIN_OPEN 64
 
