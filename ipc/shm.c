@@ -10,6 +10,7 @@
 #include "ipc/mdimage.h"
 #include "ipc/metrics.h"
 #include "ipc/shm.h"
+#include "ipc/wakeset.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
 
@@ -229,6 +230,12 @@ void *
 rn_shm_cquota(const struct rn_shm *shm)
 {
 	return region(shm, RN_REGION_CQUOTA);
+}
+
+void *
+rn_shm_wakesets(const struct rn_shm *shm)
+{
+	return region(shm, RN_REGION_WAKESETS);
 }
 
 struct rn_part_slot *

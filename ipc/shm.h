@@ -18,7 +18,7 @@
 #include "ipc/seqlock.h"
 
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 9
+#define RN_SHM_LAYOUT_VERSION 10
 /* controller, 64 network, 64 fetchers, log cleaner, group coordinator */
 #define RN_SHM_MAX_WORKERS 131
 
@@ -81,6 +81,8 @@ struct rn_shm_params {
  *               network workers' connection limits (ipc/connlimit.c)
  *   cquota      the client quotas' sampled byte counts per entity, any
  *               network worker adds by CAS (ipc/cquota.c)
+ *   wakesets    per network worker, the partition slots that changed
+ *               since it last looked (ipc/wakeset.c)
  */
 #define RN_SHM_REGIONS(R) \
 	R(HEADER, "header", rn_shm_header_size, NULL) \
@@ -93,7 +95,8 @@ struct rn_shm_params {
 	    rn_shm_rings_init) \
 	R(METRICS, "metrics", rn_metrics_shm_size, NULL) \
 	R(CONNLIMIT, "connection limits", rn_connlim_shm_size, NULL) \
-	R(CQUOTA, "client quotas", rn_cquota_shm_size, NULL)
+	R(CQUOTA, "client quotas", rn_cquota_shm_size, NULL) \
+	R(WAKESETS, "wake sets", rn_wakeset_shm_size, NULL)
 
 #define RN_SHM_REGION_ID(id, name, size, init) RN_REGION_##id,
 enum rn_region {
@@ -253,6 +256,7 @@ void *rn_shm_metrics(const struct rn_shm *shm);
 void *rn_shm_connlimit(const struct rn_shm *shm);
 /* The client-quota region's base (ipc/cquota.h). */
 void *rn_shm_cquota(const struct rn_shm *shm);
+void *rn_shm_wakesets(const struct rn_shm *shm);
 struct rn_part_slot *rn_shm_partition(const struct rn_shm *shm, unsigned i);
 /* Note that slot i is in use (idempotent); whether it ever was. */
 void rn_shm_slot_mark(const struct rn_shm *shm, unsigned i);

@@ -480,6 +480,19 @@ fetch_still_waits(struct net *n, struct conn *c)
 	return true;
 }
 
+bool
+net_fetch_watches(const struct conn *c, const uint64_t *changed)
+{
+	int i;
+
+	if (c->n_watch == 0)
+		return true;	/* it kept nothing to judge by */
+	for (i = 0; i < c->n_watch; i++)
+		if (rn_wakeset_test(changed, (uint32_t)c->watch[i].p->slot))
+			return true;
+	return false;
+}
+
 /* Build the answer; park the connection if it is too small to send yet. */
 static int
 fetch_run(struct net *n, struct conn *c, bool may_park, bool first,

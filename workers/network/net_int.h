@@ -19,6 +19,7 @@
 #include "workers/worker.h"
 #include "common/acl.h"
 #include "ipc/mdimage.h"
+#include "ipc/wakeset.h"
 #include "ipc/metrics.h"
 
 struct net;
@@ -218,6 +219,12 @@ struct net {
 	struct rn_part_table parts;
 	struct rn_replquota lquota; /* leader.replication.throttled.rate */
 	int net_efds[64];      /* eventfd of each network worker, by index */
+	/* the slots marked changed for this worker (ipc/wakeset.h), taken
+	 * into changed[] at a wake-up; changed_words[] lists its nonzero
+	 * words, for clearing */
+	struct rn_wakeset wake;
+	uint64_t *changed;
+	uint32_t *changed_words;
 	int64_t now_ms;
 	int64_t turn_start_us;   /* the last wait's end (stage histograms) */
 	int64_t next_retention_ms;
@@ -404,6 +411,8 @@ int32_t net_quota_record(struct net *n, struct conn *c, int key,
 
 /* fetch.c: parked fetches */
 void net_fetch_recheck(struct net *n, struct conn *c, bool timed_out);
+/* Does c's parked fetch watch a slot set in changed (or keep no watch)? */
+bool net_fetch_watches(const struct conn *c, const uint64_t *changed);
 
 /* produce.c: acks=all waits */
 void net_produce_recheck(struct net *n, struct conn *c, bool timed_out);

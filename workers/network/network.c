@@ -202,23 +202,33 @@ net_deadlines(struct net *n, int64_t now)
 	return next;
 }
 
-/* Something was appended somewhere: parked fetches look again. */
+/*
+ * Parked requests look again: after a new image every one (all); after a
+ * wake-up, the fetches watching a slot marked changed for this worker
+ * (an append or a high watermark there), and the acks=all produces.
+ */
 static void
-net_wakeup(struct net *n)
+net_wakeup(struct net *n, bool all)
 {
 	struct conn *c, *nc;
 	bool any = false;
+	uint32_t nw = 0, i;
 
+	if (!all)
+		nw = rn_wakeset_take(&n->wake, n->changed, n->changed_words);
 	for (c = n->conns; c != NULL; c = nc) {
 		nc = c->next_all;
 		if (c->wait == CONN_WAIT_FETCH) {
-			net_fetch_recheck(n, c, false);
+			if (all || (nw > 0 && net_fetch_watches(c, n->changed)))
+				net_fetch_recheck(n, c, false);
 			any = any || c->wait == CONN_WAIT_FETCH;
 		} else if (c->wait == CONN_WAIT_ACKS) {
 			net_produce_recheck(n, c, false);
 			any = any || c->wait == CONN_WAIT_ACKS;
 		}
 	}
+	for (i = 0; i < nw; i++)
+		n->changed[n->changed_words[i]] = 0;
 	if (!any)
 		rn_part_clear_waiters(&n->parts, n->w->index);
 }
@@ -251,6 +261,11 @@ net_setup(struct net *n, struct rn_worker *w)
 	for (i = 0; i < env->n_network && i < 64; i++)
 		n->net_efds[i] = env->efd[rn_worker_slot_of(env,
 		    RN_ROLE_W_NETWORK, i)];
+	rn_wakeset_of(env->shm, w->index, &n->wake);
+	n->changed = calloc(n->wake.n_words, sizeof(*n->changed));
+	n->changed_words = calloc(n->wake.n_words, sizeof(*n->changed_words));
+	if (n->changed == NULL || n->changed_words == NULL)
+		return -ENOMEM;
 	if ((n->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return -errno;
 	memset(&ev, 0, sizeof(ev));
@@ -413,7 +428,7 @@ net_refresh(struct net *n)
 		rn_part_table_sync(&n->parts, &n->view);
 		if (n->w->ws->duties & RN_DUTY_STORAGE)
 			net_count_isr(n);
-		net_wakeup(n);
+		net_wakeup(n, true);
 		net_stage(n, RN_STAGE_METADATA, net_now_us() - t0);
 	}
 	/* between requests: no handle is held across this point */
@@ -516,7 +531,7 @@ net_event(struct net *n, const struct epoll_event *ev)
 
 		(void)read(n->efd, &v, sizeof(v));
 		/* the image was refreshed right after the wait */
-		net_wakeup(n);
+		net_wakeup(n, false);
 		return;
 	}
 	if (p >= (void *)tag_listener &&

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ipc/mdimage.h"
+#include "ipc/wakeset.h"
 #include "protocol/kerrors.h"
 #include "storage/checkpoint.h"
 #include "storage/errors.h"
@@ -875,12 +876,18 @@ rn_part_wake_parked(struct rn_part *p, const int *efd_by_worker,
     unsigned self)
 {
 	uint64_t bits = atomic_load(&p->rt->parked_workers), one = 1;
+	struct rn_wakeset ws;
 	unsigned i;
 
 	(void)self;
 	for (i = 0; bits != 0 && i < 64; i++, bits >>= 1)
-		if (bits & 1)
+		if (bits & 1) {
+			/* which slot, then the wake-up: it re-checks only
+			 * the requests watching a slot marked */
+			rn_wakeset_of(p->shm, i, &ws);
+			rn_wakeset_mark(&ws, (uint32_t)p->slot);
 			(void)write(efd_by_worker[i], &one, sizeof(one));
+		}
 }
 
 void

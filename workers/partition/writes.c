@@ -202,7 +202,11 @@ rn_part_retention(struct rn_part *p, int64_t now_ms)
 void
 rn_part_park(struct rn_part *p, unsigned worker)
 {
-	atomic_fetch_or(&p->rt->parked_workers, 1ULL << worker);
+	uint64_t bit = 1ULL << worker;
+
+	/* a load first: the bit stays set while the worker parks there */
+	if ((atomic_load(&p->rt->parked_workers) & bit) == 0)
+		atomic_fetch_or(&p->rt->parked_workers, bit);
 }
 
 int64_t
