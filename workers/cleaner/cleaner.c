@@ -193,7 +193,9 @@ consider(struct cleaner *c, const struct rn_mdv_topic *t,
 	if (!s->tidied && rn_part_locked(p, drop_leftovers, NULL) == 0)
 		s->tidied = true;
 	prm_hw = *prm;
-	prm_hw.max_end = rn_part_hw(p);
+	/* never past the last stable offset: an open transaction's
+	 * records may yet be aborted */
+	prm_hw.max_end = rn_part_lso(p);
 	prm = &prm_hw;
 	strlcpy(topic, t->name, t->name_len + 1 < sizeof(topic) ?
 	    t->name_len + 1 : sizeof(topic));
