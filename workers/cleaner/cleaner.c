@@ -261,6 +261,12 @@ clean_one(struct cleaner *c, struct cand *b)
 		    (long long)ms);
 	} else if (rc == -ESTALE || rc == -EAGAIN || rc == -EINTR) {
 		s->retry_ms = b->prm.now_ms + 1000;	/* the log moved: later */
+	} else if (rc == -E2BIG) {
+		rn_log_about(LOG_WARNING, rn_subj_part(topic, b->mp->p),
+		    "%s-%d: not cleaned: more than %d aborted transactions "
+		    "or %d segments to look through", topic, b->mp->p,
+		    CL_TXN_ABORTS, CL_MAX_SEGS);
+		s->retry_ms = b->prm.now_ms + RETRY_FAILED_MS;
 	} else {
 		rn_log_about(LOG_WARNING, rn_subj_part(topic, b->mp->p),
 		    "%s-%d: cleaning failed: %s", topic, b->mp->p,
