@@ -7456,6 +7456,357 @@ rn_DescribeLogDirsResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_DescribeProducersRequest_TopicRequest_init(struct rn_DescribeProducersRequest_TopicRequest *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partition_indexes = NULL;
+	o->partition_indexes_count = 0;
+}
+
+static void
+dec_rn_DescribeProducersRequest_TopicRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeProducersRequest_TopicRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partition_indexes = rn_kr_array(r, a, n, sizeof(*o->partition_indexes), 4);
+		o->partition_indexes_count = r->err ? 0 : n;
+		for (i = 0; i < o->partition_indexes_count && !r->err; i++)
+			o->partition_indexes[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeProducersRequest_TopicRequest(struct rn_kwriter *w, int16_t v, const struct rn_DescribeProducersRequest_TopicRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partition_indexes_count, flex, true, false);
+		for (i = 0; i < o->partition_indexes_count && !w->err; i++)
+			rn_kw_int32(w, o->partition_indexes[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeProducersRequest_init(struct rn_DescribeProducersRequest *o)
+{
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_DescribeProducersRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeProducersRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 3);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_DescribeProducersRequest_TopicRequest(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeProducersRequest(struct rn_kwriter *w, int16_t v, const struct rn_DescribeProducersRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_DescribeProducersRequest_TopicRequest(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeProducersRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeProducersRequest *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeProducersRequest(r, version, arena, out);
+}
+
+int
+rn_DescribeProducersRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeProducersRequest *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeProducersRequest(w, version, in);
+}
+
+void
+rn_DescribeProducersResponse_ProducerState_init(struct rn_DescribeProducersResponse_ProducerState *o)
+{
+	o->producer_id = 0;
+	o->producer_epoch = 0;
+	o->last_sequence = -1;
+	o->last_timestamp = INT64_C(-1);
+	o->coordinator_epoch = 0;
+	o->current_txn_start_offset = INT64_C(-1);
+}
+
+static void
+dec_rn_DescribeProducersResponse_ProducerState(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeProducersResponse_ProducerState *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->producer_id = rn_kr_int64(r);
+	o->producer_epoch = rn_kr_int32(r);
+	o->last_sequence = rn_kr_int32(r);
+	o->last_timestamp = rn_kr_int64(r);
+	o->coordinator_epoch = rn_kr_int32(r);
+	o->current_txn_start_offset = rn_kr_int64(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeProducersResponse_ProducerState(struct rn_kwriter *w, int16_t v, const struct rn_DescribeProducersResponse_ProducerState *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_int32(w, o->producer_epoch);
+	rn_kw_int32(w, o->last_sequence);
+	rn_kw_int64(w, o->last_timestamp);
+	rn_kw_int32(w, o->coordinator_epoch);
+	rn_kw_int64(w, o->current_txn_start_offset);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeProducersResponse_PartitionResponse_init(struct rn_DescribeProducersResponse_PartitionResponse *o)
+{
+	o->partition_index = 0;
+	o->error_code = 0;
+	o->error_message.ptr = NULL;
+	o->error_message.len = -1;
+	o->active_producers = NULL;
+	o->active_producers_count = 0;
+}
+
+static void
+dec_rn_DescribeProducersResponse_PartitionResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeProducersResponse_PartitionResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	o->error_message = rn_kr_string(r, flex, true);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->active_producers = rn_kr_array(r, a, n, sizeof(*o->active_producers), 37);
+		o->active_producers_count = r->err ? 0 : n;
+		for (i = 0; i < o->active_producers_count && !r->err; i++)
+			dec_rn_DescribeProducersResponse_ProducerState(r, v, a, &o->active_producers[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeProducersResponse_PartitionResponse(struct rn_kwriter *w, int16_t v, const struct rn_DescribeProducersResponse_PartitionResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->error_message, flex, true);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->active_producers_count, flex, true, false);
+		for (i = 0; i < o->active_producers_count && !w->err; i++)
+			enc_rn_DescribeProducersResponse_ProducerState(w, v, &o->active_producers[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeProducersResponse_TopicResponse_init(struct rn_DescribeProducersResponse_TopicResponse *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_DescribeProducersResponse_TopicResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeProducersResponse_TopicResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 9);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_DescribeProducersResponse_PartitionResponse(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeProducersResponse_TopicResponse(struct rn_kwriter *w, int16_t v, const struct rn_DescribeProducersResponse_TopicResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_DescribeProducersResponse_PartitionResponse(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeProducersResponse_init(struct rn_DescribeProducersResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_DescribeProducersResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeProducersResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 3);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_DescribeProducersResponse_TopicResponse(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeProducersResponse(struct rn_kwriter *w, int16_t v, const struct rn_DescribeProducersResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_DescribeProducersResponse_TopicResponse(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeProducersResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeProducersResponse *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeProducersResponse(r, version, arena, out);
+}
+
+int
+rn_DescribeProducersResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeProducersResponse *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeProducersResponse(w, version, in);
+}
+
+void
 rn_DescribeQuorumRequest_PartitionData_init(struct rn_DescribeQuorumRequest_PartitionData *o)
 {
 	o->partition_index = 0;
@@ -16449,6 +16800,30 @@ venc_DescribeClusterResponse(struct rn_kwriter *w, int16_t v, const void *o)
 }
 
 static int
+vdec_DescribeProducersRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeProducersRequest_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeProducersRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeProducersRequest_encode(w, v, o);
+}
+
+static int
+vdec_DescribeProducersResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeProducersResponse_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeProducersResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeProducersResponse_encode(w, v, o);
+}
+
+static int
 vdec_BrokerRegistrationRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_BrokerRegistrationRequest_decode(r, v, a, o);
@@ -16631,6 +17006,8 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_AlterPartitionRequest, venc_AlterPartitionRequest, vdec_AlterPartitionResponse, venc_AlterPartitionResponse },
 	{ 60, 0, 1, 0, "DescribeCluster", sizeof(struct rn_DescribeClusterRequest), sizeof(struct rn_DescribeClusterResponse),
 	    vdec_DescribeClusterRequest, venc_DescribeClusterRequest, vdec_DescribeClusterResponse, venc_DescribeClusterResponse },
+	{ 61, 0, 0, 0, "DescribeProducers", sizeof(struct rn_DescribeProducersRequest), sizeof(struct rn_DescribeProducersResponse),
+	    vdec_DescribeProducersRequest, venc_DescribeProducersRequest, vdec_DescribeProducersResponse, venc_DescribeProducersResponse },
 	{ 62, 0, 3, 0, "BrokerRegistration", sizeof(struct rn_BrokerRegistrationRequest), sizeof(struct rn_BrokerRegistrationResponse),
 	    vdec_BrokerRegistrationRequest, venc_BrokerRegistrationRequest, vdec_BrokerRegistrationResponse, venc_BrokerRegistrationResponse },
 	{ 63, 0, 1, 0, "BrokerHeartbeat", sizeof(struct rn_BrokerHeartbeatRequest), sizeof(struct rn_BrokerHeartbeatResponse),
@@ -16645,8 +17022,8 @@ static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
 	12, 13, 14, 15, 16, 17, 18, 19, -1, -1, -1, 20, -1, 21, 22, 23,
 	24, 25, 26, 27, 28, 29, -1, -1, -1, -1, 30, 31, 32, 33, 34, 35,
-	36, 37, 38, 39, -1, -1, -1, 40, 41, -1, -1, -1, 42, -1, 43, 44,
-	45, -1, -1, -1, -1, -1, -1, -1, -1, 46,
+	36, 37, 38, 39, -1, -1, -1, 40, 41, -1, -1, -1, 42, 43, 44, 45,
+	46, -1, -1, -1, -1, -1, -1, -1, -1, 47,
 };
 
 const struct rn_kapi *

@@ -860,6 +860,48 @@ struct rn_DescribeLogDirsResponse {
 	int32_t results_count;
 };
 
+/* DescribeProducersRequest (API key 61), versions 0-0, flexible 0+ */
+struct rn_DescribeProducersRequest_TopicRequest {
+	struct rn_kstr name;
+	int32_t *partition_indexes;
+	int32_t partition_indexes_count;
+};
+
+struct rn_DescribeProducersRequest {
+	struct rn_DescribeProducersRequest_TopicRequest *topics;
+	int32_t topics_count;
+};
+
+/* DescribeProducersResponse (API key 61), versions 0-0, flexible 0+ */
+struct rn_DescribeProducersResponse_ProducerState {
+	int64_t producer_id;
+	int32_t producer_epoch;
+	int32_t last_sequence; /* default -1 */
+	int64_t last_timestamp; /* default -1 */
+	int32_t coordinator_epoch;
+	int64_t current_txn_start_offset; /* default -1 */
+};
+
+struct rn_DescribeProducersResponse_PartitionResponse {
+	int32_t partition_index;
+	int16_t error_code;
+	struct rn_kstr error_message; /* nullable, default null */
+	struct rn_DescribeProducersResponse_ProducerState *active_producers;
+	int32_t active_producers_count;
+};
+
+struct rn_DescribeProducersResponse_TopicResponse {
+	struct rn_kstr name;
+	struct rn_DescribeProducersResponse_PartitionResponse *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_DescribeProducersResponse {
+	int32_t throttle_time_ms;
+	struct rn_DescribeProducersResponse_TopicResponse *topics;
+	int32_t topics_count;
+};
+
 /* DescribeQuorumRequest (API key 55), versions 0-2, flexible 0+ */
 struct rn_DescribeQuorumRequest_PartitionData {
 	int32_t partition_index;
@@ -2046,6 +2088,20 @@ int rn_DescribeLogDirsResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DescribeLogDirsResponse *out);
 int rn_DescribeLogDirsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_DescribeLogDirsResponse *in);
+void rn_DescribeProducersRequest_TopicRequest_init(struct rn_DescribeProducersRequest_TopicRequest *o);
+void rn_DescribeProducersRequest_init(struct rn_DescribeProducersRequest *o);
+int rn_DescribeProducersRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeProducersRequest *out);
+int rn_DescribeProducersRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeProducersRequest *in);
+void rn_DescribeProducersResponse_ProducerState_init(struct rn_DescribeProducersResponse_ProducerState *o);
+void rn_DescribeProducersResponse_PartitionResponse_init(struct rn_DescribeProducersResponse_PartitionResponse *o);
+void rn_DescribeProducersResponse_TopicResponse_init(struct rn_DescribeProducersResponse_TopicResponse *o);
+void rn_DescribeProducersResponse_init(struct rn_DescribeProducersResponse *o);
+int rn_DescribeProducersResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeProducersResponse *out);
+int rn_DescribeProducersResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeProducersResponse *in);
 void rn_DescribeQuorumRequest_PartitionData_init(struct rn_DescribeQuorumRequest_PartitionData *o);
 void rn_DescribeQuorumRequest_TopicData_init(struct rn_DescribeQuorumRequest_TopicData *o);
 void rn_DescribeQuorumRequest_init(struct rn_DescribeQuorumRequest *o);
@@ -2376,7 +2432,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 47
+#define RN_KAPI_COUNT 48
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -2437,6 +2493,7 @@ enum rn_kapi_key {
 	RN_KAPI_DESCRIBE_QUORUM = 55,
 	RN_KAPI_ALTER_PARTITION = 56,
 	RN_KAPI_DESCRIBE_CLUSTER = 60,
+	RN_KAPI_DESCRIBE_PRODUCERS = 61,
 	RN_KAPI_BROKER_REGISTRATION = 62,
 	RN_KAPI_BROKER_HEARTBEAT = 63,
 	RN_KAPI_UNREGISTER_BROKER = 64,
@@ -2487,6 +2544,7 @@ union rn_krequest {
 	struct rn_DescribeQuorumRequest describe_quorum;
 	struct rn_AlterPartitionRequest alter_partition;
 	struct rn_DescribeClusterRequest describe_cluster;
+	struct rn_DescribeProducersRequest describe_producers;
 	struct rn_BrokerRegistrationRequest broker_registration;
 	struct rn_BrokerHeartbeatRequest broker_heartbeat;
 	struct rn_UnregisterBrokerRequest unregister_broker;
@@ -2537,6 +2595,7 @@ union rn_kresponse {
 	struct rn_DescribeQuorumResponse describe_quorum;
 	struct rn_AlterPartitionResponse alter_partition;
 	struct rn_DescribeClusterResponse describe_cluster;
+	struct rn_DescribeProducersResponse describe_producers;
 	struct rn_BrokerRegistrationResponse broker_registration;
 	struct rn_BrokerHeartbeatResponse broker_heartbeat;
 	struct rn_UnregisterBrokerResponse unregister_broker;

@@ -359,6 +359,24 @@ static int tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsResult(const struct r
 static void tg_fill_rn_DescribeLogDirsResponse(struct tg *t, int16_t v, struct rn_DescribeLogDirsResponse *o);
 static int tg_eq_rn_DescribeLogDirsResponse(const struct rn_DescribeLogDirsResponse *a, const struct rn_DescribeLogDirsResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_DescribeProducersRequest_TopicRequest(struct tg *t, int16_t v, struct rn_DescribeProducersRequest_TopicRequest *o);
+static int tg_eq_rn_DescribeProducersRequest_TopicRequest(const struct rn_DescribeProducersRequest_TopicRequest *a, const struct rn_DescribeProducersRequest_TopicRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeProducersRequest(struct tg *t, int16_t v, struct rn_DescribeProducersRequest *o);
+static int tg_eq_rn_DescribeProducersRequest(const struct rn_DescribeProducersRequest *a, const struct rn_DescribeProducersRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeProducersResponse_ProducerState(struct tg *t, int16_t v, struct rn_DescribeProducersResponse_ProducerState *o);
+static int tg_eq_rn_DescribeProducersResponse_ProducerState(const struct rn_DescribeProducersResponse_ProducerState *a, const struct rn_DescribeProducersResponse_ProducerState *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeProducersResponse_PartitionResponse(struct tg *t, int16_t v, struct rn_DescribeProducersResponse_PartitionResponse *o);
+static int tg_eq_rn_DescribeProducersResponse_PartitionResponse(const struct rn_DescribeProducersResponse_PartitionResponse *a, const struct rn_DescribeProducersResponse_PartitionResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeProducersResponse_TopicResponse(struct tg *t, int16_t v, struct rn_DescribeProducersResponse_TopicResponse *o);
+static int tg_eq_rn_DescribeProducersResponse_TopicResponse(const struct rn_DescribeProducersResponse_TopicResponse *a, const struct rn_DescribeProducersResponse_TopicResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeProducersResponse(struct tg *t, int16_t v, struct rn_DescribeProducersResponse *o);
+static int tg_eq_rn_DescribeProducersResponse(const struct rn_DescribeProducersResponse *a, const struct rn_DescribeProducersResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_DescribeQuorumRequest_PartitionData(struct tg *t, int16_t v, struct rn_DescribeQuorumRequest_PartitionData *o);
 static int tg_eq_rn_DescribeQuorumRequest_PartitionData(const struct rn_DescribeQuorumRequest_PartitionData *a, const struct rn_DescribeQuorumRequest_PartitionData *b,
     int16_t v, const char *path);
@@ -4878,6 +4896,206 @@ tg_eq_rn_DescribeLogDirsResponse(const struct rn_DescribeLogDirsResponse *a, con
 		return 0;
 	for (int i = 0; i < a->results_count; i++)
 		if (!tg_eq_rn_DescribeLogDirsResponse_DescribeLogDirsResult(&a->results[i], &b->results[i], v, "results"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeProducersRequest_TopicRequest(struct tg *t, int16_t v, struct rn_DescribeProducersRequest_TopicRequest *o)
+{
+	rn_DescribeProducersRequest_TopicRequest_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partition_indexes_count = tg_count(t, false);
+	o->partition_indexes = o->partition_indexes_count > 0 ? tg_alloc(t, o->partition_indexes_count * sizeof(*o->partition_indexes)) : NULL;
+	for (int i = 0; i < o->partition_indexes_count; i++) {
+		o->partition_indexes[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_DescribeProducersRequest_TopicRequest(const struct rn_DescribeProducersRequest_TopicRequest *a, const struct rn_DescribeProducersRequest_TopicRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partition_indexes_count, b->partition_indexes_count, path, "partition_indexes_count"))
+		return 0;
+	for (int i = 0; i < a->partition_indexes_count; i++)
+		if (!tg_eq_int((long long)a->partition_indexes[i], (long long)b->partition_indexes[i], path, "partition_indexes"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeProducersRequest(struct tg *t, int16_t v, struct rn_DescribeProducersRequest *o)
+{
+	rn_DescribeProducersRequest_init(o);
+	(void)t;
+	(void)v;
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_DescribeProducersRequest_TopicRequest(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeProducersRequest(const struct rn_DescribeProducersRequest *a, const struct rn_DescribeProducersRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_DescribeProducersRequest_TopicRequest(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeProducersResponse_ProducerState(struct tg *t, int16_t v, struct rn_DescribeProducersResponse_ProducerState *o)
+{
+	rn_DescribeProducersResponse_ProducerState_init(o);
+	(void)t;
+	(void)v;
+	o->producer_id = (int64_t)tg_rand(t);
+	o->producer_epoch = (int32_t)tg_rand(t);
+	o->last_sequence = (int32_t)tg_rand(t);
+	o->last_timestamp = (int64_t)tg_rand(t);
+	o->coordinator_epoch = (int32_t)tg_rand(t);
+	o->current_txn_start_offset = (int64_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_DescribeProducersResponse_ProducerState(const struct rn_DescribeProducersResponse_ProducerState *a, const struct rn_DescribeProducersResponse_ProducerState *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+		return 0;
+	if (!tg_eq_int((long long)a->last_sequence, (long long)b->last_sequence, path, "last_sequence"))
+		return 0;
+	if (!tg_eq_int((long long)a->last_timestamp, (long long)b->last_timestamp, path, "last_timestamp"))
+		return 0;
+	if (!tg_eq_int((long long)a->coordinator_epoch, (long long)b->coordinator_epoch, path, "coordinator_epoch"))
+		return 0;
+	if (!tg_eq_int((long long)a->current_txn_start_offset, (long long)b->current_txn_start_offset, path, "current_txn_start_offset"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeProducersResponse_PartitionResponse(struct tg *t, int16_t v, struct rn_DescribeProducersResponse_PartitionResponse *o)
+{
+	rn_DescribeProducersResponse_PartitionResponse_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+	o->error_message = tg_str(t, true);
+	o->active_producers_count = tg_count(t, false);
+	o->active_producers = o->active_producers_count > 0 ? tg_alloc(t, o->active_producers_count * sizeof(*o->active_producers)) : NULL;
+	for (int i = 0; i < o->active_producers_count; i++) {
+		tg_fill_rn_DescribeProducersResponse_ProducerState(t, v, &o->active_producers[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeProducersResponse_PartitionResponse(const struct rn_DescribeProducersResponse_PartitionResponse *a, const struct rn_DescribeProducersResponse_PartitionResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->error_message, b->error_message, path, "error_message"))
+		return 0;
+	if (!tg_eq_int(a->active_producers_count, b->active_producers_count, path, "active_producers_count"))
+		return 0;
+	for (int i = 0; i < a->active_producers_count; i++)
+		if (!tg_eq_rn_DescribeProducersResponse_ProducerState(&a->active_producers[i], &b->active_producers[i], v, "active_producers"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeProducersResponse_TopicResponse(struct tg *t, int16_t v, struct rn_DescribeProducersResponse_TopicResponse *o)
+{
+	rn_DescribeProducersResponse_TopicResponse_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_DescribeProducersResponse_PartitionResponse(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeProducersResponse_TopicResponse(const struct rn_DescribeProducersResponse_TopicResponse *a, const struct rn_DescribeProducersResponse_TopicResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_DescribeProducersResponse_PartitionResponse(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeProducersResponse(struct tg *t, int16_t v, struct rn_DescribeProducersResponse *o)
+{
+	rn_DescribeProducersResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_DescribeProducersResponse_TopicResponse(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeProducersResponse(const struct rn_DescribeProducersResponse *a, const struct rn_DescribeProducersResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_DescribeProducersResponse_TopicResponse(&a->topics[i], &b->topics[i], v, "topics"))
 			return 0;
 	return 1;
 }
@@ -9928,6 +10146,30 @@ tgv_eq_DescribeLogDirsResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_DescribeProducersRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeProducersRequest(t, v, o);
+}
+
+static int
+tgv_eq_DescribeProducersRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeProducersRequest(a, b, v, "DescribeProducersRequest");
+}
+
+static void
+tgv_fill_DescribeProducersResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeProducersResponse(t, v, o);
+}
+
+static int
+tgv_eq_DescribeProducersResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeProducersResponse(a, b, v, "DescribeProducersResponse");
+}
+
+static void
 tgv_fill_DescribeQuorumRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_DescribeQuorumRequest(t, v, o);
@@ -10550,6 +10792,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "DescribeGroupsResponse", 15, false, 0, 5, sizeof(struct rn_DescribeGroupsResponse), tgv_fill_DescribeGroupsResponse, tgv_eq_DescribeGroupsResponse },
 	{ "DescribeLogDirsRequest", 35, true, 0, 4, sizeof(struct rn_DescribeLogDirsRequest), tgv_fill_DescribeLogDirsRequest, tgv_eq_DescribeLogDirsRequest },
 	{ "DescribeLogDirsResponse", 35, false, 0, 4, sizeof(struct rn_DescribeLogDirsResponse), tgv_fill_DescribeLogDirsResponse, tgv_eq_DescribeLogDirsResponse },
+	{ "DescribeProducersRequest", 61, true, 0, 0, sizeof(struct rn_DescribeProducersRequest), tgv_fill_DescribeProducersRequest, tgv_eq_DescribeProducersRequest },
+	{ "DescribeProducersResponse", 61, false, 0, 0, sizeof(struct rn_DescribeProducersResponse), tgv_fill_DescribeProducersResponse, tgv_eq_DescribeProducersResponse },
 	{ "DescribeQuorumRequest", 55, true, 0, 2, sizeof(struct rn_DescribeQuorumRequest), tgv_fill_DescribeQuorumRequest, tgv_eq_DescribeQuorumRequest },
 	{ "DescribeQuorumResponse", 55, false, 0, 2, sizeof(struct rn_DescribeQuorumResponse), tgv_fill_DescribeQuorumResponse, tgv_eq_DescribeQuorumResponse },
 	{ "DescribeUserScramCredentialsRequest", 50, true, 0, 0, sizeof(struct rn_DescribeUserScramCredentialsRequest), tgv_fill_DescribeUserScramCredentialsRequest, tgv_eq_DescribeUserScramCredentialsRequest },

@@ -212,3 +212,62 @@ rn_txnindex_unlink_merged(int dirfd, const int64_t *olds, int n)
 		(void)unlinkat(dirfd, name, 0);
 	}
 }
+
+struct filter {
+	rn_txnindex_fn keep;
+	void *arg;
+	int fd;
+	off_t pos;
+	int dropped;
+};
+
+static int
+filter_one(void *arg, const struct rn_aborted_txn *a)
+{
+	struct filter *f = arg;
+	uint8_t buf[RN_TXNINDEX_ENTRY];
+
+	if (!f->keep(f->arg, a)) {
+		f->dropped++;
+		return 0;
+	}
+	rn_txnindex_encode(a, buf);
+	if (pwrite(f->fd, buf, sizeof(buf), f->pos) != (ssize_t)sizeof(buf))
+		return errno != 0 ? -errno : -EIO;
+	f->pos += (off_t)sizeof(buf);
+	return 0;
+}
+
+int
+rn_txnindex_filter(int dirfd, int64_t base, rn_txnindex_fn keep, void *arg)
+{
+	char name[RN_SEGMENT_NAME_MAX], tmp[RN_SEGMENT_NAME_MAX + 16];
+	struct filter f = { keep, arg, -1, 0, 0 };
+	int fd, rc;
+
+	rn_segment_name(name, base, RN_TXNINDEX_SUFFIX);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	f.fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (f.fd < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = walk(fd, filter_one, &f, -1, NULL);
+	close(fd);
+	if (rc == 0 && f.dropped > 0 && fsync(f.fd) < 0)
+		rc = -errno;
+	close(f.fd);
+	if (rc != 0 || f.dropped == 0) {
+		(void)unlinkat(dirfd, tmp, 0);
+		return rc;
+	}
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		rc = -errno;
+		(void)unlinkat(dirfd, tmp, 0);
+		return rc;
+	}
+	return fsync(dirfd) < 0 ? -errno : 0;
+}

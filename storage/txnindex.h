@@ -54,6 +54,16 @@ int rn_txnindex_sync(int dirfd, int64_t base);
 int rn_txnindex_merge(int dirfd, const int64_t *olds, int n);
 void rn_txnindex_unlink_merged(int dirfd, const int64_t *olds, int n);
 
+/*
+ * Rewrite the segment's index keeping the entries keep(arg, entry) says
+ * true for: the kept ones into <base>.txnindex.tmp (a crash leaves it for the
+ * log's open to remove), synced, renamed
+ * over it, the dir synced. Nothing is written when every entry stays.
+ * 0/-errno (the old index stays whole on failure).
+ */
+int rn_txnindex_filter(int dirfd, int64_t base, rn_txnindex_fn keep,
+    void *arg);
+
 /* Drop the entries whose marker is at or after offset (truncation). */
 int rn_txnindex_truncate(int dirfd, int64_t base, int64_t offset);
 

@@ -120,6 +120,7 @@ def single_node(tmp):
         conn = Conn(n.port)
         err, keys = conn.api_versions()
         t.eq(keys.get(27), (0, 1), "ApiVersions advertises WriteTxnMarkers 0-1")
+        t.eq(keys.get(61), (0, 0), "ApiVersions advertises DescribeProducers 0")
         t.ok(24 not in keys and 25 not in keys and 26 not in keys,
              "nothing that needs the transaction coordinator is advertised")
         pa, pb, open_at = scenario(conn, "txn")
@@ -131,6 +132,13 @@ def single_node(tmp):
         entries = [e for f in idx for e in read_txnindex(f)]
         t.eq(entries, [(0, pb, 3, 7, 8)],
              "the abort is in the segment's .txnindex (B: 3..marker 7, LSO 8)")
+        dp = conn.describe_producers("txn", [0, 9])
+        prods = {p[0]: p for p in dp[0][1]}
+        t.ok(dp[0][0] == NONE and prods.get(pa, ())[5:] == (open_at,) and
+             prods.get(pb, ())[4:] == (5, -1),
+             "DescribeProducers: A's open transaction from %d, B's last marker "
+             "of coordinator epoch 5 and none open" % open_at)
+        t.eq(dp[9][0], UNKNOWN_TOPIC, "DescribeProducers: an unknown partition")
 
         # errors as Kafka gives them
         r = conn.write_txn_markers([(pa, 0, True, {"nosuch": [0]}, 5)])
@@ -264,6 +272,11 @@ def authorizer(tmp):
             conn = Conn(n.port)
             t.eq(conn.write_txn_markers([(5, 0, True, {"t": [0, 1]}, 1)]),
                  {(5, "t", 0): want, (5, "t", 1): want}, what)
+            dp = conn.describe_producers("t", [0])
+            t.eq(dp.get(0, (None,))[0], 29 if name == "denied" else UNKNOWN_TOPIC,
+                 "DescribeProducers: TOPIC_AUTHORIZATION_FAILED without READ"
+                 if name == "denied" else
+                 "DescribeProducers: a super user reads (UNKNOWN_TOPIC_OR_PARTITION)")
             conn.close()
         finally:
             n.stop()

@@ -28,12 +28,14 @@ def _bytes_v(b):
 
 
 def record_batch(values, pid=-1, epoch=-1, seq=-1, transactional=False,
-                 ts=None):
-    """One uncompressed v2 batch of values (bytes), offsets from 0."""
+                 ts=None, keys=None):
+    """One uncompressed v2 batch of values (bytes), offsets from 0; keys
+    (bytes, one per value) for a compacted topic, else none."""
     ts = int(time.time() * 1000) if ts is None else ts
     recs = b""
     for i, v in enumerate(values):
-        body = b"\x00" + _varint(0) + _varint(i) + _bytes_v(None) + \
+        k = keys[i] if keys is not None else None
+        body = b"\x00" + _varint(0) + _varint(i) + _bytes_v(k) + \
             _bytes_v(v) + _varint(0)
         recs += _varint(len(body)) + body
     attrs = ATTR_TRANSACTIONAL if transactional else 0
@@ -126,6 +128,44 @@ class Conn:
                 for _ in range(r.take(">i")):
                     p = r.take(">i")
                     out[(pid, t, p)] = r.take(">h")
+        return out
+
+    def describe_producers(self, topic, partitions):
+        """DescribeProducers v0 (flexible) -> {partition: (error code,
+        [(pid, epoch, last seq, last timestamp, coordinator epoch,
+        txn start offset)])}"""
+        self.corr += 1
+        t = topic.encode()
+        body = bytes([2]) + bytes([len(t) + 1]) + t + \
+            bytes([len(partitions) + 1]) + \
+            b"".join(struct.pack(">i", p) for p in partitions) + b"\0" + b"\0"
+        msg = struct.pack(">hhi", 61, 0, self.corr) + _str("rntxn") + b"\0" + body
+        self.s.sendall(struct.pack(">i", len(msg)) + msg)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            c = self.s.recv(1 << 20)
+            if not c:
+                raise ConnectionError("closed by the broker")
+            buf += c
+        r = Reader(buf[4:])
+        if r.take(">i") != self.corr:
+            raise ValueError("correlation id mismatch")
+        r.tags(True)
+        r.take(">i")  # throttle
+        out = {}
+        for _ in range(r.count(True)):
+            r.string(True)
+            for _ in range(r.count(True)):
+                p, err = r.take(">i"), r.take(">h")
+                r.string(True)  # error message
+                prods = []
+                for _ in range(r.count(True)):
+                    prods.append((r.take(">q"), r.take(">i"), r.take(">i"),
+                                  r.take(">q"), r.take(">i"), r.take(">q")))
+                    r.tags(True)
+                r.tags(True)
+                out[p] = (err, prods)
+            r.tags(True)
         return out
 
     def api_versions(self):

@@ -15,6 +15,7 @@
 
 #include "storage/codec.h"
 #include "storage/log.h"
+#include "storage/txnindex.h"
 
 /* runnel's default log.cleaner.dedupe.buffer.size (Kafka's: 128 MiB). */
 #define CL_DEDUPE_DEFAULT (32LL * 1024 * 1024)
@@ -101,8 +102,44 @@ struct cl_lock {
 	void *arg;
 };
 
+/*
+ * The transactions a cleaning meets (txn.c): the log's aborted ones
+ * (sorted by producer, then first offset), and per producer whether a
+ * batch of its current transaction is kept by this pass.
+ */
+#define CL_TXN_ABORTS 65536	/* aborted transactions a cleaning can know */
+#define CL_TXN_DROPS 4096	/* markers one cleaned segment may drop */
+
+struct cl_txn_prod;
+
+struct cl_txn {
+	struct rn_aborted_txn *ab;
+	int n, cap;
+	struct cl_txn_prod *prods;
+	size_t used;
+	bool full;              /* a producer did not fit: markers stay */
+	/* the markers the segment being written drops (their .txnindex
+	 * entries go with them) */
+	int64_t dropped[CL_TXN_DROPS];
+	int n_dropped;
+};
+
+int cl_txn_init(struct cl_txn *t);
+void cl_txn_free(struct cl_txn *t);
+/* Read the aborted transactions whose records start below end from
+ * every segment's index; -E2BIG when more than fit. */
+int cl_txn_load(struct cl_txn *t, struct rn_log *log, int64_t end);
+/* Is the transactional batch of pid at offset part of an aborted one? */
+bool cl_txn_aborted(const struct cl_txn *t, int64_t pid, int64_t offset);
+/* A transactional batch of pid is kept (written to the output). */
+void cl_txn_batch(struct cl_txn *t, int64_t pid);
+/* A marker of pid was read: true when no batch of the transaction it
+ * ends is kept by this pass (its records are all cleaned away). */
+bool cl_txn_marker_empty(struct cl_txn *t, int64_t pid);
+
 struct cl_ctx {
 	struct cl_map map;
+	struct cl_txn txn;
 	struct cl_throttle thr;
 	struct rn_buf rd;       /* segment reader */
 	struct rn_buf dec;      /* a decompressed batch body */

@@ -13,6 +13,16 @@
  * delete horizon, delete.retention.ms after the cleaning that first keeps
  * them, in the batch (the delete-horizon attribute, with the base
  * timestamp carrying the horizon); a later cleaning past it drops them.
+ *
+ * Transactions (txn.c), as Kafka's cleaner treats them: the records of an
+ * aborted transaction are neither mapped nor kept; a marker stays while
+ * any batch of its transaction is left, then gets a delete horizon the
+ * same way and goes after it, its .txnindex entry with it. (Kafka gives
+ * the horizon in the pass after the one that removed the last batch;
+ * here the pass that removes it does, as nothing of the transaction is
+ * left once its swap is in.) The caller
+ * never lets the cleanable end pass the last stable offset, so no batch
+ * of an open transaction is looked at.
  */
 #include "autoconf.h"
 
@@ -158,6 +168,10 @@ map_segment(struct cl_ctx *c, struct rn_log *log, const struct rn_log_seginfo *s
 		if ((h.attributes & RN_BATCH_ATTR_CONTROL) ||
 		    rn_batch_last_offset(&h) < from || h.record_count == 0)
 			continue;
+		/* an aborted record supersedes nothing */
+		if ((h.attributes & RN_BATCH_ATTR_TRANSACTIONAL) &&
+		    cl_txn_aborted(&c->txn, h.producer_id, h.base_offset))
+			continue;
 		if ((rc = batch_body(c, &h, b, &body, &len)) < 0)
 			break;
 		while ((rc = rn_records_next(&h, body, len, &pos, &rec)) == 1) {
@@ -223,6 +237,8 @@ keep_record(struct cl_ctx *c, const struct rn_batch_header *h,
 {
 	int64_t last;
 
+	if (h->attributes & RN_BATCH_ATTR_CONTROL)
+		return true;	/* a marker given its horizon: kept whole */
 	if (rec->key_len < 0)
 		return false;	/* a compacted log has no use for it */
 	last = cl_map_get(&c->map, rec->key, (size_t)rec->key_len);
@@ -240,6 +256,7 @@ struct out_seg {
 	struct rn_segment_cursor cur;
 	int64_t flushed;        /* bytes written to the file */
 	int64_t interval;
+	int64_t batches;        /* written so far */
 	bool changed;
 };
 
@@ -266,6 +283,7 @@ out_batch_done(struct cl_ctx *c, struct out_seg *o, size_t at)
 	struct rn_batch_header h;
 
 	rn_batch_parse_header(c->out.p + at, &h);
+	o->batches++;
 	rn_segment_index_batch(o->seg, &o->cur, o->flushed + (int64_t)at, &h,
 	    o->interval);
 	return c->out.len >= OUT_FLUSH ? out_flush(c, o) : 0;
@@ -371,9 +389,64 @@ out_rebuild(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h
 	return out_batch_done(c, o, at);
 }
 
+/* A delete horizon from now, saturating. */
+static int64_t
+horizon_from_now(const struct cl_params *p)
+{
+	return p->delete_retention_ms > INT64_MAX - p->now_ms ? INT64_MAX :
+	    p->now_ms + p->delete_retention_ms;
+}
+
+/*
+ * A transaction's marker: kept while a batch of its transaction is kept
+ * by this pass; else given a delete horizon (Kafka's KIP-534 rule for
+ * markers of emptied transactions), kept until it, then dropped with its
+ * .txnindex entry. A segment that would drop more markers than it can
+ * note keeps the rest.
+ */
+static int
+clean_marker(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h,
+    const uint8_t *b, const struct cl_params *p, struct cl_result *res)
+{
+	struct rn_record_view rec;
+	struct kept k = { 0, false, RN_NO_TIMESTAMP };
+	const uint8_t *body;
+	size_t len, pos = 0;
+	int64_t hz;
+	int rc;
+
+	if (h->producer_id < 0 || !cl_txn_marker_empty(&c->txn, h->producer_id))
+		return out_copy(c, o, b, rn_batch_total_size(h));
+	if (h->attributes & RN_BATCH_ATTR_DELETE_HORIZON) {
+		if (p->now_ms >= h->base_timestamp &&
+		    c->txn.n_dropped < CL_TXN_DROPS) {
+			c->txn.dropped[c->txn.n_dropped++] = h->base_offset;
+			o->changed = true;
+			return 0;
+		}
+		if (h->base_timestamp < res->horizon_ms)
+			res->horizon_ms = h->base_timestamp;
+		return out_copy(c, o, b, rn_batch_total_size(h));
+	}
+	hz = horizon_from_now(p);
+	if (hz < res->horizon_ms)
+		res->horizon_ms = hz;
+	if ((rc = batch_body(c, h, b, &body, &len)) < 0)
+		return rc;
+	while ((rc = rn_records_next(h, body, len, &pos, &rec)) == 1) {
+		k.n++;
+		if (rec.timestamp > k.max_ts)
+			k.max_ts = rec.timestamp;
+	}
+	if (rc < 0)
+		return rc;
+	o->changed = true;
+	return out_rebuild(c, o, h, b, body, len, &k, hz, p);
+}
+
 /* Decide one source batch: copy, rebuild, keep empty or drop. */
 static int
-clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h,
+clean_data_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h,
     const uint8_t *b, const struct cl_params *p, struct cl_result *res)
 {
 	struct rn_record_view rec;
@@ -385,7 +458,16 @@ clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h
 	int rc;
 
 	if (h->attributes & RN_BATCH_ATTR_CONTROL)
-		return out_copy(c, o, b, rn_batch_total_size(h));
+		return clean_marker(c, o, h, b, p, res);
+	if (h->attributes & RN_BATCH_ATTR_TRANSACTIONAL) {
+		if (cl_txn_aborted(&c->txn, h->producer_id, h->base_offset)) {
+			/* every record goes; the batch too unless its
+			 * producer's sequence needs it */
+			res->records_in += h->record_count;
+			o->changed = true;
+			return keep_for_producer(p, h) ? out_empty(c, o, b) : 0;
+		}
+	}
 	if (h->record_count == 0 && !keep_for_producer(p, h)) {
 		o->changed = true;	/* an empty batch no producer needs */
 		return 0;
@@ -406,8 +488,7 @@ clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h
 	res->records_out += k.n;
 	if (k.tombstone) {
 		if (!horizon)
-			base_ts = p->delete_retention_ms > INT64_MAX - p->now_ms ?
-			    INT64_MAX : p->now_ms + p->delete_retention_ms;
+			base_ts = horizon_from_now(p);
 		hz = horizon ? h->base_timestamp : base_ts;
 		if (hz < res->horizon_ms)
 			res->horizon_ms = hz;
@@ -418,6 +499,24 @@ clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h
 	if (k.n == 0)
 		return keep_for_producer(p, h) ? out_empty(c, o, b) : 0;
 	return out_rebuild(c, o, h, b, body, len, &k, base_ts, p);
+}
+
+/*
+ * One source batch; a transactional one the output keeps (even empty)
+ * keeps its transaction's marker.
+ */
+static int
+clean_batch(struct cl_ctx *c, struct out_seg *o, const struct rn_batch_header *h,
+    const uint8_t *b, const struct cl_params *p, struct cl_result *res)
+{
+	int64_t before = o->batches;
+	int rc = clean_data_batch(c, o, h, b, p, res);
+
+	if (rc == 0 && o->batches > before && h->producer_id >= 0 &&
+	    (h->attributes & (RN_BATCH_ATTR_TRANSACTIONAL |
+	    RN_BATCH_ATTR_CONTROL)) == RN_BATCH_ATTR_TRANSACTIONAL)
+		cl_txn_batch(&c->txn, h->producer_id);
+	return rc;
 }
 
 static int
@@ -473,16 +572,40 @@ struct swap_args {
 	int64_t base;
 	const int64_t *olds;
 	int n;
+	const struct cl_txn *txn;
 	bool ran;
 };
+
+static int
+not_dropped(void *arg, const struct rn_aborted_txn *a)
+{
+	const struct cl_txn *t = arg;
+
+	for (int i = 0; i < t->n_dropped; i++)
+		if (t->dropped[i] == a->last_offset)
+			return 0;
+	return 1;
+}
 
 static int
 swap_locked(struct rn_log *log, void *arg)
 {
 	struct swap_args *sw = arg;
-	int rc;
+	int rc = 0;
 
 	sw->ran = true;
+	/*
+	 * The entries of the markers this segment drops go first: their
+	 * transactions have no record left in the log as it is, so readers
+	 * of the old segments lose nothing, while an entry outliving its
+	 * marker would hide that producer's later records from
+	 * read_committed consumers.
+	 */
+	for (int i = 0; sw->txn->n_dropped > 0 && i < sw->n && rc == 0; i++)
+		rc = rn_txnindex_filter(rn_log_dirfd(log), sw->olds[i],
+		    not_dropped, (void *)sw->txn);
+	if (rc < 0)
+		return rc;
 	rc = rn_log_swap_segments(log, *sw->gen, sw->base, sw->olds, sw->n);
 	if (rc == 0)
 		*sw->gen = rn_log_generation(log);
@@ -501,6 +624,7 @@ clean_group(struct cl_ctx *c, struct rn_log *log, const struct rn_log_seginfo *g
 	int rc, dirfd = rn_log_dirfd(log);
 
 	c->out.len = 0;
+	c->txn.n_dropped = 0;
 	rc = out_open(log, g[0].base, p, &o);
 	for (int i = 0; rc == 0 && i < n; i++) {
 		struct rn_batch_header h;
@@ -524,7 +648,7 @@ clean_group(struct cl_ctx *c, struct rn_log *log, const struct rn_log_seginfo *g
 		return rc;
 	}
 	rn_swap_crash_point("cleaned");
-	sw = (struct swap_args){ gen, g[0].base, olds, n, false };
+	sw = (struct swap_args){ gen, g[0].base, olds, n, &c->txn, false };
 	rc = lk->locked(lk->arg, swap_locked, &sw);
 	if (!sw.ran || rc == -ESTALE)
 		rn_swap_discard(dirfd, g[0].base);
@@ -570,6 +694,8 @@ cl_clean_log(struct cl_ctx *c, struct rn_log *log, const struct cl_range *r,
 	/* listed again: the range may be from an older look at the log */
 	if ((n = cl_range_of(log, r->first_dirty, p, segs, &gen, &now)) <= 0)
 		return n;
+	if ((rc = cl_txn_load(&c->txn, log, now.end)) < 0)
+		return rc;
 	if ((rc = build_map(c, log, segs, n, &now, &end, res)) < 0)
 		return rc;
 	for (int i = 0; i < n && segs[i].base < end; ) {
@@ -589,6 +715,8 @@ cl_ctx_init(struct cl_ctx *c, size_t dedupe_bytes, double io_rate)
 {
 	memset(c, 0, sizeof(*c));
 	cl_throttle_init(&c->thr, io_rate);
+	if (cl_txn_init(&c->txn) != 0)
+		return -ENOMEM;
 	return cl_map_init(&c->map, dedupe_bytes);
 }
 
@@ -596,6 +724,7 @@ void
 cl_ctx_free(struct cl_ctx *c)
 {
 	cl_map_free(&c->map);
+	cl_txn_free(&c->txn);
 	rn_buf_free(&c->rd);
 	rn_buf_free(&c->dec);
 	rn_buf_free(&c->body);

@@ -193,7 +193,9 @@ consider(struct cleaner *c, const struct rn_mdv_topic *t,
 	if (!s->tidied && rn_part_locked(p, drop_leftovers, NULL) == 0)
 		s->tidied = true;
 	prm_hw = *prm;
-	prm_hw.max_end = rn_part_hw(p);
+	/* never past the last stable offset: an open transaction's
+	 * records may yet be aborted */
+	prm_hw.max_end = rn_part_lso(p);
 	prm = &prm_hw;
 	strlcpy(topic, t->name, t->name_len + 1 < sizeof(topic) ?
 	    t->name_len + 1 : sizeof(topic));
@@ -259,6 +261,12 @@ clean_one(struct cleaner *c, struct cand *b)
 		    (long long)ms);
 	} else if (rc == -ESTALE || rc == -EAGAIN || rc == -EINTR) {
 		s->retry_ms = b->prm.now_ms + 1000;	/* the log moved: later */
+	} else if (rc == -E2BIG) {
+		rn_log_about(LOG_WARNING, rn_subj_part(topic, b->mp->p),
+		    "%s-%d: not cleaned: more than %d aborted transactions "
+		    "or %d segments to look through", topic, b->mp->p,
+		    CL_TXN_ABORTS, CL_MAX_SEGS);
+		s->retry_ms = b->prm.now_ms + RETRY_FAILED_MS;
 	} else {
 		rn_log_about(LOG_WARNING, rn_subj_part(topic, b->mp->p),
 		    "%s-%d: cleaning failed: %s", topic, b->mp->p,

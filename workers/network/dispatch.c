@@ -37,6 +37,7 @@ static const struct {
 	{ RN_KAPI_DESCRIBE_CLUSTER, 0, 1, net_describe_cluster },
 	{ RN_KAPI_INIT_PRODUCER_ID, 0, 4, net_init_producer_id },
 	{ RN_KAPI_WRITE_TXN_MARKERS, 0, 1, net_write_txn_markers },
+	{ RN_KAPI_DESCRIBE_PRODUCERS, 0, 0, net_describe_producers },
 	{ RN_KAPI_ELECT_LEADERS, 0, 2, net_admin_checked },
 	{ RN_KAPI_DESCRIBE_QUORUM, 0, 2, net_admin_checked },
 	{ RN_KAPI_ALTER_PARTITION_REASSIGNMENTS, 0, 0, net_admin_checked },

@@ -391,6 +391,8 @@ bool net_acks_settled(struct net *n, struct conn *c, bool timed_out);
 int32_t net_min_isr(struct net *n, const struct rn_mdv_topic *t);
 /* txn_markers.c */
 int net_write_txn_markers(struct net *n, struct conn *c);
+/* producers.c */
+int net_describe_producers(struct net *n, struct conn *c);
 int net_fetch(struct net *n, struct conn *c);
 int net_list_offsets(struct net *n, struct conn *c);
 int net_offset_for_leader_epoch(struct net *n, struct conn *c);

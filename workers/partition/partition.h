@@ -284,6 +284,22 @@ int rn_part_locked(struct rn_part *p, int (*fn)(struct rn_log *log, void *arg),
     void *arg);
 int rn_part_producer_last_batches(struct rn_part *p, int64_t *out, int cap);
 
+/*
+ * DescribeProducers (producers.c): the producers the slot's table holds,
+ * copied under the lock, at most cap (RN_IDEM_PRODUCERS is enough); the
+ * count, or -1 if the lock could not be taken.
+ */
+struct rn_part_producer {
+	int64_t producer_id;
+	int16_t epoch;
+	int32_t last_sequence;          /* -1: no batch remembered */
+	int64_t last_timestamp;         /* of its last write (wall clock ms) */
+	int32_t coordinator_epoch;      /* of its last marker, -1: none */
+	int64_t txn_start_offset;       /* its open transaction, -1: none */
+};
+int rn_part_producers(struct rn_part *p, struct rn_part_producer *out,
+    int cap);
+
 /* Wake this network worker (index) when the partition moves. */
 void rn_part_park(struct rn_part *p, unsigned worker);
 
