@@ -50,6 +50,9 @@ rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
 	}
 	if (h->producer_epoch < p->epoch)
 		return -RN_KERR_INVALID_PRODUCER_EPOCH;
+	/* the group coordinator's transactional offsets carry no sequence */
+	if (h->base_sequence < 0 && (h->attributes & RN_BATCH_ATTR_TRANSACTIONAL))
+		return RN_IDEM_APPEND;
 	if (h->producer_epoch > p->epoch)
 		return h->base_sequence == 0 ? RN_IDEM_APPEND :
 		    -RN_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
