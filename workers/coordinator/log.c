@@ -128,12 +128,14 @@ co_log_append_to(struct co *co, bool txn, int32_t partition,
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	}
 	rn_batch_parse_header(buf, &h);
-	kerr = rn_part_append_leader(p, buf, (size_t)size, &h,
+	kerr = (pid >= 0 ? rn_part_append_coordinator :
+	    rn_part_append_leader)(p, buf, (size_t)size, &h,
 	    mp->leader_epoch, &info, &dup);
 	if (kerr == RN_KERR_KAFKA_STORAGE_ERROR && rn_part_stale(p) &&
 	    (p = rn_part_get(&co->parts, &co->view, t, mp, &kerr)) != NULL)
 		/* the log moved to another dir under it: once more there */
-		kerr = rn_part_append_leader(p, buf, (size_t)size, &h,
+		kerr = (pid >= 0 ? rn_part_append_coordinator :
+		    rn_part_append_leader)(p, buf, (size_t)size, &h,
 		    mp->leader_epoch, &info, &dup);
 	free(buf);
 	if (kerr != RN_KERR_NONE) {
