@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, \
 
 from rncluster import create_topic, partition_state, wait_state, java_hash
 from rntest import Cluster, Node, Tap, TempDir, wait_for
+from rntxn import Conn
 
 t = Tap()
 PARTS = 3
@@ -164,6 +165,38 @@ def main_flow(bootstrap, label):
     return p
 
 
+def describe(nodes, label):
+    """DescribeTransactions and ListTransactions at the coordinator of
+    app-<label> (asked of every node: one of them coordinates it)."""
+    tid = "app-" + label
+    seen = {}
+
+    def ask():
+        # EndTxn answers once PrepareCommit is stored; the markers follow
+        for n in nodes:
+            conn = Conn(n.port)
+            d = conn.describe_transactions([tid, "no-such-" + label])
+            err, listed = conn.list_transactions(["CompleteCommit"])
+            conn.close()
+            seen.setdefault("missing", set()).add(d["no-such-" + label][0])
+            if d[tid][0] == 0:
+                seen.update(describe=d[tid], list=listed, list_err=err)
+        return seen.get("describe", (0, ""))[1] == "CompleteCommit"
+    wait_for(ask, 15, 0.2)
+    d = seen.get("describe")
+    t.ok(d is not None and d[1] == "CompleteCommit" and d[2] == 60000 and
+         d[3] >= 0 and d[5] == {}, "%s: DescribeTransactions at the "
+         "coordinator: CompleteCommit, its timeout and producer id (%r)"
+         % (label, d))
+    t.ok(seen.get("list_err") == 0 and tid in seen.get("list", {}) and
+         seen["list"][tid] == (d[3], "CompleteCommit"),
+         "%s: ListTransactions filtered by state lists it" % label)
+    t.ok(105 in seen.get("missing", ()) and
+         seen["missing"] <= {105, 16}, "%s: an unknown id is "
+         "TRANSACTIONAL_ID_NOT_FOUND at its coordinator, NOT_COORDINATOR "
+         "elsewhere (%r)" % (label, seen.get("missing")))
+
+
 def zombie(bootstrap, label):
     tid = "zombie-" + label
     z = producer(bootstrap, tid)
@@ -232,6 +265,7 @@ def single():
             t.ok(n.wait_running(30), "one node running")
             setup_topics(n.bootstrap, 1)
             main_flow(n.bootstrap, "one node")
+            describe([n], "one node")
             zombie(n.bootstrap, "one node")
             timeout_abort(n.bootstrap, "one node")
             t.eq(n.crashes(), [], "one node: no worker crashed")
@@ -251,6 +285,7 @@ def cluster():
             t.ok(c.wait_running(60), "three nodes running")
             setup_topics(c.bootstrap, 3)
             main_flow(c.bootstrap, "3 nodes")
+            describe(c.nodes, "3 nodes")
             zombie(c.bootstrap, "3 nodes")
             timeout_abort(c.bootstrap, "3 nodes")
             failover(c)
