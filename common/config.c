@@ -28,6 +28,8 @@ const char rn_config_embedded_default[] =
     "num.replica.fetchers=1\n"
     "# one node: __consumer_offsets with one replica, no join delay\n"
     "offsets.topic.replication.factor=1\n"
+    "transaction.state.log.replication.factor=1\n"
+    "transaction.state.log.min.isr=1\n"
     "group.initial.rebalance.delay.ms=0\n";
 
 enum cfg_type { T_INT, T_LONG, T_BOOL, T_STR, T_FN };

@@ -3,6 +3,424 @@
 #include "protocol/kmsg_gen.h"
 
 void
+rn_AddOffsetsToTxnRequest_init(struct rn_AddOffsetsToTxnRequest *o)
+{
+	o->transactional_id.ptr = NULL;
+	o->transactional_id.len = 0;
+	o->producer_id = 0;
+	o->producer_epoch = 0;
+	o->group_id.ptr = NULL;
+	o->group_id.len = 0;
+}
+
+static int
+dec_rn_AddOffsetsToTxnRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddOffsetsToTxnRequest *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->transactional_id = rn_kr_string(r, flex, false);
+	o->producer_id = rn_kr_int64(r);
+	o->producer_epoch = rn_kr_int16(r);
+	o->group_id = rn_kr_string(r, flex, false);
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AddOffsetsToTxnRequest(struct rn_kwriter *w, int16_t v, const struct rn_AddOffsetsToTxnRequest *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->transactional_id, flex, false);
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_int16(w, o->producer_epoch);
+	rn_kw_string(w, o->group_id, flex, false);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AddOffsetsToTxnRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AddOffsetsToTxnRequest *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AddOffsetsToTxnRequest(r, version, arena, out);
+}
+
+int
+rn_AddOffsetsToTxnRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AddOffsetsToTxnRequest *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AddOffsetsToTxnRequest(w, version, in);
+}
+
+void
+rn_AddOffsetsToTxnResponse_init(struct rn_AddOffsetsToTxnResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+}
+
+static int
+dec_rn_AddOffsetsToTxnResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddOffsetsToTxnResponse *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AddOffsetsToTxnResponse(struct rn_kwriter *w, int16_t v, const struct rn_AddOffsetsToTxnResponse *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	rn_kw_int16(w, o->error_code);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AddOffsetsToTxnResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AddOffsetsToTxnResponse *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AddOffsetsToTxnResponse(r, version, arena, out);
+}
+
+int
+rn_AddOffsetsToTxnResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AddOffsetsToTxnResponse *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AddOffsetsToTxnResponse(w, version, in);
+}
+
+void
+rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_init(struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 4);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			o->partitions[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			rn_kw_int32(w, o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AddPartitionsToTxnRequest_init(struct rn_AddPartitionsToTxnRequest *o)
+{
+	o->transactional_id.ptr = NULL;
+	o->transactional_id.len = 0;
+	o->producer_id = 0;
+	o->producer_epoch = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_AddPartitionsToTxnRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnRequest *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->transactional_id = rn_kr_string(r, flex, false);
+	o->producer_id = rn_kr_int64(r);
+	o->producer_epoch = rn_kr_int16(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AddPartitionsToTxnRequest(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnRequest *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->transactional_id, flex, false);
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_int16(w, o->producer_epoch);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AddPartitionsToTxnRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AddPartitionsToTxnRequest *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AddPartitionsToTxnRequest(r, version, arena, out);
+}
+
+int
+rn_AddPartitionsToTxnRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AddPartitionsToTxnRequest *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AddPartitionsToTxnRequest(w, version, in);
+}
+
+void
+rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *o)
+{
+	o->partition_index = 0;
+	o->partition_error_code = 0;
+}
+
+static void
+dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->partition_error_code = rn_kr_int16(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int16(w, o->partition_error_code);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->results = NULL;
+	o->results_count = 0;
+}
+
+static void
+dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 6);
+		o->results_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_count && !r->err; i++)
+			dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(r, v, a, &o->results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_count, flex, true, false);
+		for (i = 0; i < o->results_count && !w->err; i++)
+			enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(w, v, &o->results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AddPartitionsToTxnResponse_init(struct rn_AddPartitionsToTxnResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->results = NULL;
+	o->results_count = 0;
+}
+
+static int
+dec_rn_AddPartitionsToTxnResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnResponse *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 2);
+		o->results_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_count && !r->err; i++)
+			dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(r, v, a, &o->results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_AddPartitionsToTxnResponse(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnResponse *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_count, flex, true, false);
+		for (i = 0; i < o->results_count && !w->err; i++)
+			enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(w, v, &o->results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_AddPartitionsToTxnResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AddPartitionsToTxnResponse *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_AddPartitionsToTxnResponse(r, version, arena, out);
+}
+
+int
+rn_AddPartitionsToTxnResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AddPartitionsToTxnResponse *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_AddPartitionsToTxnResponse(w, version, in);
+}
+
+void
 rn_AlterClientQuotasRequest_EntityData_init(struct rn_AlterClientQuotasRequest_EntityData *o)
 {
 	o->entity_type.ptr = NULL;
@@ -8365,6 +8783,272 @@ rn_DescribeQuorumResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_DescribeTransactionsRequest_init(struct rn_DescribeTransactionsRequest *o)
+{
+	o->transactional_ids = NULL;
+	o->transactional_ids_count = 0;
+}
+
+static int
+dec_rn_DescribeTransactionsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeTransactionsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->transactional_ids = rn_kr_array(r, a, n, sizeof(*o->transactional_ids), 1);
+		o->transactional_ids_count = r->err ? 0 : n;
+		for (i = 0; i < o->transactional_ids_count && !r->err; i++)
+			o->transactional_ids[i] = rn_kr_string(r, flex, false);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeTransactionsRequest(struct rn_kwriter *w, int16_t v, const struct rn_DescribeTransactionsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->transactional_ids_count, flex, true, false);
+		for (i = 0; i < o->transactional_ids_count && !w->err; i++)
+			rn_kw_string(w, o->transactional_ids[i], flex, false);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeTransactionsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeTransactionsRequest *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeTransactionsRequest(r, version, arena, out);
+}
+
+int
+rn_DescribeTransactionsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeTransactionsRequest *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeTransactionsRequest(w, version, in);
+}
+
+void
+rn_DescribeTransactionsResponse_TopicData_init(struct rn_DescribeTransactionsResponse_TopicData *o)
+{
+	o->topic.ptr = NULL;
+	o->topic.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_DescribeTransactionsResponse_TopicData(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeTransactionsResponse_TopicData *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->topic = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 4);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			o->partitions[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeTransactionsResponse_TopicData(struct rn_kwriter *w, int16_t v, const struct rn_DescribeTransactionsResponse_TopicData *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->topic, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			rn_kw_int32(w, o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeTransactionsResponse_TransactionState_init(struct rn_DescribeTransactionsResponse_TransactionState *o)
+{
+	o->error_code = 0;
+	o->transactional_id.ptr = NULL;
+	o->transactional_id.len = 0;
+	o->transaction_state.ptr = NULL;
+	o->transaction_state.len = 0;
+	o->transaction_timeout_ms = 0;
+	o->transaction_start_time_ms = 0;
+	o->producer_id = 0;
+	o->producer_epoch = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static void
+dec_rn_DescribeTransactionsResponse_TransactionState(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeTransactionsResponse_TransactionState *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->error_code = rn_kr_int16(r);
+	o->transactional_id = rn_kr_string(r, flex, false);
+	o->transaction_state = rn_kr_string(r, flex, false);
+	o->transaction_timeout_ms = rn_kr_int32(r);
+	o->transaction_start_time_ms = rn_kr_int64(r);
+	o->producer_id = rn_kr_int64(r);
+	o->producer_epoch = rn_kr_int16(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 3);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_DescribeTransactionsResponse_TopicData(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_DescribeTransactionsResponse_TransactionState(struct rn_kwriter *w, int16_t v, const struct rn_DescribeTransactionsResponse_TransactionState *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int16(w, o->error_code);
+	rn_kw_string(w, o->transactional_id, flex, false);
+	rn_kw_string(w, o->transaction_state, flex, false);
+	rn_kw_int32(w, o->transaction_timeout_ms);
+	rn_kw_int64(w, o->transaction_start_time_ms);
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_int16(w, o->producer_epoch);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_DescribeTransactionsResponse_TopicData(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_DescribeTransactionsResponse_init(struct rn_DescribeTransactionsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->transaction_states = NULL;
+	o->transaction_states_count = 0;
+}
+
+static int
+dec_rn_DescribeTransactionsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_DescribeTransactionsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->transaction_states = rn_kr_array(r, a, n, sizeof(*o->transaction_states), 28);
+		o->transaction_states_count = r->err ? 0 : n;
+		for (i = 0; i < o->transaction_states_count && !r->err; i++)
+			dec_rn_DescribeTransactionsResponse_TransactionState(r, v, a, &o->transaction_states[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_DescribeTransactionsResponse(struct rn_kwriter *w, int16_t v, const struct rn_DescribeTransactionsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->transaction_states_count, flex, true, false);
+		for (i = 0; i < o->transaction_states_count && !w->err; i++)
+			enc_rn_DescribeTransactionsResponse_TransactionState(w, v, &o->transaction_states[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_DescribeTransactionsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeTransactionsResponse *out)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_DescribeTransactionsResponse(r, version, arena, out);
+}
+
+int
+rn_DescribeTransactionsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeTransactionsResponse *in)
+{
+	if (version < 0 || version > 0)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_DescribeTransactionsResponse(w, version, in);
+}
+
+void
 rn_DescribeUserScramCredentialsRequest_UserName_init(struct rn_DescribeUserScramCredentialsRequest_UserName *o)
 {
 	o->name.ptr = NULL;
@@ -8947,6 +9631,131 @@ rn_ElectLeadersResponse_encode(struct rn_kwriter *w, int16_t version,
 	if (w->err)
 		return w->err;
 	return enc_rn_ElectLeadersResponse(w, version, in);
+}
+
+void
+rn_EndTxnRequest_init(struct rn_EndTxnRequest *o)
+{
+	o->transactional_id.ptr = NULL;
+	o->transactional_id.len = 0;
+	o->producer_id = 0;
+	o->producer_epoch = 0;
+	o->committed = false;
+}
+
+static int
+dec_rn_EndTxnRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_EndTxnRequest *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->transactional_id = rn_kr_string(r, flex, false);
+	o->producer_id = rn_kr_int64(r);
+	o->producer_epoch = rn_kr_int16(r);
+	o->committed = rn_kr_bool(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_EndTxnRequest(struct rn_kwriter *w, int16_t v, const struct rn_EndTxnRequest *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->transactional_id, flex, false);
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_int16(w, o->producer_epoch);
+	rn_kw_bool(w, o->committed);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_EndTxnRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_EndTxnRequest *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_EndTxnRequest(r, version, arena, out);
+}
+
+int
+rn_EndTxnRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_EndTxnRequest *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_EndTxnRequest(w, version, in);
+}
+
+void
+rn_EndTxnResponse_init(struct rn_EndTxnResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+}
+
+static int
+dec_rn_EndTxnResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_EndTxnResponse *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_EndTxnResponse(struct rn_kwriter *w, int16_t v, const struct rn_EndTxnResponse *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	rn_kw_int16(w, o->error_code);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_EndTxnResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_EndTxnResponse *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_EndTxnResponse(r, version, arena, out);
+}
+
+int
+rn_EndTxnResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_EndTxnResponse *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_EndTxnResponse(w, version, in);
 }
 
 void
@@ -12154,6 +12963,239 @@ rn_ListPartitionReassignmentsResponse_encode(struct rn_kwriter *w, int16_t versi
 }
 
 void
+rn_ListTransactionsRequest_init(struct rn_ListTransactionsRequest *o)
+{
+	o->state_filters = NULL;
+	o->state_filters_count = 0;
+	o->producer_id_filters = NULL;
+	o->producer_id_filters_count = 0;
+	o->duration_filter = INT64_C(-1);
+}
+
+static int
+dec_rn_ListTransactionsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_ListTransactionsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->state_filters = rn_kr_array(r, a, n, sizeof(*o->state_filters), 1);
+		o->state_filters_count = r->err ? 0 : n;
+		for (i = 0; i < o->state_filters_count && !r->err; i++)
+			o->state_filters[i] = rn_kr_string(r, flex, false);
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->producer_id_filters = rn_kr_array(r, a, n, sizeof(*o->producer_id_filters), 8);
+		o->producer_id_filters_count = r->err ? 0 : n;
+		for (i = 0; i < o->producer_id_filters_count && !r->err; i++)
+			o->producer_id_filters[i] = rn_kr_int64(r);
+	}
+	if (v >= 1) {
+		o->duration_filter = rn_kr_int64(r);
+	} else {
+		o->duration_filter = INT64_C(-1);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_ListTransactionsRequest(struct rn_kwriter *w, int16_t v, const struct rn_ListTransactionsRequest *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->state_filters_count, flex, true, false);
+		for (i = 0; i < o->state_filters_count && !w->err; i++)
+			rn_kw_string(w, o->state_filters[i], flex, false);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->producer_id_filters_count, flex, true, false);
+		for (i = 0; i < o->producer_id_filters_count && !w->err; i++)
+			rn_kw_int64(w, o->producer_id_filters[i]);
+	}
+	if (v >= 1) {
+		rn_kw_int64(w, o->duration_filter);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_ListTransactionsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_ListTransactionsRequest *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_ListTransactionsRequest(r, version, arena, out);
+}
+
+int
+rn_ListTransactionsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_ListTransactionsRequest *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_ListTransactionsRequest(w, version, in);
+}
+
+void
+rn_ListTransactionsResponse_TransactionState_init(struct rn_ListTransactionsResponse_TransactionState *o)
+{
+	o->transactional_id.ptr = NULL;
+	o->transactional_id.len = 0;
+	o->producer_id = 0;
+	o->transaction_state.ptr = NULL;
+	o->transaction_state.len = 0;
+}
+
+static void
+dec_rn_ListTransactionsResponse_TransactionState(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_ListTransactionsResponse_TransactionState *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->transactional_id = rn_kr_string(r, flex, false);
+	o->producer_id = rn_kr_int64(r);
+	o->transaction_state = rn_kr_string(r, flex, false);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_ListTransactionsResponse_TransactionState(struct rn_kwriter *w, int16_t v, const struct rn_ListTransactionsResponse_TransactionState *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->transactional_id, flex, false);
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_string(w, o->transaction_state, flex, false);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_ListTransactionsResponse_init(struct rn_ListTransactionsResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->error_code = 0;
+	o->unknown_state_filters = NULL;
+	o->unknown_state_filters_count = 0;
+	o->transaction_states = NULL;
+	o->transaction_states_count = 0;
+}
+
+static int
+dec_rn_ListTransactionsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_ListTransactionsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->unknown_state_filters = rn_kr_array(r, a, n, sizeof(*o->unknown_state_filters), 1);
+		o->unknown_state_filters_count = r->err ? 0 : n;
+		for (i = 0; i < o->unknown_state_filters_count && !r->err; i++)
+			o->unknown_state_filters[i] = rn_kr_string(r, flex, false);
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->transaction_states = rn_kr_array(r, a, n, sizeof(*o->transaction_states), 11);
+		o->transaction_states_count = r->err ? 0 : n;
+		for (i = 0; i < o->transaction_states_count && !r->err; i++)
+			dec_rn_ListTransactionsResponse_TransactionState(r, v, a, &o->transaction_states[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_ListTransactionsResponse(struct rn_kwriter *w, int16_t v, const struct rn_ListTransactionsResponse *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	rn_kw_int16(w, o->error_code);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->unknown_state_filters_count, flex, true, false);
+		for (i = 0; i < o->unknown_state_filters_count && !w->err; i++)
+			rn_kw_string(w, o->unknown_state_filters[i], flex, false);
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->transaction_states_count, flex, true, false);
+		for (i = 0; i < o->transaction_states_count && !w->err; i++)
+			enc_rn_ListTransactionsResponse_TransactionState(w, v, &o->transaction_states[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_ListTransactionsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_ListTransactionsResponse *out)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_ListTransactionsResponse(r, version, arena, out);
+}
+
+int
+rn_ListTransactionsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_ListTransactionsResponse *in)
+{
+	if (version < 0 || version > 1)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_ListTransactionsResponse(w, version, in);
+}
+
+void
 rn_MetadataRequest_MetadataRequestTopic_init(struct rn_MetadataRequest_MetadataRequestTopic *o)
 {
 	memset(&o->topic_id, 0, sizeof(o->topic_id));
@@ -15261,6 +16303,381 @@ rn_SyncGroupResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_init(struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *o)
+{
+	o->partition_index = 0;
+	o->committed_offset = 0;
+	o->committed_leader_epoch = -1;
+	o->committed_metadata.ptr = NULL;
+	o->committed_metadata.len = 0;
+}
+
+static void
+dec_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->committed_offset = rn_kr_int64(r);
+	if (v >= 2) {
+		o->committed_leader_epoch = rn_kr_int32(r);
+	} else {
+		o->committed_leader_epoch = -1;
+	}
+	o->committed_metadata = rn_kr_string(r, flex, true);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(struct rn_kwriter *w, int16_t v, const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int64(w, o->committed_offset);
+	if (v >= 2) {
+		rn_kw_int32(w, o->committed_leader_epoch);
+	}
+	rn_kw_string(w, o->committed_metadata, flex, true);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_init(struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 13);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(struct rn_kwriter *w, int16_t v, const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_TxnOffsetCommitRequest_init(struct rn_TxnOffsetCommitRequest *o)
+{
+	o->transactional_id.ptr = NULL;
+	o->transactional_id.len = 0;
+	o->group_id.ptr = NULL;
+	o->group_id.len = 0;
+	o->producer_id = 0;
+	o->producer_epoch = 0;
+	o->generation_id = -1;
+	o->member_id.ptr = NULL;
+	o->member_id.len = 0;
+	o->group_instance_id.ptr = NULL;
+	o->group_instance_id.len = -1;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_TxnOffsetCommitRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_TxnOffsetCommitRequest *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->transactional_id = rn_kr_string(r, flex, false);
+	o->group_id = rn_kr_string(r, flex, false);
+	o->producer_id = rn_kr_int64(r);
+	o->producer_epoch = rn_kr_int16(r);
+	if (v >= 3) {
+		o->generation_id = rn_kr_int32(r);
+	} else {
+		o->generation_id = -1;
+	}
+	if (v >= 3) {
+		o->member_id = rn_kr_string(r, flex, false);
+	} else {
+		o->member_id.ptr = NULL;
+		o->member_id.len = 0;
+	}
+	if (v >= 3) {
+		o->group_instance_id = rn_kr_string(r, flex, (v >= 3));
+	} else {
+		o->group_instance_id.ptr = NULL;
+		o->group_instance_id.len = -1;
+	}
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_TxnOffsetCommitRequest(struct rn_kwriter *w, int16_t v, const struct rn_TxnOffsetCommitRequest *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->transactional_id, flex, false);
+	rn_kw_string(w, o->group_id, flex, false);
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_int16(w, o->producer_epoch);
+	if (v >= 3) {
+		rn_kw_int32(w, o->generation_id);
+	}
+	if (v >= 3) {
+		rn_kw_string(w, o->member_id, flex, false);
+	}
+	if (v >= 3) {
+		rn_kw_string(w, o->group_instance_id, flex, (v >= 3));
+	}
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_TxnOffsetCommitRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_TxnOffsetCommitRequest *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_TxnOffsetCommitRequest(r, version, arena, out);
+}
+
+int
+rn_TxnOffsetCommitRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_TxnOffsetCommitRequest *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_TxnOffsetCommitRequest(w, version, in);
+}
+
+void
+rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_init(struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *o)
+{
+	o->partition_index = 0;
+	o->error_code = 0;
+}
+
+static void
+dec_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->error_code = rn_kr_int16(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(struct rn_kwriter *w, int16_t v, const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int16(w, o->error_code);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_init(struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 6);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			dec_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(r, v, a, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(struct rn_kwriter *w, int16_t v, const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			enc_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(w, v, &o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_TxnOffsetCommitResponse_init(struct rn_TxnOffsetCommitResponse *o)
+{
+	o->throttle_time_ms = 0;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static int
+dec_rn_TxnOffsetCommitResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_TxnOffsetCommitResponse *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->throttle_time_ms = rn_kr_int32(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+	return r->err;
+}
+
+static int
+enc_rn_TxnOffsetCommitResponse(struct rn_kwriter *w, int16_t v, const struct rn_TxnOffsetCommitResponse *o)
+{
+	const bool flex = (v >= 3);
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->throttle_time_ms);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+	return w->err;
+}
+
+int
+rn_TxnOffsetCommitResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_TxnOffsetCommitResponse *out)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (r->err)
+		return r->err;
+	return dec_rn_TxnOffsetCommitResponse(r, version, arena, out);
+}
+
+int
+rn_TxnOffsetCommitResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_TxnOffsetCommitResponse *in)
+{
+	if (version < 0 || version > 3)
+		return RN_KE_VERSION;
+	if (w->err)
+		return w->err;
+	return enc_rn_TxnOffsetCommitResponse(w, version, in);
+}
+
+void
 rn_UnregisterBrokerRequest_init(struct rn_UnregisterBrokerRequest *o)
 {
 	o->broker_id = 0;
@@ -16248,6 +17665,78 @@ venc_OffsetForLeaderEpochResponse(struct rn_kwriter *w, int16_t v, const void *o
 }
 
 static int
+vdec_AddPartitionsToTxnRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AddPartitionsToTxnRequest_decode(r, v, a, o);
+}
+
+static int
+venc_AddPartitionsToTxnRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AddPartitionsToTxnRequest_encode(w, v, o);
+}
+
+static int
+vdec_AddPartitionsToTxnResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AddPartitionsToTxnResponse_decode(r, v, a, o);
+}
+
+static int
+venc_AddPartitionsToTxnResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AddPartitionsToTxnResponse_encode(w, v, o);
+}
+
+static int
+vdec_AddOffsetsToTxnRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AddOffsetsToTxnRequest_decode(r, v, a, o);
+}
+
+static int
+venc_AddOffsetsToTxnRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AddOffsetsToTxnRequest_encode(w, v, o);
+}
+
+static int
+vdec_AddOffsetsToTxnResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_AddOffsetsToTxnResponse_decode(r, v, a, o);
+}
+
+static int
+venc_AddOffsetsToTxnResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_AddOffsetsToTxnResponse_encode(w, v, o);
+}
+
+static int
+vdec_EndTxnRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_EndTxnRequest_decode(r, v, a, o);
+}
+
+static int
+venc_EndTxnRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_EndTxnRequest_encode(w, v, o);
+}
+
+static int
+vdec_EndTxnResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_EndTxnResponse_decode(r, v, a, o);
+}
+
+static int
+venc_EndTxnResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_EndTxnResponse_encode(w, v, o);
+}
+
+static int
 vdec_WriteTxnMarkersRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_WriteTxnMarkersRequest_decode(r, v, a, o);
@@ -16269,6 +17758,30 @@ static int
 venc_WriteTxnMarkersResponse(struct rn_kwriter *w, int16_t v, const void *o)
 {
 	return rn_WriteTxnMarkersResponse_encode(w, v, o);
+}
+
+static int
+vdec_TxnOffsetCommitRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_TxnOffsetCommitRequest_decode(r, v, a, o);
+}
+
+static int
+venc_TxnOffsetCommitRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_TxnOffsetCommitRequest_encode(w, v, o);
+}
+
+static int
+vdec_TxnOffsetCommitResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_TxnOffsetCommitResponse_decode(r, v, a, o);
+}
+
+static int
+venc_TxnOffsetCommitResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_TxnOffsetCommitResponse_encode(w, v, o);
 }
 
 static int
@@ -16896,6 +18409,54 @@ venc_UnregisterBrokerResponse(struct rn_kwriter *w, int16_t v, const void *o)
 }
 
 static int
+vdec_DescribeTransactionsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeTransactionsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeTransactionsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeTransactionsRequest_encode(w, v, o);
+}
+
+static int
+vdec_DescribeTransactionsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_DescribeTransactionsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_DescribeTransactionsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_DescribeTransactionsResponse_encode(w, v, o);
+}
+
+static int
+vdec_ListTransactionsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_ListTransactionsRequest_decode(r, v, a, o);
+}
+
+static int
+venc_ListTransactionsRequest(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_ListTransactionsRequest_encode(w, v, o);
+}
+
+static int
+vdec_ListTransactionsResponse(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
+{
+	return rn_ListTransactionsResponse_decode(r, v, a, o);
+}
+
+static int
+venc_ListTransactionsResponse(struct rn_kwriter *w, int16_t v, const void *o)
+{
+	return rn_ListTransactionsResponse_encode(w, v, o);
+}
+
+static int
 vdec_AssignReplicasToDirsRequest(struct rn_kreader *r, int16_t v, struct rn_arena *a, void *o)
 {
 	return rn_AssignReplicasToDirsRequest_decode(r, v, a, o);
@@ -16960,8 +18521,16 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_InitProducerIdRequest, venc_InitProducerIdRequest, vdec_InitProducerIdResponse, venc_InitProducerIdResponse },
 	{ 23, 0, 4, 4, "OffsetForLeaderEpoch", sizeof(struct rn_OffsetForLeaderEpochRequest), sizeof(struct rn_OffsetForLeaderEpochResponse),
 	    vdec_OffsetForLeaderEpochRequest, venc_OffsetForLeaderEpochRequest, vdec_OffsetForLeaderEpochResponse, venc_OffsetForLeaderEpochResponse },
+	{ 24, 0, 3, 3, "AddPartitionsToTxn", sizeof(struct rn_AddPartitionsToTxnRequest), sizeof(struct rn_AddPartitionsToTxnResponse),
+	    vdec_AddPartitionsToTxnRequest, venc_AddPartitionsToTxnRequest, vdec_AddPartitionsToTxnResponse, venc_AddPartitionsToTxnResponse },
+	{ 25, 0, 3, 3, "AddOffsetsToTxn", sizeof(struct rn_AddOffsetsToTxnRequest), sizeof(struct rn_AddOffsetsToTxnResponse),
+	    vdec_AddOffsetsToTxnRequest, venc_AddOffsetsToTxnRequest, vdec_AddOffsetsToTxnResponse, venc_AddOffsetsToTxnResponse },
+	{ 26, 0, 3, 3, "EndTxn", sizeof(struct rn_EndTxnRequest), sizeof(struct rn_EndTxnResponse),
+	    vdec_EndTxnRequest, venc_EndTxnRequest, vdec_EndTxnResponse, venc_EndTxnResponse },
 	{ 27, 0, 1, 1, "WriteTxnMarkers", sizeof(struct rn_WriteTxnMarkersRequest), sizeof(struct rn_WriteTxnMarkersResponse),
 	    vdec_WriteTxnMarkersRequest, venc_WriteTxnMarkersRequest, vdec_WriteTxnMarkersResponse, venc_WriteTxnMarkersResponse },
+	{ 28, 0, 3, 3, "TxnOffsetCommit", sizeof(struct rn_TxnOffsetCommitRequest), sizeof(struct rn_TxnOffsetCommitResponse),
+	    vdec_TxnOffsetCommitRequest, venc_TxnOffsetCommitRequest, vdec_TxnOffsetCommitResponse, venc_TxnOffsetCommitResponse },
 	{ 29, 0, 3, 2, "DescribeAcls", sizeof(struct rn_DescribeAclsRequest), sizeof(struct rn_DescribeAclsResponse),
 	    vdec_DescribeAclsRequest, venc_DescribeAclsRequest, vdec_DescribeAclsResponse, venc_DescribeAclsResponse },
 	{ 30, 0, 3, 2, "CreateAcls", sizeof(struct rn_CreateAclsRequest), sizeof(struct rn_CreateAclsResponse),
@@ -17014,16 +18583,20 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_BrokerHeartbeatRequest, venc_BrokerHeartbeatRequest, vdec_BrokerHeartbeatResponse, venc_BrokerHeartbeatResponse },
 	{ 64, 0, 0, 0, "UnregisterBroker", sizeof(struct rn_UnregisterBrokerRequest), sizeof(struct rn_UnregisterBrokerResponse),
 	    vdec_UnregisterBrokerRequest, venc_UnregisterBrokerRequest, vdec_UnregisterBrokerResponse, venc_UnregisterBrokerResponse },
+	{ 65, 0, 0, 0, "DescribeTransactions", sizeof(struct rn_DescribeTransactionsRequest), sizeof(struct rn_DescribeTransactionsResponse),
+	    vdec_DescribeTransactionsRequest, venc_DescribeTransactionsRequest, vdec_DescribeTransactionsResponse, venc_DescribeTransactionsResponse },
+	{ 66, 0, 1, 0, "ListTransactions", sizeof(struct rn_ListTransactionsRequest), sizeof(struct rn_ListTransactionsResponse),
+	    vdec_ListTransactionsRequest, venc_ListTransactionsRequest, vdec_ListTransactionsResponse, venc_ListTransactionsResponse },
 	{ 73, 0, 0, 0, "AssignReplicasToDirs", sizeof(struct rn_AssignReplicasToDirsRequest), sizeof(struct rn_AssignReplicasToDirsResponse),
 	    vdec_AssignReplicasToDirsRequest, venc_AssignReplicasToDirsRequest, vdec_AssignReplicasToDirsResponse, venc_AssignReplicasToDirsResponse },
 };
 
 static const int8_t kapi_index[RN_KAPI_MAX_KEY + 1] = {
 	0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11,
-	12, 13, 14, 15, 16, 17, 18, 19, -1, -1, -1, 20, -1, 21, 22, 23,
-	24, 25, 26, 27, 28, 29, -1, -1, -1, -1, 30, 31, 32, 33, 34, 35,
-	36, 37, 38, 39, -1, -1, -1, 40, 41, -1, -1, -1, 42, 43, 44, 45,
-	46, -1, -1, -1, -1, -1, -1, -1, -1, 47,
+	12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+	28, 29, 30, 31, 32, 33, -1, -1, -1, -1, 34, 35, 36, 37, 38, 39,
+	40, 41, 42, 43, -1, -1, -1, 44, 45, -1, -1, -1, 46, 47, 48, 49,
+	50, 51, 52, -1, -1, -1, -1, -1, -1, 53,
 };
 
 const struct rn_kapi *

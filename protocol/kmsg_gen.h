@@ -5,6 +5,53 @@
 
 #include "protocol/kcodec.h"
 
+/* AddOffsetsToTxnRequest (API key 25), versions 0-3, flexible 3+ */
+struct rn_AddOffsetsToTxnRequest {
+	struct rn_kstr transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	struct rn_kstr group_id;
+};
+
+/* AddOffsetsToTxnResponse (API key 25), versions 0-3, flexible 3+ */
+struct rn_AddOffsetsToTxnResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+};
+
+/* AddPartitionsToTxnRequest (API key 24), versions 0-3, flexible 3+ */
+struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic {
+	struct rn_kstr name;
+	int32_t *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_AddPartitionsToTxnRequest {
+	struct rn_kstr transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *topics;
+	int32_t topics_count;
+};
+
+/* AddPartitionsToTxnResponse (API key 24), versions 0-3, flexible 3+ */
+struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult {
+	int32_t partition_index;
+	int16_t partition_error_code;
+};
+
+struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult {
+	struct rn_kstr name;
+	struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *results;
+	int32_t results_count;
+};
+
+struct rn_AddPartitionsToTxnResponse {
+	int32_t throttle_time_ms;
+	struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *results;
+	int32_t results_count;
+};
+
 /* AlterClientQuotasRequest (API key 49), versions 0-1, flexible 1+ */
 struct rn_AlterClientQuotasRequest_EntityData {
 	struct rn_kstr entity_type;
@@ -967,6 +1014,37 @@ struct rn_DescribeQuorumResponse {
 	int32_t nodes_count;
 };
 
+/* DescribeTransactionsRequest (API key 65), versions 0-0, flexible 0+ */
+struct rn_DescribeTransactionsRequest {
+	struct rn_kstr *transactional_ids;
+	int32_t transactional_ids_count;
+};
+
+/* DescribeTransactionsResponse (API key 65), versions 0-0, flexible 0+ */
+struct rn_DescribeTransactionsResponse_TopicData {
+	struct rn_kstr topic;
+	int32_t *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_DescribeTransactionsResponse_TransactionState {
+	int16_t error_code;
+	struct rn_kstr transactional_id;
+	struct rn_kstr transaction_state;
+	int32_t transaction_timeout_ms;
+	int64_t transaction_start_time_ms;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	struct rn_DescribeTransactionsResponse_TopicData *topics;
+	int32_t topics_count;
+};
+
+struct rn_DescribeTransactionsResponse {
+	int32_t throttle_time_ms;
+	struct rn_DescribeTransactionsResponse_TransactionState *transaction_states;
+	int32_t transaction_states_count;
+};
+
 /* DescribeUserScramCredentialsRequest (API key 50), versions 0-0, flexible 0+ */
 struct rn_DescribeUserScramCredentialsRequest_UserName {
 	struct rn_kstr name;
@@ -1031,6 +1109,20 @@ struct rn_ElectLeadersResponse {
 	int16_t error_code; /* v1+ */
 	struct rn_ElectLeadersResponse_ReplicaElectionResult *replica_election_results;
 	int32_t replica_election_results_count;
+};
+
+/* EndTxnRequest (API key 26), versions 0-3, flexible 3+ */
+struct rn_EndTxnRequest {
+	struct rn_kstr transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	bool committed;
+};
+
+/* EndTxnResponse (API key 26), versions 0-3, flexible 3+ */
+struct rn_EndTxnResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code;
 };
 
 /* FetchRequest (API key 1), versions 4-13, flexible 12+ */
@@ -1382,6 +1474,31 @@ struct rn_ListPartitionReassignmentsResponse {
 	int32_t topics_count;
 };
 
+/* ListTransactionsRequest (API key 66), versions 0-1, flexible 0+ */
+struct rn_ListTransactionsRequest {
+	struct rn_kstr *state_filters;
+	int32_t state_filters_count;
+	int64_t *producer_id_filters;
+	int32_t producer_id_filters_count;
+	int64_t duration_filter; /* v1, default -1 */
+};
+
+/* ListTransactionsResponse (API key 66), versions 0-1, flexible 0+ */
+struct rn_ListTransactionsResponse_TransactionState {
+	struct rn_kstr transactional_id;
+	int64_t producer_id;
+	struct rn_kstr transaction_state;
+};
+
+struct rn_ListTransactionsResponse {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	struct rn_kstr *unknown_state_filters;
+	int32_t unknown_state_filters_count;
+	struct rn_ListTransactionsResponse_TransactionState *transaction_states;
+	int32_t transaction_states_count;
+};
+
 /* MetadataRequest (API key 3), versions 0-12, flexible 9+ */
 struct rn_MetadataRequest_MetadataRequestTopic {
 	struct rn_uuid topic_id; /* v10+ */
@@ -1729,6 +1846,50 @@ struct rn_SyncGroupResponse {
 	struct rn_kbytes assignment;
 };
 
+/* TxnOffsetCommitRequest (API key 28), versions 0-3, flexible 3+ */
+struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition {
+	int32_t partition_index;
+	int64_t committed_offset;
+	int32_t committed_leader_epoch; /* v2+, default -1 */
+	struct rn_kstr committed_metadata; /* nullable */
+};
+
+struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic {
+	struct rn_kstr name;
+	struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_TxnOffsetCommitRequest {
+	struct rn_kstr transactional_id;
+	struct rn_kstr group_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	int32_t generation_id; /* v3, default -1 */
+	struct rn_kstr member_id; /* v3 */
+	struct rn_kstr group_instance_id; /* v3, nullable, default null */
+	struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *topics;
+	int32_t topics_count;
+};
+
+/* TxnOffsetCommitResponse (API key 28), versions 0-3, flexible 3+ */
+struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition {
+	int32_t partition_index;
+	int16_t error_code;
+};
+
+struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic {
+	struct rn_kstr name;
+	struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_TxnOffsetCommitResponse {
+	int32_t throttle_time_ms;
+	struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *topics;
+	int32_t topics_count;
+};
+
 /* UnregisterBrokerRequest (API key 64), versions 0-0, flexible 0+ */
 struct rn_UnregisterBrokerRequest {
 	int32_t broker_id;
@@ -1786,6 +1947,29 @@ struct rn_WriteTxnMarkersResponse {
 };
 
 
+void rn_AddOffsetsToTxnRequest_init(struct rn_AddOffsetsToTxnRequest *o);
+int rn_AddOffsetsToTxnRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AddOffsetsToTxnRequest *out);
+int rn_AddOffsetsToTxnRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AddOffsetsToTxnRequest *in);
+void rn_AddOffsetsToTxnResponse_init(struct rn_AddOffsetsToTxnResponse *o);
+int rn_AddOffsetsToTxnResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AddOffsetsToTxnResponse *out);
+int rn_AddOffsetsToTxnResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AddOffsetsToTxnResponse *in);
+void rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_init(struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o);
+void rn_AddPartitionsToTxnRequest_init(struct rn_AddPartitionsToTxnRequest *o);
+int rn_AddPartitionsToTxnRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AddPartitionsToTxnRequest *out);
+int rn_AddPartitionsToTxnRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AddPartitionsToTxnRequest *in);
+void rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *o);
+void rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *o);
+void rn_AddPartitionsToTxnResponse_init(struct rn_AddPartitionsToTxnResponse *o);
+int rn_AddPartitionsToTxnResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_AddPartitionsToTxnResponse *out);
+int rn_AddPartitionsToTxnResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_AddPartitionsToTxnResponse *in);
 void rn_AlterClientQuotasRequest_EntityData_init(struct rn_AlterClientQuotasRequest_EntityData *o);
 void rn_AlterClientQuotasRequest_OpData_init(struct rn_AlterClientQuotasRequest_OpData *o);
 void rn_AlterClientQuotasRequest_EntryData_init(struct rn_AlterClientQuotasRequest_EntryData *o);
@@ -2119,6 +2303,18 @@ int rn_DescribeQuorumResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_DescribeQuorumResponse *out);
 int rn_DescribeQuorumResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_DescribeQuorumResponse *in);
+void rn_DescribeTransactionsRequest_init(struct rn_DescribeTransactionsRequest *o);
+int rn_DescribeTransactionsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeTransactionsRequest *out);
+int rn_DescribeTransactionsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeTransactionsRequest *in);
+void rn_DescribeTransactionsResponse_TopicData_init(struct rn_DescribeTransactionsResponse_TopicData *o);
+void rn_DescribeTransactionsResponse_TransactionState_init(struct rn_DescribeTransactionsResponse_TransactionState *o);
+void rn_DescribeTransactionsResponse_init(struct rn_DescribeTransactionsResponse *o);
+int rn_DescribeTransactionsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_DescribeTransactionsResponse *out);
+int rn_DescribeTransactionsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_DescribeTransactionsResponse *in);
 void rn_DescribeUserScramCredentialsRequest_UserName_init(struct rn_DescribeUserScramCredentialsRequest_UserName *o);
 void rn_DescribeUserScramCredentialsRequest_init(struct rn_DescribeUserScramCredentialsRequest *o);
 int rn_DescribeUserScramCredentialsRequest_decode(struct rn_kreader *r, int16_t version,
@@ -2145,6 +2341,16 @@ int rn_ElectLeadersResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_ElectLeadersResponse *out);
 int rn_ElectLeadersResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_ElectLeadersResponse *in);
+void rn_EndTxnRequest_init(struct rn_EndTxnRequest *o);
+int rn_EndTxnRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_EndTxnRequest *out);
+int rn_EndTxnRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_EndTxnRequest *in);
+void rn_EndTxnResponse_init(struct rn_EndTxnResponse *o);
+int rn_EndTxnResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_EndTxnResponse *out);
+int rn_EndTxnResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_EndTxnResponse *in);
 void rn_FetchRequest_FetchPartition_init(struct rn_FetchRequest_FetchPartition *o);
 void rn_FetchRequest_FetchTopic_init(struct rn_FetchRequest_FetchTopic *o);
 void rn_FetchRequest_ForgottenTopic_init(struct rn_FetchRequest_ForgottenTopic *o);
@@ -2270,6 +2476,17 @@ int rn_ListPartitionReassignmentsResponse_decode(struct rn_kreader *r, int16_t v
     struct rn_arena *arena, struct rn_ListPartitionReassignmentsResponse *out);
 int rn_ListPartitionReassignmentsResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_ListPartitionReassignmentsResponse *in);
+void rn_ListTransactionsRequest_init(struct rn_ListTransactionsRequest *o);
+int rn_ListTransactionsRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_ListTransactionsRequest *out);
+int rn_ListTransactionsRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_ListTransactionsRequest *in);
+void rn_ListTransactionsResponse_TransactionState_init(struct rn_ListTransactionsResponse_TransactionState *o);
+void rn_ListTransactionsResponse_init(struct rn_ListTransactionsResponse *o);
+int rn_ListTransactionsResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_ListTransactionsResponse *out);
+int rn_ListTransactionsResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_ListTransactionsResponse *in);
 void rn_MetadataRequest_MetadataRequestTopic_init(struct rn_MetadataRequest_MetadataRequestTopic *o);
 void rn_MetadataRequest_init(struct rn_MetadataRequest *o);
 int rn_MetadataRequest_decode(struct rn_kreader *r, int16_t version,
@@ -2390,6 +2607,20 @@ int rn_SyncGroupResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_SyncGroupResponse *out);
 int rn_SyncGroupResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_SyncGroupResponse *in);
+void rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_init(struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *o);
+void rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_init(struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *o);
+void rn_TxnOffsetCommitRequest_init(struct rn_TxnOffsetCommitRequest *o);
+int rn_TxnOffsetCommitRequest_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_TxnOffsetCommitRequest *out);
+int rn_TxnOffsetCommitRequest_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_TxnOffsetCommitRequest *in);
+void rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_init(struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *o);
+void rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_init(struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *o);
+void rn_TxnOffsetCommitResponse_init(struct rn_TxnOffsetCommitResponse *o);
+int rn_TxnOffsetCommitResponse_decode(struct rn_kreader *r, int16_t version,
+    struct rn_arena *arena, struct rn_TxnOffsetCommitResponse *out);
+int rn_TxnOffsetCommitResponse_encode(struct rn_kwriter *w, int16_t version,
+    const struct rn_TxnOffsetCommitResponse *in);
 void rn_UnregisterBrokerRequest_init(struct rn_UnregisterBrokerRequest *o);
 int rn_UnregisterBrokerRequest_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_UnregisterBrokerRequest *out);
@@ -2432,7 +2663,7 @@ struct rn_kapi {
 	int (*encode_response)(struct rn_kwriter *, int16_t, const void *);
 };
 
-#define RN_KAPI_COUNT 48
+#define RN_KAPI_COUNT 54
 #define RN_KAPI_MAX_KEY 73
 extern const struct rn_kapi rn_kapis[RN_KAPI_COUNT];   /* sorted by key */
 
@@ -2470,7 +2701,11 @@ enum rn_kapi_key {
 	RN_KAPI_DELETE_RECORDS = 21,
 	RN_KAPI_INIT_PRODUCER_ID = 22,
 	RN_KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
+	RN_KAPI_ADD_PARTITIONS_TO_TXN = 24,
+	RN_KAPI_ADD_OFFSETS_TO_TXN = 25,
+	RN_KAPI_END_TXN = 26,
 	RN_KAPI_WRITE_TXN_MARKERS = 27,
+	RN_KAPI_TXN_OFFSET_COMMIT = 28,
 	RN_KAPI_DESCRIBE_ACLS = 29,
 	RN_KAPI_CREATE_ACLS = 30,
 	RN_KAPI_DELETE_ACLS = 31,
@@ -2497,6 +2732,8 @@ enum rn_kapi_key {
 	RN_KAPI_BROKER_REGISTRATION = 62,
 	RN_KAPI_BROKER_HEARTBEAT = 63,
 	RN_KAPI_UNREGISTER_BROKER = 64,
+	RN_KAPI_DESCRIBE_TRANSACTIONS = 65,
+	RN_KAPI_LIST_TRANSACTIONS = 66,
 	RN_KAPI_ASSIGN_REPLICAS_TO_DIRS = 73,
 };
 
@@ -2521,7 +2758,11 @@ union rn_krequest {
 	struct rn_DeleteRecordsRequest delete_records;
 	struct rn_InitProducerIdRequest init_producer_id;
 	struct rn_OffsetForLeaderEpochRequest offset_for_leader_epoch;
+	struct rn_AddPartitionsToTxnRequest add_partitions_to_txn;
+	struct rn_AddOffsetsToTxnRequest add_offsets_to_txn;
+	struct rn_EndTxnRequest end_txn;
 	struct rn_WriteTxnMarkersRequest write_txn_markers;
+	struct rn_TxnOffsetCommitRequest txn_offset_commit;
 	struct rn_DescribeAclsRequest describe_acls;
 	struct rn_CreateAclsRequest create_acls;
 	struct rn_DeleteAclsRequest delete_acls;
@@ -2548,6 +2789,8 @@ union rn_krequest {
 	struct rn_BrokerRegistrationRequest broker_registration;
 	struct rn_BrokerHeartbeatRequest broker_heartbeat;
 	struct rn_UnregisterBrokerRequest unregister_broker;
+	struct rn_DescribeTransactionsRequest describe_transactions;
+	struct rn_ListTransactionsRequest list_transactions;
 	struct rn_AssignReplicasToDirsRequest assign_replicas_to_dirs;
 };
 
@@ -2572,7 +2815,11 @@ union rn_kresponse {
 	struct rn_DeleteRecordsResponse delete_records;
 	struct rn_InitProducerIdResponse init_producer_id;
 	struct rn_OffsetForLeaderEpochResponse offset_for_leader_epoch;
+	struct rn_AddPartitionsToTxnResponse add_partitions_to_txn;
+	struct rn_AddOffsetsToTxnResponse add_offsets_to_txn;
+	struct rn_EndTxnResponse end_txn;
 	struct rn_WriteTxnMarkersResponse write_txn_markers;
+	struct rn_TxnOffsetCommitResponse txn_offset_commit;
 	struct rn_DescribeAclsResponse describe_acls;
 	struct rn_CreateAclsResponse create_acls;
 	struct rn_DeleteAclsResponse delete_acls;
@@ -2599,6 +2846,8 @@ union rn_kresponse {
 	struct rn_BrokerRegistrationResponse broker_registration;
 	struct rn_BrokerHeartbeatResponse broker_heartbeat;
 	struct rn_UnregisterBrokerResponse unregister_broker;
+	struct rn_DescribeTransactionsResponse describe_transactions;
+	struct rn_ListTransactionsResponse list_transactions;
 	struct rn_AssignReplicasToDirsResponse assign_replicas_to_dirs;
 };
 

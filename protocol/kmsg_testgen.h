@@ -5,6 +5,27 @@
 #ifndef RN_KMSG_TESTGEN_H
 #define RN_KMSG_TESTGEN_H
 
+static void tg_fill_rn_AddOffsetsToTxnRequest(struct tg *t, int16_t v, struct rn_AddOffsetsToTxnRequest *o);
+static int tg_eq_rn_AddOffsetsToTxnRequest(const struct rn_AddOffsetsToTxnRequest *a, const struct rn_AddOffsetsToTxnRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddOffsetsToTxnResponse(struct tg *t, int16_t v, struct rn_AddOffsetsToTxnResponse *o);
+static int tg_eq_rn_AddOffsetsToTxnResponse(const struct rn_AddOffsetsToTxnResponse *a, const struct rn_AddOffsetsToTxnResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o);
+static int tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *a, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnRequest(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest *o);
+static int tg_eq_rn_AddPartitionsToTxnRequest(const struct rn_AddPartitionsToTxnRequest *a, const struct rn_AddPartitionsToTxnRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *o);
+static int tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *o);
+static int tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnResponse(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse *o);
+static int tg_eq_rn_AddPartitionsToTxnResponse(const struct rn_AddPartitionsToTxnResponse *a, const struct rn_AddPartitionsToTxnResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_AlterClientQuotasRequest_EntityData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_EntityData *o);
 static int tg_eq_rn_AlterClientQuotasRequest_EntityData(const struct rn_AlterClientQuotasRequest_EntityData *a, const struct rn_AlterClientQuotasRequest_EntityData *b,
     int16_t v, const char *path);
@@ -404,6 +425,18 @@ static int tg_eq_rn_DescribeQuorumResponse_Node(const struct rn_DescribeQuorumRe
 static void tg_fill_rn_DescribeQuorumResponse(struct tg *t, int16_t v, struct rn_DescribeQuorumResponse *o);
 static int tg_eq_rn_DescribeQuorumResponse(const struct rn_DescribeQuorumResponse *a, const struct rn_DescribeQuorumResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_DescribeTransactionsRequest(struct tg *t, int16_t v, struct rn_DescribeTransactionsRequest *o);
+static int tg_eq_rn_DescribeTransactionsRequest(const struct rn_DescribeTransactionsRequest *a, const struct rn_DescribeTransactionsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeTransactionsResponse_TopicData(struct tg *t, int16_t v, struct rn_DescribeTransactionsResponse_TopicData *o);
+static int tg_eq_rn_DescribeTransactionsResponse_TopicData(const struct rn_DescribeTransactionsResponse_TopicData *a, const struct rn_DescribeTransactionsResponse_TopicData *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeTransactionsResponse_TransactionState(struct tg *t, int16_t v, struct rn_DescribeTransactionsResponse_TransactionState *o);
+static int tg_eq_rn_DescribeTransactionsResponse_TransactionState(const struct rn_DescribeTransactionsResponse_TransactionState *a, const struct rn_DescribeTransactionsResponse_TransactionState *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_DescribeTransactionsResponse(struct tg *t, int16_t v, struct rn_DescribeTransactionsResponse *o);
+static int tg_eq_rn_DescribeTransactionsResponse(const struct rn_DescribeTransactionsResponse *a, const struct rn_DescribeTransactionsResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_DescribeUserScramCredentialsRequest_UserName(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsRequest_UserName *o);
 static int tg_eq_rn_DescribeUserScramCredentialsRequest_UserName(const struct rn_DescribeUserScramCredentialsRequest_UserName *a, const struct rn_DescribeUserScramCredentialsRequest_UserName *b,
     int16_t v, const char *path);
@@ -433,6 +466,12 @@ static int tg_eq_rn_ElectLeadersResponse_ReplicaElectionResult(const struct rn_E
     int16_t v, const char *path);
 static void tg_fill_rn_ElectLeadersResponse(struct tg *t, int16_t v, struct rn_ElectLeadersResponse *o);
 static int tg_eq_rn_ElectLeadersResponse(const struct rn_ElectLeadersResponse *a, const struct rn_ElectLeadersResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_EndTxnRequest(struct tg *t, int16_t v, struct rn_EndTxnRequest *o);
+static int tg_eq_rn_EndTxnRequest(const struct rn_EndTxnRequest *a, const struct rn_EndTxnRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_EndTxnResponse(struct tg *t, int16_t v, struct rn_EndTxnResponse *o);
+static int tg_eq_rn_EndTxnResponse(const struct rn_EndTxnResponse *a, const struct rn_EndTxnResponse *b,
     int16_t v, const char *path);
 static void tg_fill_rn_FetchRequest_FetchPartition(struct tg *t, int16_t v, struct rn_FetchRequest_FetchPartition *o);
 static int tg_eq_rn_FetchRequest_FetchPartition(const struct rn_FetchRequest_FetchPartition *a, const struct rn_FetchRequest_FetchPartition *b,
@@ -568,6 +607,15 @@ static int tg_eq_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(
     int16_t v, const char *path);
 static void tg_fill_rn_ListPartitionReassignmentsResponse(struct tg *t, int16_t v, struct rn_ListPartitionReassignmentsResponse *o);
 static int tg_eq_rn_ListPartitionReassignmentsResponse(const struct rn_ListPartitionReassignmentsResponse *a, const struct rn_ListPartitionReassignmentsResponse *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_ListTransactionsRequest(struct tg *t, int16_t v, struct rn_ListTransactionsRequest *o);
+static int tg_eq_rn_ListTransactionsRequest(const struct rn_ListTransactionsRequest *a, const struct rn_ListTransactionsRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_ListTransactionsResponse_TransactionState(struct tg *t, int16_t v, struct rn_ListTransactionsResponse_TransactionState *o);
+static int tg_eq_rn_ListTransactionsResponse_TransactionState(const struct rn_ListTransactionsResponse_TransactionState *a, const struct rn_ListTransactionsResponse_TransactionState *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_ListTransactionsResponse(struct tg *t, int16_t v, struct rn_ListTransactionsResponse *o);
+static int tg_eq_rn_ListTransactionsResponse(const struct rn_ListTransactionsResponse *a, const struct rn_ListTransactionsResponse *b,
     int16_t v, const char *path);
 static void tg_fill_rn_MetadataRequest_MetadataRequestTopic(struct tg *t, int16_t v, struct rn_MetadataRequest_MetadataRequestTopic *o);
 static int tg_eq_rn_MetadataRequest_MetadataRequestTopic(const struct rn_MetadataRequest_MetadataRequestTopic *a, const struct rn_MetadataRequest_MetadataRequestTopic *b,
@@ -713,6 +761,24 @@ static int tg_eq_rn_SyncGroupRequest(const struct rn_SyncGroupRequest *a, const 
 static void tg_fill_rn_SyncGroupResponse(struct tg *t, int16_t v, struct rn_SyncGroupResponse *o);
 static int tg_eq_rn_SyncGroupResponse(const struct rn_SyncGroupResponse *a, const struct rn_SyncGroupResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(struct tg *t, int16_t v, struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *o);
+static int tg_eq_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *a, const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(struct tg *t, int16_t v, struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *o);
+static int tg_eq_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *a, const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_TxnOffsetCommitRequest(struct tg *t, int16_t v, struct rn_TxnOffsetCommitRequest *o);
+static int tg_eq_rn_TxnOffsetCommitRequest(const struct rn_TxnOffsetCommitRequest *a, const struct rn_TxnOffsetCommitRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(struct tg *t, int16_t v, struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *o);
+static int tg_eq_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *a, const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(struct tg *t, int16_t v, struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *o);
+static int tg_eq_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *a, const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_TxnOffsetCommitResponse(struct tg *t, int16_t v, struct rn_TxnOffsetCommitResponse *o);
+static int tg_eq_rn_TxnOffsetCommitResponse(const struct rn_TxnOffsetCommitResponse *a, const struct rn_TxnOffsetCommitResponse *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_UnregisterBrokerRequest(struct tg *t, int16_t v, struct rn_UnregisterBrokerRequest *o);
 static int tg_eq_rn_UnregisterBrokerRequest(const struct rn_UnregisterBrokerRequest *a, const struct rn_UnregisterBrokerRequest *b,
     int16_t v, const char *path);
@@ -740,6 +806,221 @@ static int tg_eq_rn_WriteTxnMarkersResponse_WritableTxnMarkerResult(const struct
 static void tg_fill_rn_WriteTxnMarkersResponse(struct tg *t, int16_t v, struct rn_WriteTxnMarkersResponse *o);
 static int tg_eq_rn_WriteTxnMarkersResponse(const struct rn_WriteTxnMarkersResponse *a, const struct rn_WriteTxnMarkersResponse *b,
     int16_t v, const char *path);
+
+static void
+tg_fill_rn_AddOffsetsToTxnRequest(struct tg *t, int16_t v, struct rn_AddOffsetsToTxnRequest *o)
+{
+	rn_AddOffsetsToTxnRequest_init(o);
+	(void)t;
+	(void)v;
+	o->transactional_id = tg_str(t, false);
+	o->producer_id = (int64_t)tg_rand(t);
+	o->producer_epoch = (int16_t)tg_rand(t);
+	o->group_id = tg_str(t, false);
+}
+
+static int
+tg_eq_rn_AddOffsetsToTxnRequest(const struct rn_AddOffsetsToTxnRequest *a, const struct rn_AddOffsetsToTxnRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+		return 0;
+	if (!tg_eq_str(a->group_id, b->group_id, path, "group_id"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddOffsetsToTxnResponse(struct tg *t, int16_t v, struct rn_AddOffsetsToTxnResponse *o)
+{
+	rn_AddOffsetsToTxnResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_AddOffsetsToTxnResponse(const struct rn_AddOffsetsToTxnResponse *a, const struct rn_AddOffsetsToTxnResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o)
+{
+	rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		o->partitions[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *a, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_int((long long)a->partitions[i], (long long)b->partitions[i], path, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnRequest(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest *o)
+{
+	rn_AddPartitionsToTxnRequest_init(o);
+	(void)t;
+	(void)v;
+	o->transactional_id = tg_str(t, false);
+	o->producer_id = (int64_t)tg_rand(t);
+	o->producer_epoch = (int16_t)tg_rand(t);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnRequest(const struct rn_AddPartitionsToTxnRequest *a, const struct rn_AddPartitionsToTxnRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *o)
+{
+	rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->partition_error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->partition_error_code, (long long)b->partition_error_code, path, "partition_error_code"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *o)
+{
+	rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->results_count = tg_count(t, false);
+	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+	for (int i = 0; i < o->results_count; i++) {
+		tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(t, v, &o->results[i]);
+	}
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+		return 0;
+	for (int i = 0; i < a->results_count; i++)
+		if (!tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(&a->results[i], &b->results[i], v, "results"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnResponse(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse *o)
+{
+	rn_AddPartitionsToTxnResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->results_count = tg_count(t, false);
+	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+	for (int i = 0; i < o->results_count; i++) {
+		tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(t, v, &o->results[i]);
+	}
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnResponse(const struct rn_AddPartitionsToTxnResponse *a, const struct rn_AddPartitionsToTxnResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+		return 0;
+	for (int i = 0; i < a->results_count; i++)
+		if (!tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(&a->results[i], &b->results[i], v, "results"))
+			return 0;
+	return 1;
+}
 
 static void
 tg_fill_rn_AlterClientQuotasRequest_EntityData(struct tg *t, int16_t v, struct rn_AlterClientQuotasRequest_EntityData *o)
@@ -5436,6 +5717,149 @@ tg_eq_rn_DescribeQuorumResponse(const struct rn_DescribeQuorumResponse *a, const
 }
 
 static void
+tg_fill_rn_DescribeTransactionsRequest(struct tg *t, int16_t v, struct rn_DescribeTransactionsRequest *o)
+{
+	rn_DescribeTransactionsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->transactional_ids_count = tg_count(t, false);
+	o->transactional_ids = o->transactional_ids_count > 0 ? tg_alloc(t, o->transactional_ids_count * sizeof(*o->transactional_ids)) : NULL;
+	for (int i = 0; i < o->transactional_ids_count; i++) {
+		o->transactional_ids[i] = tg_str(t, false);
+	}
+}
+
+static int
+tg_eq_rn_DescribeTransactionsRequest(const struct rn_DescribeTransactionsRequest *a, const struct rn_DescribeTransactionsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->transactional_ids_count, b->transactional_ids_count, path, "transactional_ids_count"))
+		return 0;
+	for (int i = 0; i < a->transactional_ids_count; i++)
+		if (!tg_eq_str(a->transactional_ids[i], b->transactional_ids[i], path, "transactional_ids"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeTransactionsResponse_TopicData(struct tg *t, int16_t v, struct rn_DescribeTransactionsResponse_TopicData *o)
+{
+	rn_DescribeTransactionsResponse_TopicData_init(o);
+	(void)t;
+	(void)v;
+	o->topic = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		o->partitions[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_DescribeTransactionsResponse_TopicData(const struct rn_DescribeTransactionsResponse_TopicData *a, const struct rn_DescribeTransactionsResponse_TopicData *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->topic, b->topic, path, "topic"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_int((long long)a->partitions[i], (long long)b->partitions[i], path, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeTransactionsResponse_TransactionState(struct tg *t, int16_t v, struct rn_DescribeTransactionsResponse_TransactionState *o)
+{
+	rn_DescribeTransactionsResponse_TransactionState_init(o);
+	(void)t;
+	(void)v;
+	o->error_code = (int16_t)tg_rand(t);
+	o->transactional_id = tg_str(t, false);
+	o->transaction_state = tg_str(t, false);
+	o->transaction_timeout_ms = (int32_t)tg_rand(t);
+	o->transaction_start_time_ms = (int64_t)tg_rand(t);
+	o->producer_id = (int64_t)tg_rand(t);
+	o->producer_epoch = (int16_t)tg_rand(t);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_DescribeTransactionsResponse_TopicData(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeTransactionsResponse_TransactionState(const struct rn_DescribeTransactionsResponse_TransactionState *a, const struct rn_DescribeTransactionsResponse_TransactionState *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
+		return 0;
+	if (!tg_eq_str(a->transaction_state, b->transaction_state, path, "transaction_state"))
+		return 0;
+	if (!tg_eq_int((long long)a->transaction_timeout_ms, (long long)b->transaction_timeout_ms, path, "transaction_timeout_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->transaction_start_time_ms, (long long)b->transaction_start_time_ms, path, "transaction_start_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_DescribeTransactionsResponse_TopicData(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_DescribeTransactionsResponse(struct tg *t, int16_t v, struct rn_DescribeTransactionsResponse *o)
+{
+	rn_DescribeTransactionsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->transaction_states_count = tg_count(t, false);
+	o->transaction_states = o->transaction_states_count > 0 ? tg_alloc(t, o->transaction_states_count * sizeof(*o->transaction_states)) : NULL;
+	for (int i = 0; i < o->transaction_states_count; i++) {
+		tg_fill_rn_DescribeTransactionsResponse_TransactionState(t, v, &o->transaction_states[i]);
+	}
+}
+
+static int
+tg_eq_rn_DescribeTransactionsResponse(const struct rn_DescribeTransactionsResponse *a, const struct rn_DescribeTransactionsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->transaction_states_count, b->transaction_states_count, path, "transaction_states_count"))
+		return 0;
+	for (int i = 0; i < a->transaction_states_count; i++)
+		if (!tg_eq_rn_DescribeTransactionsResponse_TransactionState(&a->transaction_states[i], &b->transaction_states[i], v, "transaction_states"))
+			return 0;
+	return 1;
+}
+
+static void
 tg_fill_rn_DescribeUserScramCredentialsRequest_UserName(struct tg *t, int16_t v, struct rn_DescribeUserScramCredentialsRequest_UserName *o)
 {
 	rn_DescribeUserScramCredentialsRequest_UserName_init(o);
@@ -5754,6 +6178,62 @@ tg_eq_rn_ElectLeadersResponse(const struct rn_ElectLeadersResponse *a, const str
 	for (int i = 0; i < a->replica_election_results_count; i++)
 		if (!tg_eq_rn_ElectLeadersResponse_ReplicaElectionResult(&a->replica_election_results[i], &b->replica_election_results[i], v, "replica_election_results"))
 			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_EndTxnRequest(struct tg *t, int16_t v, struct rn_EndTxnRequest *o)
+{
+	rn_EndTxnRequest_init(o);
+	(void)t;
+	(void)v;
+	o->transactional_id = tg_str(t, false);
+	o->producer_id = (int64_t)tg_rand(t);
+	o->producer_epoch = (int16_t)tg_rand(t);
+	o->committed = tg_rand(t) & 1;
+}
+
+static int
+tg_eq_rn_EndTxnRequest(const struct rn_EndTxnRequest *a, const struct rn_EndTxnRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+		return 0;
+	if (!tg_eq_int((long long)a->committed, (long long)b->committed, path, "committed"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_EndTxnResponse(struct tg *t, int16_t v, struct rn_EndTxnResponse *o)
+{
+	rn_EndTxnResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_EndTxnResponse(const struct rn_EndTxnResponse *a, const struct rn_EndTxnResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
 	return 1;
 }
 
@@ -7522,6 +8002,125 @@ tg_eq_rn_ListPartitionReassignmentsResponse(const struct rn_ListPartitionReassig
 		return 0;
 	for (int i = 0; i < a->topics_count; i++)
 		if (!tg_eq_rn_ListPartitionReassignmentsResponse_OngoingTopicReassignment(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_ListTransactionsRequest(struct tg *t, int16_t v, struct rn_ListTransactionsRequest *o)
+{
+	rn_ListTransactionsRequest_init(o);
+	(void)t;
+	(void)v;
+	o->state_filters_count = tg_count(t, false);
+	o->state_filters = o->state_filters_count > 0 ? tg_alloc(t, o->state_filters_count * sizeof(*o->state_filters)) : NULL;
+	for (int i = 0; i < o->state_filters_count; i++) {
+		o->state_filters[i] = tg_str(t, false);
+	}
+	o->producer_id_filters_count = tg_count(t, false);
+	o->producer_id_filters = o->producer_id_filters_count > 0 ? tg_alloc(t, o->producer_id_filters_count * sizeof(*o->producer_id_filters)) : NULL;
+	for (int i = 0; i < o->producer_id_filters_count; i++) {
+		o->producer_id_filters[i] = (int64_t)tg_rand(t);
+	}
+	if (v >= 1) {
+		o->duration_filter = (int64_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_ListTransactionsRequest(const struct rn_ListTransactionsRequest *a, const struct rn_ListTransactionsRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int(a->state_filters_count, b->state_filters_count, path, "state_filters_count"))
+		return 0;
+	for (int i = 0; i < a->state_filters_count; i++)
+		if (!tg_eq_str(a->state_filters[i], b->state_filters[i], path, "state_filters"))
+			return 0;
+	if (!tg_eq_int(a->producer_id_filters_count, b->producer_id_filters_count, path, "producer_id_filters_count"))
+		return 0;
+	for (int i = 0; i < a->producer_id_filters_count; i++)
+		if (!tg_eq_int((long long)a->producer_id_filters[i], (long long)b->producer_id_filters[i], path, "producer_id_filters"))
+			return 0;
+	if (v >= 1) {
+		if (!tg_eq_int((long long)a->duration_filter, (long long)b->duration_filter, path, "duration_filter"))
+			return 0;
+	}
+	return 1;
+}
+
+static void
+tg_fill_rn_ListTransactionsResponse_TransactionState(struct tg *t, int16_t v, struct rn_ListTransactionsResponse_TransactionState *o)
+{
+	rn_ListTransactionsResponse_TransactionState_init(o);
+	(void)t;
+	(void)v;
+	o->transactional_id = tg_str(t, false);
+	o->producer_id = (int64_t)tg_rand(t);
+	o->transaction_state = tg_str(t, false);
+}
+
+static int
+tg_eq_rn_ListTransactionsResponse_TransactionState(const struct rn_ListTransactionsResponse_TransactionState *a, const struct rn_ListTransactionsResponse_TransactionState *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_str(a->transaction_state, b->transaction_state, path, "transaction_state"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_ListTransactionsResponse(struct tg *t, int16_t v, struct rn_ListTransactionsResponse *o)
+{
+	rn_ListTransactionsResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+	o->unknown_state_filters_count = tg_count(t, false);
+	o->unknown_state_filters = o->unknown_state_filters_count > 0 ? tg_alloc(t, o->unknown_state_filters_count * sizeof(*o->unknown_state_filters)) : NULL;
+	for (int i = 0; i < o->unknown_state_filters_count; i++) {
+		o->unknown_state_filters[i] = tg_str(t, false);
+	}
+	o->transaction_states_count = tg_count(t, false);
+	o->transaction_states = o->transaction_states_count > 0 ? tg_alloc(t, o->transaction_states_count * sizeof(*o->transaction_states)) : NULL;
+	for (int i = 0; i < o->transaction_states_count; i++) {
+		tg_fill_rn_ListTransactionsResponse_TransactionState(t, v, &o->transaction_states[i]);
+	}
+}
+
+static int
+tg_eq_rn_ListTransactionsResponse(const struct rn_ListTransactionsResponse *a, const struct rn_ListTransactionsResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	if (!tg_eq_int(a->unknown_state_filters_count, b->unknown_state_filters_count, path, "unknown_state_filters_count"))
+		return 0;
+	for (int i = 0; i < a->unknown_state_filters_count; i++)
+		if (!tg_eq_str(a->unknown_state_filters[i], b->unknown_state_filters[i], path, "unknown_state_filters"))
+			return 0;
+	if (!tg_eq_int(a->transaction_states_count, b->transaction_states_count, path, "transaction_states_count"))
+		return 0;
+	for (int i = 0; i < a->transaction_states_count; i++)
+		if (!tg_eq_rn_ListTransactionsResponse_TransactionState(&a->transaction_states[i], &b->transaction_states[i], v, "transaction_states"))
 			return 0;
 	return 1;
 }
@@ -9314,6 +9913,224 @@ tg_eq_rn_SyncGroupResponse(const struct rn_SyncGroupResponse *a, const struct rn
 }
 
 static void
+tg_fill_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(struct tg *t, int16_t v, struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *o)
+{
+	rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->committed_offset = (int64_t)tg_rand(t);
+	if (v >= 2) {
+		o->committed_leader_epoch = (int32_t)tg_rand(t);
+	}
+	o->committed_metadata = tg_str(t, true);
+}
+
+static int
+tg_eq_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *a, const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->committed_offset, (long long)b->committed_offset, path, "committed_offset"))
+		return 0;
+	if (v >= 2) {
+		if (!tg_eq_int((long long)a->committed_leader_epoch, (long long)b->committed_leader_epoch, path, "committed_leader_epoch"))
+			return 0;
+	}
+	if (!tg_eq_str(a->committed_metadata, b->committed_metadata, path, "committed_metadata"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(struct tg *t, int16_t v, struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *o)
+{
+	rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *a, const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_TxnOffsetCommitRequest(struct tg *t, int16_t v, struct rn_TxnOffsetCommitRequest *o)
+{
+	rn_TxnOffsetCommitRequest_init(o);
+	(void)t;
+	(void)v;
+	o->transactional_id = tg_str(t, false);
+	o->group_id = tg_str(t, false);
+	o->producer_id = (int64_t)tg_rand(t);
+	o->producer_epoch = (int16_t)tg_rand(t);
+	if (v >= 3) {
+		o->generation_id = (int32_t)tg_rand(t);
+	}
+	if (v >= 3) {
+		o->member_id = tg_str(t, false);
+	}
+	if (v >= 3) {
+		o->group_instance_id = tg_str(t, (v >= 3));
+	}
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_TxnOffsetCommitRequest(const struct rn_TxnOffsetCommitRequest *a, const struct rn_TxnOffsetCommitRequest *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
+		return 0;
+	if (!tg_eq_str(a->group_id, b->group_id, path, "group_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+		return 0;
+	if (v >= 3) {
+		if (!tg_eq_int((long long)a->generation_id, (long long)b->generation_id, path, "generation_id"))
+			return 0;
+	}
+	if (v >= 3) {
+		if (!tg_eq_str(a->member_id, b->member_id, path, "member_id"))
+			return 0;
+	}
+	if (v >= 3) {
+		if (!tg_eq_str(a->group_instance_id, b->group_instance_id, path, "group_instance_id"))
+			return 0;
+	}
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(struct tg *t, int16_t v, struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *o)
+{
+	rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *a, const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(struct tg *t, int16_t v, struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *o)
+{
+	rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		tg_fill_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(t, v, &o->partitions[i]);
+	}
+}
+
+static int
+tg_eq_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *a, const struct rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(&a->partitions[i], &b->partitions[i], v, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_TxnOffsetCommitResponse(struct tg *t, int16_t v, struct rn_TxnOffsetCommitResponse *o)
+{
+	rn_TxnOffsetCommitResponse_init(o);
+	(void)t;
+	(void)v;
+	o->throttle_time_ms = (int32_t)tg_rand(t);
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_TxnOffsetCommitResponse(const struct rn_TxnOffsetCommitResponse *a, const struct rn_TxnOffsetCommitResponse *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
 tg_fill_rn_UnregisterBrokerRequest(struct tg *t, int16_t v, struct rn_UnregisterBrokerRequest *o)
 {
 	rn_UnregisterBrokerRequest_init(o);
@@ -9592,6 +10409,54 @@ struct tg_msg {
 	void (*fill)(struct tg *, int16_t, void *);
 	int (*eq)(const void *, const void *, int16_t);
 };
+
+static void
+tgv_fill_AddOffsetsToTxnRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AddOffsetsToTxnRequest(t, v, o);
+}
+
+static int
+tgv_eq_AddOffsetsToTxnRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AddOffsetsToTxnRequest(a, b, v, "AddOffsetsToTxnRequest");
+}
+
+static void
+tgv_fill_AddOffsetsToTxnResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AddOffsetsToTxnResponse(t, v, o);
+}
+
+static int
+tgv_eq_AddOffsetsToTxnResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AddOffsetsToTxnResponse(a, b, v, "AddOffsetsToTxnResponse");
+}
+
+static void
+tgv_fill_AddPartitionsToTxnRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AddPartitionsToTxnRequest(t, v, o);
+}
+
+static int
+tgv_eq_AddPartitionsToTxnRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AddPartitionsToTxnRequest(a, b, v, "AddPartitionsToTxnRequest");
+}
+
+static void
+tgv_fill_AddPartitionsToTxnResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_AddPartitionsToTxnResponse(t, v, o);
+}
+
+static int
+tgv_eq_AddPartitionsToTxnResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_AddPartitionsToTxnResponse(a, b, v, "AddPartitionsToTxnResponse");
+}
 
 static void
 tgv_fill_AlterClientQuotasRequest(struct tg *t, int16_t v, void *o)
@@ -10194,6 +11059,30 @@ tgv_eq_DescribeQuorumResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_DescribeTransactionsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeTransactionsRequest(t, v, o);
+}
+
+static int
+tgv_eq_DescribeTransactionsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeTransactionsRequest(a, b, v, "DescribeTransactionsRequest");
+}
+
+static void
+tgv_fill_DescribeTransactionsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_DescribeTransactionsResponse(t, v, o);
+}
+
+static int
+tgv_eq_DescribeTransactionsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_DescribeTransactionsResponse(a, b, v, "DescribeTransactionsResponse");
+}
+
+static void
 tgv_fill_DescribeUserScramCredentialsRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_DescribeUserScramCredentialsRequest(t, v, o);
@@ -10239,6 +11128,30 @@ static int
 tgv_eq_ElectLeadersResponse(const void *a, const void *b, int16_t v)
 {
 	return tg_eq_rn_ElectLeadersResponse(a, b, v, "ElectLeadersResponse");
+}
+
+static void
+tgv_fill_EndTxnRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_EndTxnRequest(t, v, o);
+}
+
+static int
+tgv_eq_EndTxnRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_EndTxnRequest(a, b, v, "EndTxnRequest");
+}
+
+static void
+tgv_fill_EndTxnResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_EndTxnResponse(t, v, o);
+}
+
+static int
+tgv_eq_EndTxnResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_EndTxnResponse(a, b, v, "EndTxnResponse");
 }
 
 static void
@@ -10482,6 +11395,30 @@ tgv_eq_ListPartitionReassignmentsResponse(const void *a, const void *b, int16_t 
 }
 
 static void
+tgv_fill_ListTransactionsRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_ListTransactionsRequest(t, v, o);
+}
+
+static int
+tgv_eq_ListTransactionsRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_ListTransactionsRequest(a, b, v, "ListTransactionsRequest");
+}
+
+static void
+tgv_fill_ListTransactionsResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_ListTransactionsResponse(t, v, o);
+}
+
+static int
+tgv_eq_ListTransactionsResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_ListTransactionsResponse(a, b, v, "ListTransactionsResponse");
+}
+
+static void
 tgv_fill_MetadataRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_MetadataRequest(t, v, o);
@@ -10698,6 +11635,30 @@ tgv_eq_SyncGroupResponse(const void *a, const void *b, int16_t v)
 }
 
 static void
+tgv_fill_TxnOffsetCommitRequest(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_TxnOffsetCommitRequest(t, v, o);
+}
+
+static int
+tgv_eq_TxnOffsetCommitRequest(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_TxnOffsetCommitRequest(a, b, v, "TxnOffsetCommitRequest");
+}
+
+static void
+tgv_fill_TxnOffsetCommitResponse(struct tg *t, int16_t v, void *o)
+{
+	tg_fill_rn_TxnOffsetCommitResponse(t, v, o);
+}
+
+static int
+tgv_eq_TxnOffsetCommitResponse(const void *a, const void *b, int16_t v)
+{
+	return tg_eq_rn_TxnOffsetCommitResponse(a, b, v, "TxnOffsetCommitResponse");
+}
+
+static void
 tgv_fill_UnregisterBrokerRequest(struct tg *t, int16_t v, void *o)
 {
 	tg_fill_rn_UnregisterBrokerRequest(t, v, o);
@@ -10746,6 +11707,10 @@ tgv_eq_WriteTxnMarkersResponse(const void *a, const void *b, int16_t v)
 }
 
 static const struct tg_msg tg_msgs[] = {
+	{ "AddOffsetsToTxnRequest", 25, true, 0, 3, sizeof(struct rn_AddOffsetsToTxnRequest), tgv_fill_AddOffsetsToTxnRequest, tgv_eq_AddOffsetsToTxnRequest },
+	{ "AddOffsetsToTxnResponse", 25, false, 0, 3, sizeof(struct rn_AddOffsetsToTxnResponse), tgv_fill_AddOffsetsToTxnResponse, tgv_eq_AddOffsetsToTxnResponse },
+	{ "AddPartitionsToTxnRequest", 24, true, 0, 3, sizeof(struct rn_AddPartitionsToTxnRequest), tgv_fill_AddPartitionsToTxnRequest, tgv_eq_AddPartitionsToTxnRequest },
+	{ "AddPartitionsToTxnResponse", 24, false, 0, 3, sizeof(struct rn_AddPartitionsToTxnResponse), tgv_fill_AddPartitionsToTxnResponse, tgv_eq_AddPartitionsToTxnResponse },
 	{ "AlterClientQuotasRequest", 49, true, 0, 1, sizeof(struct rn_AlterClientQuotasRequest), tgv_fill_AlterClientQuotasRequest, tgv_eq_AlterClientQuotasRequest },
 	{ "AlterClientQuotasResponse", 49, false, 0, 1, sizeof(struct rn_AlterClientQuotasResponse), tgv_fill_AlterClientQuotasResponse, tgv_eq_AlterClientQuotasResponse },
 	{ "AlterConfigsRequest", 33, true, 0, 2, sizeof(struct rn_AlterConfigsRequest), tgv_fill_AlterConfigsRequest, tgv_eq_AlterConfigsRequest },
@@ -10796,10 +11761,14 @@ static const struct tg_msg tg_msgs[] = {
 	{ "DescribeProducersResponse", 61, false, 0, 0, sizeof(struct rn_DescribeProducersResponse), tgv_fill_DescribeProducersResponse, tgv_eq_DescribeProducersResponse },
 	{ "DescribeQuorumRequest", 55, true, 0, 2, sizeof(struct rn_DescribeQuorumRequest), tgv_fill_DescribeQuorumRequest, tgv_eq_DescribeQuorumRequest },
 	{ "DescribeQuorumResponse", 55, false, 0, 2, sizeof(struct rn_DescribeQuorumResponse), tgv_fill_DescribeQuorumResponse, tgv_eq_DescribeQuorumResponse },
+	{ "DescribeTransactionsRequest", 65, true, 0, 0, sizeof(struct rn_DescribeTransactionsRequest), tgv_fill_DescribeTransactionsRequest, tgv_eq_DescribeTransactionsRequest },
+	{ "DescribeTransactionsResponse", 65, false, 0, 0, sizeof(struct rn_DescribeTransactionsResponse), tgv_fill_DescribeTransactionsResponse, tgv_eq_DescribeTransactionsResponse },
 	{ "DescribeUserScramCredentialsRequest", 50, true, 0, 0, sizeof(struct rn_DescribeUserScramCredentialsRequest), tgv_fill_DescribeUserScramCredentialsRequest, tgv_eq_DescribeUserScramCredentialsRequest },
 	{ "DescribeUserScramCredentialsResponse", 50, false, 0, 0, sizeof(struct rn_DescribeUserScramCredentialsResponse), tgv_fill_DescribeUserScramCredentialsResponse, tgv_eq_DescribeUserScramCredentialsResponse },
 	{ "ElectLeadersRequest", 43, true, 0, 2, sizeof(struct rn_ElectLeadersRequest), tgv_fill_ElectLeadersRequest, tgv_eq_ElectLeadersRequest },
 	{ "ElectLeadersResponse", 43, false, 0, 2, sizeof(struct rn_ElectLeadersResponse), tgv_fill_ElectLeadersResponse, tgv_eq_ElectLeadersResponse },
+	{ "EndTxnRequest", 26, true, 0, 3, sizeof(struct rn_EndTxnRequest), tgv_fill_EndTxnRequest, tgv_eq_EndTxnRequest },
+	{ "EndTxnResponse", 26, false, 0, 3, sizeof(struct rn_EndTxnResponse), tgv_fill_EndTxnResponse, tgv_eq_EndTxnResponse },
 	{ "FetchRequest", 1, true, 4, 13, sizeof(struct rn_FetchRequest), tgv_fill_FetchRequest, tgv_eq_FetchRequest },
 	{ "FetchResponse", 1, false, 4, 13, sizeof(struct rn_FetchResponse), tgv_fill_FetchResponse, tgv_eq_FetchResponse },
 	{ "FindCoordinatorRequest", 10, true, 0, 4, sizeof(struct rn_FindCoordinatorRequest), tgv_fill_FindCoordinatorRequest, tgv_eq_FindCoordinatorRequest },
@@ -10820,6 +11789,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "ListOffsetsResponse", 2, false, 1, 7, sizeof(struct rn_ListOffsetsResponse), tgv_fill_ListOffsetsResponse, tgv_eq_ListOffsetsResponse },
 	{ "ListPartitionReassignmentsRequest", 46, true, 0, 0, sizeof(struct rn_ListPartitionReassignmentsRequest), tgv_fill_ListPartitionReassignmentsRequest, tgv_eq_ListPartitionReassignmentsRequest },
 	{ "ListPartitionReassignmentsResponse", 46, false, 0, 0, sizeof(struct rn_ListPartitionReassignmentsResponse), tgv_fill_ListPartitionReassignmentsResponse, tgv_eq_ListPartitionReassignmentsResponse },
+	{ "ListTransactionsRequest", 66, true, 0, 1, sizeof(struct rn_ListTransactionsRequest), tgv_fill_ListTransactionsRequest, tgv_eq_ListTransactionsRequest },
+	{ "ListTransactionsResponse", 66, false, 0, 1, sizeof(struct rn_ListTransactionsResponse), tgv_fill_ListTransactionsResponse, tgv_eq_ListTransactionsResponse },
 	{ "MetadataRequest", 3, true, 0, 12, sizeof(struct rn_MetadataRequest), tgv_fill_MetadataRequest, tgv_eq_MetadataRequest },
 	{ "MetadataResponse", 3, false, 0, 12, sizeof(struct rn_MetadataResponse), tgv_fill_MetadataResponse, tgv_eq_MetadataResponse },
 	{ "OffsetCommitRequest", 8, true, 0, 8, sizeof(struct rn_OffsetCommitRequest), tgv_fill_OffsetCommitRequest, tgv_eq_OffsetCommitRequest },
@@ -10838,6 +11809,8 @@ static const struct tg_msg tg_msgs[] = {
 	{ "SaslHandshakeResponse", 17, false, 0, 1, sizeof(struct rn_SaslHandshakeResponse), tgv_fill_SaslHandshakeResponse, tgv_eq_SaslHandshakeResponse },
 	{ "SyncGroupRequest", 14, true, 0, 5, sizeof(struct rn_SyncGroupRequest), tgv_fill_SyncGroupRequest, tgv_eq_SyncGroupRequest },
 	{ "SyncGroupResponse", 14, false, 0, 5, sizeof(struct rn_SyncGroupResponse), tgv_fill_SyncGroupResponse, tgv_eq_SyncGroupResponse },
+	{ "TxnOffsetCommitRequest", 28, true, 0, 3, sizeof(struct rn_TxnOffsetCommitRequest), tgv_fill_TxnOffsetCommitRequest, tgv_eq_TxnOffsetCommitRequest },
+	{ "TxnOffsetCommitResponse", 28, false, 0, 3, sizeof(struct rn_TxnOffsetCommitResponse), tgv_fill_TxnOffsetCommitResponse, tgv_eq_TxnOffsetCommitResponse },
 	{ "UnregisterBrokerRequest", 64, true, 0, 0, sizeof(struct rn_UnregisterBrokerRequest), tgv_fill_UnregisterBrokerRequest, tgv_eq_UnregisterBrokerRequest },
 	{ "UnregisterBrokerResponse", 64, false, 0, 0, sizeof(struct rn_UnregisterBrokerResponse), tgv_fill_UnregisterBrokerResponse, tgv_eq_UnregisterBrokerResponse },
 	{ "WriteTxnMarkersRequest", 27, true, 0, 1, sizeof(struct rn_WriteTxnMarkersRequest), tgv_fill_WriteTxnMarkersRequest, tgv_eq_WriteTxnMarkersRequest },

@@ -274,7 +274,9 @@ check_header(const struct rn_batch_header *h, unsigned flags, int produce,
 			return RN_ERR_INVALID_RECORD;
 		/* a marker has no sequence; a transaction needs a producer */
 		if (h->producer_id >= 0 && h->base_sequence < 0 &&
-		    !(h->attributes & RN_BATCH_ATTR_CONTROL))
+		    !(h->attributes & RN_BATCH_ATTR_CONTROL) &&
+		    !((flags & RN_BATCH_V_COORDINATOR) &&
+		    (h->attributes & RN_BATCH_ATTR_TRANSACTIONAL)))
 			return RN_ERR_INVALID_RECORD;
 		if ((h->attributes & RN_BATCH_ATTR_TRANSACTIONAL) &&
 		    h->producer_id < 0)

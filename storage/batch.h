@@ -97,6 +97,8 @@ uint32_t rn_batch_compute_crc(const void *batch, size_t size);
 #define RN_BATCH_V_PRODUCE 0x1	/* client data: strict offsets/counts, no control */
 #define RN_BATCH_V_REPLICA 0x2	/* already-assigned offsets (follower fetch) */
 #define RN_BATCH_V_ALLOW_CONTROL 0x4	/* internal writers (txn markers) */
+#define RN_BATCH_V_COORDINATOR 0x8	/* the group coordinator's transactional
+					 * offsets: a producer, no sequence */
 
 struct rn_batch_limits {
 	unsigned flags;

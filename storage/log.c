@@ -1307,6 +1307,14 @@ rn_log_append(struct rn_log *log, void *batches, size_t len,
 }
 
 int
+rn_log_append_coordinator(struct rn_log *log, void *batches, size_t len,
+    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info)
+{
+	return append_leader(log, batches, len, leader_epoch, now_ms, info,
+	    RN_BATCH_V_PRODUCE | RN_BATCH_V_COORDINATOR);
+}
+
+int
 rn_log_append_control(struct rn_log *log, void *batch, size_t len,
     int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info)
 {

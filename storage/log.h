@@ -131,6 +131,10 @@ struct rn_append_info {
  */
 int rn_log_append(struct rn_log *log, void *batches, size_t len,
     int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info);
+/* The same for the group coordinator's transactional offsets, which carry
+ * a producer and no sequence (as Kafka's coordinator writes them). */
+int rn_log_append_coordinator(struct rn_log *log, void *batches, size_t len,
+    int32_t leader_epoch, int64_t now_ms, struct rn_append_info *info);
 
 /* The same for a control batch the broker built (a transaction marker). */
 int rn_log_append_control(struct rn_log *log, void *batch, size_t len,

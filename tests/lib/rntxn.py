@@ -1,7 +1,8 @@
-"""The producer and coordinator side of Kafka transactions, as far as the
-tests need them while runnel has no transaction coordinator: RecordBatch v2
-with the transactional bit, InitProducerId v1 (no transactional id),
-Produce v8 and WriteTxnMarkers v0, each over one plain socket to a node."""
+"""The producer and coordinator side of Kafka transactions over one plain
+socket to a node, for what the installed clients do not offer: RecordBatch
+v2 with the transactional bit, InitProducerId v1 (no transactional id),
+Produce v8, WriteTxnMarkers v0, and the coordinator's ListTransactions v0
+and DescribeTransactions v0 (flexible versions)."""
 import socket
 import struct
 import time
@@ -78,6 +79,64 @@ class Conn:
         if r.take(">i") != self.corr:
             raise ValueError("correlation id mismatch")
         return r
+
+    def call_flex(self, key, ver, body):
+        """A flexible version: request header v2, response header v1."""
+        self.corr += 1
+        msg = struct.pack(">hhi", key, ver, self.corr) + _str("rntxn") + \
+            b"\x00" + body
+        self.s.sendall(struct.pack(">i", len(msg)) + msg)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            c = self.s.recv(1 << 20)
+            if not c:
+                raise ConnectionError("closed by the broker")
+            buf += c
+        r = Reader(buf[4:])
+        if r.take(">i") != self.corr:
+            raise ValueError("correlation id mismatch")
+        r.tags(True)
+        return r
+
+    def describe_transactions(self, ids):
+        """{id: (error, state, timeout ms, producer id, epoch,
+        {topic: [partitions]})}"""
+        body = bytes([len(ids) + 1]) + b"".join(
+            bytes([len(i) + 1]) + i.encode() for i in ids) + b"\x00"
+        r = self.call_flex(65, 0, body)
+        r.take(">i")
+        out = {}
+        for _ in range(r.count(True)):
+            err, tid, state = r.take(">h"), r.string(True), r.string(True)
+            tmo = r.take(">i")
+            r.take(">q")  # start time
+            pid, epoch = r.take(">q"), r.take(">h")
+            topics = {}
+            for _ in range(r.count(True)):
+                name = r.string(True)
+                topics[name] = sorted(r.take(">i")
+                                      for _ in range(r.count(True)))
+                r.tags(True)
+            r.tags(True)
+            out[tid] = (err, state, tmo, pid, epoch, topics)
+        return out
+
+    def list_transactions(self, states=()):
+        """(error, {id: (producer id, state)}) of this coordinator."""
+        body = bytes([len(states) + 1]) + b"".join(
+            bytes([len(st) + 1]) + st.encode() for st in states) + \
+            b"\x01\x00"
+        r = self.call_flex(66, 0, body)
+        r.take(">i")
+        err = r.take(">h")
+        for _ in range(r.count(True)):
+            r.string(True)
+        out = {}
+        for _ in range(r.count(True)):
+            tid, pid, state = r.string(True), r.take(">q"), r.string(True)
+            r.tags(True)
+            out[tid] = (pid, state)
+        return err, out
 
     def init_producer_id(self):
         """(error, producer id, epoch) for an idempotent producer."""

@@ -16,11 +16,14 @@
 #include "common/acl.h"
 #include "ipc/mdimage.h"
 #include "protocol/kcodec.h"
+#include "protocol/kframe.h"
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
 #include "protocol/group_records.h"
+#include "protocol/txn_records.h"
 #include "workers/partition/partition.h"
 #include "workers/worker.h"
+#include "workers/secure_client.h"
 
 #define CO_BUCKETS 4096
 #define CO_MAX_PARTS 1000       /* offsets.topic.num.partitions' maximum */
@@ -77,6 +80,17 @@ struct co_offset {
 	int64_t commit_ts;
 };
 
+/* An offset a transaction committed, visible once its commit marker is. */
+struct co_txn_offset {
+	int64_t pid;
+	char *topic;
+	int32_t partition;
+	int64_t offset;
+	int32_t epoch;
+	char *metadata;
+	int64_t commit_ts;
+};
+
 /* A member id handed out with MEMBER_ID_REQUIRED, not yet joined. */
 struct co_pending_id {
 	char *id;
@@ -105,6 +119,9 @@ struct co_group {
 	 * two over twice the offsets, rebuilt when one is removed */
 	uint32_t *index;
 	uint32_t index_cap;
+	/* TxnOffsetCommit's offsets, by producer, until the marker */
+	struct co_txn_offset *txn_offs;
+	int n_txn_offs, cap_txn_offs;
 };
 
 enum co_pstate {
@@ -123,6 +140,8 @@ struct co_part {
 enum co_write_kind {
 	CW_COMMIT = 0,           /* an OffsetCommit's offsets */
 	CW_SYNC,                 /* a generation's assignments (SyncGroup) */
+	CW_TXN_COMMIT,           /* a TxnOffsetCommit's offsets (pending) */
+	CW_TXN_STATE,            /* a transaction's state (__transaction_state) */
 };
 
 struct co_write {
@@ -136,11 +155,73 @@ struct co_write {
 	/* an OffsetCommit: its request, answered once settled */
 	struct co_pending pend;
 	uint8_t *body;           /* the request body the decoded one points into */
+	size_t body_len;
 	struct rn_arena arena;
 	struct rn_OffsetCommitRequest req;
 	int16_t *errs;           /* per partition, in request order */
 	char *group;             /* the group it is for */
+	bool txn_log;            /* partition is of __transaction_state */
+	struct rn_TxnOffsetCommitRequest treq;  /* CW_TXN_COMMIT */
+	struct co_txn *txn;      /* CW_TXN_STATE: whose state */
 };
+
+/* ---- transactions (txn_coord.c) ------------------------------------- */
+
+/* Transactional ids held, a node; partitions a transaction. */
+#define CO_MAX_TXNS 100000
+#define CO_MAX_TXN_PARTS 10000
+
+struct co_txn_tp {
+	char *topic;
+	int32_t partition;
+	bool acked;              /* its marker is written */
+	bool inflight;           /* in a WriteTxnMarkers being answered */
+};
+
+/* What a transaction's state record says. */
+struct co_txn_meta {
+	int64_t pid;
+	int16_t epoch;
+	int32_t timeout_ms;
+	enum rn_txn_status state;
+	int64_t start_ms;        /* wall clock; -1 when none is open */
+	int64_t update_ms;
+};
+
+struct co_txn {
+	struct co_txn *next;     /* hash chain */
+	struct co_txn *next_marking; /* on co->marking while markers go out */
+	char *id;
+	int32_t partition;       /* of __transaction_state */
+	struct co_txn_meta cur;  /* as stored */
+	struct co_txn_meta nxt;  /* being stored (writing) */
+	struct co_txn_tp *tps;
+	int n_tps, cap_tps;
+	int n_tps_stored;        /* tps[] as cur has them; more: being added */
+	bool writing;            /* a state record waits for the HW */
+	bool marking;            /* on co->marking */
+	bool fencing;            /* the abort is an epoch fence (PrepareEpochFence) */
+};
+
+/* A connection to a partition leader for WriteTxnMarkers (txn_markers.c). */
+struct co_mitem {
+	struct co_txn *txn;      /* NULL: the transaction went away */
+	int tp;                  /* index into txn->tps */
+};
+
+struct co_mconn {
+	int32_t broker;
+	int fd;                  /* -1: not connected */
+	struct rn_secc *sec;
+	bool in_flight;
+	int32_t corr;
+	int64_t sent_ms, retry_ms;
+	struct rn_kframebuf in;
+	struct co_mitem *items;
+	int n_items, cap_items;
+};
+
+#define CO_MAX_MCONNS 64
 
 struct co {
 	struct rn_worker *w;
@@ -157,6 +238,19 @@ struct co {
 	struct co_group *buckets[CO_BUCKETS];
 	unsigned n_groups;
 	struct co_write *writes, **writes_tail;
+	/* __transaction_state as this node sees it */
+	struct rn_txn_settings ts;
+	uint8_t txn_topic_id[16];
+	int32_t txn_n_parts;
+	struct co_part txn_part[CO_MAX_PARTS];
+	struct co_txn *txn_buckets[CO_BUCKETS];
+	unsigned n_txns;
+	unsigned txn_full_logged;
+	struct co_txn *marking;  /* transactions whose markers go out */
+	struct co_mconn mconns[CO_MAX_MCONNS];
+	int n_mconns;
+	int32_t next_corr;
+	int64_t next_txn_abort_ms, next_txn_expire_ms;
 	/* replies, per network worker slot */
 	struct rn_ringq out[RN_SHM_MAX_WORKERS];
 	struct rn_ringq_in in[RN_SHM_MAX_WORKERS];
@@ -172,6 +266,7 @@ struct co {
 /* coordinator.c */
 int co_reply(struct co *co, const struct co_pending *p, const void *resp);
 const struct rn_mdv_topic *co_offsets_topic(struct co *co);
+const struct rn_mdv_topic *co_txn_topic(struct co *co);
 /* 0, or the error a group request for partition p gets now. */
 int16_t co_part_error(struct co *co, int32_t p);
 int32_t co_partition_of(struct co *co, struct rn_kstr group);
@@ -281,9 +376,58 @@ void co_offsets_expire(struct co *co);
  */
 int16_t co_log_append(struct co *co, int32_t partition,
     const struct rn_record_in *recs, int n, int64_t *end);
+/* The same on __consumer_offsets (txn false) or __transaction_state,
+ * with a producer's transactional batch when pid >= 0. */
+int16_t co_log_append_to(struct co *co, bool txn, int32_t partition,
+    const struct rn_record_in *recs, int n, int64_t pid, int16_t epoch,
+    int64_t *end);
+struct rn_part *co_led_part(struct co *co, bool txn, int32_t partition,
+    const struct rn_mdv_partition **mpp, const struct rn_mdv_topic **tp,
+    int16_t *kerr);
 /* Settle writes the high watermark passed or that can no longer pass. */
 int64_t co_log_settle(struct co *co);
 /* Load a little more of a partition; true when it is done. */
 bool co_log_load_step(struct co *co, int32_t partition);
+
+/* txn_coord.c */
+int co_init_producer_id(struct co *co, struct co_req *r);
+int co_add_partitions_to_txn(struct co *co, struct co_req *r);
+int co_add_offsets_to_txn(struct co *co, struct co_req *r);
+int co_end_txn(struct co *co, struct co_req *r);
+int co_list_transactions(struct co *co, struct co_req *r);
+int co_describe_transactions(struct co *co, struct co_req *r);
+void co_txn_state_settled(struct co *co, struct co_write *wr, int16_t kerr);
+/* Every marker of txn is written: its transaction completes. */
+void co_txn_markers_done(struct co *co, struct co_txn *txn);
+/* Timers: expired transactions aborted, idle ids removed. */
+void co_txn_tick(struct co *co);
+/* Follow the image for __transaction_state: load and unload partitions. */
+void co_txn_follow_image(struct co *co);
+bool co_txn_load(struct co *co, int64_t until);
+struct co_txn *co_txn_find(struct co *co, struct rn_kstr id);
+
+/* txn_log.c */
+/* Append a transaction's nxt state; 0 with *end, or an error code. */
+int16_t co_txn_log_write(struct co *co, struct co_txn *txn, int64_t *end);
+int16_t co_txn_log_tombstone(struct co *co, struct co_txn *txn);
+/* Load a little more of a __transaction_state partition; true when done. */
+bool co_txn_log_load_step(struct co *co, int32_t partition);
+
+/* txn_markers.c */
+/* Send the markers due; the next time to look again. */
+int64_t co_txn_markers_tick(struct co *co);
+/* A transaction going away: forget it in the requests in flight. */
+void co_txn_markers_forget(struct co *co, struct co_txn *txn);
+void co_txn_markers_close(struct co *co);
+
+/* txn_offsets.c */
+int co_txn_offset_commit(struct co *co, struct co_req *r);
+void co_txn_commit_settled(struct co *co, struct co_write *wr, int16_t kerr);
+/* A marker on partition (of __consumer_offsets) for pid: apply or drop. */
+void co_txn_offsets_marker(struct co *co, int32_t partition, int64_t pid,
+    bool commit);
+void co_txn_offset_add(struct co_group *g, int64_t pid, struct rn_kstr topic,
+    int32_t p, const struct rn_grec_offset *v);
+void co_txn_offsets_free(struct co_group *g);
 
 #endif /* RN_COORD_INT_H */

@@ -156,6 +156,13 @@ static const struct {
 	{ RN_KAPI_DESCRIBE_GROUPS, co_describe_groups },
 	{ RN_KAPI_DELETE_GROUPS, co_delete_groups },
 	{ RN_KAPI_OFFSET_DELETE, co_offset_delete },
+	{ RN_KAPI_INIT_PRODUCER_ID, co_init_producer_id },
+	{ RN_KAPI_ADD_PARTITIONS_TO_TXN, co_add_partitions_to_txn },
+	{ RN_KAPI_ADD_OFFSETS_TO_TXN, co_add_offsets_to_txn },
+	{ RN_KAPI_END_TXN, co_end_txn },
+	{ RN_KAPI_TXN_OFFSET_COMMIT, co_txn_offset_commit },
+	{ RN_KAPI_LIST_TRANSACTIONS, co_list_transactions },
+	{ RN_KAPI_DESCRIBE_TRANSACTIONS, co_describe_transactions },
 };
 
 /* A string of a message as a NUL-terminated copy, or dflt. */
@@ -235,6 +242,18 @@ co_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 	int rc;
 
 	(void)sender;
+	if (type == RN_IPC_GROUP_REQUEST && rn_mp_get_int(m, "v", -1) ==
+	    RN_IPC_VERSION && rn_mp_get_int(m, "key", -1) ==
+	    RN_KAPI_WRITE_TXN_MARKERS) {
+		/* a marker a network worker wrote to __consumer_offsets */
+		int64_t part = rn_mp_get_int(m, "partition", -1);
+
+		if (part >= 0 && part < co->n_parts)
+			co_txn_offsets_marker(co, (int32_t)part,
+			    rn_mp_get_int(m, "pid", -1),
+			    rn_mp_get_int(m, "commit", 0) != 0);
+		return 0;
+	}
 	if (type != RN_IPC_GROUP_REQUEST || rn_mp_get_int(m, "v", -1) !=
 	    RN_IPC_VERSION || body == NULL || body->type != MSGPACK_OBJECT_BIN)
 		return -EBADMSG;
@@ -397,7 +416,7 @@ co_load(struct co *co)
 			if (rn_now_ms() >= until)
 				return true;
 	}
-	return false;
+	return co_txn_load(co, until);
 }
 
 static int
@@ -410,6 +429,7 @@ co_setup(struct co *co, struct rn_worker *w)
 	co->w = w;
 	co->cfg = env->cfg;
 	rn_group_settings_load(env->cfg, &co->gs);
+	rn_txn_settings_load(env->cfg, &co->ts);
 	if (co->gs.max_size > CO_MAX_MEMBERS)
 		co->gs.max_size = CO_MAX_MEMBERS;
 	co->writes_tail = &co->writes;
@@ -483,6 +503,7 @@ rn_coordinator_main(struct rn_worker *w)
 		if (rn_mdview_refresh(&co.view, w->env->shm) == 1) {
 			rn_part_table_sync(&co.parts, &co.view);
 			co_follow_image(&co);
+			co_txn_follow_image(&co);
 		}
 		busy = co_load(&co);
 		co_sleeping(&co, true);
@@ -507,6 +528,13 @@ rn_coordinator_main(struct rn_worker *w)
 			if (s < next)
 				next = s;
 		}
+		co_txn_tick(&co);
+		if (co.marking != NULL || co.n_mconns > 0) {
+			int64_t s = co_txn_markers_tick(&co);
+
+			if (s < next)
+				next = s;
+		}
 		if (co.now >= co.next_expiry_ms) {
 			co.next_expiry_ms = co.now + co.gs.retention_check_ms;
 			co_offsets_expire(&co);
@@ -523,7 +551,9 @@ rn_coordinator_main(struct rn_worker *w)
 		rn_ring_consumer_sleeping(rn_shm_ring_from_ctl(w->env->shm,
 		    w->slot), false);
 	}
-	log_info("group coordinator stopping: %u groups", co.n_groups);
+	log_info("group coordinator stopping: %u groups, %u transactional ids",
+	    co.n_groups, co.n_txns);
+	co_txn_markers_close(&co);
 	rn_part_table_close(&co.parts);
 	return RN_WORKER_EXIT_OK;
 }

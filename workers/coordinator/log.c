@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "protocol/kerrors.h"
+#include "storage/bytes.h"
 #include "storage/errors.h"
 #include "workers/coordinator/coord_int.h"
 
@@ -28,6 +29,9 @@ commit_error(int16_t kerr)
 	switch (kerr) {
 	case RN_KERR_NONE:
 		return RN_KERR_NONE;
+	case RN_KERR_INVALID_PRODUCER_EPOCH:   /* a fenced transaction's */
+	case RN_KERR_INVALID_TXN_STATE:
+		return kerr;
 	case RN_KERR_UNKNOWN_TOPIC_OR_PARTITION:
 	case RN_KERR_NOT_ENOUGH_REPLICAS:
 	case RN_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
@@ -45,19 +49,25 @@ commit_error(int16_t kerr)
 	}
 }
 
-/* The partition, if it is still led here at the epoch it was loaded at. */
-static struct rn_part *
-led_part(struct co *co, int32_t partition,
+/*
+ * The partition of __consumer_offsets (txn false) or __transaction_state,
+ * if it is still led here at the epoch it was loaded at.
+ */
+struct rn_part *
+co_led_part(struct co *co, bool txn, int32_t partition,
     const struct rn_mdv_partition **mpp, const struct rn_mdv_topic **tp,
     int16_t *kerr)
 {
-	const struct rn_mdv_topic *t = co_offsets_topic(co);
+	const struct rn_mdv_topic *t = txn ? co_txn_topic(co) :
+	    co_offsets_topic(co);
+	const struct co_part *cp = txn ? co->txn_part : co->part;
 	const struct rn_mdv_partition *mp;
 
 	*kerr = RN_KERR_NOT_LEADER_OR_FOLLOWER;
-	if (t == NULL || (mp = rn_mdview_partition(t, partition)) == NULL ||
-	    mp->leader != co->cfg->node_id || partition >= CO_MAX_PARTS ||
-	    co->part[partition].leader_epoch != mp->leader_epoch)
+	if (t == NULL || partition < 0 || partition >= CO_MAX_PARTS ||
+	    (mp = rn_mdview_partition(t, partition)) == NULL ||
+	    mp->leader != co->cfg->node_id ||
+	    cp[partition].leader_epoch != mp->leader_epoch)
 		return NULL;
 	*mpp = mp;
 	*tp = t;
@@ -75,6 +85,14 @@ int16_t
 co_log_append(struct co *co, int32_t partition,
     const struct rn_record_in *recs, int n, int64_t *end)
 {
+	return co_log_append_to(co, false, partition, recs, n, -1, -1, end);
+}
+
+int16_t
+co_log_append_to(struct co *co, bool txn, int32_t partition,
+    const struct rn_record_in *recs, int n, int64_t pid, int16_t epoch,
+    int64_t *end)
+{
 	const struct rn_mdv_partition *mp;
 	const struct rn_mdv_topic *t;
 	struct rn_batch_build_opts o;
@@ -86,11 +104,19 @@ co_log_append(struct co *co, int32_t partition,
 	void *buf;
 	int16_t kerr;
 
-	if ((p = led_part(co, partition, &mp, &t, &kerr)) == NULL)
+	if ((p = co_led_part(co, txn, partition, &mp, &t, &kerr)) == NULL)
 		return commit_error(kerr);
 	if (mp->n_isr < min_isr(co, t))
 		return commit_error(RN_KERR_NOT_ENOUGH_REPLICAS);
 	rn_batch_build_opts_default(&o);
+	if (pid >= 0) {
+		/* a transaction's offsets: no sequence, as Kafka's coordinator
+		 * writes them; the marker ends them */
+		o.attributes = RN_BATCH_ATTR_TRANSACTIONAL;
+		o.producer_id = pid;
+		o.producer_epoch = epoch;
+		o.base_sequence = -1;
+	}
 	if ((size = rn_batch_build(NULL, 0, &o, recs, n)) < 0)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	if (size > co->cfg->message_max_bytes)
@@ -102,16 +128,23 @@ co_log_append(struct co *co, int32_t partition,
 		return RN_KERR_UNKNOWN_SERVER_ERROR;
 	}
 	rn_batch_parse_header(buf, &h);
-	kerr = rn_part_append_leader(p, buf, (size_t)size, &h,
+	kerr = (pid >= 0 ? rn_part_append_coordinator :
+	    rn_part_append_leader)(p, buf, (size_t)size, &h,
 	    mp->leader_epoch, &info, &dup);
 	if (kerr == RN_KERR_KAFKA_STORAGE_ERROR && rn_part_stale(p) &&
 	    (p = rn_part_get(&co->parts, &co->view, t, mp, &kerr)) != NULL)
 		/* the log moved to another dir under it: once more there */
-		kerr = rn_part_append_leader(p, buf, (size_t)size, &h,
+		kerr = (pid >= 0 ? rn_part_append_coordinator :
+		    rn_part_append_leader)(p, buf, (size_t)size, &h,
 		    mp->leader_epoch, &info, &dup);
 	free(buf);
-	if (kerr != RN_KERR_NONE)
+	if (kerr != RN_KERR_NONE) {
+		if (commit_error(kerr) == RN_KERR_UNKNOWN_SERVER_ERROR)
+			log_warnx("%s-%d: append refused: %s", txn ?
+			    RN_TXN_TOPIC : RN_OFFSETS_TOPIC, partition,
+			    rn_kerr_name(kerr));
 		return commit_error(kerr);
+	}
 	/* alone in the ISR, this commits at once; followers are woken */
 	rn_part_advance_hw(p, mp, co->cfg->node_id);
 	rn_part_wake_parked(p, co->net_efds, 0);
@@ -127,7 +160,8 @@ settle_one(struct co *co, struct co_write *wr, int16_t *kerr)
 	const struct rn_mdv_topic *t;
 	struct rn_part *p;
 
-	if ((p = led_part(co, wr->partition, &mp, &t, kerr)) == NULL ||
+	if ((p = co_led_part(co, wr->txn_log, wr->partition, &mp, &t,
+	    kerr)) == NULL ||
 	    mp->leader_epoch != wr->leader_epoch) {
 		*kerr = RN_KERR_NOT_COORDINATOR;
 		return true;
@@ -171,7 +205,8 @@ co_log_settle(struct co *co)
 
 /* Apply one record of __consumer_offsets to the coordinator's state. */
 static void
-load_record(struct co *co, int32_t partition, const struct rn_record_view *rv)
+load_record(struct co *co, int32_t partition, const struct rn_record_view *rv,
+    int64_t txn_pid)
 {
 	struct rn_grec_key k;
 	struct rn_grec_offset ov;
@@ -181,6 +216,18 @@ load_record(struct co *co, int32_t partition, const struct rn_record_view *rv)
 	if (rv->key == NULL || rn_grec_key_decode(rv->key,
 	    (size_t)rv->key_len, &k) != 0)
 		return;
+	if (k.kind == RN_GREC_OFFSET && txn_pid >= 0) {
+		/* a transaction's: pending until its marker, further on */
+		struct co_group *g = co_group_find(co, k.group);
+
+		if (rv->value == NULL || rn_grec_offset_decode(rv->value,
+		    (size_t)rv->value_len, &ov) != 0)
+			return;
+		if (g == NULL)
+			g = co_group_create(co, k.group, partition);
+		co_txn_offset_add(g, txn_pid, k.topic, k.partition, &ov);
+		return;
+	}
 	if (k.kind == RN_GREC_OFFSET) {
 		if (rv->value == NULL)
 			co_offset_load(co, partition, &k, NULL);
@@ -215,11 +262,22 @@ load_batches(struct co *co, int32_t partition, const uint8_t *buf,
 			break;
 		if ((h.attributes & (RN_BATCH_ATTR_CONTROL |
 		    RN_BATCH_ATTR_COMPRESSION_MASK)) == 0) {
+			int64_t pid = (h.attributes &
+			    RN_BATCH_ATTR_TRANSACTIONAL) ? h.producer_id : -1;
+
 			pos = 0;
 			while (rn_batch_next_record(buf + off, size, &pos,
 			    &rv) == 1)
 				if (rv.offset >= *next)
-					load_record(co, partition, &rv);
+					load_record(co, partition, &rv, pid);
+		} else if ((h.attributes & RN_BATCH_ATTR_CONTROL) &&
+		    rn_batch_last_offset(&h) >= *next) {
+			/* a transaction marker: its offsets applied or dropped */
+			pos = 0;
+			if (rn_batch_next_record(buf + off, size, &pos,
+			    &rv) == 1 && rv.key != NULL && rv.key_len >= 4)
+				co_txn_offsets_marker(co, partition,
+				    h.producer_id, rn_get_be16(rv.key + 2) == 1);
 		} else if (h.attributes & RN_BATCH_ATTR_COMPRESSION_MASK)
 			rn_log_about(LOG_WARNING, rn_subj_part(RN_OFFSETS_TOPIC,
 			    partition), "%s-%d: skipping a compressed batch "
@@ -244,7 +302,7 @@ co_log_load_step(struct co *co, int32_t partition)
 	ssize_t k;
 	int rc;
 
-	if ((p = led_part(co, partition, &mp, &t, &kerr)) == NULL) {
+	if ((p = co_led_part(co, false, partition, &mp, &t, &kerr)) == NULL) {
 		/* not led here after all, or not open yet: try next turn */
 		return true;
 	}

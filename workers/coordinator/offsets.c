@@ -142,6 +142,7 @@ co_offsets_free(struct co_group *g)
 	}
 	free(g->offsets);
 	free(g->index);
+	co_txn_offsets_free(g);
 	g->offsets = NULL;
 	g->index = NULL;
 	g->n_offsets = g->cap_offsets = 0;
@@ -286,10 +287,19 @@ co_commit_settled(struct co *co, struct co_write *wr, int16_t kerr)
 void
 co_write_settled(struct co *co, struct co_write *wr, int16_t kerr)
 {
-	if (wr->kind == CW_SYNC)
+	switch (wr->kind) {
+	case CW_SYNC:
 		co_sync_settled(co, wr, kerr);
-	else
+		break;
+	case CW_TXN_COMMIT:
+		co_txn_commit_settled(co, wr, kerr);
+		break;
+	case CW_TXN_STATE:
+		co_txn_state_settled(co, wr, kerr);
+		break;
+	default:
 		co_commit_settled(co, wr, kerr);
+	}
 }
 
 /* The records of a commit: one per partition without an error. */

@@ -1,8 +1,9 @@
 /*
- * Consumer groups on the network side. FindCoordinator is answered here
- * from the image (the leader of the group's __consumer_offsets partition),
- * asking the controller to create that topic on first use. Every other
- * group API goes to this node's group coordinator over this worker's
+ * Consumer groups and transactions on the network side. FindCoordinator
+ * is answered here from the image (the leader of the group's
+ * __consumer_offsets partition, or of the transactional id's
+ * __transaction_state partition), asking the controller to create that
+ * topic on first use. Every other group or transaction API goes to this node's group coordinator over this worker's
  * ring pair to it, as the client sent it; the connection waits for the
  * reply, which may come much later (a JoinGroup waits for the rebalance).
  * A coordinator that restarts meanwhile costs the waiting clients their
@@ -24,6 +25,7 @@
 #include "protocol/kerrors.h"
 #include "protocol/kframe.h"
 #include "protocol/group_records.h"
+#include "protocol/txn_records.h"
 #include "workers/network/net_int.h"
 
 /* A client whose coordinator never answers gives up long before this. */
@@ -93,6 +95,40 @@ net_group_forward(struct net *n, struct conn *c)
 	return 0;
 }
 
+/*
+ * A transaction marker written to a __consumer_offsets partition: the
+ * group coordinator makes the producer's pending offsets visible (commit)
+ * or drops them (abort). One-way: req 0 wants no answer.
+ */
+void
+net_coord_txn_marker(struct net *n, int32_t partition, int64_t pid,
+    bool commit)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 6);
+	rn_mp_pack_str(&pk, "v");
+	msgpack_pack_int(&pk, RN_IPC_VERSION);
+	rn_mp_pack_str(&pk, "req");
+	msgpack_pack_uint64(&pk, 0);
+	rn_mp_pack_str(&pk, "key");
+	msgpack_pack_int16(&pk, RN_KAPI_WRITE_TXN_MARKERS);
+	rn_mp_pack_str(&pk, "partition");
+	msgpack_pack_int32(&pk, partition);
+	rn_mp_pack_str(&pk, "pid");
+	msgpack_pack_int64(&pk, pid);
+	rn_mp_pack_str(&pk, "commit");
+	msgpack_pack_int(&pk, commit ? 1 : 0);
+	if (coord_send(n, sb.data, sb.size) != 0)
+		rn_log_about(LOG_WARNING, rn_subj_part(RN_OFFSETS_TOPIC,
+		    partition), "cannot tell the group coordinator of a "
+		    "transaction marker on %s-%d", RN_OFFSETS_TOPIC, partition);
+	msgpack_sbuffer_destroy(&sb);
+}
+
 static int
 coord_channel_handle(void *arg, pid_t sender, uint16_t type,
     const msgpack_object *m)
@@ -140,21 +176,24 @@ net_coord_drain(struct net *n)
 
 /* ---- FindCoordinator ------------------------------------------------ */
 
-/* Ask the controller for __consumer_offsets, at most once a second. */
+/*
+ * Ask the controller for an internal topic (__consumer_offsets or
+ * __transaction_state), at most once a second each.
+ */
 static void
-offsets_topic_create(struct net *n)
+internal_topic_create(struct net *n, const char *name, int32_t partitions,
+    int32_t rf, int64_t segment_bytes, int32_t min_isr, int64_t *next_ms)
 {
-	struct rn_group_settings gs;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	char seg[32];
+	char seg[32], isr[16];
 	int64_t now = rn_now_ms();
 
-	if (now < n->next_offsets_create_ms)
+	if (now < *next_ms)
 		return;
-	n->next_offsets_create_ms = now + 1000;
-	rn_group_settings_load(n->cfg, &gs);
-	snprintf(seg, sizeof(seg), "%lld", (long long)gs.offsets_segment_bytes);
+	*next_ms = now + 1000;
+	snprintf(seg, sizeof(seg), "%lld", (long long)segment_bytes);
+	snprintf(isr, sizeof(isr), "%d", (int)min_isr);
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, 2);
@@ -164,24 +203,49 @@ offsets_topic_create(struct net *n)
 	msgpack_pack_array(&pk, 1);
 	msgpack_pack_map(&pk, 4);
 	rn_mp_pack_str(&pk, "name");
-	rn_mp_pack_str(&pk, RN_OFFSETS_TOPIC);
+	rn_mp_pack_str(&pk, name);
 	rn_mp_pack_str(&pk, "partitions");
-	msgpack_pack_int32(&pk, gs.offsets_partitions);
+	msgpack_pack_int32(&pk, partitions);
 	rn_mp_pack_str(&pk, "rf");
-	msgpack_pack_int32(&pk, gs.offsets_rf);
+	msgpack_pack_int32(&pk, rf);
 	rn_mp_pack_str(&pk, "configs");
-	msgpack_pack_map(&pk, 3);
+	msgpack_pack_map(&pk, min_isr > 0 ? 4 : 3);
 	rn_mp_pack_str(&pk, "cleanup.policy");
 	rn_mp_pack_str(&pk, "compact");
 	rn_mp_pack_str(&pk, "compression.type");
-	rn_mp_pack_str(&pk, "producer");
+	rn_mp_pack_str(&pk, min_isr > 0 ? "uncompressed" : "producer");
 	rn_mp_pack_str(&pk, "segment.bytes");
 	rn_mp_pack_str(&pk, seg);
+	if (min_isr > 0) {
+		rn_mp_pack_str(&pk, "min.insync.replicas");
+		rn_mp_pack_str(&pk, isr);
+	}
 	if (rn_worker_send_ctl(n->w, RN_IPC_AUTO_CREATE, sb.data,
 	    (uint32_t)sb.size) != 0)
-		rn_log_about(LOG_WARNING, rn_subj_topic(RN_OFFSETS_TOPIC),
-		    "cannot ask the controller to create %s", RN_OFFSETS_TOPIC);
+		rn_log_about(LOG_WARNING, rn_subj_topic(name),
+		    "cannot ask the controller to create %s", name);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+offsets_topic_create(struct net *n)
+{
+	struct rn_group_settings gs;
+
+	rn_group_settings_load(n->cfg, &gs);
+	internal_topic_create(n, RN_OFFSETS_TOPIC, gs.offsets_partitions,
+	    gs.offsets_rf, gs.offsets_segment_bytes, 0,
+	    &n->next_offsets_create_ms);
+}
+
+static void
+txn_topic_create(struct net *n)
+{
+	struct rn_txn_settings ts;
+
+	rn_txn_settings_load(n->cfg, &ts);
+	internal_topic_create(n, RN_TXN_TOPIC, ts.partitions, ts.rf,
+	    ts.segment_bytes, ts.min_isr, &n->next_txn_create_ms);
 }
 
 /* The coordinator of one key: error code, and the broker when 0. */
@@ -194,18 +258,19 @@ find_one(struct net *n, struct rn_kstr key, int8_t key_type,
 	const struct rn_mdv_broker *b;
 	int32_t p;
 
+	const char *topic = key_type == 1 ? RN_TXN_TOPIC : RN_OFFSETS_TOPIC;
+
 	*out = NULL;
-	if (key_type == 1)
-		/* transactions are not offered (as InitProducerId says) */
-		return RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-	if (key_type != 0)
+	if (key_type != 0 && key_type != 1)
 		return RN_KERR_INVALID_REQUEST;
-	if (key.len < 0)
+	if (key.len < 0 || (key_type == 1 && key.len == 0))
 		return RN_KERR_INVALID_REQUEST;
-	t = rn_mdview_topic(&n->view, RN_OFFSETS_TOPIC,
-	    strlen(RN_OFFSETS_TOPIC));
+	t = rn_mdview_topic(&n->view, topic, strlen(topic));
 	if (t == NULL || t->n_parts <= 0) {
-		offsets_topic_create(n);
+		if (key_type == 1)
+			txn_topic_create(n);
+		else
+			offsets_topic_create(n);
 		return RN_KERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	p = rn_group_partition(key.ptr, (size_t)key.len, t->n_parts);

@@ -53,6 +53,13 @@ static const struct {
 	{ RN_KAPI_DESCRIBE_GROUPS, 0, 5, net_group_forward },
 	{ RN_KAPI_DELETE_GROUPS, 0, 2, net_group_forward },
 	{ RN_KAPI_OFFSET_DELETE, 0, 0, net_group_forward },
+	/* transactions: the coordinator worker holds them beside the groups */
+	{ RN_KAPI_ADD_PARTITIONS_TO_TXN, 0, 3, net_group_forward },
+	{ RN_KAPI_ADD_OFFSETS_TO_TXN, 0, 3, net_group_forward },
+	{ RN_KAPI_END_TXN, 0, 3, net_group_forward },
+	{ RN_KAPI_TXN_OFFSET_COMMIT, 0, 3, net_group_forward },
+	{ RN_KAPI_DESCRIBE_TRANSACTIONS, 0, 0, net_group_forward },
+	{ RN_KAPI_LIST_TRANSACTIONS, 0, 1, net_group_forward },
 	{ RN_KAPI_DESCRIBE_LOG_DIRS, 0, 4, net_describe_log_dirs },
 	{ RN_KAPI_ALTER_REPLICA_LOG_DIRS, 0, 2, net_alter_replica_log_dirs },
 	{ RN_KAPI_DESCRIBE_ACLS, 0, 3, net_describe_acls },

@@ -266,6 +266,7 @@ struct net {
 	struct rn_ringq_in from_coord;
 	int32_t coord_pid;            /* its pid when last drained */
 	int64_t next_offsets_create_ms;
+	int64_t next_txn_create_ms;   /* __transaction_state asked for */
 	struct rn_authz authz;        /* authz.c */
 	struct net_connlim lim;       /* connlimit.c */
 	/* a client listener (env index) not accepted from until then
@@ -433,6 +434,9 @@ int net_alter_partition(struct net *n, const struct rn_mdv_topic *t,
 
 /* coord_channel.c: consumer groups */
 int net_find_coordinator(struct net *n, struct conn *c);
+/* A marker on a __consumer_offsets partition, told to the coordinator. */
+void net_coord_txn_marker(struct net *n, int32_t partition, int64_t pid,
+    bool commit);
 int net_group_forward(struct net *n, struct conn *c);
 int net_coord_drain(struct net *n);
 bool net_coord_pump(struct net *n);

@@ -178,7 +178,9 @@ produce_one(struct net *n, struct conn *c,
 	if (!allowed) {
 		pr->index = pd->index;
 		pr->error_code = RN_KERR_TOPIC_AUTHORIZATION_FAILED;
-	} else if (req->transactional_id.len >= 0)
+	} else if (req->transactional_id.len >= 0 && !net_authorized(n, c,
+	    RN_ACL_OP_WRITE, RN_ACL_RES_TRANSACTIONAL_ID,
+	    req->transactional_id.ptr, (size_t)req->transactional_id.len))
 		pr->error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 	else if (req->acks != 0 && req->acks != 1 && req->acks != -1)
 		pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
@@ -207,10 +209,6 @@ net_produce(struct net *n, struct conn *c)
 	bool failed = false;
 	int i, j, total = 0;
 
-	if (req->transactional_id.len >= 0) {
-		/* no transactions: say so rather than append half-way */
-		log_warnx("%s: transactional produce refused", c->peer);
-	}
 	rn_ProduceResponse_init(&r);
 	r.throttle_time_ms = net_quota_record(n, c, RN_CQ_PRODUCE,
 	    (int64_t)c->frame_len + 4);
@@ -281,7 +279,11 @@ net_produce_recheck(struct net *n, struct conn *c, bool timed_out)
 	net_conn_request_done(n, c);
 }
 
-/* Producer ids for idempotent producers; transactions are not offered. */
+/*
+ * Producer ids for idempotent producers here; a transactional id's goes
+ * to the transaction coordinator (the coordinator worker), which takes
+ * its ids from the same counter.
+ */
 int
 net_init_producer_id(struct net *n, struct conn *c)
 {
@@ -290,6 +292,10 @@ net_init_producer_id(struct net *n, struct conn *c)
 
 	rn_InitProducerIdResponse_init(&r);
 	if (req->transactional_id.len >= 0) {
+		if (net_authorized(n, c, RN_ACL_OP_WRITE,
+		    RN_ACL_RES_TRANSACTIONAL_ID, req->transactional_id.ptr,
+		    (size_t)req->transactional_id.len))
+			return net_group_forward(n, c);
 		r.error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 	} else if (!net_authorized_write_somewhere(n, c)) {
 		r.error_code = RN_KERR_CLUSTER_AUTHORIZATION_FAILED;

@@ -1,7 +1,8 @@
 /*
- * WriteTxnMarkers: the transaction coordinator (of this cluster or, until
- * runnel has one, any client with CLUSTER_ACTION) asks a partition leader
- * to end a producer's transaction. Each partition gets a control batch
+ * WriteTxnMarkers: the transaction coordinator (workers/coordinator/
+ * txn_markers.c of whichever node coordinates the transactional id, or
+ * any client with CLUSTER_ACTION) asks a partition leader to end a
+ * producer's transaction. Each partition gets a control batch
  * (commit or abort) through the partition runtime, and the answer waits,
  * as an acks=all produce does, until the ISR holds the marker.
  */
@@ -13,6 +14,7 @@
 #include "common/acl.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "protocol/group_records.h"
 #include "protocol/kerrors.h"
 #include "workers/network/net_int.h"
 
@@ -48,6 +50,11 @@ marker_partition(struct net *n, const struct rn_mdv_topic *t,
 		return kerr;
 	rn_part_advance_hw(p, mp, n->cfg->node_id);
 	rn_part_wake_parked(p, n->net_efds, n->w->index);
+	if (t->name_len == strlen(RN_OFFSETS_TOPIC) &&
+	    memcmp(t->name, RN_OFFSETS_TOPIC, t->name_len) == 0)
+		/* the group coordinator applies or drops the pending offsets */
+		net_coord_txn_marker(n, index, m->producer_id,
+		    m->transaction_result);
 	*need = offset + 1;
 	return RN_KERR_NONE;
 }

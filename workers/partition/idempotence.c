@@ -40,6 +40,9 @@ rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
 	if (p != NULL && p->txn_first >= 0 && h->producer_epoch == p->epoch &&
 	    !(h->attributes & RN_BATCH_ATTR_TRANSACTIONAL))
 		return -RN_KERR_INVALID_TXN_STATE;	/* inside its transaction */
+	/* a marker at a bumped epoch leaves no batches but fences the older */
+	if (p != NULL && h->producer_epoch < p->epoch)
+		return -RN_KERR_INVALID_PRODUCER_EPOCH;
 	if (p == NULL || p->n == 0) {
 		/*
 		 * No state of this producer here (a new replica, a topic
@@ -50,6 +53,9 @@ rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
 	}
 	if (h->producer_epoch < p->epoch)
 		return -RN_KERR_INVALID_PRODUCER_EPOCH;
+	/* the group coordinator's transactional offsets carry no sequence */
+	if (h->base_sequence < 0 && (h->attributes & RN_BATCH_ATTR_TRANSACTIONAL))
+		return RN_IDEM_APPEND;
 	if (h->producer_epoch > p->epoch)
 		return h->base_sequence == 0 ? RN_IDEM_APPEND :
 		    -RN_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;

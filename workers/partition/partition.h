@@ -208,6 +208,11 @@ rn_part_hw(const struct rn_part *p)
 int16_t rn_part_append_leader(struct rn_part *p, void *records, size_t len,
     const struct rn_batch_header *h, int32_t leader_epoch,
     struct rn_append_info *info, int64_t *dup);
+/* The same for the group coordinator's transactional offsets (a producer's
+ * batch without a sequence). */
+int16_t rn_part_append_coordinator(struct rn_part *p, void *records,
+    size_t len, const struct rn_batch_header *h, int32_t leader_epoch,
+    struct rn_append_info *info, int64_t *dup);
 
 /*
  * Follower: append what the leader sent, its offsets and epochs kept; the

@@ -30,10 +30,32 @@ rn_part_rolled(struct rn_part *p)
 	    atomic_load(&p->rt->log.active_base_offset), 0);
 }
 
+static int16_t append_leader(struct rn_part *p, void *records, size_t len,
+    const struct rn_batch_header *h, int32_t leader_epoch,
+    struct rn_append_info *info, int64_t *dup, bool coordinator);
+
 int16_t
 rn_part_append_leader(struct rn_part *p, void *records, size_t len,
     const struct rn_batch_header *h, int32_t leader_epoch,
     struct rn_append_info *info, int64_t *dup)
+{
+	return append_leader(p, records, len, h, leader_epoch, info, dup,
+	    false);
+}
+
+int16_t
+rn_part_append_coordinator(struct rn_part *p, void *records, size_t len,
+    const struct rn_batch_header *h, int32_t leader_epoch,
+    struct rn_append_info *info, int64_t *dup)
+{
+	return append_leader(p, records, len, h, leader_epoch, info, dup,
+	    true);
+}
+
+static int16_t
+append_leader(struct rn_part *p, void *records, size_t len,
+    const struct rn_batch_header *h, int32_t leader_epoch,
+    struct rn_append_info *info, int64_t *dup, bool coordinator)
 {
 	int64_t now;
 	int rc, idem;
@@ -49,7 +71,8 @@ rn_part_append_leader(struct rn_part *p, void *records, size_t len,
 	}
 	*dup = -1;
 	now = rn_wallclock_ms();
-	rc = rn_part_io(p, rn_log_append(p->log, records, len, leader_epoch,
+	rc = rn_part_io(p, (coordinator ? rn_log_append_coordinator :
+	    rn_log_append)(p->log, records, len, leader_epoch,
 	    now, info), "appending as leader");
 	if (rc == 0 && info->rolled)
 		rn_part_rolled(p);
