@@ -238,10 +238,18 @@ rn_worker_heartbeat(struct rn_worker *w)
 void
 rn_worker_wait(struct rn_worker *w, int timeout_ms)
 {
-	struct pollfd pfd;
+	rn_worker_wait_fds(w, timeout_ms, NULL, 0);
+}
+
+void
+rn_worker_wait_fds(struct rn_worker *w, int timeout_ms, const int *fds,
+    int n_fds)
+{
+	struct pollfd pfd[1 + RN_WORKER_WAIT_FDS];
 	int64_t now = rn_now_ms();
 	int64_t until_hb = w->next_heartbeat_ms - now;
 	uint64_t v;
+	int i, n = 1;
 
 	if (until_hb <= 0) {
 		rn_worker_heartbeat(w);
@@ -252,10 +260,14 @@ rn_worker_wait(struct rn_worker *w, int timeout_ms)
 	/* the controller wakes us as it drains; poll too, to be sure */
 	if (rn_worker_pump_ctl(w) && timeout_ms > 10)
 		timeout_ms = 10;
-	pfd.fd = w->env->efd[w->slot];
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, timeout_ms) > 0)
-		(void)read(pfd.fd, &v, sizeof(v));
+	pfd[0].fd = w->env->efd[w->slot];
+	pfd[0].events = POLLIN;
+	for (i = 0; i < n_fds && i < RN_WORKER_WAIT_FDS; i++) {
+		pfd[n].fd = fds[i];
+		pfd[n++].events = POLLIN;
+	}
+	if (poll(pfd, (nfds_t)n, timeout_ms) > 0 && (pfd[0].revents & POLLIN))
+		(void)read(pfd[0].fd, &v, sizeof(v));
 	if (rn_now_ms() >= w->next_heartbeat_ms)
 		rn_worker_heartbeat(w);
 }

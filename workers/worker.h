@@ -103,6 +103,10 @@ bool rn_worker_should_stop(void);
 void rn_worker_heartbeat(struct rn_worker *w);
 /* Sleep until the eventfd fires or timeout_ms passes; also services heartbeats. */
 void rn_worker_wait(struct rn_worker *w, int timeout_ms);
+/* The same, waking too when one of fds (at most RN_WORKER_WAIT_FDS) is readable. */
+#define RN_WORKER_WAIT_FDS 64
+void rn_worker_wait_fds(struct rn_worker *w, int timeout_ms, const int *fds,
+    int n_fds);
 /*
  * Send a msgpack payload of any size to the controller and wake it; what
  * the ring cannot take now is queued and pushed by rn_worker_pump_ctl().

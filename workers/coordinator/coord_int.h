@@ -416,6 +416,8 @@ bool co_txn_log_load_step(struct co *co, int32_t partition);
 /* txn_markers.c */
 /* Send the markers due; the next time to look again. */
 int64_t co_txn_markers_tick(struct co *co);
+/* The sockets of marker requests in flight, for the loop's wait. */
+int co_txn_markers_fds(const struct co *co, int *fds, int max);
 /* A transaction going away: forget it in the requests in flight. */
 void co_txn_markers_forget(struct co *co, struct co_txn *txn);
 void co_txn_markers_close(struct co *co);

@@ -535,6 +535,14 @@ rn_coordinator_main(struct rn_worker *w)
 			if (s < next)
 				next = s;
 		}
+		/* what those wrote may be replicated already (one node, or
+		 * fast followers): settled now, not a poll later */
+		if (co.writes != NULL) {
+			int64_t s = co_log_settle(&co);
+
+			if (s < next)
+				next = s;
+		}
 		if (co.now >= co.next_expiry_ms) {
 			co.next_expiry_ms = co.now + co.gs.retention_check_ms;
 			co_offsets_expire(&co);
@@ -546,7 +554,13 @@ rn_coordinator_main(struct rn_worker *w)
 			timeout = 0;
 		if (timeout > CO_WAIT_MS)
 			timeout = CO_WAIT_MS;
-		rn_worker_wait(w, timeout);
+		{
+			/* marker answers wake the loop as they come */
+			int fds[RN_WORKER_WAIT_FDS];
+
+			rn_worker_wait_fds(w, timeout, fds,
+			    co_txn_markers_fds(&co, fds, RN_WORKER_WAIT_FDS));
+		}
 		co_sleeping(&co, false);
 		rn_ring_consumer_sleeping(rn_shm_ring_from_ctl(w->env->shm,
 		    w->slot), false);

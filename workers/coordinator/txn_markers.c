@@ -403,6 +403,17 @@ leader_of(struct co *co, const struct co_txn_tp *tp)
 	return mp->leader;
 }
 
+int
+co_txn_markers_fds(const struct co *co, int *fds, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < co->n_mconns && n < max; i++)
+		if (co->mconns[i].in_flight && co->mconns[i].fd >= 0)
+			fds[n++] = co->mconns[i].fd;
+	return n;
+}
+
 int64_t
 co_txn_markers_tick(struct co *co)
 {
@@ -459,6 +470,8 @@ co_txn_markers_tick(struct co *co)
 	}
 	for (i = 0; i < co->n_mconns; i++)
 		busy = busy || co->mconns[i].in_flight;
+	/* the loop also waits on the sockets of answers in flight (TLS may
+	 * hold decrypted bytes poll cannot see: look again soon anyway) */
 	if (busy)
 		return co->now + POLL_MS;
 	return co->marking != NULL ? co->now + RETRY_MS : INT64_MAX;
