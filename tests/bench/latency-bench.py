@@ -42,12 +42,11 @@ sys.path.insert(0, os.path.join(here, "..", "lib"))
 os.environ.setdefault("RUNNEL_BUILDDIR", os.path.abspath("build"))
 
 import rntest  # noqa: E402
+from rnpeers import start_mock  # noqa: E402
 from rnproc import schedstat_ns  # noqa: E402
 
 BUILD = os.environ["RUNNEL_BUILDDIR"]
 PERF = os.path.join(BUILD, "runnel-perf")
-PEERS = os.environ.get("RUNNEL_PEERS_DIR",
-                       os.path.join(here, "..", "..", "..", "shared", "peers"))
 SECS = float(os.environ.get("BENCH_LAT_SECS", "10"))
 PEAK_N = int(os.environ.get("BENCH_LAT_PEAK_RECORDS", "2000000"))
 RATE = int(os.environ.get("BENCH_LAT_RATE", "0"))
@@ -157,35 +156,7 @@ def print_stages(before, after):
             fmt_s(top) if n else "-"))
 
 
-# ---- peers ----
-
-def start_mock(tmp):
-    src = os.path.join(PEERS, "rdk_mock_broker.c")
-    exe = os.path.join(tmp, "rdk_mock_broker")
-    if not os.path.exists(src) or subprocess.run(
-            ["gcc", "-O2", "-o", exe, src, "-lrdkafka", "-ldl"],
-            capture_output=True).returncode != 0:
-        print("bench: no mock broker (%s missing or not buildable)" % src,
-              file=sys.stderr)
-        return None, None
-    port = rntest.free_port()
-    proc = subprocess.Popen([exe, "-n", "1", "-p", str(port), "-t",
-                             "lat:1:1"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    return proc, "127.0.0.1:%d" % port if wait_port(port) else None
-
-
-def wait_port(port, secs=10):
-    import socket
-
-    def up():
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            return True
-        except OSError:
-            return False
-    return rntest.wait_for(up, secs, 0.1)
-
+# ---- runnel ----
 
 def start_runnel(tmp):
     mport = rntest.free_port()
@@ -220,7 +191,7 @@ def line(label, r, extra=""):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="runnel-latbench-")
-    mock, mock_bs = start_mock(tmp)
+    mock, mock_bs = start_mock(tmp, ["lat:1:1"])
     node, mport = start_runnel(tmp)
     try:
         print("load before: %s" % load())

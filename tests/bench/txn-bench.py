@@ -14,7 +14,6 @@ Two lines per broker, each from one confluent-kafka producer:
     RUNNEL_BUILDDIR=./build tests/bench/txn-bench.py   (or: make bench-txn)
 """
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,37 +26,16 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import rntest  # noqa: E402
+from rnpeers import start_mock  # noqa: E402
 
 COUNT = int(os.environ.get("BENCH_TXN_COUNT", "500"))
 RECORDS = int(os.environ.get("BENCH_TXN_RECORDS", "200000"))
-PEERS = os.environ.get("RUNNEL_PEERS_DIR",
-                       os.path.join(here, "..", "..", "..", "shared", "peers"))
 VALUE = b"v" * 100
 
 
 def pct(v, q):
     v = sorted(v)
     return v[min(len(v) - 1, int(len(v) * q))] if v else float("nan")
-
-
-def start_mock(tmp):
-    src = os.path.join(PEERS, "rdk_mock_broker.c")
-    exe = os.path.join(tmp, "rdk_mock_broker")
-    if not os.path.exists(src) or subprocess.run(
-            ["gcc", "-O2", "-o", exe, src, "-lrdkafka", "-ldl"],
-            capture_output=True).returncode != 0:
-        print("txn-bench: no mock broker (%s missing or not buildable)" % src)
-        return None, None
-    port = rntest.free_port()
-    proc = subprocess.Popen([exe, "-n", "1", "-p", str(port), "-t",
-                             "small:2:1", "-t", "large:1:1"],
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    bs = "127.0.0.1:%d" % port
-    ok = rntest.wait_for(lambda: subprocess.run(
-        ["kcat", "-b", bs, "-L", "-m", "1"], capture_output=True).returncode
-        == 0, 10, 0.2)
-    return proc, bs if ok else None
 
 
 def start_runnel(tmp):
@@ -122,7 +100,7 @@ def large(bs, tag, txn):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="runnel-txnbench-")
-    mock, mock_bs = start_mock(tmp)
+    mock, mock_bs = start_mock(tmp, ["small:2:1", "large:1:1"])
     node = start_runnel(tmp)
     peers = [("runnel", node.bootstrap)] + ([("mock", mock_bs)] if mock_bs
                                              else [])

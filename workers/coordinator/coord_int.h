@@ -403,6 +403,10 @@ void co_txn_markers_done(struct co *co, struct co_txn *txn);
 void co_txn_tick(struct co *co);
 /* Follow the image for __transaction_state: load and unload partitions. */
 void co_txn_follow_image(struct co *co);
+/* Which partitions of an internal topic lead here, after a new image. */
+void co_follow_topic(struct co *co, const char *name, uint8_t id[16],
+    int32_t *n_parts, struct co_part *part,
+    void (*unload)(struct co *, int32_t));
 bool co_txn_load(struct co *co, int64_t until);
 struct co_txn *co_txn_find(struct co *co, struct rn_kstr id);
 

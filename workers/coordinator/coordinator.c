@@ -359,44 +359,48 @@ co_unload(struct co *co, int32_t p)
 }
 
 /*
- * A new image: which __consumer_offsets partitions lead here now. One
- * led at a new epoch is loaded again (another leader may have written in
- * between); a topic recreated under a new id starts over.
+ * Which partitions of an internal topic lead here now, as a new image
+ * says (__consumer_offsets for the groups, __transaction_state for the
+ * transactional ids). One led at a new epoch is loaded again (another
+ * leader may have written in between); one no longer led here, or every
+ * one of a topic recreated under a new id, is unloaded.
  */
-static void
-co_follow_image(struct co *co)
+void
+co_follow_topic(struct co *co, const char *name, uint8_t id[16],
+    int32_t *n_parts, struct co_part *part,
+    void (*unload)(struct co *, int32_t))
 {
-	const struct rn_mdv_topic *t = rn_mdview_topic(&co->view,
-	    RN_OFFSETS_TOPIC, strlen(RN_OFFSETS_TOPIC));
+	const struct rn_mdv_topic *t = rn_mdview_topic(&co->view, name,
+	    strlen(name));
 	int32_t p, n;
 
-	if (t == NULL || memcmp(t->id, co->topic_id, 16) != 0) {
-		for (p = 0; p < co->n_parts && p < CO_MAX_PARTS; p++)
-			co_unload(co, p);
-		co->n_parts = 0;
-		memset(co->topic_id, 0, 16);
+	if (t == NULL || memcmp(t->id, id, 16) != 0) {
+		for (p = 0; p < *n_parts && p < CO_MAX_PARTS; p++)
+			unload(co, p);
+		*n_parts = 0;
+		memset(id, 0, 16);
 		if (t == NULL)
 			return;
-		memcpy(co->topic_id, t->id, 16);
+		memcpy(id, t->id, 16);
 	}
 	n = t->n_parts < CO_MAX_PARTS ? t->n_parts : CO_MAX_PARTS;
-	co->n_parts = t->n_parts;
+	*n_parts = t->n_parts;
 	for (p = 0; p < n; p++) {
 		const struct rn_mdv_partition *mp = rn_mdview_partition(t, p);
-		struct co_part *cp = &co->part[p];
+		struct co_part *cp = &part[p];
 		bool mine = mp != NULL && mp->leader == co->cfg->node_id &&
 		    mp->slot >= 0;
 
 		if (cp->state != CP_NONE && (!mine ||
 		    mp->leader_epoch != cp->leader_epoch))
-			co_unload(co, p);
+			unload(co, p);
 		if (mine && cp->state == CP_NONE) {
 			cp->state = CP_LOADING;
 			cp->leader_epoch = mp->leader_epoch;
 			cp->load_next = -1;
-			rn_log_about(LOG_DEBUG, rn_subj_part(RN_OFFSETS_TOPIC,
-			    p), "%s-%d: led here at epoch %d: loading",
-			    RN_OFFSETS_TOPIC, p, mp->leader_epoch);
+			rn_log_about(LOG_DEBUG, rn_subj_part(name, p),
+			    "%s-%d: led here at epoch %d: loading", name, p,
+			    mp->leader_epoch);
 		}
 	}
 }
@@ -502,7 +506,8 @@ rn_coordinator_main(struct rn_worker *w)
 		co.now = rn_now_ms();
 		if (rn_mdview_refresh(&co.view, w->env->shm) == 1) {
 			rn_part_table_sync(&co.parts, &co.view);
-			co_follow_image(&co);
+			co_follow_topic(&co, RN_OFFSETS_TOPIC, co.topic_id,
+			    &co.n_parts, co.part, co_unload);
 			co_txn_follow_image(&co);
 		}
 		busy = co_load(&co);

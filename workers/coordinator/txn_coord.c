@@ -930,36 +930,8 @@ txn_unload(struct co *co, int32_t p)
 void
 co_txn_follow_image(struct co *co)
 {
-	const struct rn_mdv_topic *t = rn_mdview_topic(&co->view,
-	    RN_TXN_TOPIC, strlen(RN_TXN_TOPIC));
-	int32_t p, n;
-
-	if (t == NULL || memcmp(t->id, co->txn_topic_id, 16) != 0) {
-		for (p = 0; p < co->txn_n_parts && p < CO_MAX_PARTS; p++)
-			txn_unload(co, p);
-		co->txn_n_parts = 0;
-		memset(co->txn_topic_id, 0, 16);
-		if (t == NULL)
-			return;
-		memcpy(co->txn_topic_id, t->id, 16);
-	}
-	n = t->n_parts < CO_MAX_PARTS ? t->n_parts : CO_MAX_PARTS;
-	co->txn_n_parts = t->n_parts;
-	for (p = 0; p < n; p++) {
-		const struct rn_mdv_partition *mp = rn_mdview_partition(t, p);
-		struct co_part *cp = &co->txn_part[p];
-		bool mine = mp != NULL && mp->leader == co->cfg->node_id &&
-		    mp->slot >= 0;
-
-		if (cp->state != CP_NONE && (!mine ||
-		    mp->leader_epoch != cp->leader_epoch))
-			txn_unload(co, p);
-		if (mine && cp->state == CP_NONE) {
-			cp->state = CP_LOADING;
-			cp->leader_epoch = mp->leader_epoch;
-			cp->load_next = -1;
-		}
-	}
+	co_follow_topic(co, RN_TXN_TOPIC, co->txn_topic_id, &co->txn_n_parts,
+	    co->txn_part, txn_unload);
 }
 
 /* A partition loaded: prepared transactions finish their markers. */
