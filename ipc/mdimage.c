@@ -1055,6 +1055,26 @@ rn_mdview_broker(const struct rn_mdview *v, int32_t id)
 	return NULL;
 }
 
+int
+rn_mdview_broker_address(const struct rn_mdview *v, int32_t id,
+    const char *listener, char *host, size_t hostlen, uint16_t *port)
+{
+	const struct rn_mdv_broker *b = rn_mdview_broker(v, id);
+	int i;
+
+	if (b == NULL || b->fenced)
+		return -ENOENT;
+	for (i = 0; i < b->n_listeners; i++)
+		if (strcmp(b->listeners[i].name, listener) == 0) {
+			strlcpy(host, b->listeners[i].host, hostlen);
+			*port = b->listeners[i].port;
+			return 0;
+		}
+	strlcpy(host, b->host, hostlen);
+	*port = b->port;
+	return 0;
+}
+
 static const char *
 cfg_lookup(const struct rn_mdv_config *c, int n, const char *key)
 {

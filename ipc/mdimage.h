@@ -196,6 +196,13 @@ const struct rn_mdv_partition *rn_mdview_partition(
     const struct rn_mdv_topic *t, int32_t p);
 const struct rn_mdv_broker *rn_mdview_broker(const struct rn_mdview *v,
     int32_t id);
+/*
+ * Where other brokers reach broker id: its listener named listener (the
+ * inter-broker one), else its first. 0, or -ENOENT when it is unknown or
+ * fenced.
+ */
+int rn_mdview_broker_address(const struct rn_mdview *v, int32_t id,
+    const char *listener, char *host, size_t hostlen, uint16_t *port);
 
 /*
  * Effective value of a topic config and where it comes from: the topic's

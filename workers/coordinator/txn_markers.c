@@ -98,28 +98,6 @@ co_txn_markers_close(struct co *co)
 	co->n_mconns = 0;
 }
 
-/* The broker's inter-broker listener, as the fetchers reach it. */
-static int
-broker_address(struct co *co, int32_t id, char *host, size_t hostlen,
-    uint16_t *port)
-{
-	const struct rn_mdv_broker *b = rn_mdview_broker(&co->view, id);
-	int i;
-
-	if (b == NULL || b->fenced)
-		return -ENOENT;
-	for (i = 0; i < b->n_listeners; i++)
-		if (strcmp(b->listeners[i].name,
-		    co->cfg->inter_broker_listener_name) == 0) {
-			strlcpy(host, b->listeners[i].host, hostlen);
-			*port = b->listeners[i].port;
-			return 0;
-		}
-	strlcpy(host, b->host, hostlen);
-	*port = b->port;
-	return 0;
-}
-
 /* A bounded blocking connect (and login): a dead broker costs 2 s. */
 static int
 mconn_connect(struct co *co, struct co_mconn *mc)
@@ -131,7 +109,8 @@ mconn_connect(struct co *co, struct co_mconn *mc)
 	uint16_t port;
 	int fd, one = 1;
 
-	if (broker_address(co, mc->broker, host, sizeof(host), &port) != 0)
+	if (rn_mdview_broker_address(&co->view, mc->broker,
+	    co->cfg->inter_broker_listener_name, host, sizeof(host), &port) != 0)
 		return -ENOENT;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;

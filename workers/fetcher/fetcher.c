@@ -169,28 +169,6 @@ leader_get(struct fetcher *f, int32_t id)
 	return l;
 }
 
-/* The address followers reach a broker at: its inter-broker listener. */
-static int
-leader_address(struct fetcher *f, int32_t id, char *host, size_t hostlen,
-    uint16_t *port)
-{
-	const struct rn_mdv_broker *b = rn_mdview_broker(&f->view, id);
-	int i;
-
-	if (b == NULL || b->fenced)
-		return -ENOENT;
-	for (i = 0; i < b->n_listeners; i++)
-		if (strcmp(b->listeners[i].name,
-		    f->cfg->inter_broker_listener_name) == 0) {
-			strlcpy(host, b->listeners[i].host, hostlen);
-			*port = b->listeners[i].port;
-			return 0;
-		}
-	strlcpy(host, b->host, hostlen);
-	*port = b->port;
-	return 0;
-}
-
 /*
  * TLS and the SASL login on the inter-broker listener, blocking within
  * the I/O timeout like the connect before it. A failure is logged at
@@ -225,7 +203,8 @@ leader_connect(struct fetcher *f, struct leader *l)
 	int fd, one = 1;
 	struct timeval tv = { 2, 0 };
 
-	if (leader_address(f, l->id, host, sizeof(host), &port) != 0)
+	if (rn_mdview_broker_address(&f->view, l->id,
+	    f->cfg->inter_broker_listener_name, host, sizeof(host), &port) != 0)
 		return -ENOENT;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
