@@ -222,8 +222,12 @@ def figures(n, conn):
 
 
 def cluster(tmp):
+    # the readers' group coordinator must outlive the killed node: with
+    # __consumer_offsets at RF=1 on it, a consumer's close() waits for
+    # a coordinator that never comes back
     c = Cluster(tmp, 3, props={"replica.lag.time.max.ms": "3000",
-                               "min.insync.replicas": "2"})
+                               "min.insync.replicas": "2",
+                               "offsets.topic.replication.factor": "3"})
     c.start()
     try:
         t.ok(c.wait_running(60), "three nodes running")
