@@ -378,6 +378,24 @@ int16_t co_log_append(struct co *co, int32_t partition,
     const struct rn_record_in *recs, int n, int64_t *end);
 /* The same on __consumer_offsets (txn false) or __transaction_state,
  * with a producer's transactional batch when pid >= 0. */
+/*
+ * Offset records for one append to a group's partition (an OffsetCommit's
+ * or a TxnOffsetCommit's): init for at most max, add each, then append
+ * them (as producer pid/epoch, -1 for none), which frees them.
+ */
+struct co_offset_recs {
+	struct rn_kwriter kw;
+	struct rn_record_in *recs;
+	size_t *ko, *vo;         /* each record's key and value in kw */
+	int32_t n;
+	int64_t now;
+};
+void co_offset_recs_init(struct co_offset_recs *o, int32_t max);
+void co_offset_recs_add(struct co_offset_recs *o, const struct co_group *g,
+    struct rn_kstr topic, int32_t partition, int64_t offset,
+    int32_t leader_epoch, struct rn_kstr metadata);
+int16_t co_offset_recs_append(struct co *co, struct co_offset_recs *o,
+    const struct co_group *g, int64_t pid, int16_t epoch, int64_t *end);
 int16_t co_log_append_to(struct co *co, bool txn, int32_t partition,
     const struct rn_record_in *recs, int n, int64_t pid, int16_t epoch,
     int64_t *end);

@@ -302,64 +302,90 @@ co_write_settled(struct co *co, struct co_write *wr, int16_t kerr)
 	}
 }
 
+void
+co_offset_recs_init(struct co_offset_recs *o, int32_t max)
+{
+	memset(o, 0, sizeof(*o));
+	o->recs = calloc((size_t)max + 1, sizeof(*o->recs));
+	o->ko = calloc((size_t)max + 1, sizeof(*o->ko));
+	o->vo = calloc((size_t)max + 1, sizeof(*o->vo));
+	if (o->recs == NULL || o->ko == NULL || o->vo == NULL)
+		fatalx("group coordinator: out of memory");
+	o->now = rn_wallclock_ms();
+	rn_kwriter_init(&o->kw);
+}
+
+void
+co_offset_recs_add(struct co_offset_recs *o, const struct co_group *g,
+    struct rn_kstr topic, int32_t partition, int64_t offset,
+    int32_t leader_epoch, struct rn_kstr metadata)
+{
+	struct rn_grec_offset v;
+
+	v.offset = offset;
+	v.leader_epoch = leader_epoch;
+	v.metadata = metadata;
+	v.commit_ts = o->now;
+	v.expire_ts = -1;
+	o->ko[o->n] = o->kw.len;
+	rn_grec_offset_key(&o->kw, rn_kstr_c(g->id), topic, partition);
+	o->vo[o->n] = o->kw.len;
+	rn_grec_offset_value(&o->kw, &v);
+	o->recs[o->n].timestamp = o->now;
+	o->n++;
+}
+
+int16_t
+co_offset_recs_append(struct co *co, struct co_offset_recs *o,
+    const struct co_group *g, int64_t pid, int16_t epoch, int64_t *end)
+{
+	int16_t err;
+	int32_t i;
+
+	/* the writer may have moved while growing: pointers only now */
+	o->ko[o->n] = o->kw.len;
+	for (i = 0; i < o->n; i++) {
+		o->recs[i].key = o->kw.buf + o->ko[i];
+		o->recs[i].key_len = (int32_t)(o->vo[i] - o->ko[i]);
+		o->recs[i].value = o->kw.buf + o->vo[i];
+		o->recs[i].value_len = (int32_t)(o->ko[i + 1] - o->vo[i]);
+	}
+	err = o->n == 0 ? 0 : o->kw.err ? RN_KERR_UNKNOWN_SERVER_ERROR :
+	    co_log_append_to(co, false, g->partition, o->recs, o->n, pid,
+	    epoch, end);
+	rn_kwriter_free(&o->kw);
+	free(o->recs);
+	free(o->ko);
+	free(o->vo);
+	return err;
+}
+
 /* The records of a commit: one per partition without an error. */
 static int16_t
 commit_append(struct co *co, struct co_write *wr, struct co_group *g,
     int *n_ok, int64_t *end)
 {
 	const struct rn_OffsetCommitRequest *req = &wr->req;
-	struct rn_kwriter kw;
-	struct rn_record_in *recs;
-	size_t *ko, *vo;
-	int64_t now = rn_wallclock_ms();
-	int32_t i, j, k = 0, n = 0, total = 0;
-	int16_t err;
+	struct co_offset_recs o;
+	int32_t i, j, k = 0, total = 0;
 
 	for (i = 0; i < req->topics_count; i++)
 		total += req->topics[i].partitions_count;
-	recs = calloc((size_t)total + 1, sizeof(*recs));
-	ko = calloc((size_t)total + 1, sizeof(*ko));
-	vo = calloc((size_t)total + 1, sizeof(*vo));
-	if (recs == NULL || ko == NULL || vo == NULL)
-		fatalx("group coordinator: out of memory");
-	rn_kwriter_init(&kw);
+	co_offset_recs_init(&o, total);
 	for (i = 0; i < req->topics_count; i++)
 		for (j = 0; j < req->topics[i].partitions_count; j++, k++) {
 			const struct rn_OffsetCommitRequest_OffsetCommitRequestPartition
 			    *pp = &req->topics[i].partitions[j];
-			struct rn_grec_offset v;
 
-			if (wr->errs[k] != 0)
-				continue;
-			v.offset = pp->committed_offset;
-			v.leader_epoch = wr->pend.ver >= 6 ?
-			    pp->committed_leader_epoch : -1;
-			v.metadata = pp->committed_metadata;
-			v.commit_ts = now;
-			v.expire_ts = -1;
-			ko[n] = kw.len;
-			rn_grec_offset_key(&kw, rn_kstr_c(g->id),
-			    req->topics[i].name, pp->partition_index);
-			vo[n] = kw.len;
-			rn_grec_offset_value(&kw, &v);
-			recs[n].timestamp = now;
-			n++;
+			if (wr->errs[k] == 0)
+				co_offset_recs_add(&o, g, req->topics[i].name,
+				    pp->partition_index, pp->committed_offset,
+				    wr->pend.ver >= 6 ?
+				    pp->committed_leader_epoch : -1,
+				    pp->committed_metadata);
 		}
-	ko[n] = kw.len;
-	for (i = 0; i < n; i++) {
-		recs[i].key = kw.buf + ko[i];
-		recs[i].key_len = (int32_t)(vo[i] - ko[i]);
-		recs[i].value = kw.buf + vo[i];
-		recs[i].value_len = (int32_t)(ko[i + 1] - vo[i]);
-	}
-	*n_ok = n;
-	err = n == 0 ? 0 : kw.err ? RN_KERR_UNKNOWN_SERVER_ERROR :
-	    co_log_append(co, g->partition, recs, n, end);
-	rn_kwriter_free(&kw);
-	free(recs);
-	free(ko);
-	free(vo);
-	return err;
+	*n_ok = o.n;
+	return co_offset_recs_append(co, &o, g, -1, -1, end);
 }
 
 int

@@ -235,58 +235,26 @@ txn_commit_append(struct co *co, struct co_write *wr, struct co_group *g,
     int *n_ok, int64_t *end)
 {
 	const struct rn_TxnOffsetCommitRequest *req = &wr->treq;
-	struct rn_kwriter kw;
-	struct rn_record_in *recs;
-	size_t *ko, *vo;
-	int64_t now = rn_wallclock_ms();
-	int32_t i, j, k = 0, n = 0, total = 0;
-	int16_t err;
+	struct co_offset_recs o;
+	int32_t i, j, k = 0, total = 0;
 
 	for (i = 0; i < req->topics_count; i++)
 		total += req->topics[i].partitions_count;
-	recs = calloc((size_t)total + 1, sizeof(*recs));
-	ko = calloc((size_t)total + 1, sizeof(*ko));
-	vo = calloc((size_t)total + 1, sizeof(*vo));
-	if (recs == NULL || ko == NULL || vo == NULL)
-		fatalx("group coordinator: out of memory");
-	rn_kwriter_init(&kw);
+	co_offset_recs_init(&o, total);
 	for (i = 0; i < req->topics_count; i++)
 		for (j = 0; j < req->topics[i].partitions_count; j++, k++) {
 			const struct rn_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition
 			    *pp = &req->topics[i].partitions[j];
-			struct rn_grec_offset v;
 
-			if (wr->errs[k] != 0)
-				continue;
-			v.offset = pp->committed_offset;
-			v.leader_epoch = pp->committed_leader_epoch;
-			v.metadata = pp->committed_metadata;
-			v.commit_ts = now;
-			v.expire_ts = -1;
-			ko[n] = kw.len;
-			rn_grec_offset_key(&kw, rn_kstr_c(g->id),
-			    req->topics[i].name, pp->partition_index);
-			vo[n] = kw.len;
-			rn_grec_offset_value(&kw, &v);
-			recs[n].timestamp = now;
-			n++;
+			if (wr->errs[k] == 0)
+				co_offset_recs_add(&o, g, req->topics[i].name,
+				    pp->partition_index, pp->committed_offset,
+				    pp->committed_leader_epoch,
+				    pp->committed_metadata);
 		}
-	ko[n] = kw.len;
-	for (i = 0; i < n; i++) {
-		recs[i].key = kw.buf + ko[i];
-		recs[i].key_len = (int32_t)(vo[i] - ko[i]);
-		recs[i].value = kw.buf + vo[i];
-		recs[i].value_len = (int32_t)(ko[i + 1] - vo[i]);
-	}
-	*n_ok = n;
-	err = n == 0 ? 0 : kw.err ? RN_KERR_UNKNOWN_SERVER_ERROR :
-	    co_log_append_to(co, false, g->partition, recs, n,
-	    req->producer_id, req->producer_epoch, end);
-	rn_kwriter_free(&kw);
-	free(recs);
-	free(ko);
-	free(vo);
-	return err;
+	*n_ok = o.n;
+	return co_offset_recs_append(co, &o, g, req->producer_id,
+	    req->producer_epoch, end);
 }
 
 int
