@@ -1,6 +1,5 @@
 /*
- * runnel-transactions: kafka-transactions.sh's verbs that need only the
- * partitions' side of transactions.
+ * runnel-transactions: kafka-transactions.sh's verbs.
  *
  *   runnel-transactions --bootstrap-server H:P [--command-config FILE] VERB
  *
@@ -10,11 +9,13 @@
  *         --coordinator-epoch C
  *   find-hanging (--broker-id B | --topic T [--partition P])
  *         [--max-transaction-timeout MINUTES]
- *   list, describe --transactional-id ID: not served until the broker has
- *         a transaction coordinator (exit 1)
+ *   list [--duration-filter MS]
+ *   describe --transactional-id ID
  *
- * Requests go in plain text over tool_kclient (DescribeProducers and
- * WriteTxnMarkers are not in librdkafka 2.0.2's admin API).
+ * Requests go in plain text over tool_kclient (DescribeProducers,
+ * WriteTxnMarkers, ListTransactions and DescribeTransactions are not in
+ * librdkafka 2.0.2's admin API). The verbs that ask the transaction
+ * coordinators are in txn_coord_verbs.c.
  */
 #include "autoconf.h"
 
@@ -28,10 +29,12 @@
 #include "protocol/kerrors.h"
 #include "tools/tool_common.h"
 #include "tools/txn_client.h"
+#include "tools/txn_coord_verbs.h"
 
 struct args {
-	const char *bootstrap, *verb, *topic;
-	long partition, broker, start_offset, pid, epoch, cepoch, max_min;
+	const char *bootstrap, *verb, *topic, *txn_id;
+	long partition, broker, start_offset, pid, epoch, cepoch, max_min,
+	    duration;
 	struct tool_props props;
 };
 
@@ -56,10 +59,14 @@ usage(FILE *f)
 "  find-hanging (--broker-id ID | --topic TOPIC [--partition P])\n"
 "        [--max-transaction-timeout MINUTES]\n"
 "      Open transactions whose producer last wrote longer ago than the\n"
-"      largest transaction timeout (15 minutes by default).\n"
-"  list, describe\n"
-"      Not supported by this broker yet: they ask the transaction\n"
-"      coordinator.\n"
+"      largest transaction timeout (15 minutes by default) and that their\n"
+"      coordinator does not know as ongoing on that partition.\n"
+"  list [--duration-filter MS]\n"
+"      The transactional ids every broker coordinates, with their producer\n"
+"      id and state; only transactions running longer than MS if given.\n"
+"  describe --transactional-id ID\n"
+"      ID's state at its coordinator: producer id and epoch, state,\n"
+"      timeout, start time and the partitions of its transaction.\n"
 "\n"
 "OPTIONS\n"
 "  --bootstrap-server HOST:PORT   a broker's plain-text listener\n"
@@ -73,7 +80,7 @@ usage(FILE *f)
 
 enum {
 	O_TOPIC = 1, O_PART, O_BROKER, O_START, O_PID, O_EPOCH, O_CEPOCH,
-	O_MAXTO, O_TXNID,
+	O_MAXTO, O_TXNID, O_DURATION,
 };
 
 static int
@@ -90,6 +97,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "coordinator-epoch", required_argument, NULL, O_CEPOCH },
 		{ "max-transaction-timeout", required_argument, NULL, O_MAXTO },
 		{ "transactional-id", required_argument, NULL, O_TXNID },
+		{ "duration-filter", required_argument, NULL, O_DURATION },
 		TOOL_LOPT_CLIENT,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -98,6 +106,7 @@ parse_args(int argc, char **argv, struct args *a)
 	a->partition = a->broker = a->start_offset = a->pid = a->epoch =
 	    a->cepoch = -1;
 	a->max_min = 15;
+	a->duration = -1;
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'b': a->bootstrap = optarg; break;
@@ -116,7 +125,9 @@ parse_args(int argc, char **argv, struct args *a)
 		    optarg, 0, INT32_MAX, &a->cepoch); break;
 		case O_MAXTO: rc = tool_opt_long("--max-transaction-timeout",
 		    optarg, 0, INT32_MAX, &a->max_min); break;
-		case O_TXNID: break;	/* describe's; not served yet */
+		case O_TXNID: a->txn_id = optarg; break;
+		case O_DURATION: rc = tool_opt_long("--duration-filter",
+		    optarg, -1, INT64_MAX, &a->duration); break;
 		case TOOL_O_CMD_CONFIG:
 			rc = tool_props_load_file(&a->props, optarg);
 			break;
@@ -167,7 +178,7 @@ metadata(const struct args *a, struct rn_arena *ar)
 
 /* The partition's producers as broker (its leader if -1) has them. */
 static int
-producers_of(const struct args *a, const struct rn_MetadataResponse *md,
+producers_of(const struct rn_MetadataResponse *md,
     const char *topic, int32_t p, int32_t broker, struct rn_arena *ar,
     const struct rn_DescribeProducersResponse_PartitionResponse **out)
 {
@@ -180,7 +191,6 @@ producers_of(const struct args *a, const struct rn_MetadataResponse *md,
 	char err[256];
 	int16_t e;
 
-	(void)a;
 	if (mp == NULL) {
 		tool_errx("%s-%d: %s", topic, p,
 		    rn_kerr_name(RN_KERR_UNKNOWN_TOPIC_OR_PARTITION));
@@ -231,7 +241,7 @@ describe_producers(const struct args *a, struct rn_arena *ar)
 		return TOOL_EXIT_USAGE;
 	}
 	if ((md = metadata(a, ar)) == NULL ||
-	    producers_of(a, md, a->topic, (int32_t)a->partition,
+	    producers_of(md, a->topic, (int32_t)a->partition,
 	    (int32_t)a->broker, ar, &pr) != 0)
 		return TOOL_EXIT_FAIL;
 	printf("%-20s %-14s %-23s %-13s %-15s %s\n", "ProducerId",
@@ -277,7 +287,7 @@ abort_txn(const struct args *a, struct rn_arena *ar)
 		const struct rn_DescribeProducersResponse_PartitionResponse *pr;
 		int i;
 
-		if (producers_of(a, md, a->topic, (int32_t)a->partition, -1,
+		if (producers_of(md, a->topic, (int32_t)a->partition, -1,
 		    ar, &pr) != 0)
 			return TOOL_EXIT_FAIL;
 		for (i = 0; i < pr->active_producers_count; i++)
@@ -322,33 +332,42 @@ abort_txn(const struct args *a, struct rn_arena *ar)
 	return TOOL_EXIT_OK;
 }
 
-/* One hanging candidate's line; the header before the first. */
+/* One hanging transaction's line; the header before the first. */
 static void
-hanging_line(int *shown, const char *topic, int32_t p,
-    const struct rn_DescribeProducersResponse_ProducerState *s, int64_t now)
+hanging_line(int *shown, const struct txv_open *o, int64_t now)
 {
+	const struct rn_DescribeProducersResponse_ProducerState *s = &o->s;
+
 	if ((*shown)++ == 0)
 		printf("%-24s %-10s %-20s %-14s %-17s %-12s %-15s %s\n",
 		    "Topic", "Partition", "ProducerId", "ProducerEpoch",
 		    "CoordinatorEpoch", "StartOffset", "LastTimestamp",
 		    "Duration(min)");
 	printf("%-24s %-10d %-20" PRId64 " %-14d %-17d %-12" PRId64
-	    " %-15" PRId64 " %" PRId64 "\n", topic, p, s->producer_id,
-	    s->producer_epoch, s->coordinator_epoch,
+	    " %-15" PRId64 " %" PRId64 "\n", o->topic, o->partition,
+	    s->producer_id, s->producer_epoch, s->coordinator_epoch,
 	    s->current_txn_start_offset, s->last_timestamp,
 	    (now - s->last_timestamp) / 60000);
 }
 
-/* The open transactions of one partition older than the timeout. */
+/* Candidates: open transactions whose producer last wrote longer ago than
+ * the largest timeout, gathered before the coordinators are asked. */
+struct candidates {
+	struct txv_open *v;
+	int n, cap;
+};
+
+/* One partition's candidates added to c; 0, or -1 after saying why. */
 static int
-hanging_in(const struct args *a, const struct rn_MetadataResponse *md,
+candidates_in(const struct args *a, const struct rn_MetadataResponse *md,
     const char *topic, int32_t p, int32_t broker, struct rn_arena *ar,
-    int *shown)
+    struct candidates *c)
 {
 	const struct rn_DescribeProducersResponse_PartitionResponse *pr;
 	int64_t now = wall_ms(), max_ms = (int64_t)a->max_min * 60000;
+	const char *name = NULL;
 
-	if (producers_of(a, md, topic, p, broker, ar, &pr) != 0)
+	if (producers_of(md, topic, p, broker, ar, &pr) != 0)
 		return -1;
 	for (int i = 0; i < pr->active_producers_count; i++) {
 		const struct rn_DescribeProducersResponse_ProducerState *s =
@@ -357,15 +376,29 @@ hanging_in(const struct args *a, const struct rn_MetadataResponse *md,
 		if (s->current_txn_start_offset < 0 ||
 		    s->last_timestamp < 0 || now - s->last_timestamp <= max_ms)
 			continue;
-		/*
-		 * TODO(transaction coordinator): Kafka then asks the
-		 * producer's coordinator (ListTransactions by producer id,
-		 * DescribeTransactions) and reports only transactions it
-		 * does not know as ongoing on this partition. Until
-		 * runnel's coordinator answers those, every open
-		 * transaction past the timeout is reported.
-		 */
-		hanging_line(shown, topic, p, s, now);
+		if (c->n == c->cap) {
+			int cap = c->cap ? c->cap * 2 : 16;
+			struct txv_open *v = realloc(c->v,
+			    sizeof(*v) * (size_t)cap);
+
+			if (v == NULL) {
+				tool_errx("out of memory");
+				return -1;
+			}
+			c->v = v;
+			c->cap = cap;
+		}
+		if (name == NULL &&
+		    (name = rn_arena_strndup(ar, topic, strlen(topic))) ==
+		    NULL) {
+			tool_errx("out of memory");
+			return -1;
+		}
+		c->v[c->n].topic = name;
+		c->v[c->n].partition = p;
+		c->v[c->n].s = *s;
+		c->v[c->n].hanging = false;
+		c->n++;
 	}
 	return 0;
 }
@@ -374,8 +407,10 @@ static int
 find_hanging(const struct args *a, struct rn_arena *ar)
 {
 	const struct rn_MetadataResponse *md;
+	struct candidates c = { NULL, 0, 0 };
 	int shown = 0, failed = 0;
 	char name[256];
+	int64_t now;
 
 	if ((a->broker < 0) == (a->topic == NULL) ||
 	    (a->partition >= 0 && a->topic == NULL)) {
@@ -409,15 +444,46 @@ find_hanging(const struct args *a, struct rn_arena *ar)
 			for (int k = 0; !here && k < mp->replica_nodes_count;
 			    k++)
 				here = mp->replica_nodes[k] == a->broker;
-			if (here && hanging_in(a, md, name,
+			if (here && candidates_in(a, md, name,
 			    mp->partition_index, (int32_t)a->broker, ar,
-			    &shown) != 0)
+			    &c) != 0)
 				failed++;
 		}
 	}
+	/* then, as Kafka's tool, only those their coordinator does not
+	 * expect to end */
+	if (txv_cross_check(a->bootstrap, md, c.v, c.n, ar) != 0) {
+		free(c.v);
+		return TOOL_EXIT_FAIL;
+	}
+	now = wall_ms();
+	for (int i = 0; i < c.n; i++)
+		if (c.v[i].hanging)
+			hanging_line(&shown, &c.v[i], now);
 	if (shown == 0)
 		printf("No hanging transactions found\n");
+	free(c.v);
 	return failed ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
+}
+
+static int
+list_txns(const struct args *a, struct rn_arena *ar)
+{
+	const struct rn_MetadataResponse *md;
+
+	if ((md = metadata(a, ar)) == NULL)
+		return TOOL_EXIT_FAIL;
+	return txv_list(md, a->duration, ar);
+}
+
+static int
+describe_txn(const struct args *a, struct rn_arena *ar)
+{
+	if (a->txn_id == NULL) {
+		tool_errx("describe needs --transactional-id");
+		return TOOL_EXIT_USAGE;
+	}
+	return txv_describe(a->bootstrap, a->txn_id, ar);
 }
 
 int
@@ -438,14 +504,10 @@ main(int argc, char **argv)
 		rc = abort_txn(&a, &ar);
 	} else if (strcmp(a.verb, "find-hanging") == 0) {
 		rc = find_hanging(&a, &ar);
-	} else if (strcmp(a.verb, "list") == 0 ||
-	    strcmp(a.verb, "describe") == 0) {
-		/* TODO(transaction coordinator): ListTransactions and
-		 * DescribeTransactions once the broker serves them */
-		tool_errx("%s: not supported by this broker yet (it needs "
-		    "the transaction coordinator's ListTransactions and "
-		    "DescribeTransactions)", a.verb);
-		rc = TOOL_EXIT_FAIL;
+	} else if (strcmp(a.verb, "list") == 0) {
+		rc = list_txns(&a, &ar);
+	} else if (strcmp(a.verb, "describe") == 0) {
+		rc = describe_txn(&a, &ar);
 	} else {
 		tool_errx("unknown verb %s", a.verb);
 		usage(stderr);

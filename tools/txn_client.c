@@ -1,7 +1,9 @@
 /*
  * The requests runnel-transactions sends, over tool_kclient: Metadata (the
  * brokers, and each partition's leader and replicas), DescribeProducers to
- * one broker, WriteTxnMarkers (an abort) to a partition's leader.
+ * one broker, WriteTxnMarkers (an abort) to a partition's leader,
+ * ListTransactions to one broker, and a transactional id's coordinator
+ * (FindCoordinator key_type 1) asked for DescribeTransactions.
  */
 #include "autoconf.h"
 
@@ -72,19 +74,73 @@ connect_to(const struct rn_MetadataResponse *md, int32_t broker,
 }
 
 int
-txc_describe_producers(const struct rn_MetadataResponse *md, int32_t broker,
-    const struct rn_DescribeProducersRequest *req, int timeout_ms,
-    struct rn_arena *ar, struct rn_DescribeProducersResponse *resp,
-    char *err, size_t errlen)
+txc_call_broker(const struct rn_MetadataResponse *md, int32_t broker,
+    int16_t key, int16_t ver, const void *req, int timeout_ms,
+    struct rn_arena *ar, void *resp, char *err, size_t errlen)
 {
 	int fd, rc;
 
 	if ((fd = connect_to(md, broker, timeout_ms, err, errlen)) < 0)
 		return -1;
-	rc = tkc_call_api(fd, RN_KAPI_DESCRIBE_PRODUCERS, 0, req, ar, resp,
-	    timeout_ms, err, errlen);
+	rc = tkc_call_api(fd, key, ver, req, ar, resp, timeout_ms, err,
+	    errlen);
 	close(fd);
 	return rc;
+}
+
+int
+txc_describe_producers(const struct rn_MetadataResponse *md, int32_t broker,
+    const struct rn_DescribeProducersRequest *req, int timeout_ms,
+    struct rn_arena *ar, struct rn_DescribeProducersResponse *resp,
+    char *err, size_t errlen)
+{
+	return txc_call_broker(md, broker, RN_KAPI_DESCRIBE_PRODUCERS, 0, req,
+	    timeout_ms, ar, resp, err, errlen);
+}
+
+int
+txc_describe_txn(const char *bootstrap, const char *id, int timeout_ms,
+    struct rn_arena *ar, int32_t *coordinator,
+    struct rn_DescribeTransactionsResponse *resp, char *err, size_t errlen)
+{
+	struct rn_FindCoordinatorRequest fc;
+	struct rn_FindCoordinatorResponse fr;
+	struct rn_DescribeTransactionsRequest dr;
+	struct rn_kstr ids[1] = { { id, (int32_t)strlen(id) } };
+	char addr[300];
+	int fd, rc;
+
+	if ((fd = tkc_connect(bootstrap, timeout_ms, err, errlen)) < 0)
+		return -1;
+	rn_FindCoordinatorRequest_init(&fc);
+	fc.key = ids[0];
+	fc.key_type = 1;	/* a transactional id */
+	rc = tkc_call_api(fd, RN_KAPI_FIND_COORDINATOR, 1, &fc, ar, &fr,
+	    timeout_ms, err, errlen);
+	close(fd);
+	if (rc != 0)
+		return -1;
+	if (fr.error_code != 0)
+		return fr.error_code;
+	*coordinator = fr.node_id;
+	snprintf(addr, sizeof(addr), "%.*s:%d", (int)fr.host.len, fr.host.ptr,
+	    fr.port);
+	if ((fd = tkc_connect(addr, timeout_ms, err, errlen)) < 0)
+		return -1;
+	rn_DescribeTransactionsRequest_init(&dr);
+	dr.transactional_ids = ids;
+	dr.transactional_ids_count = 1;
+	rc = tkc_call_api(fd, RN_KAPI_DESCRIBE_TRANSACTIONS, 0, &dr, ar, resp,
+	    timeout_ms, err, errlen);
+	close(fd);
+	if (rc != 0)
+		return -1;
+	if (resp->transaction_states_count != 1) {
+		snprintf(err, errlen, "DescribeTransactions: the coordinator's "
+		    "answer does not name %s", id);
+		return -1;
+	}
+	return resp->transaction_states[0].error_code;
 }
 
 int16_t

@@ -5,13 +5,20 @@ producer with that start offset (Kafka's columns), find-hanging reports it
 once it is older than --max-transaction-timeout, `abort --start-offset`
 writes its abort marker, and then read_committed readers (confluent-kafka,
 kcat) move past it and find-hanging finds none. The other form of abort,
-the verbs that need the transaction coordinator, bad usage and an unknown
-partition are checked too."""
+bad usage and an unknown partition are checked too.
+
+With the transaction coordinator: a confluent-kafka transactional producer
+with an open transaction shows in `list` (Ongoing) and `describe` (its
+partition); find-hanging, even with a 0 minute timeout, does not report it
+(its coordinator holds the partition), but does report a batch written
+under that producer id on a partition the coordinator never added; after
+the commit `describe` shows CompleteCommit and `list` still lists it; an
+unknown transactional id is Kafka's error."""
 import os
 import subprocess
 import time
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from rncluster import create_topic, wait_state
 from rntest import BUILDDIR, Node, Tap, TempDir, wait_for
@@ -19,6 +26,9 @@ from rntxn import Conn, record_batch
 
 TOOL = os.path.join(BUILDDIR, "runnel-transactions")
 TOPIC = "hung"
+TXT = "txt"       # the confluent-kafka transactional producer's topic
+STRAY = "stray"   # its producer id written there without the coordinator
+TXN_ID = "tool-open"
 t = Tap()
 
 
@@ -61,7 +71,9 @@ def rows(out):
 
 
 with TempDir() as tmp:
-    n = Node(tmp)
+    n = Node(tmp, props={"transaction.state.log.num.partitions": "3",
+                         "transaction.state.log.replication.factor": "1",
+                         "transaction.state.log.min.isr": "1"})
     n.start()
     try:
         t.ok(n.wait_running(), "node running")
@@ -101,6 +113,54 @@ with TempDir() as tmp:
         t.eq(sorted(int(row[0]) for row in rows(r.stdout)), sorted([pa, pb]),
              "describe-producers --broker-id asks that broker")
 
+        # a real transactional producer, its transaction left open
+        for name in (TXT, STRAY):
+            create_topic(n.bootstrap, name, 1, 1)
+            wait_state(n.bootstrap, name, lambda l, r, i: l == 1)
+        tp = Producer({"bootstrap.servers": n.bootstrap,
+                       "transactional.id": TXN_ID,
+                       "transaction.timeout.ms": 60000})
+        tp.init_transactions(30)
+        tp.begin_transaction()
+        tp.produce(TXT, b"open", partition=0)
+        t.eq(tp.flush(30), 0, "confluent-kafka: a transaction open on txt-0")
+
+        r = run(n, "list")
+        t.ok(r.returncode == 0 and r.stdout.split("\n")[0].split() == [
+            "TransactionalId", "Coordinator", "ProducerId", "TransactionState"],
+            "list prints Kafka's columns")
+        listed = {row[0]: row for row in rows(r.stdout)}
+        t.ok(TXN_ID in listed and listed[TXN_ID][1] == "1" and
+             listed[TXN_ID][3] == "Ongoing",
+             "list: the open transaction, coordinator 1, Ongoing")
+        if TXN_ID not in listed:
+            t.diag(r.stdout + r.stderr)
+        tpid = int(listed[TXN_ID][2]) if TXN_ID in listed else -1
+        r = run(n, "describe", "--transactional-id", TXN_ID)
+        t.ok(r.returncode == 0 and r.stdout.split("\n")[0].split() == [
+            "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
+            "TransactionState", "TransactionTimeoutMs",
+            "CurrentTransactionStartTimeMs", "TransactionDurationMs",
+            "TopicPartitions"], "describe prints Kafka's columns")
+        d = rows(r.stdout)
+        t.ok(len(d) == 1 and d[0][:3] == ["1", TXN_ID, str(tpid)] and
+             d[0][4] == "Ongoing" and d[0][5] == "60000" and
+             d[0][8] == TXT + "-0",
+             "describe: coordinator 1, its producer id, Ongoing, 60000 ms, txt-0")
+        t.ok(len(d) == 1 and abs(int(d[0][6]) - time.time() * 1000) < 60000 and
+             0 <= int(d[0][7]) < 60000,
+             "describe: the start time is now, the duration under a minute")
+        if len(d) != 1:
+            t.diag(r.stdout + r.stderr)
+        tepoch = int(d[0][3]) if len(d) == 1 else 0
+        r = run(n, "describe-producers", "--topic", TXT, "--partition", "0")
+        t.ok([row[5] for row in rows(r.stdout) if int(row[0]) == tpid] == ["0"],
+             "DescribeProducers shows its open transaction on txt-0 at offset 0")
+        # the same producer id and epoch on a partition the coordinator
+        # never added: nothing will end that one
+        t.eq(conn.produce(STRAY, 0, record_batch([b"s"], tpid, tepoch, 0, True))[0],
+             0, "a transactional batch of that producer on stray-0, no AddPartitionsToTxn")
+
         r = run(n, "find-hanging", "--broker-id", "1")
         t.ok(r.returncode == 0 and "No hanging transactions found" in r.stdout,
              "find-hanging: a fresh open transaction is not hanging (15 min default)")
@@ -111,8 +171,48 @@ with TempDir() as tmp:
              hung[0][1] == "0" and int(hung[0][2]) == pa and hung[0][5] == "2",
              "find-hanging --topic with a 0 minute timeout reports A's transaction")
         r = run(n, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0")
-        t.ok([int(row[2]) for row in rows(r.stdout)] == [pa],
-             "find-hanging --broker-id reports it too")
+        t.eq(sorted((row[0], int(row[2])) for row in rows(r.stdout)),
+             sorted([(TOPIC, pa), (STRAY, tpid)]),
+             "find-hanging --broker-id reports it and the stray batch, not the "
+             "open transaction its coordinator holds")
+        if r.returncode != 0:
+            t.diag(r.stderr)
+        r = run(n, "find-hanging", "--topic", TXT, "--max-transaction-timeout", "0")
+        t.ok(r.returncode == 0 and "No hanging transactions found" in r.stdout,
+             "find-hanging --topic txt: the coordinator's open transaction is not hanging")
+        r = run(n, "list", "--duration-filter", "0")
+        t.ok(TXN_ID in [row[0] for row in rows(r.stdout)],
+             "list --duration-filter 0 lists it")
+        r = run(n, "list", "--duration-filter", "3600000")
+        t.ok(r.returncode == 0 and TXN_ID not in [row[0] for row in rows(r.stdout)],
+             "list --duration-filter 3600000 leaves it out")
+
+        tp.commit_transaction(30)
+        # EndTxn answers once PrepareCommit is stored; the markers follow
+
+        def described():
+            return rows(run(n, "describe", "--transactional-id", TXN_ID).stdout)
+        t.ok(wait_for(lambda: [row[4] for row in described()] ==
+                      ["CompleteCommit"], 15, 0.3),
+             "after the commit describe shows CompleteCommit")
+        d = described()
+        t.ok(len(d) == 1 and len(d[0]) == 8 and d[0][2] == str(tpid),
+             "its producer id, and no partitions left")
+        if len(d) != 1 or len(d[0]) != 8:
+            t.diag(r.stdout + r.stderr)
+        r = run(n, "list")
+        t.ok([row[3] for row in rows(r.stdout) if row[0] == TXN_ID] ==
+             ["CompleteCommit"], "list still lists it, CompleteCommit")
+        r = run(n, "find-hanging", "--topic", STRAY, "--max-transaction-timeout", "0")
+        t.eq([int(row[2]) for row in rows(r.stdout)], [tpid],
+             "the stray batch still hangs after the commit")
+        r = run(n, "describe", "--transactional-id", "nosuch")
+        t.ok(r.returncode == 1 and "Failed to describe transaction state of "
+             "transactional-id `nosuch`: The transactionalId could not be found"
+             in r.stderr, "describe of an unknown id: Kafka's error, exit 1")
+        r = run(n, "describe")
+        t.eq(r.returncode, 2, "describe without --transactional-id: usage, exit 2")
+        tp = None
 
         r = run(n, "abort", "--topic", TOPIC, "--partition", "0", "--start-offset", "3")
         t.ok(r.returncode == 1 and "no open transaction starts at offset 3" in r.stderr,
@@ -158,10 +258,6 @@ with TempDir() as tmp:
         r = run(n, "describe-producers", "--topic", TOPIC, "--partition", "0",
                 "--broker-id", "9")
         t.eq(r.returncode, 1, "an unknown broker id: exit 1")
-        for verb in ("list", "describe"):
-            r = run(n, verb)
-            t.ok(r.returncode == 1 and "not supported by this broker yet" in r.stderr,
-                 "%s: not supported by this broker yet, exit 1" % verb)
         r = run(n, "abort", "--topic", TOPIC)
         t.eq(r.returncode, 2, "abort without its options: usage, exit 2")
         r = subprocess.run([TOOL, "--help"], capture_output=True, text=True)
