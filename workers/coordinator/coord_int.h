@@ -452,6 +452,9 @@ void co_txn_offsets_marker(struct co *co, int32_t partition, int64_t pid,
     bool commit);
 void co_txn_offset_add(struct co_group *g, int64_t pid, struct rn_kstr topic,
     int32_t p, const struct rn_grec_offset *v);
+/* With require_stable: pending partitions answer UNSTABLE_OFFSET_COMMIT. */
+void co_txn_offsets_unstable(const struct co_group *g,
+    struct rn_OffsetFetchResponse_OffsetFetchResponseGroup *o);
 void co_txn_offsets_free(struct co_group *g);
 
 #endif /* RN_COORD_INT_H */

@@ -614,6 +614,8 @@ fetch_one_group(struct co *co, struct co_req *r, struct rn_kstr gid,
 	g = co_group_find(co, gid);
 	if ((rc = fetch_group(co, g, gid, ts, n_ts, o)) != 0)
 		return rc;
+	if (((const struct rn_OffsetFetchRequest *)r->req)->require_stable)
+		co_txn_offsets_unstable(g, o);
 	fetch_authorize_topics(co, r, n_ts >= 0, o);
 	return 0;
 }
@@ -673,8 +675,8 @@ fetch_v7(struct co *co, struct co_req *r,
 			o->partitions[j].committed_leader_epoch =
 			    s->committed_leader_epoch;
 			o->partitions[j].metadata = s->metadata;
-			o->partitions[j].error_code = ver < 2 ?
-			    g8.error_code : 0;
+			o->partitions[j].error_code = s->error_code != 0 ?
+			    s->error_code : ver < 2 ? g8.error_code : 0;
 		}
 	}
 	return 0;

@@ -62,6 +62,39 @@ co_txn_offset_add(struct co_group *g, int64_t pid, struct rn_kstr topic,
 	o->commit_ts = v->commit_ts;
 }
 
+/*
+ * KIP-447: asked for stable offsets (librdkafka asks so by default), a
+ * partition whose offset a transaction still holds pending answers
+ * UNSTABLE_OFFSET_COMMIT, and the client asks again: the commit marker
+ * reaches the group's partition after EndTxn is answered.
+ */
+void
+co_txn_offsets_unstable(const struct co_group *g,
+    struct rn_OffsetFetchResponse_OffsetFetchResponseGroup *o)
+{
+	int32_t i, j, k;
+
+	if (g == NULL || g->n_txn_offs == 0)
+		return;
+	for (i = 0; i < o->topics_count; i++)
+		for (j = 0; j < o->topics[i].partitions_count; j++) {
+			struct rn_OffsetFetchResponse_OffsetFetchResponsePartitions
+			    *pp = &o->topics[i].partitions[j];
+
+			for (k = 0; k < g->n_txn_offs; k++)
+				if (g->txn_offs[k].partition ==
+				    pp->partition_index &&
+				    co_kstr_is(o->topics[i].name,
+				    g->txn_offs[k].topic)) {
+					pp->committed_offset = -1;
+					pp->committed_leader_epoch = -1;
+					pp->error_code =
+					    RN_KERR_UNSTABLE_OFFSET_COMMIT;
+					break;
+				}
+		}
+}
+
 void
 co_txn_offsets_free(struct co_group *g)
 {
