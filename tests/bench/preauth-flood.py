@@ -4,7 +4,9 @@ broker's memory through it (issue 15). Prints figures; never passes or
 fails; not part of make check.
 
 One runneld node with a SASL_PLAINTEXT listener (PLAIN). A producer
-(runnel-perf, C: 1 KiB records, acks=1, no throttle, logged in as alice)
+(runnel-perf, C: records of BENCH_PREAUTH_RECORD_SIZE (100) bytes, acks=1,
+no throttle, logged in as alice; 1 KiB records write a GB/s to a disk
+others share)
 writes for BENCH_PREAUTH_SECS (180) to a topic that keeps only its last
 32 MiB (segments of 8 MiB, retention looked at every second), so that
 the log does not grow through the run. It reports its rate from its
@@ -39,25 +41,30 @@ MiB, so these are compared with each other, not with the idle node).
 
     make bench-preauth   (or RUNNEL_BUILDDIR=build tests/bench/preauth-flood.py)
 
-Environment: BENCH_PREAUTH_SECS (180), BENCH_PREAUTH_WINDOW_MS (2500),
+Environment: BENCH_PREAUTH_SECS (180), BENCH_PREAUTH_RECORD_SIZE (100),
+BENCH_PREAUTH_PRODUCER_PROPS (librdkafka k=v,k=v for the producer: e.g.
+linger.ms=0,batch.num.messages=10 makes many small requests, so the
+broker's loop, not the client, is what is busy), BENCH_PREAUTH_WINDOW_MS (2500),
 BENCH_PREAUTH_CONNS (1000), BENCH_PREAUTH_FLOOD_CPU (0.3; 0: no cgroup,
 nice 19 alone), BENCH_PREAUTH_CONTROL=1 (the flooder is never switched
 on: an A/A run, what the method reads when nothing differs),
 BENCH_PREAUTH_WINDOWS=FILE (each window as a JSON line),
 BENCH_PREAUTH_KINDS (big,near,login: which parts of the flood run),
-BENCH_PREAUTH_MEM_CYCLES (3: flood-alone cycles).
+BENCH_PREAUTH_MEM_CYCLES (3: flood-alone cycles), BENCH_PREAUTH_SHM (1: the
+node's log.dirs in /dev/shm, removed after; 0: in the test dir).
 """
 import json
 import os
 import re
 import resource
-import select
+import shutil
 import signal
 import socket
 import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -70,10 +77,16 @@ from rnstats import PATTERN, median_ci, pair_windows, ratio_ci  # noqa: E402
 SECS = float(os.environ.get("BENCH_PREAUTH_SECS", "180"))
 WINDOW_MS = int(os.environ.get("BENCH_PREAUTH_WINDOW_MS", "2500"))
 FLOOD = int(os.environ.get("BENCH_PREAUTH_CONNS", "1000"))
+RECORD = int(os.environ.get("BENCH_PREAUTH_RECORD_SIZE", "100"))
+# librdkafka properties for the producer, k=v,k=v (e.g. linger.ms=0,
+# batch.num.messages=10: many small requests, the broker's loop busy)
+PROPS = [kv for kv in os.environ.get("BENCH_PREAUTH_PRODUCER_PROPS",
+                                     "").split(",") if kv]
 FLOOD_CPU = float(os.environ.get("BENCH_PREAUTH_FLOOD_CPU", "0.3"))
 CONTROL = os.environ.get("BENCH_PREAUTH_CONTROL") == "1"
 KINDS = os.environ.get("BENCH_PREAUTH_KINDS", "big,near,login").split(",")
 DUMP = os.environ.get("BENCH_PREAUTH_WINDOWS")
+SHM = os.environ.get("BENCH_PREAUTH_SHM", "1") == "1"
 TOPIC = "flood-bench"
 TOPIC_CONFIG = {"retention.bytes": str(32 << 20),
                 "segment.bytes": str(8 << 20)}
@@ -339,11 +352,12 @@ def load():
 def perf_cmd(build, port, records):
     return [os.path.join(build, "runnel-perf"), "producer",
             "--bootstrap-server", "127.0.0.1:%d" % port, "--topic", TOPIC,
-            "--num-records", str(records), "--record-size", "1024",
+            "--num-records", str(records), "--record-size", str(RECORD),
             "--acks", "1", "--throughput", "-1",
             "-X", "security.protocol=SASL_PLAINTEXT",
             "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice",
-            "-X", "sasl.password=alice-secret"]
+            "-X", "sasl.password=alice-secret"] + \
+        [a for kv in PROPS for a in ("-X", kv)]
 
 
 def windows(build, port, pids, flooder, fpid, deadline, mem):
@@ -463,11 +477,13 @@ def bench(n, sp):
     mem = []
     try:
         flood_memory(n, flooder)
-        print("\nproduce for %.0f s in windows of %d ms, flood switched on in "
-              "the order off, on, on, off, ...%s; flooder at nice 19, cgroup: "
-              "%s%s" % (SECS, WINDOW_MS, " (CONTROL: never on)" if CONTROL
-                        else "", cap.kind, " (%.2f of a core)" % FLOOD_CPU
-                        if cap.path else ""), flush=True)
+        print("\nproduce %d-byte records%s for %.0f s in windows of %d ms, "
+              "flood switched on in the order off, on, on, off, ...%s; "
+              "flooder at nice 19, cgroup: %s%s"
+              % (RECORD, " (%s)" % ",".join(PROPS) if PROPS else "", SECS,
+                 WINDOW_MS, " (CONTROL: never on)" if CONTROL else "",
+                 cap.kind, " (%.2f of a core)" % FLOOD_CPU if cap.path
+                 else ""), flush=True)
         wins = windows(build, sp, pids, flooder, flooder.pid,
                        time.monotonic() + SECS, mem)
     finally:
@@ -485,9 +501,19 @@ def bench(n, sp):
             for w in wins:
                 f.write(json.dumps(w) + "\n")
 
+    print_windows(wins, st, throttled)
+    print_memory_windows(mem)
+    log = n.logtext()
+    print("broker log: %d lines; %d pre-auth size closes logged, %d failed "
+          "logins logged, %d authentication timeouts logged"
+          % (log.count("\n"), log.count("sasl.server.max.receive.size"),
+             log.count("authentication failed"), log.count("not done in")))
+
+
+def print_windows(wins, st, throttled):
+    """The figures of the windows: paired ratios, drift, CPU, the flood."""
     # the last window is cut short by the producer's end
-    wins = [w for w in wins if w[4] >= 0.8 * WINDOW_MS / 1000]
-    pairs = pair_windows(wins)
+    pairs = pair_windows(wins, short=0.5 * WINDOW_MS / 1000)
     ratios = [on[1] / off[1] for off, on in pairs if off[1] > 0]
     if len(ratios) < 4:
         print("too few windows reported (%d)" % len(wins))
@@ -517,6 +543,9 @@ def bench(n, sp):
           % (bon, boff, 1e6 * bon / statistics.median(w[1] for w in ons),
              1e6 * boff / statistics.median(w[1] for w in offs)))
     fon = sum(w[3] for w in ons) / 1e9 / on_s
+    if st is None:
+        print("flooder CPU %.2f of a core in flood windows" % fon)
+        return
     print("flooder: on %.0f s; %.0f connections/s opened announcing 100 MiB, "
           "%.0f/s announcing 500,000 bytes (%d in all), %.1f failed logins/s "
           "(%d), %d connect errors; its CPU %.2f of a core while on (%.1f s in "
@@ -527,6 +556,9 @@ def bench(n, sp):
              st["failed_logins"] / max(st["on_secs"], 1e-9),
              st["failed_logins"], st["connect_errors"], fon, st["cpu_s"],
              throttled, load()))
+
+
+def print_memory_windows(mem):
     # at the end of each quiet window, the producer connected (its
     # network worker holds its read buffer): does anonymous memory grow
     # flood after flood?
@@ -537,14 +569,15 @@ def bench(n, sp):
               "(%+d KiB from the second to the last; peak %d)"
               % (anon[0], anon[1], anon[-1], anon[-1] - anon[1],
                  max(sum(v[2] for v in m.values()) for _, m in mem)))
-    log = n.logtext()
-    print("broker log: %d lines; %d pre-auth size closes logged, %d failed "
-          "logins logged, %d authentication timeouts logged"
-          % (log.count("\n"), log.count("sasl.server.max.receive.size"),
-             log.count("authentication failed"), log.count("not done in")))
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--windows":
+        # the figures again from a BENCH_PREAUTH_WINDOWS file
+        with open(sys.argv[2]) as f:
+            wins = [tuple(json.loads(line)) for line in f]
+        print_windows(wins, None, 0.0)
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "--flood":
         raise_nofile()
         Flooder(int(sys.argv[2])).run()
@@ -552,9 +585,15 @@ def main():
     os.environ.setdefault("RUNNEL_BUILDDIR", os.path.abspath("build"))
     import rntest
     hard = raise_nofile()
+    # the log in memory: hundreds of MB/s for minutes would be written
+    # to a disk others share (and the bench is not about the disk)
+    shm = tempfile.mkdtemp(prefix="runnel-preauth-", dir="/dev/shm") \
+        if SHM and os.path.isdir("/dev/shm") else None
     with rntest.TempDir() as tmp:
         sp = rntest.free_port()
         n = rntest.Node(tmp)
+        if shm:
+            n.props["log.dirs"] = shm
         n.props.update({
             "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,"
                          "CONTROLLER://127.0.0.1:%d" % (n.port, sp, n.ctl_port),
@@ -572,10 +611,13 @@ def main():
             if n.wait_running(30) is None:
                 print("node did not start")
                 return
-            print("open files limit: %d" % hard)
+            print("open files limit: %d; log dir %s" % (
+                hard, n.props["log.dirs"]))
             bench(n, sp)
         finally:
             n.stop()
+            if shm:
+                shutil.rmtree(shm, ignore_errors=True)
 
 
 if __name__ == "__main__":

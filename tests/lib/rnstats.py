@@ -32,10 +32,13 @@ def ratio_ci(pairs, rounds=4000, seed=14):
 PATTERN = (False, True, True, False)
 
 
-def pair_windows(wins, skip=4):
-    """Windows (loaded, rate, ...) in the order PATTERN gave them, the
-    first skip left out (a client's start): the neighbouring pairs, each
-    as (unloaded, loaded)."""
+def pair_windows(wins, skip=4, short=None):
+    """Windows (loaded, rate, ..., seconds) in the order PATTERN gave
+    them, the first skip left out (a client's start): the neighbouring
+    pairs, each as (unloaded, loaded); a pair with a window shorter than
+    short seconds (the last, cut by the client's end) left out."""
     run = wins[skip:]
     return [(a, b) if not a[0] else (b, a)
-            for a, b in zip(run[0::2], run[1::2]) if a[0] != b[0]]
+            for a, b in zip(run[0::2], run[1::2])
+            if a[0] != b[0] and (short is None or
+                                 min(a[-1], b[-1]) >= short)]
