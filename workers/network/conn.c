@@ -487,6 +487,10 @@ net_conn_process(struct net *n, struct conn *c)
 		net_conn_close(n, c, "protocol error");
 		return;
 	}
+	/* decrypted bytes epoll cannot see: the deadline pass reads them
+	 * at the next turn */
+	if (net_tls_pending(c) && net_conn_wants_input(c))
+		net_deadline_soon(n, n->now_ms);
 	conn_epoll(n, c);
 }
 
