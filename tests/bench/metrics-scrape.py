@@ -42,7 +42,6 @@ node's dir).
 """
 import json
 import os
-import random
 import re
 import signal
 import statistics
@@ -61,6 +60,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import rntest  # noqa: E402
 from rnproc import cpu_ns  # noqa: E402
+from rnstats import PATTERN, median_ci, ratio_ci  # noqa: E402
 
 BUILD = os.environ["RUNNEL_BUILDDIR"]
 PERF = os.path.join(BUILD, "runnel-perf")
@@ -148,10 +148,6 @@ def produce(n, records):
     return json.loads(out.strip().splitlines()[-1])["records_per_sec"]
 
 
-# scraped or not, window by window: both orders of a pair in turn
-PATTERN = (False, True, True, False)
-
-
 def produce_windows(n, sc, sv, pids, deadline):
     """One produce run until deadline (or its records run out: runnel-perf
     takes at most 10^9): per window, (scraped, records/s, supervisor ns,
@@ -205,27 +201,6 @@ def interleaved(n, mport):
         sc.send_signal(signal.SIGCONT)
         sc.terminate()
     return runs, scraper_result(sc)
-
-
-def ratio_ci(pairs, rounds=4000):
-    """Scraped records over unscraped, summed over the pairs (%), and a 95%
-    bootstrap interval of it (pairs resampled)."""
-    def ratio(ps):
-        return 100.0 * (sum(on[1] for _, on in ps) /
-                        sum(off[1] for off, _ in ps) - 1)
-    rnd = random.Random(14)
-    rs = sorted(ratio([rnd.choice(pairs) for _ in pairs])
-                for _ in range(rounds))
-    return ratio(pairs), rs[int(0.025 * rounds)], rs[int(0.975 * rounds) - 1]
-
-
-def median_ci(xs, rounds=4000):
-    """The median and a 95% bootstrap interval of it."""
-    rnd = random.Random(14)
-    meds = sorted(statistics.median(rnd.choice(xs) for _ in xs)
-                  for _ in range(rounds))
-    return (statistics.median(xs), meds[int(0.025 * rounds)],
-            meds[int(0.975 * rounds) - 1])
 
 
 def bench(n, mport):

@@ -4,24 +4,32 @@ confluent-kafka (SaslHandshake v1 + SaslAuthenticate) and kafka-python
 wrong one is refused (SASL_AUTHENTICATION_FAILED after
 connection.failed.authentication.delay.ms) and logged with the user and
 the peer, never the password; Produce before a login, an unknown
-mechanism and an oversized pre-auth frame end the connection; ApiVersions
+mechanism and an oversized pre-auth frame end the connection; a flood of
+1,000 connections announcing 100 MiB (and 1,000 stalled ones) leaves the
+broker's anonymous memory within 32 MiB while a logged-in producer gets
+every record acknowledged; ApiVersions
 advertises the SASL APIs on SASL listeners only; a PLAINTEXT listener on
 the same node keeps serving; SASL settings that cannot be served stop
 startup with a message naming the key."""
 import os
+import resource
 import socket
 import struct
 import subprocess
 import time
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Producer
 from kafka import KafkaConsumer, KafkaProducer
 
 from rnclients import auth_errors, roundtrip
-from rntest import RUNNELD, Node, Tap, TempDir, free_port, recv_frame
+from rntest import (RUNNELD, Node, Tap, TempDir, free_port, recv_frame,
+                    rss_bound_kib)
 from rntls import Pki
 
 t = Tap()
+# the node inherits it: 2,000 flood connections and the test's own
+_soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (_hard, _hard))
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="admin" password="admin-secret" user_admin="admin-secret" '
         'user_alice="alice-secret";')
@@ -70,6 +78,42 @@ def api_keys(port):
     s.close()
     err, n = struct.unpack(">hi", f[4:10])
     return {struct.unpack(">h", f[10 + 6 * i:12 + 6 * i])[0] for i in range(n)}
+
+
+def flood(port, count, size, body):
+    """count connections that each announce a frame of size bytes and
+    send body bytes of it (as many as the socket takes)."""
+    out = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.setblocking(False)
+        try:
+            s.send(struct.pack(">i", size) + body)
+        except OSError:
+            pass  # closed by the broker already
+        out.append(s)
+    return out
+
+
+def all_closed(socks, timeout=20):
+    """Has the broker closed every one of socks (EOF or reset)?"""
+    left, end = list(socks), time.time() + timeout
+    while left and time.time() < end:
+        nxt = []
+        for s in left:
+            try:
+                while True:
+                    got = s.recv(65536)
+                    if got == b"":
+                        break
+            except BlockingIOError:
+                nxt.append(s)
+            except OSError:
+                pass
+        left = nxt
+        if left:
+            time.sleep(0.2)
+    return not left
 
 
 def closed(s, timeout=5):
@@ -219,6 +263,39 @@ with TempDir() as tmp:
         t.ok(closed(s), "a 600,000-byte frame before authentication: "
              "disconnected (sasl.server.max.receive.size)")
         s.close()
+
+        # a flood before any login: 1,000 connections announcing 100 MiB
+        # and sending 64 KiB of it (a broker that sized a buffer by the
+        # announced length, or read on, would hold 64 MiB and more), and
+        # 1,000 announcing 500,000 bytes that stall; a producer logged in
+        # meanwhile gets every record acknowledged
+        anon0 = n.anon_kib()
+        big = flood(pp, 1000, 100 * 1024 * 1024, b"\0" * 65536)
+        stalled = flood(pp, 1000, 500000, b"abcd")
+        acked = []
+        prod = Producer(dict(plain_conf, **{"acks": "all"}))
+        for i in range(2000):
+            prod.produce("sasl-flood", b"v%d" % i,
+                         on_delivery=lambda e, m: acked.append(e is None))
+            prod.poll(0)
+        left = prod.flush(60)
+        anon1 = n.anon_kib()
+        t.ok(left == 0 and len(acked) == 2000 and all(acked),
+             "a logged-in producer during the flood: all of 2,000 records "
+             "acknowledged (%d reports, %d errors, %d left)"
+             % (len(acked), acked.count(False), left))
+        t.ok(anon1 - anon0 < rss_bound_kib(32 * 1024),
+             "the broker's anonymous RSS with 2,000 strangers connected grew "
+             "%d KiB (< %d MiB)" % (anon1 - anon0,
+                                    rss_bound_kib(32 * 1024) // 1024))
+        t.ok(all_closed(big), "every connection announcing 100 MiB was "
+             "closed by the broker")
+        t.ok(not all_closed(stalled[:10], 0.5), "the stalled ones wait for "
+             "their login (until its deadline)")
+        for s in big + stalled:
+            s.close()
+        t.ok(ck_roundtrip(plain_conf, "sasl-after-flood", 10),
+             "SASL serves as before once the flood is gone")
 
         # ApiVersions tells the truth per listener
         t.ok({17, 36} <= api_keys(pp), "ApiVersions on SASL_PLAINTEXT lists "

@@ -220,17 +220,23 @@ class Node:
                     pass
         return out
 
-    def rss_kib(self):
-        """Resident memory of the node's whole process tree, KiB."""
+    def rss_kib(self, field="VmRSS"):
+        """Resident memory of the node's whole process tree, KiB (field:
+        VmRSS, or RssAnon for its private pages alone, not the shared
+        memory the workers touch as they go)."""
         total = 0
         for pid in self.pids():
             try:
                 with open("/proc/%d/status" % pid) as f:
                     total += sum(int(l.split()[1]) for l in f
-                                 if l.startswith("VmRSS:"))
+                                 if l.startswith(field + ":"))
             except OSError:
                 pass
         return total
+
+    def anon_kib(self):
+        """Anonymous resident memory of the node's processes, KiB."""
+        return self.rss_kib("RssAnon")
 
     def stop(self, timeout=20.0):
         if self.proc and self.proc.poll() is None:

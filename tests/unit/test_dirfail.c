@@ -39,6 +39,12 @@ test_flag(void)
 	is_int(rn_dirfail_check(&shm, 1, "/d1", -ERANGE, "reading"), -ERANGE,
 	    "a non-I/O error is handed back");
 	is_int(rn_dirfail_mask(&shm), 0, "and takes nothing offline");
+	is_int(rn_dirfail_check(&shm, 1, "/d1", EDQUOT, "deleting segments"),
+	    EDQUOT, "a count that equals an errno (122 segments deleted) is "
+	    "handed back");
+	is_int(rn_dirfail_check(&shm, 1, "/d1", EIO, "reading"), EIO,
+	    "(5 bytes read)");
+	is_int(rn_dirfail_mask(&shm), 0, "and takes nothing offline");
 	is_int(rn_dirfail_check(&shm, 1, "/d1", -ENOSPC, "appending"),
 	    -ENOSPC, "ENOSPC is handed back");
 	ok(rn_dirfail_offline(&shm, 1) && !rn_dirfail_offline(&shm, 0),
@@ -56,7 +62,7 @@ test_flag(void)
 int
 main(void)
 {
-	plan(9);
+	plan(12);
 	test_errors();
 	test_flag();
 	return done_testing();

@@ -8,6 +8,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -27,10 +30,29 @@
 /* before authentication a buffer starts small: a flood of idle logins
  * costs little each */
 #define RBUF_PREAUTH (4 * 1024)
+/* A drop of this many connections from their peak gives the heap back. */
+#define TRIM_DROP 256
+#define TRIM_EVERY_MS 2000
 /* Stop taking requests from a client that does not read its responses. */
 #define OUT_MAX_PENDING 4
 
 static unsigned out_count(const struct conn *c);
+
+/* Off n->parked, and idle. */
+static void
+conn_unpark(struct net *n, struct conn *c)
+{
+	if (c->wait == CONN_IDLE)
+		return;
+	if (c->prev_parked != NULL)
+		c->prev_parked->next_parked = c->next_parked;
+	else
+		n->parked = c->next_parked;
+	if (c->next_parked != NULL)
+		c->next_parked->prev_parked = c->prev_parked;
+	c->next_parked = c->prev_parked = NULL;
+	c->wait = CONN_IDLE;
+}
 
 bool
 net_conn_wants_input(const struct conn *c)
@@ -101,6 +123,10 @@ net_conn_new(struct net *n, int fd, int listener,
 	strlcpy(c->principal, "User:ANONYMOUS", sizeof(c->principal));
 	if (!c->authed)
 		c->auth_deadline_ms = rn_now_ms() + NET_TLS_HANDSHAKE_MS;
+	if (c->auth_deadline_ms != 0)
+		net_deadline_soon(n, c->auth_deadline_ms);
+	if (n->lim.idle_ms > 0)
+		net_deadline_soon(n, c->active_ms + n->lim.idle_ms);
 	rn_arena_init(&c->arena, 0);
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
 		char host[48] = "?";
@@ -136,6 +162,8 @@ net_conn_new(struct net *n, int fd, int listener,
 		n->conns->prev_all = c;
 	n->conns = c;
 	n->n_conns++;
+	if (n->n_conns > n->conns_peak)
+		n->conns_peak = n->n_conns;
 	net_count_conns(n);
 	return c;
 }
@@ -155,7 +183,7 @@ net_conn_close(struct net *n, struct conn *c, const char *why)
 	close(c->fd);
 	c->fd = -1;
 	net_connlim_release(n, &c->lim);
-	c->wait = CONN_IDLE;
+	conn_unpark(n, c);
 	for (o = c->out_head; o; o = next) {
 		next = o->next;
 		net_out_free(n, o);
@@ -187,6 +215,20 @@ net_conn_reap(struct net *n)
 		free(c->watch);
 		free(c);
 	}
+#ifdef __GLIBC__
+	/*
+	 * Hundreds of connections gone (a flood of strangers over): give
+	 * back the heap their structs and buffers grew, or the worker keeps
+	 * the flood's peak resident. glibc keeps freed chunks for reuse and
+	 * returns only the heap's top, which a live connection may pin.
+	 */
+	if (n->conns_peak >= n->n_conns + TRIM_DROP &&
+	    n->now_ms - n->trimmed_ms >= TRIM_EVERY_MS) {
+		malloc_trim(0);
+		n->trimmed_ms = n->now_ms;
+		n->conns_peak = n->n_conns;
+	}
+#endif
 }
 
 static unsigned
@@ -280,6 +322,9 @@ conn_flush(struct net *n, struct conn *c)
 		}
 		net_out_free(n, o);
 	}
+	/* nothing left to send: idle from here, maybe */
+	if (n->lim.idle_ms > 0)
+		net_deadline_soon(n, c->active_ms + n->lim.idle_ms);
 	if (c->want_write) {
 		c->want_write = false;
 		conn_epoll(n, c);
@@ -364,6 +409,19 @@ conn_compact(struct conn *c)
 	c->frame_off = 0;
 }
 
+bool
+net_lograte_ok(struct net_lograte *r, int64_t now, unsigned *unsaid)
+{
+	if (r->logged_ms != 0 && now - r->logged_ms < NET_LOGRATE_MS) {
+		r->unsaid++;
+		return false;
+	}
+	*unsaid = r->unsaid;
+	r->logged_ms = now;
+	r->unsaid = 0;
+	return true;
+}
+
 /*
  * A frame size out of bounds: logged, but before authentication at most
  * once per 10 s (with how many went unsaid), or a flood of strangers
@@ -372,24 +430,19 @@ conn_compact(struct conn *c)
 static void
 conn_log_size(struct net *n, struct conn *c)
 {
-	static int64_t logged_ms;
-	static unsigned unlogged;
 	int size = (int)ntohl(*(uint32_t *)(c->rbuf + c->frame_off));
+	unsigned unsaid;
 
 	if (c->authed) {
 		log_warnx("connection from %s: frame size %d outside [0, "
 		    "socket.request.max.bytes]: closing", c->peer, size);
 		return;
 	}
-	if (n->now_ms - logged_ms < 10000) {
-		unlogged++;
+	if (!net_lograte_ok(&n->log_preauth_size, n->now_ms, &unsaid))
 		return;
-	}
 	log_warnx("connection from %s: frame size %d outside [0, "
 	    "sasl.server.max.receive.size], before authentication: closing "
-	    "(%u more such closes not logged)", c->peer, size, unlogged);
-	logged_ms = n->now_ms;
-	unlogged = 0;
+	    "(%u more such closes not logged)", c->peer, size, unsaid);
 }
 
 void
@@ -434,13 +487,46 @@ net_conn_process(struct net *n, struct conn *c)
 		net_conn_close(n, c, "protocol error");
 		return;
 	}
+	/* decrypted bytes epoll cannot see: the deadline pass reads them
+	 * at the next turn */
+	if (net_tls_pending(c) && net_conn_wants_input(c))
+		net_deadline_soon(n, n->now_ms);
 	conn_epoll(n, c);
+}
+
+void
+net_deadline_soon(struct net *n, int64_t at_ms)
+{
+	if (at_ms < n->scan_at_ms)
+		n->scan_at_ms = at_ms;
+}
+
+void
+net_conn_park(struct net *n, struct conn *c, enum conn_wait wait,
+    int64_t deadline_ms)
+{
+	if (c->wait == CONN_IDLE) {
+		c->prev_parked = NULL;
+		c->next_parked = n->parked;
+		if (n->parked != NULL)
+			n->parked->prev_parked = c;
+		n->parked = c;
+	}
+	c->wait = wait;
+	c->deadline_ms = deadline_ms;
+	net_deadline_soon(n, deadline_ms);
 }
 
 void
 net_conn_request_done(struct net *n, struct conn *c)
 {
-	c->wait = CONN_IDLE;
+	/* a login's deadline is looked at only while nothing is parked;
+	 * an idle one's from its last byte */
+	if (c->auth_deadline_ms != 0)
+		net_deadline_soon(n, c->auth_deadline_ms);
+	if (n->lim.idle_ms > 0)
+		net_deadline_soon(n, c->active_ms + n->lim.idle_ms);
+	conn_unpark(n, c);
 	c->frame_off += 4 + c->frame_len;
 	c->frame_len = 0;
 	net_conn_process(n, c);

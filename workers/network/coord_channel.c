@@ -90,8 +90,8 @@ net_group_forward(struct net *n, struct conn *c)
 	msgpack_sbuffer_destroy(&sb);
 	if (rc != 0)
 		return rc;
-	c->wait = CONN_WAIT_COORDINATOR;
-	c->deadline_ms = rn_now_ms() + GROUP_TIMEOUT_MS;
+	net_conn_park(n, c, CONN_WAIT_COORDINATOR, rn_now_ms() +
+	    GROUP_TIMEOUT_MS);
 	return 0;
 }
 

@@ -64,8 +64,8 @@ admin_send(struct net *n, struct conn *c, msgpack_sbuffer *sb)
 	}
 	if (rc != 0)
 		return rc;
-	c->wait = CONN_WAIT_CONTROLLER;
-	c->deadline_ms = rn_now_ms() + ADMIN_TIMEOUT_MS;
+	net_conn_park(n, c, CONN_WAIT_CONTROLLER, rn_now_ms() +
+	    ADMIN_TIMEOUT_MS);
 	return 0;
 }
 

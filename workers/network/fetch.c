@@ -551,8 +551,8 @@ net_fetch(struct net *n, struct conn *c)
 	if ((rc = fetch_run(n, c, true, true, &parked)) != 0)
 		return rc;
 	if (parked) {
-		c->wait = CONN_WAIT_FETCH;
-		c->deadline_ms = rn_now_ms() + req->max_wait_ms;
+		net_conn_park(n, c, CONN_WAIT_FETCH, rn_now_ms() +
+		    req->max_wait_ms);
 	}
 	return 0;
 }

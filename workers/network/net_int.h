@@ -99,6 +99,8 @@ struct conn {
 	int fd;
 	uint64_t id;
 	struct conn *next_all, *prev_all;
+	/* on n->parked while a request waits (wait != CONN_IDLE) */
+	struct conn *next_parked, *prev_parked;
 	char peer[64];
 
 	/*
@@ -205,6 +207,16 @@ struct net_connlim {
 };
 
 
+/*
+ * A log line strangers can cause at will (before authentication): at
+ * most one per NET_LOGRATE_MS, saying how many went unsaid.
+ */
+struct net_lograte {
+	int64_t logged_ms;
+	unsigned unsaid;
+};
+#define NET_LOGRATE_MS 10000
+
 struct net {
 	struct rn_worker *w;
 	const struct rn_config *cfg;
@@ -213,8 +225,12 @@ struct net {
 	uint64_t next_conn_id;
 	uint64_t next_admin_id;
 	struct conn *conns;      /* all connections */
+	struct conn *parked;     /* those with a request parked: woken by an
+				  * append without a walk over all */
 	struct conn *dead;       /* closed this round, freed after the events */
 	unsigned n_conns;
+	unsigned conns_peak;     /* most connections since the heap was trimmed */
+	int64_t trimmed_ms;
 	struct rn_mdview view;
 	struct rn_part_table parts;
 	struct rn_replquota lquota; /* leader.replication.throttled.rate */
@@ -226,6 +242,12 @@ struct net {
 	uint64_t *changed;
 	uint32_t *changed_words;
 	int64_t now_ms;
+	/* every connection is looked at for its deadlines (network.c) only
+	 * when one may be due, not each turn of the loop: a flood of idle
+	 * strangers would cost each request of a client then. Whoever sets
+	 * a deadline earlier calls net_deadline_soon. */
+	int64_t scan_at_ms;
+	bool scan_each_turn;     /* TLS bytes wait on a connection not reading */
 	int64_t turn_start_us;   /* the last wait's end (stage histograms) */
 	int64_t next_retention_ms;
 	bool ret_active;         /* a retention pass is under way */
@@ -262,6 +284,8 @@ struct net {
 	int n_apis_plain;             /* n_apis less the SASL ones (last) */
 	int64_t auth_fail_delay_ms;   /* connection.failed.authentication.delay.ms */
 	int64_t preauth_max;          /* sasl.server.max.receive.size */
+	struct net_lograte log_preauth_size;    /* frames over preauth_max */
+	struct net_lograte log_preauth_timeout; /* logins not done in time */
 	struct rn_ringq to_coord;     /* not yet in the ring to it */
 	struct rn_ringq_in from_coord;
 	int32_t coord_pid;            /* its pid when last drained */
@@ -331,6 +355,13 @@ void net_conn_reap(struct net *n);
 void net_conn_readable(struct net *n, struct conn *c);
 void net_conn_writable(struct net *n, struct conn *c);
 void net_conn_queue(struct net *n, struct conn *c, struct net_out *o);
+/* True: log the line now, *unsaid held back since the last one. */
+bool net_lograte_ok(struct net_lograte *r, int64_t now, unsigned *unsaid);
+/* A deadline at at_ms: the connections are looked at by then. */
+void net_deadline_soon(struct net *n, int64_t at_ms);
+/* Park the request being handled until it is settled or deadline_ms. */
+void net_conn_park(struct net *n, struct conn *c, enum conn_wait wait,
+    int64_t deadline_ms);
 /* Finish the request being handled and move to the next one, if any. */
 void net_conn_request_done(struct net *n, struct conn *c);
 void net_conn_process(struct net *n, struct conn *c);

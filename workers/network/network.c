@@ -125,38 +125,68 @@ net_accept(struct net *n, int l)
 	}
 }
 
-/* Parked requests whose time is up, and the nearest deadline left. */
+/*
+ * A login (TLS handshake or SASL) not done in time: closed, and logged
+ * (a re-authentication each time, a stranger's once per NET_LOGRATE_MS
+ * with how many went unsaid: a flood of them would fill the log).
+ */
+static void
+auth_timeout(struct net *n, struct conn *c)
+{
+	const char *lname = n->cfg->listeners[c->listener].name;
+	unsigned unsaid;
+
+	if (c->reauthing)
+		log_warnx("connection from %s on listener %s: SASL "
+		    "re-authentication of %s not done in %d ms: closing",
+		    c->peer, lname, c->principal, NET_TLS_HANDSHAKE_MS);
+	else if (net_lograte_ok(&n->log_preauth_timeout, n->now_ms, &unsaid))
+		log_warnx("connection from %s on listener %s: %s not done in "
+		    "%d ms: closing (%u more such closes not logged)", c->peer,
+		    lname, c->ssl != NULL && !c->tls_done ? "TLS handshake" :
+		    "SASL authentication", NET_TLS_HANDSHAKE_MS, unsaid);
+	net_conn_close(n, c, "authentication timeout");
+}
+
+/*
+ * Parked requests whose time is up, and the nearest deadline left. Every
+ * connection is looked at only once one may be due (n->scan_at_ms, kept
+ * by net_deadline_soon): a thousand idle connections, logged in or not,
+ * then cost nothing per turn of the loop.
+ */
 static int64_t
 net_deadlines(struct net *n, int64_t now)
 {
 	int64_t next = now + RN_WORKER_HEARTBEAT_MS;
 	struct conn *c, *nc;
 
+	if (now < n->scan_at_ms && !n->scan_each_turn)
+		return n->scan_at_ms < next ? n->scan_at_ms : next;
+	n->scan_each_turn = false;
+	/* what is set while we walk (a mute, a park) lowers it again */
+	n->scan_at_ms = INT64_MAX;
 	for (c = n->conns; c != NULL; c = nc) {
 		nc = c->next_all;
 		/* Kafka's connections.max.idle.ms: nothing read or written,
-		 * nothing in flight */
-		if (n->lim.idle_ms > 0 && c->wait == CONN_IDLE &&
-		    c->out_head == NULL) {
+		 * nothing in flight. active_ms only moves on, so a busy
+		 * connection's end is no earlier than this */
+		if (n->lim.idle_ms > 0) {
 			int64_t idle_end = c->active_ms + n->lim.idle_ms;
 
-			if (idle_end <= now) {
+			if (idle_end <= now && c->wait == CONN_IDLE &&
+			    c->out_head == NULL) {
 				net_conn_close(n, c, "idle longer than "
 				    "connections.max.idle.ms");
 				continue;
 			}
-			if (idle_end < next)
+			if (idle_end > now && idle_end < next)
 				next = idle_end;
 		}
+		/* a parked connection's login deadline is looked at again
+		 * when it is unparked (net_conn_request_done) */
 		if (c->auth_deadline_ms != 0 && c->wait == CONN_IDLE) {
 			if (c->auth_deadline_ms <= now) {
-				log_warnx("connection from %s on listener %s: "
-				    "%s not done in %d ms: closing", c->peer,
-				    n->cfg->listeners[c->listener].name,
-				    c->ssl != NULL && !c->tls_done ?
-				    "TLS handshake" : "SASL authentication",
-				    NET_TLS_HANDSHAKE_MS);
-				net_conn_close(n, c, "authentication timeout");
+				auth_timeout(n, c);
 				continue;
 			}
 			if (c->auth_deadline_ms < next)
@@ -172,13 +202,20 @@ net_deadlines(struct net *n, int64_t now)
 			} else if (c->mute_until_ms < next)
 				next = c->mute_until_ms;
 		}
-		/* decrypted bytes epoll cannot see: take them now */
-		if (net_tls_pending(c) && net_conn_wants_input(c)) {
-			net_conn_readable(n, c);
-			if (c->fd < 0)
-				continue;
-			if (net_tls_pending(c) && net_conn_wants_input(c))
-				next = now;
+		/* decrypted bytes epoll cannot see: take them now, or on
+		 * the first turn the connection reads again */
+		if (net_tls_pending(c)) {
+			if (net_conn_wants_input(c)) {
+				net_conn_readable(n, c);
+				if (c->fd < 0)
+					continue;
+			}
+			if (net_tls_pending(c)) {
+				if (net_conn_wants_input(c))
+					next = now;
+				else
+					n->scan_each_turn = true;
+			}
 		}
 		if (c->wait == CONN_IDLE)
 			continue;
@@ -199,6 +236,10 @@ net_deadlines(struct net *n, int64_t now)
 		} else if (c->deadline_ms < next)
 			next = c->deadline_ms;
 	}
+	/* what the walk itself set (net_deadline_soon) counts too */
+	if (n->scan_at_ms < next)
+		next = n->scan_at_ms;
+	n->scan_at_ms = next;
 	return next;
 }
 
@@ -216,8 +257,8 @@ net_wakeup(struct net *n, bool all)
 
 	if (!all)
 		nw = rn_wakeset_take(&n->wake, n->changed, n->changed_words);
-	for (c = n->conns; c != NULL; c = nc) {
-		nc = c->next_all;
+	for (c = n->parked; c != NULL; c = nc) {
+		nc = c->next_parked;
 		if (c->wait == CONN_WAIT_FETCH) {
 			if (all || (nw > 0 && net_fetch_watches(c, n->changed)))
 				net_fetch_recheck(n, c, false);

@@ -257,9 +257,8 @@ net_produce(struct net *n, struct conn *c)
 		return -ENOMEM;
 	memcpy(c->resp, &r, sizeof(r));
 	if (c->n_pw > 0 && !net_acks_settled(n, c, false)) {
-		c->wait = CONN_WAIT_ACKS;
-		c->deadline_ms = rn_now_ms() + (req->timeout_ms > 0 ?
-		    req->timeout_ms : 0);
+		net_conn_park(n, c, CONN_WAIT_ACKS, rn_now_ms() +
+		    (req->timeout_ms > 0 ? req->timeout_ms : 0));
 		return 0;
 	}
 	return produce_respond(n, c);

@@ -98,7 +98,9 @@ net_quota_record(struct net *n, struct conn *c, int key, int64_t bytes)
 		return 0;
 	}
 	thr = rn_cq_record(e, bytes, q->value, now);
-	if (thr > 0 && now + thr > c->mute_until_ms)
+	if (thr > 0 && now + thr > c->mute_until_ms) {
 		c->mute_until_ms = now + thr;
+		net_deadline_soon(n, c->mute_until_ms);
+	}
 	return (int32_t)thr;
 }

@@ -156,8 +156,8 @@ fail_later(struct net *n, struct conn *c)
 		net_sasl_fail_now(n, c);
 		return;
 	}
-	c->wait = CONN_WAIT_AUTH_FAILED;
-	c->deadline_ms = rn_now_ms() + n->auth_fail_delay_ms;
+	net_conn_park(n, c, CONN_WAIT_AUTH_FAILED, rn_now_ms() +
+	    n->auth_fail_delay_ms);
 }
 
 void
@@ -215,6 +215,7 @@ net_sasl_handshake(struct net *n, struct conn *c)
 		/* KIP-368: a re-authentication, bounded as a first login */
 		c->reauthing = true;
 		c->auth_deadline_ms = rn_now_ms() + NET_TLS_HANDSHAKE_MS;
+		net_deadline_soon(n, c->auth_deadline_ms);
 		if (mechs[m].scram != 0 && net_scram_start(c,
 		    mechs[m].scram) != 0) {
 			c->closing = true;

@@ -138,8 +138,7 @@ net_write_txn_markers(struct net *n, struct conn *c)
 	c->resp = r;
 	if (c->n_pw > 0 && !net_acks_settled(n, c, false)) {
 		/* Kafka's coordinator waits request.timeout.ms for them */
-		c->wait = CONN_WAIT_ACKS;
-		c->deadline_ms = rn_now_ms() + 30000;
+		net_conn_park(n, c, CONN_WAIT_ACKS, rn_now_ms() + 30000);
 		return 0;
 	}
 	return net_respond(n, c, r);

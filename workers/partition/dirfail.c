@@ -33,7 +33,9 @@ rn_dirfail_check(const struct rn_shm *shm, int dir, const char *root,
 	uint32_t bit, old;
 	int err = rc < 0 ? -rc : rc;
 
-	if (!rn_dirfail_is_io_error(rc) || dir < 0 || dir >= 32)
+	/* rc >= 0 is a result (segments deleted, bytes read): 122 deleted
+	 * segments are not EDQUOT */
+	if (rc >= 0 || !rn_dirfail_is_io_error(rc) || dir < 0 || dir >= 32)
 		return rc;
 	bit = 1u << dir;
 	old = atomic_fetch_or(&shm->hdr->offline_dirs, bit);
