@@ -365,6 +365,12 @@ void co_offsets_free(struct co_group *g);
 void co_commit_settled(struct co *co, struct co_write *wr, int16_t kerr);
 /* A write of either kind settled: its owner answers and frees it. */
 void co_write_settled(struct co *co, struct co_write *wr, int16_t kerr);
+/* Queue wr, appended up to end on g's partition, until replicated. */
+void co_write_queue(struct co *co, struct co_write *wr,
+    const struct co_group *g, int64_t end);
+/* Fail with NOT_COORDINATOR the writes queued on partition p of
+ * __consumer_offsets, or of __transaction_state (txn_log). */
+void co_writes_fail(struct co *co, bool txn_log, int32_t p);
 /* offsets.retention.minutes: expire the offsets of empty groups. */
 void co_offsets_expire(struct co *co);
 

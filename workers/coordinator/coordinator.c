@@ -338,22 +338,13 @@ co_drain_all(struct co *co)
 static void
 co_unload(struct co *co, int32_t p)
 {
-	struct co_write *wr, **pp;
-
 	if (co->part[p].state == CP_NONE)
 		return;
 	rn_log_about(LOG_INFO, rn_subj_part(RN_OFFSETS_TOPIC, p), "%s-%d: no "
 	    "longer led here: unloading its groups", RN_OFFSETS_TOPIC, p);
-	for (pp = &co->writes; (wr = *pp) != NULL;) {
-		if (wr->partition == p) {
-			*pp = wr->next;
-			co_write_settled(co, wr, RN_KERR_NOT_COORDINATOR);
-		} else
-			pp = &wr->next;
-	}
-	co->writes_tail = &co->writes;
-	for (wr = co->writes; wr != NULL; wr = wr->next)
-		co->writes_tail = &wr->next;
+	/* its groups' writes; the transaction state's of the same number
+	 * are another partition's */
+	co_writes_fail(co, false, p);
 	co_groups_unload(co, p);
 	co->part[p].state = CP_NONE;
 }

@@ -608,14 +608,9 @@ sync_complete(struct co *co, struct co_group *g,
 		fatalx("group coordinator: out of memory");
 	wr->kind = CW_SYNC;
 	wr->generation = g->generation;
-	wr->partition = g->partition;
-	wr->leader_epoch = co->part[g->partition].leader_epoch;
-	wr->need = end;
-	wr->deadline_ms = co->now + co->gs.commit_timeout_ms;
 	wr->group = co_strdup(co_ks(g->id));
 	rn_arena_init(&wr->arena, 0);
-	*co->writes_tail = wr;
-	co->writes_tail = &wr->next;
+	co_write_queue(co, wr, g, end);
 }
 
 void

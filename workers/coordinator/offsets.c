@@ -285,6 +285,35 @@ co_commit_settled(struct co *co, struct co_write *wr, int16_t kerr)
 }
 
 void
+co_write_queue(struct co *co, struct co_write *wr, const struct co_group *g,
+    int64_t end)
+{
+	wr->partition = g->partition;
+	wr->leader_epoch = co->part[g->partition].leader_epoch;
+	wr->need = end;
+	wr->deadline_ms = co->now + co->gs.commit_timeout_ms;
+	*co->writes_tail = wr;
+	co->writes_tail = &wr->next;
+}
+
+void
+co_writes_fail(struct co *co, bool txn_log, int32_t p)
+{
+	struct co_write *wr, **pp;
+
+	for (pp = &co->writes; (wr = *pp) != NULL;) {
+		if (wr->txn_log == txn_log && wr->partition == p) {
+			*pp = wr->next;
+			co_write_settled(co, wr, RN_KERR_NOT_COORDINATOR);
+		} else
+			pp = &wr->next;
+	}
+	co->writes_tail = &co->writes;
+	for (wr = co->writes; wr != NULL; wr = wr->next)
+		co->writes_tail = &wr->next;
+}
+
+void
 co_write_settled(struct co *co, struct co_write *wr, int16_t kerr)
 {
 	switch (wr->kind) {
@@ -447,12 +476,7 @@ co_offset_commit(struct co *co, struct co_req *r)
 		co_commit_settled(co, wr, err);
 		return 0;
 	}
-	wr->partition = g->partition;
-	wr->leader_epoch = co->part[g->partition].leader_epoch;
-	wr->need = end;
-	wr->deadline_ms = co->now + co->gs.commit_timeout_ms;
-	*co->writes_tail = wr;
-	co->writes_tail = &wr->next;
+	co_write_queue(co, wr, g, end);
 	return 0;
 }
 

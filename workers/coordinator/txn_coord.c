@@ -900,7 +900,6 @@ co_txn_load_record(struct co *co, int32_t partition, struct rn_kstr id,
 static void
 txn_unload(struct co *co, int32_t p)
 {
-	struct co_write *wr, **pp;
 	struct co_txn *t, *nt;
 	unsigned b;
 
@@ -908,16 +907,7 @@ txn_unload(struct co *co, int32_t p)
 		return;
 	rn_log_about(LOG_INFO, rn_subj_part(RN_TXN_TOPIC, p), "%s-%d: no "
 	    "longer led here: unloading its transactions", RN_TXN_TOPIC, p);
-	for (pp = &co->writes; (wr = *pp) != NULL;) {
-		if (wr->txn_log && wr->partition == p) {
-			*pp = wr->next;
-			co_write_settled(co, wr, RN_KERR_NOT_COORDINATOR);
-		} else
-			pp = &wr->next;
-	}
-	co->writes_tail = &co->writes;
-	for (wr = co->writes; wr != NULL; wr = wr->next)
-		co->writes_tail = &wr->next;
+	co_writes_fail(co, true, p);
 	for (b = 0; b < CO_BUCKETS; b++)
 		for (t = co->txn_buckets[b]; t != NULL; t = nt) {
 			nt = t->next;

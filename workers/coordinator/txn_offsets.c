@@ -346,11 +346,6 @@ co_txn_offset_commit(struct co *co, struct co_req *r)
 		co_txn_commit_settled(co, wr, err);
 		return 0;
 	}
-	wr->partition = g->partition;
-	wr->leader_epoch = co->part[g->partition].leader_epoch;
-	wr->need = end;
-	wr->deadline_ms = co->now + co->gs.commit_timeout_ms;
-	*co->writes_tail = wr;
-	co->writes_tail = &wr->next;
+	co_write_queue(co, wr, g, end);
 	return 0;
 }
