@@ -412,6 +412,16 @@ struct rn_part *co_led_part(struct co *co, bool txn, int32_t partition,
 int64_t co_log_settle(struct co *co);
 /* Load a little more of a partition; true when it is done. */
 bool co_log_load_step(struct co *co, int32_t partition);
+/*
+ * One bounded step of loading a partition this node leads, of
+ * __consumer_offsets or of __transaction_state (txn_log): a read at its
+ * next offset, whose batches go to batches(). True when it is done for
+ * this turn (loaded, or try again later).
+ */
+typedef void co_batches_fn(struct co *co, int32_t partition,
+    const uint8_t *buf, size_t len, int64_t *next);
+bool co_load_step(struct co *co, bool txn_log, int32_t partition,
+    co_batches_fn *batches);
 
 /* txn_coord.c */
 int co_init_producer_id(struct co *co, struct co_req *r);

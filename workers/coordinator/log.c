@@ -289,9 +289,12 @@ load_batches(struct co *co, int32_t partition, const uint8_t *buf,
 }
 
 bool
-co_log_load_step(struct co *co, int32_t partition)
+co_load_step(struct co *co, bool txn_log, int32_t partition,
+    co_batches_fn *batches)
 {
-	struct co_part *cp = &co->part[partition];
+	struct co_part *cp = txn_log ? &co->txn_part[partition] :
+	    &co->part[partition];
+	const char *topic = txn_log ? RN_TXN_TOPIC : RN_OFFSETS_TOPIC;
 	const struct rn_mdv_partition *mp;
 	const struct rn_mdv_topic *t;
 	struct rn_log_slice sl;
@@ -302,7 +305,7 @@ co_log_load_step(struct co *co, int32_t partition)
 	ssize_t k;
 	int rc;
 
-	if ((p = co_led_part(co, false, partition, &mp, &t, &kerr)) == NULL) {
+	if ((p = co_led_part(co, txn_log, partition, &mp, &t, &kerr)) == NULL) {
 		/* not led here after all, or not open yet: try next turn */
 		return true;
 	}
@@ -322,10 +325,9 @@ co_log_load_step(struct co *co, int32_t partition)
 			rn_log_slice_release(p->log, &sl);
 		cp->state = CP_LOADED;
 		if (cp->load_next > rn_log_start_offset(p->log))
-			rn_log_about(LOG_INFO, rn_subj_part(RN_OFFSETS_TOPIC,
-			    partition), "%s-%d: loaded up to offset %lld",
-			    RN_OFFSETS_TOPIC, partition,
-			    (long long)cp->load_next);
+			rn_log_about(LOG_INFO, rn_subj_part(topic, partition),
+			    "%s-%d: loaded up to offset %lld", topic,
+			    partition, (long long)cp->load_next);
 		return true;
 	}
 	if ((buf = malloc((size_t)sl.len)) == NULL) {
@@ -336,14 +338,20 @@ co_log_load_step(struct co *co, int32_t partition)
 	rn_log_slice_release(p->log, &sl);
 	before = cp->load_next;
 	if (k > 0)
-		load_batches(co, partition, buf, (size_t)k, &cp->load_next);
+		batches(co, partition, buf, (size_t)k, &cp->load_next);
 	free(buf);
 	if (k <= 0 || cp->load_next == before) {
 		/* the next turn tries again rather than spin on it here */
-		rn_log_about(LOG_WARNING, rn_subj_part(RN_OFFSETS_TOPIC,
-		    partition), "%s-%d: cannot read at offset %lld",
-		    RN_OFFSETS_TOPIC, partition, (long long)cp->load_next);
+		rn_log_about(LOG_WARNING, rn_subj_part(topic, partition),
+		    "%s-%d: cannot read at offset %lld", topic, partition,
+		    (long long)cp->load_next);
 		return true;
 	}
 	return false;
+}
+
+bool
+co_log_load_step(struct co *co, int32_t partition)
+{
+	return co_load_step(co, false, partition, load_batches);
 }

@@ -18,7 +18,6 @@
 #include "protocol/kerrors.h"
 #include "workers/coordinator/coord_int.h"
 
-#define LOAD_READ_BYTES (1024 * 1024)
 
 /*
  * The partitions of the transaction grouped by topic, in the arena a
@@ -185,54 +184,5 @@ load_batches(struct co *co, int32_t partition, const uint8_t *buf,
 bool
 co_txn_log_load_step(struct co *co, int32_t partition)
 {
-	struct co_part *cp = &co->txn_part[partition];
-	const struct rn_mdv_partition *mp;
-	const struct rn_mdv_topic *t;
-	struct rn_log_slice sl;
-	struct rn_part *p;
-	uint8_t *buf;
-	int64_t before;
-	int16_t kerr;
-	ssize_t k;
-	int rc;
-
-	if ((p = co_led_part(co, true, partition, &mp, &t, &kerr)) == NULL)
-		return true;
-	if (cp->load_next < 0)
-		cp->load_next = rn_log_start_offset(p->log);
-	rc = rn_part_io(p, rn_log_read(p->log, cp->load_next, LOAD_READ_BYTES,
-	    -1, &sl), "reading");
-	if (rc == -ERANGE && cp->load_next < rn_log_start_offset(p->log)) {
-		cp->load_next = rn_log_start_offset(p->log);
-		return false;
-	}
-	if (rc == -EAGAIN)
-		return true;
-	if (rc != 0 || sl.len == 0) {
-		if (rc == 0)
-			rn_log_slice_release(p->log, &sl);
-		cp->state = CP_LOADED;
-		if (cp->load_next > rn_log_start_offset(p->log))
-				rn_log_about(LOG_INFO, rn_subj_part(RN_TXN_TOPIC,
-			    partition), "%s-%d: loaded up to offset %lld",
-			    RN_TXN_TOPIC, partition, (long long)cp->load_next);
-		return true;
-	}
-	if ((buf = malloc((size_t)sl.len)) == NULL) {
-		rn_log_slice_release(p->log, &sl);
-		return true;
-	}
-	k = pread(sl.fd, buf, (size_t)sl.len, sl.file_pos);
-	rn_log_slice_release(p->log, &sl);
-	before = cp->load_next;
-	if (k > 0)
-		load_batches(co, partition, buf, (size_t)k, &cp->load_next);
-	free(buf);
-	if (k <= 0 || cp->load_next == before) {
-		rn_log_about(LOG_WARNING, rn_subj_part(RN_TXN_TOPIC, partition),
-		    "%s-%d: cannot read at offset %lld", RN_TXN_TOPIC,
-		    partition, (long long)cp->load_next);
-		return true;
-	}
-	return false;
+	return co_load_step(co, true, partition, load_batches);
 }
