@@ -139,7 +139,9 @@ net_acks_settled(struct net *n, struct conn *c, bool timed_out)
 		 * Kafka, a write the high watermark passed while the ISR is
 		 * below min.insync.replicas is NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 		 */
-		rn_part_advance_hw(p, mp, n->cfg->node_id);
+		/* consumers parked on it are told (their slot marked) */
+		if (rn_part_advance_hw(p, mp, n->cfg->node_id))
+			rn_part_wake_parked(p, n->net_efds, n->w->index);
 		if (rn_part_hw(p) >= w->need) {
 			if (mp->n_isr < net_min_isr(n, t))
 				*w->error_code =
