@@ -285,7 +285,9 @@ with TempDir() as tmp:
                % (faults["coordinator"], faults["out-leader"],
                   faults["loop"], loop.exits))
         t.diag("loop: %d starts, %d transactions committed (%d records), %d "
-               "aborted, %d fatal, %d retries; %.0f records/s over %.0f s"
+               "aborted by the loop (a killed loop's open one is aborted by "
+               "its successor's fencing: counted below as read_uncommitted's "
+               "surplus), %d fatal, %d retries; %.0f records/s over %.0f s"
                % (ev["start"], ev["commit"], recs, ev["abort"], ev["fatal"],
                   ev["retry"], RECORDS / elapsed, elapsed))
         t.ok(faults["coordinator"] >= 1 and faults["out-leader"] >= 1 and
