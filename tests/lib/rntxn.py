@@ -98,6 +98,15 @@ class Conn:
         r.tags(True)
         return r
 
+    def find_coordinator(self, key, key_type=1):
+        """FindCoordinator v1 (key_type 1: a transactional id):
+        (error, node id)."""
+        r = self.call(10, 1, _str(key) + struct.pack(">b", key_type))
+        r.take(">i")  # throttle
+        err = r.take(">h")
+        r.string()  # error message
+        return err, r.take(">i")
+
     def describe_transactions(self, ids):
         """{id: (error, state, timeout ms, producer id, epoch,
         {topic: [partitions]})}"""
