@@ -1201,7 +1201,7 @@ const struct rn_kcfg rn_kcfg_broker[] = {
 	    RN_KCFG_ACTS | RN_KCFG_DYNAMIC | RN_KCFG_PER_BROKER | RN_KCFG_LISTENER_ONLY, "JKS", NULL, NULL,
 	    NULL, NULL },
 	{ "ssl.principal.mapping.rules", RN_KCFG_STRING, RN_KCHK_NONE,
-	    0, "DEFAULT", NULL, NULL,
+	    RN_KCFG_ACTS, "DEFAULT", NULL, NULL,
 	    NULL, NULL },
 	{ "ssl.protocol", RN_KCFG_STRING, RN_KCHK_NONE,
 	    RN_KCFG_DYNAMIC | RN_KCFG_PER_BROKER, "TLSv1.3", NULL, NULL,

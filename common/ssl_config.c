@@ -19,6 +19,7 @@
 #include <openssl/x509.h>
 
 #include "common/config.h"
+#include "common/principal_map.h"
 #include "common/ssl_config.h"
 #include "common/util.h"
 
@@ -50,6 +51,23 @@ rn_listener_key(const struct rn_config *cfg, const char *listener,
 	if ((v = rn_config_static(cfg, name)) != NULL)
 		return v;
 	return rn_config_static(cfg, key);
+}
+
+struct rn_pmap *
+rn_ssl_principal_map_new(const struct rn_config *cfg, const char *lname,
+    char *err, size_t errlen)
+{
+	static const char key[] = "ssl.principal.mapping.rules";
+	const char *v = rn_listener_key(cfg, lname, NULL, key);
+	char scoped[512];
+	size_t i;
+
+	/* name the key the value came from */
+	snprintf(scoped, sizeof(scoped), "listener.name.%s.%s", lname, key);
+	for (i = 0; scoped[i] != '\0'; i++)
+		scoped[i] = (char)tolower((unsigned char)scoped[i]);
+	return rn_pmap_parse(v, v != NULL && v == rn_config_static(cfg,
+	    scoped) ? scoped : key, err, errlen);
 }
 
 /* The last OpenSSL error as text (the queue is emptied). */

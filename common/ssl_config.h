@@ -26,6 +26,13 @@ SSL_CTX *rn_ssl_ctx_new(const struct rn_config *cfg, const char *listener,
 SSL_CTX *rn_ssl_client_ctx_new(const struct rn_config *cfg,
     const char *listener, char *err, size_t errlen);
 
+struct rn_pmap;
+
+/* The listener's ssl.principal.mapping.rules (listener.name.<name>. first),
+ * parsed; NULL with a reason naming the key that was set. */
+struct rn_pmap *rn_ssl_principal_map_new(const struct rn_config *cfg,
+    const char *listener, char *err, size_t errlen);
+
 /* What the context serves, for the startup log: "TLSv1.2-TLSv1.3, ...". */
 void rn_ssl_ctx_describe(const struct rn_config *cfg, const char *listener,
     char *buf, size_t len);

@@ -725,6 +725,7 @@ ACT_BROKER = {
   "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain",
   "ssl.keystore.key", "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location",
   "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites",
+  "ssl.principal.mapping.rules",
   "sasl.enabled.mechanisms", "sasl.jaas.config", "connection.failed.authentication.delay.ms",
   "sasl.server.max.receive.size", "security.inter.broker.protocol",
   # connection quotas in the network workers

@@ -21,6 +21,7 @@
 #include <openssl/x509.h>
 
 #include "common/log.h"
+#include "common/principal_map.h"
 #include "common/sasl_config.h"
 #include "common/ssl_config.h"
 #include "supervisor/sv.h"
@@ -120,6 +121,22 @@ sv_security_load(struct sv *sv)
 			}
 			rn_ssl_ctx_describe(cfg, l->name, what, sizeof(what));
 			log_info("listener %s: TLS, %s", l->name, what);
+			/* checked on SASL_SSL too; there the SASL login
+			 * names the principal, as in Kafka */
+			if ((s->pmap = rn_ssl_principal_map_new(cfg, l->name,
+			    err, sizeof(err))) == NULL) {
+				log_errx("configuration: listener %s (%s): %s",
+				    l->name, rn_secproto_name(l->proto), err);
+				return -1;
+			}
+			if (l->proto == RN_SEC_SSL &&
+			    !rn_pmap_is_default(s->pmap)) {
+				rn_pmap_describe(s->pmap, what, sizeof(what));
+				log_info("listener %s: client certificates "
+				    "name principals by "
+				    "ssl.principal.mapping.rules %s", l->name,
+				    what);
+			}
 		}
 		if (RN_SEC_SASL(l->proto)) {
 			if ((s->sasl = calloc(1, sizeof(*s->sasl))) == NULL ||

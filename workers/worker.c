@@ -16,6 +16,7 @@
 
 #include "common/ctlproto.h"
 #include "common/log.h"
+#include "common/principal_map.h"
 #include "common/sasl_config.h"
 #include "common/util.h"
 #include "ipc/msgtypes.h"
@@ -153,6 +154,8 @@ worker_forget_secrets(const struct rn_worker_env *env,
 			free(e->sec[i].sasl);
 		}
 		e->sec[i].sasl = NULL;
+		rn_pmap_free(e->sec[i].pmap);
+		e->sec[i].pmap = NULL;
 	}
 	if (role != RN_ROLE_W_NETWORK)
 		rn_config_forget_secrets((struct rn_config *)env->cfg);

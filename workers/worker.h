@@ -35,6 +35,7 @@ struct rn_listen_fd {
 
 struct ssl_ctx_st;
 struct rn_sasl_cfg;
+struct rn_pmap;
 struct rn_secc_cfg;
 
 /*
@@ -45,6 +46,9 @@ struct rn_secc_cfg;
 struct rn_listen_sec {
 	struct ssl_ctx_st *ssl_ctx;   /* NULL: no TLS */
 	struct rn_sasl_cfg *sasl;     /* NULL: no SASL */
+	/* ssl.principal.mapping.rules: the name a client certificate
+	 * gives on an SSL listener (NULL: not SSL) */
+	struct rn_pmap *pmap;
 };
 
 /* Built by the supervisor before the first fork; identical in every worker. */

@@ -21,10 +21,10 @@ def _ca(name, cn, cwd):
           "-days", "2", "-subj", "/CN=" + cn, cwd=cwd)
 
 
-def _signed(name, cn, ca, ext, cwd):
+def _signed(name, cn, ca, ext, cwd, subj=None):
     _key(name + ".key", cwd)
     _ossl("req", "-new", "-key", name + ".key", "-out", name + ".csr",
-          "-subj", "/CN=" + cn, cwd=cwd)
+          "-subj", subj or "/CN=" + cn, cwd=cwd)
     with open(os.path.join(cwd, name + ".ext"), "w") as f:
         f.write(ext)
     _ossl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem",
@@ -61,6 +61,14 @@ class Pki:
         self.keystore = self._cat("keystore.pem", "server.pem", "server.key")
         self.keystore_enc = self._cat("keystore-enc.pem", "server.pem",
                                       "server-enc.key")
+
+    def client(self, name, subject):
+        """A client certificate signed by ca.pem for an openssl -subj
+        ("/C=US/O=Runnel/CN=Alice": its RFC 2253 DN reads
+        "CN=Alice,O=Runnel,C=US"); (cert path, key path)."""
+        _signed(name, None, "ca", "extendedKeyUsage=clientAuth\n", self.dir,
+                subj=subject)
+        return self.path(name + ".pem"), self.path(name + ".key")
 
     def path(self, name):
         return os.path.join(self.dir, name)

@@ -51,13 +51,13 @@ MIRROR = os.environ.get("RUNNEL_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 SUITE = "bookworm"
 WATCHDOG = os.environ.get("RUNNEL_SYSTEMD_WATCHDOG", "1") != "0"
 # systemd as PID 1, and what runneld and runnelctl link (ldd build/runneld:
-# libbsd, msgpack-c, libsystemd, raft, libuv, the codecs; the Kafka tools
+# libbsd, msgpack-c, libsystemd, raft, libuv, the codecs, pcre2-8; the Kafka tools
 # also link librdkafka and jansson)
 PACKAGES = sorted([
     "systemd", "systemd-sysv", "dbus",
     "libbsd0", "libmsgpackc2", "libsystemd0", "libraft2", "libuv1",
     "zlib1g", "libsnappy1v5", "liblz4-1", "libzstd1",
-    "libjansson4", "librdkafka1",
+    "libjansson4", "librdkafka1", "libpcre2-8-0",
 ])
 TOPIC = "systemd-check"
 GROUP = "systemd-check-group"

@@ -22,6 +22,7 @@
 #include <openssl/x509.h>
 
 #include "common/log.h"
+#include "common/principal_map.h"
 #include "common/util.h"
 #include "workers/network/net_int.h"
 
@@ -69,54 +70,106 @@ tls_why(struct conn *c, int rc, char *buf, size_t len)
 	ERR_clear_error();
 }
 
+/* Why a client certificate gave no principal. */
+enum tls_principal_fail {
+	TLS_PRINCIPAL_OK = 0,
+	TLS_PRINCIPAL_TOO_LONG,
+	TLS_PRINCIPAL_NO_RULE,
+	TLS_PRINCIPAL_LIMIT,
+};
+
 /*
- * The principal a client certificate names: Kafka's "User:<RFC 2253 DN>".
- * False if the subject does not fit: a cut one could name someone else.
+ * The principal a client certificate names: "User:" and its RFC 2253
+ * subject DN, or on an SSL listener what ssl.principal.mapping.rules
+ * make of the DN (Kafka's DefaultKafkaPrincipalBuilder). Never a cut
+ * name: it could be someone else's. dn gets the DN for the log.
  */
-static bool
-tls_principal(struct conn *c)
+static enum tls_principal_fail
+tls_principal(struct net *n, struct conn *c, char *dn, size_t dnlen)
 {
+	struct rn_pmap *pmap = n->w->env->sec[c->listener].pmap;
 	X509 *x = SSL_get1_peer_certificate(c->ssl);
-	bool ok = true;
+	enum tls_principal_fail res = TLS_PRINCIPAL_OK;
+	char name[sizeof(c->principal) - sizeof("User:") + 1];
 	BIO *b;
 	char *p;
 	long len;
 
 	strlcpy(c->principal, "User:ANONYMOUS", sizeof(c->principal));
+	dn[0] = '\0';
 	if (x == NULL)
-		return true;
+		return TLS_PRINCIPAL_OK;
 	if ((b = BIO_new(BIO_s_mem())) != NULL) {
 		if (X509_NAME_print_ex(b, X509_get_subject_name(x), 0,
 		    XN_FLAG_RFC2253) >= 0 && (len = BIO_get_mem_data(b, &p)) > 0) {
-			ok = (size_t)len + sizeof("User:") <=
-			    sizeof(c->principal);
-			if (ok)
-				snprintf(c->principal, sizeof(c->principal),
-				    "User:%.*s", (int)len, p);
+			if ((size_t)len >= dnlen)
+				res = TLS_PRINCIPAL_TOO_LONG;
+			else
+				snprintf(dn, dnlen, "%.*s", (int)len, p);
 		}
 		BIO_free(b);
 	}
 	X509_free(x);
-	return ok;
+	if (res != TLS_PRINCIPAL_OK || dn[0] == '\0')
+		return res;
+	if (pmap == NULL ||
+	    n->cfg->listeners[c->listener].proto != RN_SEC_SSL)
+		strlcpy(name, dn, sizeof(name));
+	else {
+		switch (rn_pmap_apply(pmap, dn, name, sizeof(name))) {
+		case RN_PMAP_OK:
+			break;
+		case RN_PMAP_NO_MATCH:
+			return TLS_PRINCIPAL_NO_RULE;
+		case RN_PMAP_LIMIT:
+			return TLS_PRINCIPAL_LIMIT;
+		default:
+			return TLS_PRINCIPAL_TOO_LONG;
+		}
+	}
+	if (strlen(name) + sizeof("User:") > sizeof(c->principal))
+		return TLS_PRINCIPAL_TOO_LONG;
+	snprintf(c->principal, sizeof(c->principal), "User:%s", name);
+	return TLS_PRINCIPAL_OK;
+}
+
+/* Log why a certificate named no principal (the rules are no secret). */
+static void
+tls_principal_refused(struct net *n, struct conn *c, const char *dn,
+    enum tls_principal_fail why)
+{
+	const char *lname = n->cfg->listeners[c->listener].name;
+	char rules[512];
+
+	if (why == TLS_PRINCIPAL_TOO_LONG) {
+		log_warnx("TLS client %s on listener %s: its certificate's "
+		    "subject%s%s is too long for a principal: closing", c->peer,
+		    lname, dn[0] != '\0' ? " " : "", dn);
+		return;
+	}
+	rn_pmap_describe(n->w->env->sec[c->listener].pmap, rules,
+	    sizeof(rules));
+	log_warnx("TLS client %s on listener %s: %s %s, "
+	    "ssl.principal.mapping.rules %s: authentication failed, closing",
+	    c->peer, lname, why == TLS_PRINCIPAL_NO_RULE ? "no rule applies "
+	    "to" : "matching hit the regex limits on", dn, rules);
 }
 
 int
 net_tls_handshake(struct net *n, struct conn *c)
 {
-	char why[256];
+	enum tls_principal_fail fail;
+	char why[256], dn[512];
 	int rc, err;
 
-	(void)n;
 	ERR_clear_error();
 	errno = 0;
 	if ((rc = SSL_do_handshake(c->ssl)) == 1) {
 		c->tls_done = true;
 		c->tls_ktls = BIO_get_ktls_send(SSL_get_wbio(c->ssl)) > 0;
-		if (!tls_principal(c)) {
-			log_warnx("TLS client %s on listener %s: its "
-			    "certificate's subject is too long for a "
-			    "principal: closing", c->peer,
-			    n->cfg->listeners[c->listener].name);
+		if ((fail = tls_principal(n, c, dn, sizeof(dn))) !=
+		    TLS_PRINCIPAL_OK) {
+			tls_principal_refused(n, c, dn, fail);
 			return -1;
 		}
 		log_debug("TLS with %s: %s, %s%s", c->peer,
