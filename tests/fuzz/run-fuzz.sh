@@ -253,10 +253,12 @@ fuzz() {
 		    "$srcdir/common/kconfig_catalogue.c" \
 		    "$srcdir/common/sasl_config.c" \
 		    "$srcdir/common/ssl_config.c" "$srcdir/common/scram.c" \
+		    "$srcdir/common/principal_map.c" \
 		    "$srcdir/protocol/kcodec.c" "$srcdir/protocol/kframe.c" \
 		    "$srcdir/protocol/kerrors.c" "$srcdir/protocol/kmsg_gen.c" \
 		    "$srcdir/common/util.c" "$srcdir/common/log_subject.c" \
-		    "$srcdir/tests/fuzz/fuzz_log.c" $uvraft -lssl -lcrypto &&
+		    "$srcdir/tests/fuzz/fuzz_log.c" $uvraft -lssl -lcrypto \
+		    -lpcre2-8 &&
 		    run_target raft corpus-raft ;;
 	segment)
 		build_target segment \
