@@ -14,6 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include "common/util.h"
 
 int64_t
@@ -259,4 +264,36 @@ rn_uuid_is_zero(const struct rn_uuid *u)
 	static const struct rn_uuid zero;
 
 	return memcmp(u, &zero, sizeof(zero)) == 0;
+}
+
+int
+rn_tcp_connect_timed(const char *host, uint16_t port, int timeout_ms)
+{
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	struct addrinfo hints, *res;
+	char port_s[8];
+	int fd, one = 1;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	if (getaddrinfo(host, port_s, &hints, &res) != 0)
+		return -EHOSTUNREACH;
+	if ((fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+		freeaddrinfo(res);
+		return -errno;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, res->ai_addr, res->ai_addrlen) == -1) {
+		int e = errno;
+
+		freeaddrinfo(res);
+		close(fd);
+		return -e;
+	}
+	freeaddrinfo(res);
+	return fd;
 }

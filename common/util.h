@@ -28,6 +28,13 @@ int rn_write_file_atomic(const char *path, const void *buf, size_t len,
 int rn_write_file_replace(const char *path, const void *buf, size_t len,
     mode_t mode);
 
+/*
+ * A TCP connection to host:port, TCP_NODELAY, with connect, reads and
+ * writes each bounded by timeout_ms (blocking): the fd, or -errno
+ * (-EHOSTUNREACH when the name does not resolve).
+ */
+int rn_tcp_connect_timed(const char *host, uint16_t port, int timeout_ms);
+
 /* fsync the file name in dirfd: 0, also when there is no such file, or
  * -errno. */
 int rn_fsync_at(int dirfd, const char *name);

@@ -103,36 +103,15 @@ static int
 mconn_connect(struct co *co, struct co_mconn *mc)
 {
 	const struct rn_secc_cfg *sc = co->w->env->ib_client;
-	struct addrinfo hints, *res;
-	char host[256], port_s[8];
-	struct timeval tv = { 2, 0 };
+	char host[256];
 	uint16_t port;
-	int fd, one = 1;
+	int fd;
 
 	if (rn_mdview_broker_address(&co->view, mc->broker,
 	    co->cfg->inter_broker_listener_name, host, sizeof(host), &port) != 0)
 		return -ENOENT;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	snprintf(port_s, sizeof(port_s), "%u", port);
-	if (getaddrinfo(host, port_s, &hints, &res) != 0)
-		return -EHOSTUNREACH;
-	if ((fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
-		freeaddrinfo(res);
-		return -errno;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, res->ai_addr, res->ai_addrlen) == -1) {
-		int e = errno;
-
-		freeaddrinfo(res);
-		close(fd);
-		return -e;
-	}
-	freeaddrinfo(res);
+	if ((fd = rn_tcp_connect_timed(host, port, 2000)) < 0)
+		return fd;
 	mc->fd = fd;
 	if (sc != NULL && ((mc->sec = rn_secc_new(sc, host)) == NULL ||
 	    rn_secc_handshake_fd(mc->sec, fd, 2000) != 0)) {

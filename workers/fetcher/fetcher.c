@@ -197,37 +197,15 @@ leader_login(struct fetcher *f, struct leader *l, const char *host)
 static int
 leader_connect(struct fetcher *f, struct leader *l)
 {
-	struct addrinfo hints, *res;
-	char host[256], port_s[8];
+	char host[256];
 	uint16_t port;
-	int fd, one = 1;
-	struct timeval tv = { 2, 0 };
+	int fd;
 
 	if (rn_mdview_broker_address(&f->view, l->id,
 	    f->cfg->inter_broker_listener_name, host, sizeof(host), &port) != 0)
 		return -ENOENT;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	snprintf(port_s, sizeof(port_s), "%u", port);
-	if (getaddrinfo(host, port_s, &hints, &res) != 0)
-		return -EHOSTUNREACH;
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		freeaddrinfo(res);
-		return -errno;
-	}
-	/* bounded blocking connect and I/O: a dead leader cannot hang us */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, res->ai_addr, res->ai_addrlen) == -1) {
-		int e = errno;
-		freeaddrinfo(res);
-		close(fd);
-		return -e;
-	}
-	freeaddrinfo(res);
+	if ((fd = rn_tcp_connect_timed(host, port, 2000)) < 0)
+		return fd;
 	l->fd = fd;
 	if (f->w->env->ib_client != NULL)
 		return leader_login(f, l, host);
