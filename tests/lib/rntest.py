@@ -66,12 +66,46 @@ class Tap:
         sys.exit(1 if self.failed else 0)
 
 
-def free_port():
+# Listening ports come from below the kernel's ephemeral range: a port the
+# kernel picked for a bind to port 0 is free only until some client's
+# connect() takes it as its local port, and the tests make thousands of
+# connections while a node is still starting. A counter under flock in
+# one file hands out each port once across concurrent test processes.
+PORT_LOW, PORT_HIGH = 20000, 32000
+PORT_COUNTER = os.path.join(tempfile.gettempdir(), "runnel-test-ports")
+
+
+def _bindable(port):
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_port():
+    import fcntl
+    fd = os.open(PORT_COUNTER, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        raw = os.read(fd, 32).strip()
+        port = int(raw) if raw.isdigit() else PORT_LOW + os.getpid() % 1000
+        for _ in range(PORT_HIGH - PORT_LOW):
+            port = PORT_LOW if not PORT_LOW <= port < PORT_HIGH else port
+            here, port = port, port + 1
+            if _bindable(here):
+                break
+        else:
+            raise RuntimeError("no free port in %d-%d" % (PORT_LOW, PORT_HIGH))
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, b"%d" % port)
+        return here
+    finally:
+        os.close(fd)
 
 
 def recv_exact(sock, n):
