@@ -9,19 +9,23 @@ second producer with the same transactional.id fences the first, whose
 next commit fails fatally, and nothing the zombie wrote is visible to
 read_committed. A transaction left open past transaction.timeout.ms is
 aborted by the coordinator (its records invisible, the last stable offset
-moves on). On three nodes the coordinator's node is killed mid-transaction:
-a producer with the same transactional.id initializes again at the new
-coordinator and commits a new transaction, and the old one is aborted."""
+moves on, and runnel-transactions find-hanging finds nothing). On three
+nodes the coordinator's node is killed mid-transaction: a producer with
+the same transactional.id initializes again at the new coordinator and
+commits a new transaction, and the old one is aborted."""
+import os
+import subprocess
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, \
     TopicPartition
 
 from rncluster import create_topic, partition_state, wait_state, java_hash
-from rntest import Cluster, Node, Tap, TempDir, wait_for
+from rntest import BUILDDIR, Cluster, Node, Tap, TempDir, wait_for
 from rntxn import Conn
 
 t = Tap()
+TXN_TOOL = os.path.join(BUILDDIR, "runnel-transactions")
 PARTS = 3
 TOPICS = ("txa", "txb")
 FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
@@ -274,6 +278,17 @@ def timeout_abort(bootstrap, label):
     got = read(bootstrap, "read_committed", [("txa", 2)])[("txa", 2)]
     t.ok("left-open" not in got, "%s: its record is invisible to "
          "read_committed" % label)
+    # a 0 minute timeout makes every open transaction a candidate: the
+    # aborted one must have left none behind on any replica of txa
+    r = subprocess.run([TXN_TOOL, "--bootstrap-server", bootstrap,
+                        "find-hanging", "--topic", "txa",
+                        "--max-transaction-timeout", "0"],
+                       capture_output=True, text=True, timeout=60)
+    if not t.ok(r.returncode == 0 and
+                "No hanging transactions found" in r.stdout,
+                "%s: runnel-transactions find-hanging --topic txa reports "
+                "none after the abort" % label):
+        t.diag(r.stdout + r.stderr)
     code = fatal_code(lambda: p.commit_transaction(30))
     t.ok(code in FENCED, "%s: its producer's commit fails as fenced (%s)"
          % (label, code))
