@@ -40,6 +40,16 @@ run_pass() {
 		failed=1 # the harness itself failed
 	fi
 	grep -H '^not ok' $(find tests -name '*.log') 2>/dev/null | head -100
+	# and what each failing test said around its failures (its "# "
+	# diagnostics) and at its end (a traceback), so a CI log that
+	# shows only its tail can be read
+	for bad in $(grep -l '^:test-result: \(FAIL\|XPASS\|ERROR\)' $trs 2>/dev/null); do
+		log=${bad%.trs}.log
+		echo "--- $log"
+		{ grep -B8 -A12 '^not ok' "$log" | grep '^\(not ok\|# \)'
+		  echo "(its last lines)"; grep -v '^%[0-9]|' "$log" | tail -15
+		} | cut -c1-400 | head -60
+	done
 	[ "$skipped" -eq 0 ] || echo "($name: $skipped skipped)"
 	echo "$name: $passed passed, $failed failed"
 	total_passed=$((total_passed + passed))
