@@ -37,6 +37,12 @@ rn_now_ms(void)
 }
 
 int64_t
+rn_now_us(void)
+{
+	return rn_now_ns() / 1000;
+}
+
+int64_t
 rn_wallclock_ms(void)
 {
 	struct timespec ts;

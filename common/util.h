@@ -9,6 +9,7 @@
 #define RN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 int64_t rn_now_ms(void);      /* CLOCK_MONOTONIC */
+int64_t rn_now_us(void);      /* CLOCK_MONOTONIC */
 int64_t rn_now_ns(void);      /* CLOCK_MONOTONIC */
 int64_t rn_wallclock_ms(void); /* CLOCK_REALTIME, for timestamps users see */
 

@@ -304,6 +304,30 @@ def check_big_fetch(n):
         "in order (%.2fs)" % (BIG, took))
 
 
+def hw_checkpoint(n):
+    """The node's replication-offset-checkpoint: its count line and entries."""
+    try:
+        with open(os.path.join(n.logdir, "replication-offset-checkpoint")) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return -1, {}
+    rows = [l.split() for l in lines[2:] if l.strip()]
+    return int(lines[1]), {(r[0], int(r[1])): int(r[2]) for r in rows}
+
+
+def check_hw_checkpoint(n):
+    """The storage duty writes the high-watermark checkpoint a step per
+    loop turn; whole, it still lists every partition with its high
+    watermark (Kafka's every 5 s)."""
+    def whole():
+        count, rows = hw_checkpoint(n)
+        return count == len(rows) and all(
+            rows.get(("big", i)) == 10 for i in range(BIG))
+    t.ok(wait_for(whole, 20, 0.5),
+         "replication-offset-checkpoint lists all %d partitions of big at "
+         "high watermark 10, its count line matching its entries" % BIG)
+
+
 def check_long_poll(n, tmp):
     """100 long-polling consumers of one partition while 100,000 records land."""
     CONS, RECORDS = 100, 100000
@@ -562,6 +586,7 @@ with TempDir() as tmp:
              "RSS (bound %d MiB)" % (listed_rss - start_rss,
                                       rss_bound_kib(32 * 1024) // 1024))
         check_big_fetch(n)
+        check_hw_checkpoint(n)
         check_admin(n)
         check_long_poll(n, tmp)
         check_retention(n)

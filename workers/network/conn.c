@@ -311,7 +311,7 @@ conn_flush(struct net *n, struct conn *c)
 		if (c->out_head == NULL)
 			c->out_tail = NULL;
 		if (o->ready_us != 0) {
-			int64_t now = net_now_us();
+			int64_t now = rn_now_us();
 
 			if (o->met_api == RN_MET_API_PRODUCE) {
 				net_stage(n, RN_STAGE_SEND, now - o->queued_us);
@@ -587,7 +587,7 @@ net_conn_readable(struct net *n, struct conn *c)
 	if (c->rlen > from) {
 		c->active_ms = n->now_ms;
 		c->prev_rx_us = c->rx_us;
-		c->rx_us = net_now_us();
+		c->rx_us = rn_now_us();
 		c->rx_from = from;
 	}
 	net_conn_process(n, c);

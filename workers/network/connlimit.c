@@ -243,7 +243,7 @@ int64_t
 net_connlim_admit_wait(struct net *n, int l)
 {
 	struct net_connlim *L = &n->lim;
-	int64_t now_us = net_now_us(), w = 0, x;
+	int64_t now_us = rn_now_us(), w = 0, x;
 
 	if ((L->max_listener[l] != LIM_NONE &&
 	    sum_listener(L, l) >= (uint64_t)L->max_listener[l]) ||
@@ -283,7 +283,7 @@ net_connlim_take(struct net *n, int l, const struct sockaddr_storage *ss,
 {
 	struct net_connlim *L = &n->lim;
 	const char *lname = n->cfg->listeners[l].name;
-	int64_t max = L->per_ip, now_us = net_now_us();
+	int64_t max = L->per_ip, now_us = rn_now_us();
 	char peer[INET6_ADDRSTRLEN] = "?";
 	unsigned i;
 	int k;

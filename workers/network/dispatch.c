@@ -175,7 +175,7 @@ net_out_finish(struct net *n, struct conn *c, struct net_out *o, size_t mark)
 		o->ready_us = c->ready_us;
 		o->start_us = c->start_us;
 		o->park_us = c->park_us;
-		o->queued_us = net_now_us();
+		o->queued_us = rn_now_us();
 		o->met_api = c->met_api;
 		/* one response per request is timed */
 		c->ready_us = 0;
@@ -253,7 +253,7 @@ handled(struct net *n, struct conn *c, int64_t t_decoded)
 
 	if (!produce && c->wait == CONN_IDLE && c->met_queued)
 		return;
-	now = net_now_us();
+	now = rn_now_us();
 	if (produce)
 		net_stage(n, RN_STAGE_APPEND, now - t_decoded);
 	if (c->wait != CONN_IDLE)
@@ -280,7 +280,7 @@ net_dispatch(struct net *n, struct conn *c)
 		return net_sasl_raw_token(n, c);
 	if (c->frame_len >= 2 && (c->met_api = rn_met_api_index(
 	    c->rbuf[c->frame_off + 4] << 8 | c->rbuf[c->frame_off + 5])) >= 0) {
-		c->start_us = t_start = net_now_us();
+		c->start_us = t_start = rn_now_us();
 		c->ready_us = frame_ready_us(c);
 		if (c->met_api == RN_MET_API_PRODUCE)
 			net_stage(n, RN_STAGE_QUEUED, t_start - c->ready_us);
@@ -346,7 +346,7 @@ net_dispatch(struct net *n, struct conn *c)
 	rn_arena_set_limit(&c->arena, rn_arena_used(&c->arena) +
 	    (size_t)n->cfg->socket_request_max_bytes);
 	if (c->met_api == RN_MET_API_PRODUCE) {
-		t_decoded = net_now_us();
+		t_decoded = rn_now_us();
 		net_stage(n, RN_STAGE_DECODE, t_decoded - t_start);
 	}
 	for (i = 0; i < N_SERVED; i++)

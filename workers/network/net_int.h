@@ -253,13 +253,17 @@ struct net {
 	bool ret_active;         /* a retention pass is under way */
 	int ret_topic, ret_part; /* where it stands in the image */
 	int64_t next_isr_check_ms;
+	bool isr_active;         /* an ISR pass is under way */
+	struct rn_part_pass isr_pass;
 	int64_t next_hw_checkpoint_ms;
+	struct rn_ckpt_pass *hw_ckpt;
 	/* the background flush of rolled segments (flush.c), and the
 	 * recovery-point checkpoint it makes worth writing */
 	bool flush_active;
 	struct rn_part_pass flush_pass;
 	int64_t next_flush_ms;
 	int64_t next_rp_checkpoint_ms;
+	struct rn_ckpt_pass *rp_ckpt;
 	int64_t accept_resume_ms;  /* out of descriptors: listen again then */
 	int64_t accept_warned_ms;
 	/* the versions this worker handles, from the codec table, and what
@@ -455,7 +459,10 @@ void net_produce_recheck(struct net *n, struct conn *c, bool timed_out);
 void net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
     const struct rn_mdv_partition *mp, struct rn_part *p, int32_t replica,
     int64_t fetch_offset, int64_t now_wallclock_ms);
-void net_isr_housekeeping(struct net *n, int64_t now_ms);
+/* Part of a pass proposing laggards out of the ISR of every partition
+ * this node leads, until deadline_us; true while the pass goes on. */
+bool net_isr_housekeeping(struct net *n, struct rn_part_pass *pass,
+    int64_t deadline_us);
 
 /* ctl_channel.c: replies from the controller */
 int net_ctl_drain(struct net *n);
@@ -535,8 +542,6 @@ void net_count_out(struct net *n, const struct rn_part *p, size_t bytes);
 void net_count_request(struct net *n, int16_t api_key);
 void net_count_isr(struct net *n);
 void net_count_conns(struct net *n);
-/* CLOCK_MONOTONIC in us, for the stage histograms */
-int64_t net_now_us(void);
 /* One sample of us microseconds in this worker's histogram of stage. */
 void net_stage(struct net *n, enum rn_met_stage stage, int64_t us);
 /* A timed request's RequestMetrics stages, from its times (us; park 0:

@@ -54,12 +54,6 @@ net_count_request(struct net *n, int16_t api_key)
 		rn_met_add(&self(n)->requests[api_key], 1);
 }
 
-int64_t
-net_now_us(void)
-{
-	return rn_now_ns() / 1000;
-}
-
 void
 net_stage(struct net *n, enum rn_met_stage stage, int64_t us)
 {

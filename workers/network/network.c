@@ -21,7 +21,13 @@
 
 #define MAX_EVENTS 128
 #define ACCEPT_PAUSE_MS 200
-#define RETENTION_STEP_MS 20
+/*
+ * The storage duty's passes over every local partition go a step per
+ * turn, this long at most, between the turn's requests: at 100,000
+ * partitions a whole pass is 10-30 ms, which every client of the worker
+ * would otherwise wait out.
+ */
+#define DUTY_STEP_US 1000
 /* How soon after a roll its segment is synced and the recovery point moves */
 #define FLUSH_PASS_EVERY_MS 1000
 #define NET_DRAIN_MS 5000    /* a stopping worker's wait for in-flight requests */
@@ -315,7 +321,9 @@ net_setup(struct net *n, struct rn_worker *w)
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->efd, &ev) == -1)
 		return -errno;
 	if (net_apis_init(n) != 0 || net_authz_init(n) != 0 ||
-	    rn_part_table_init(&n->parts, env->shm, env->cfg) != 0)
+	    rn_part_table_init(&n->parts, env->shm, env->cfg) != 0 ||
+	    (n->hw_ckpt = rn_ckpt_pass_new(RN_CKPT_HW)) == NULL ||
+	    (n->rp_ckpt = rn_ckpt_pass_new(RN_CKPT_RECOVERY)) == NULL)
 		return -ENOMEM;
 	n->parts.worker = w;
 	n->dispatch = net_dispatch;
@@ -365,7 +373,7 @@ net_part_exists(struct net *n, const struct rn_mdv_topic *t,
  * pass, and a partition with nothing on disk is not created for it.
  */
 static bool
-net_retention_step(struct net *n, int64_t deadline)
+net_retention_step(struct net *n, int64_t deadline_us)
 {
 	const struct rn_mdview *v = &n->view;
 
@@ -390,7 +398,7 @@ net_retention_step(struct net *n, int64_t deadline)
 			rn_log_about(LOG_INFO, rn_subj_part(t->name, mp->p),
 			    "%s-%d: retention deleted %d segments", t->name,
 			    mp->p, deleted);
-		if (rn_now_ms() >= deadline)
+		if (rn_now_us() >= deadline_us)
 			return true;
 	}
 	return false;
@@ -403,7 +411,7 @@ net_retention_step(struct net *n, int64_t deadline)
  * a flush pass still has work for the next turn.
  */
 static bool
-net_flush_housekeeping(struct net *n, int64_t now)
+net_flush_housekeeping(struct net *n, int64_t now, int64_t until_us)
 {
 	int64_t every = n->cfg->log_flush_offset_checkpoint_interval_ms;
 
@@ -413,12 +421,13 @@ net_flush_housekeeping(struct net *n, int64_t now)
 	}
 	if (n->flush_active)
 		n->flush_active = rn_part_flush_pass(&n->parts, &n->view,
-		    &n->flush_pass, now + RETENTION_STEP_MS);
+		    &n->flush_pass, until_us);
 	if (now >= n->next_rp_checkpoint_ms) {
 		n->next_rp_checkpoint_ms = now + (every < 100 ? 100 : every);
-		rn_part_checkpoint_recovery(&n->parts, &n->view);
+		(void)rn_ckpt_pass_start(n->rp_ckpt, &n->parts, &n->view);
 	}
-	return n->flush_active;
+	return rn_ckpt_pass_step(n->rp_ckpt, &n->parts, &n->view,
+	    until_us) || n->flush_active;
 }
 
 /*
@@ -431,22 +440,28 @@ net_flush_housekeeping(struct net *n, int64_t now)
 static bool
 net_housekeeping(struct net *n, int64_t now)
 {
-	int64_t t0;
+	int64_t t0, until;
 	bool more;
 
 	if (!(n->w->ws->duties & RN_DUTY_STORAGE))
 		return false;
-	t0 = net_now_us();
-	more = net_flush_housekeeping(n, now);
-	if (now >= n->next_isr_check_ms) {
+	t0 = rn_now_us();
+	until = t0 + DUTY_STEP_US;
+	more = net_flush_housekeeping(n, now, until);
+	if (!n->isr_active && now >= n->next_isr_check_ms) {
 		n->next_isr_check_ms = now + 1000;
-		net_isr_housekeeping(n, now);
+		n->isr_active = true;
 	}
+	if (n->isr_active)
+		more |= n->isr_active = net_isr_housekeeping(n, &n->isr_pass,
+		    until);
+
 	if (now >= n->next_hw_checkpoint_ms) {
 		/* Kafka's replica.high.watermark.checkpoint.interval.ms: 5 s */
 		n->next_hw_checkpoint_ms = now + 5000;
-		rn_part_checkpoint_hw(&n->parts, &n->view);
+		(void)rn_ckpt_pass_start(n->hw_ckpt, &n->parts, &n->view);
 	}
+	more |= rn_ckpt_pass_step(n->hw_ckpt, &n->parts, &n->view, until);
 	if (!n->ret_active && now >= n->next_retention_ms) {
 		n->next_retention_ms = now +
 		    n->cfg->log_retention_check_interval_ms;
@@ -454,8 +469,8 @@ net_housekeeping(struct net *n, int64_t now)
 		n->ret_topic = n->ret_part = 0;
 	}
 	if (n->ret_active)
-		n->ret_active = net_retention_step(n, now + RETENTION_STEP_MS);
-	net_stage(n, RN_STAGE_LOOP_DUTY, net_now_us() - t0);
+		n->ret_active = net_retention_step(n, until);
+	net_stage(n, RN_STAGE_LOOP_DUTY, rn_now_us() - t0);
 	return n->ret_active || more;
 }
 
@@ -463,14 +478,14 @@ net_housekeeping(struct net *n, int64_t now)
 static void
 net_refresh(struct net *n)
 {
-	int64_t t0 = net_now_us();
+	int64_t t0 = rn_now_us();
 
 	if (rn_mdview_refresh(&n->view, n->w->env->shm) == 1) {
 		rn_part_table_sync(&n->parts, &n->view);
 		if (n->w->ws->duties & RN_DUTY_STORAGE)
 			net_count_isr(n);
 		net_wakeup(n, true);
-		net_stage(n, RN_STAGE_METADATA, net_now_us() - t0);
+		net_stage(n, RN_STAGE_METADATA, rn_now_us() - t0);
 	}
 	/* between requests: no handle is held across this point */
 	(void)rn_part_table_trim(&n->parts);
@@ -633,11 +648,11 @@ net_turn(struct net *n, struct epoll_event *evs, bool draining)
 	if (net_coord_drain(n) != 0)
 		log_warnx("bad message from the group coordinator");
 	timeout = net_wait_ms(n, now, next);
-	t_wait = net_now_us();
+	t_wait = rn_now_us();
 	if (n->turn_start_us != 0)
 		net_stage(n, RN_STAGE_LOOP_TURN, t_wait - n->turn_start_us);
 	k = epoll_wait(n->epfd, evs, MAX_EVENTS, timeout);
-	n->turn_start_us = net_now_us();
+	n->turn_start_us = rn_now_us();
 	n->now_ms = rn_now_ms();
 	net_stage(n, RN_STAGE_LOOP_WAIT, n->turn_start_us - t_wait);
 	rn_ring_consumer_sleeping(in, false);
@@ -733,6 +748,9 @@ rn_network_main(struct rn_worker *w)
 	while (n.conns != NULL)
 		net_conn_close(&n, n.conns, NULL);
 	net_conn_reap(&n);
+	/* a checkpoint being written finishes before the logs close */
+	rn_ckpt_pass_free(n.hw_ckpt);
+	rn_ckpt_pass_free(n.rp_ckpt);
 	rn_part_table_close(&n.parts);
 	return RN_WORKER_EXIT_OK;
 }

@@ -271,7 +271,7 @@ net_produce_recheck(struct net *n, struct conn *c, bool timed_out)
 {
 	if (!net_acks_settled(n, c, timed_out))
 		return;
-	net_stage(n, RN_STAGE_ACKS, net_now_us() - c->park_us);
+	net_stage(n, RN_STAGE_ACKS, rn_now_us() - c->park_us);
 	if (produce_respond(n, c) != 0) {
 		log_warnx("Produce v%d from %s: cannot answer an acks=all "
 		    "produce: closing", c->hdr.api_version, c->peer);

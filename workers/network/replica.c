@@ -78,59 +78,70 @@ net_replica_fetched(struct net *n, const struct rn_mdv_topic *t,
 	isr_change_send(n, t, mp, p, isr, i, now);
 }
 
-/* Propose laggards out of the ISR of every partition this node leads. */
-void
-net_isr_housekeeping(struct net *n, int64_t now_ms)
+/* One partition this node leads: its laggards proposed out of the ISR. */
+static void
+isr_check_one(struct net *n, const struct rn_mdv_topic *t,
+    const struct rn_mdv_partition *mp, int64_t now)
+{
+	const struct rn_mdview *v = &n->view;
+	int32_t isr[RN_PART_MAX_REPLICAS];
+	struct rn_part *p;
+	int16_t kerr;
+	int k, kept = 0;
+
+	/*
+	 * A lone replica has no ISR to shrink and its high watermark moves
+	 * at each append: never open (and create) thousands of idle logs
+	 * here. Its test reads the image only, so it goes first.
+	 */
+	if (mp->n_replicas <= 1 || mp->slot < 0 || !net_leads(n, mp))
+		return;
+	if ((p = rn_part_led(&n->parts, v, t, mp, &kerr)) == NULL)
+		return;
+	for (k = 0; k < mp->n_isr && kept < RN_PART_MAX_REPLICAS; k++) {
+		int64_t caught_up;
+
+		if (mp->isr[k] != n->cfg->node_id &&
+		    (caught_up = rn_part_follower_caught_up_ms(p,
+		    mp->isr[k])) >= 0 &&
+		    now - caught_up > n->cfg->replica_lag_time_max_ms) {
+			rn_log_about(LOG_INFO, rn_subj_replica(t->name, mp->p,
+			    mp->isr[k]), "%s-%d: replica %d has not caught up "
+			    "for %lld ms: asking to remove it from the ISR",
+			    t->name, mp->p, mp->isr[k],
+			    (long long)(now - caught_up));
+			continue;
+		}
+		isr[kept++] = mp->isr[k];
+	}
+	if (kept < mp->n_isr &&
+	    rn_part_isr_change_allowed(p, mp->partition_epoch, now))
+		isr_change_send(n, t, mp, p, isr, kept, now);
+	/* a smaller ISR may let the high watermark move */
+	if (rn_part_advance_hw(p, mp, n->cfg->node_id))
+		rn_part_wake_parked(p, n->net_efds, n->w->index);
+}
+
+bool
+net_isr_housekeeping(struct net *n, struct rn_part_pass *pass,
+    int64_t deadline_us)
 {
 	const struct rn_mdview *v = &n->view;
 	int64_t now = rn_wallclock_ms();
-	int i, j, k;
+	unsigned k = 0;
 
-	(void)now_ms;
-	for (i = 0; i < v->n_topics; i++) {
-		const struct rn_mdv_topic *t = &v->topics[i];
+	while (pass->topic < v->n_topics) {
+		const struct rn_mdv_topic *t = &v->topics[pass->topic];
 
-		for (j = 0; j < t->n_parts; j++) {
-			const struct rn_mdv_partition *mp = &t->parts[j];
-			int32_t isr[RN_PART_MAX_REPLICAS];
-			struct rn_part *p;
-			int16_t kerr;
-			int kept = 0;
-
-			/*
-			 * A lone replica has no ISR to shrink and its high
-			 * watermark moves at each append: never open (and
-			 * create) thousands of idle logs here.
-			 */
-			if (!net_leads(n, mp) || mp->slot < 0 ||
-			    mp->n_replicas <= 1)
-				continue;
-			if ((p = rn_part_led(&n->parts, v, t, mp, &kerr)) == NULL)
-				continue;
-			for (k = 0; k < mp->n_isr && kept < RN_PART_MAX_REPLICAS; k++) {
-				int64_t caught_up;
-
-				if (mp->isr[k] != n->cfg->node_id &&
-				    (caught_up = rn_part_follower_caught_up_ms(p,
-				    mp->isr[k])) >= 0 &&
-				    now - caught_up > n->cfg->replica_lag_time_max_ms) {
-					rn_log_about(LOG_INFO, rn_subj_replica(
-					    t->name, mp->p, mp->isr[k]), "%s-%d: "
-					    "replica %d has not caught up for "
-					    "%lld ms: asking to remove it from "
-					    "the ISR", t->name, mp->p,
-					    mp->isr[k], (long long)(now - caught_up));
-					continue;
-				}
-				isr[kept++] = mp->isr[k];
-			}
-			if (kept < mp->n_isr &&
-			    rn_part_isr_change_allowed(p, mp->partition_epoch, now))
-				isr_change_send(n, t, mp, p, isr, kept, now);
-			/* a smaller ISR may let the high watermark move */
-			if (rn_part_advance_hw(p, mp, n->cfg->node_id))
-				rn_part_wake_parked(p, n->net_efds,
-				    n->w->index);
+		if (pass->part >= t->n_parts) {
+			pass->topic++;
+			pass->part = 0;
+			continue;
 		}
+		isr_check_one(n, t, &t->parts[pass->part++], now);
+		if ((++k & 63) == 0 && rn_now_us() >= deadline_us)
+			return true;
 	}
+	pass->topic = pass->part = 0;
+	return false;
 }

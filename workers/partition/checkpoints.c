@@ -19,8 +19,8 @@
 #define RN_PARTITION_INTERNAL
 #include "workers/partition/part_int.h"
 
-static int
-tp_cmp(const void *a, const void *b)
+int
+rn_part_ckpt_cmp(const void *a, const void *b)
 {
 	const struct rn_tp_offset *x = a, *y = b;
 	int c = strcmp(x->topic, y->topic);
@@ -29,9 +29,8 @@ tp_cmp(const void *a, const void *b)
 	    (x->partition < y->partition);
 }
 
-/* The entry of (topic, partition) in entries sorted by tp_cmp, or -1. */
-static int64_t
-ckpt_lookup(const struct rn_tp_offset *e, size_t n, const char *topic,
+int64_t
+rn_part_ckpt_lookup(const struct rn_tp_offset *e, size_t n, const char *topic,
     int32_t partition)
 {
 	struct rn_tp_offset key;
@@ -41,7 +40,7 @@ ckpt_lookup(const struct rn_tp_offset *e, size_t n, const char *topic,
 	    sizeof(key.topic))
 		return -1;
 	key.partition = partition;
-	hit = bsearch(&key, e, n, sizeof(*e), tp_cmp);
+	hit = bsearch(&key, e, n, sizeof(*e), rn_part_ckpt_cmp);
 	return hit != NULL ? hit->offset : -1;
 }
 
@@ -86,7 +85,7 @@ ckpt_cached(const char *path)
 	f->path[0] = '\0';
 	if (rn_offset_checkpoint_read(path, &f->e, &f->n) != 0)
 		return NULL;
-	qsort(f->e, f->n, sizeof(*f->e), tp_cmp);
+	qsort(f->e, f->n, sizeof(*f->e), rn_part_ckpt_cmp);
 	strlcpy(f->path, path, sizeof(f->path));
 	f->st = st;
 	return f;
@@ -102,27 +101,26 @@ rn_part_checkpointed(const char *root, const char *file, const char *topic,
 	snprintf(path, sizeof(path), "%s/%s", root, file);
 	if ((f = ckpt_cached(path)) == NULL)
 		return -1;
-	return ckpt_lookup(f->e, f->n, topic, partition);
+	return rn_part_ckpt_lookup(f->e, f->n, topic, partition);
 }
 
-/* The dir a slot's log is in, which a move changes before the image
- * records it. */
-static int
-ckpt_dir(const struct rn_part_rt *rt, const struct rn_mdv_partition *mp)
+int
+rn_part_ckpt_dir(const struct rn_part_rt *rt,
+    const struct rn_mdv_partition *mp)
 {
 	int32_t ld = atomic_load(&rt->cur_dir);
 
 	return ld >= 0 ? ld : (mp->dir >= 0 ? mp->dir : 0);
 }
 
-static int64_t
-hw_value(const struct rn_part_rt *rt)
+int64_t
+rn_part_ckpt_hw_value(const struct rn_part_rt *rt)
 {
 	return atomic_load(&rt->high_watermark);
 }
 
-static int64_t
-recovery_point_value(const struct rn_part_rt *rt)
+int64_t
+rn_part_ckpt_rp_value(const struct rn_part_rt *rt)
 {
 	uint64_t magic = atomic_load(&rt->log.magic);
 
@@ -162,7 +160,7 @@ ckpt_write_all(struct rn_part_table *t, const struct rn_mdview *v,
 		snprintf(path, sizeof(path), "%s/%s", t->cfg->log_dirs[d], file);
 		if (keep_old &&
 		    rn_offset_checkpoint_read(path, &old, &n_old) == 0)
-			qsort(old, n_old, sizeof(*old), tp_cmp);
+			qsort(old, n_old, sizeof(*old), rn_part_ckpt_cmp);
 		for (i = 0; i < v->n_topics; i++) {
 			const struct rn_mdv_topic *tp = &v->topics[i];
 
@@ -175,10 +173,10 @@ ckpt_write_all(struct rn_part_table *t, const struct rn_mdview *v,
 				if (mp->slot < 0 || mp->dir == RN_MDV_DIR_LOST)
 					continue;
 				if (off < 0 && keep_old && (rt == NULL ||
-				    ckpt_dir(rt, mp) == d))
-					off = ckpt_lookup(old, n_old, tp->name,
-					    mp->p);
-				else if (rt == NULL || ckpt_dir(rt, mp) != d)
+				    rn_part_ckpt_dir(rt, mp) == d))
+					off = rn_part_ckpt_lookup(old, n_old,
+					    tp->name, mp->p);
+				else if (rt == NULL || rn_part_ckpt_dir(rt, mp) != d)
 					continue;
 				if (off < 0)
 					continue;
@@ -203,7 +201,8 @@ ckpt_write_all(struct rn_part_table *t, const struct rn_mdview *v,
 int
 rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 {
-	return ckpt_write_all(t, v, RN_REPLICATION_CHECKPOINT, hw_value, false,
+	return ckpt_write_all(t, v, RN_REPLICATION_CHECKPOINT,
+	    rn_part_ckpt_hw_value, false,
 	    "writing the high-watermark checkpoint");
 }
 
@@ -211,7 +210,7 @@ int
 rn_part_checkpoint_recovery(struct rn_part_table *t, const struct rn_mdview *v)
 {
 	return ckpt_write_all(t, v, RN_RECOVERY_POINT_CHECKPOINT,
-	    recovery_point_value, true,
+	    rn_part_ckpt_rp_value, true,
 	    "writing the recovery-point checkpoint");
 }
 

@@ -80,7 +80,7 @@ flush_some(struct rn_part *p)
 
 bool
 rn_part_flush_pass(struct rn_part_table *t, const struct rn_mdview *v,
-    struct rn_part_pass *pass, int64_t deadline)
+    struct rn_part_pass *pass, int64_t deadline_us)
 {
 	while (pass->topic < v->n_topics) {
 		const struct rn_mdv_topic *tp = &v->topics[pass->topic];
@@ -98,7 +98,7 @@ rn_part_flush_pass(struct rn_part_table *t, const struct rn_mdview *v,
 		    (p = rn_part_get(t, v, tp, mp, &kerr)) == NULL ||
 		    flush_some(p) != 0)
 			pass->part++;
-		if (rn_now_ms() >= deadline)
+		if (rn_now_us() >= deadline_us)
 			return true;
 	}
 	pass->topic = pass->part = 0;

@@ -132,6 +132,19 @@ void rn_part_recovery_input(const struct rn_part_table *t, int dir,
 /* The offset a log dir's checkpoint file holds for it, or -1. */
 int64_t rn_part_checkpointed(const char *root, const char *file,
     const char *topic, int32_t partition);
+/* What the synchronous checkpoints (checkpoints.c) and the storage duty's
+ * stepped ones (ckpt_pass.c) share: entries ordered by topic, partition;
+ * the entry of (topic, partition) in sorted entries, or -1; the dir a
+ * slot's log is in (a move changes it before the image records it); the
+ * values a slot gives each file, -1: none. */
+struct rn_tp_offset;
+int rn_part_ckpt_cmp(const void *a, const void *b);
+int64_t rn_part_ckpt_lookup(const struct rn_tp_offset *e, size_t n,
+    const char *topic, int32_t partition);
+int rn_part_ckpt_dir(const struct rn_part_rt *rt,
+    const struct rn_mdv_partition *mp);
+int64_t rn_part_ckpt_hw_value(const struct rn_part_rt *rt);
+int64_t rn_part_ckpt_rp_value(const struct rn_part_rt *rt);
 
 /* prodstate.c: producer-state snapshots, the newest kept few. */
 #define RN_PART_SNAPSHOTS_KEPT 3

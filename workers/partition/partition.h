@@ -354,6 +354,25 @@ int rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v);
 int rn_part_checkpoint_recovery(struct rn_part_table *t,
     const struct rn_mdview *v);
 
+/*
+ * The storage duty's periodic checkpoint of one file in every log dir
+ * (ckpt_pass.c): its entries gathered a step per loop turn, its files
+ * written (and, for the recovery points, the old ones read) by a thread,
+ * so that no turn holds the worker's clients for a whole checkpoint.
+ */
+enum rn_ckpt_kind { RN_CKPT_HW, RN_CKPT_RECOVERY };
+struct rn_ckpt_pass;
+struct rn_ckpt_pass *rn_ckpt_pass_new(enum rn_ckpt_kind kind);
+/* Begin a pass; false if one is under way (or no memory). */
+bool rn_ckpt_pass_start(struct rn_ckpt_pass *c, const struct rn_part_table *t,
+    const struct rn_mdview *v);
+/* Some of the pass until deadline_us (rn_now_us); true while gathering
+ * is left for the next turn (a thread's work is only looked in on). */
+bool rn_ckpt_pass_step(struct rn_ckpt_pass *c, const struct rn_part_table *t,
+    const struct rn_mdview *v, int64_t deadline_us);
+/* Waits for a write in flight. */
+void rn_ckpt_pass_free(struct rn_ckpt_pass *c);
+
 /* Where a pass over the image's partitions is. */
 struct rn_part_pass {
 	int topic, part;
@@ -362,10 +381,10 @@ struct rn_part_pass {
 /*
  * The storage duty (flush.c): part of a pass syncing every local log's
  * rolled segments and moving its recovery point to the rolled-to base,
- * until deadline; true while the pass goes on.
+ * until deadline_us (rn_now_us); true while the pass goes on.
  */
 bool rn_part_flush_pass(struct rn_part_table *t, const struct rn_mdview *v,
-    struct rn_part_pass *pass, int64_t deadline);
+    struct rn_part_pass *pass, int64_t deadline_us);
 
 /*
  * The node's clean stop, by the worker that stops last once every writer
