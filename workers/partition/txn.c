@@ -220,6 +220,7 @@ rn_part_producers_appended(struct rn_part *p, const uint8_t *buf, size_t len,
 		off += (size_t)h.batch_length + 12;
 	}
 	rn_part_txn_sync(p->rt);
+	rn_part_producers_note(p, rn_wallclock_ms());
 }
 
 void
