@@ -1,0 +1,252 @@
+"""A thousand idempotent producers on a partition, with a real runneld:
+beyond the 24 a partition slot keeps inline, producers live in the node's
+shared-memory pool (shm.max.producers), so none is forgotten.
+
+- 1,000 producer ids (InitProducerId each, raw protocol: tests/lib/rntxn.py)
+  write to one partition and to each of 10: a retry of every producer's
+  last batch is answered with its original offset and the high watermark
+  does not move; DescribeProducers lists all of them;
+- 50 open transactions beside 1,000 idempotent producers keep the last
+  stable offset (ListOffsets read_committed) at the earliest open one
+  while the others write, and the markers move it;
+- a clean stop and a SIGKILL keep the producers' state: retries are still
+  duplicates, the open transactions still hold the last stable offset;
+- 50 confluent-kafka idempotent producers in one process writing to the
+  same 10 partitions see no error and each record is in the topic once.
+"""
+import struct
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from rncluster import create_topic, wait_state
+from rntest import Node, Tap, TempDir
+from rntxn import Conn, _str, record_batch
+
+t = Tap()
+N = 1000
+NONE = 0
+
+
+def list_offset(conn, topic, partition, committed):
+    """ListOffsets v2, latest: the high watermark (read_uncommitted) or
+    the last stable offset (read_committed)."""
+    body = struct.pack(">ib", -1, 1 if committed else 0) + \
+        struct.pack(">i", 1) + _str(topic) + struct.pack(">i", 1) + \
+        struct.pack(">iq", partition, -1)
+    r = conn.call(2, 2, body)
+    r.take(">i")  # throttle
+    r.take(">i")
+    r.string()
+    r.take(">i")
+    r.take(">i")  # partition
+    err = r.take(">h")
+    r.take(">q")  # timestamp
+    off = r.take(">q")
+    return off if err == NONE else -1000 - err
+
+
+def init_pids(conn, n):
+    pids = []
+    for _ in range(n):
+        err, pid, epoch = conn.init_producer_id()
+        if err != NONE or epoch != 0:
+            t.diag("InitProducerId: error %d" % err)
+            return None
+        pids.append(pid)
+    return pids
+
+
+def write_all(conn, topic, parts, pids, seq, tag):
+    """Each producer's batch (seq) to each partition: {(pid, p): offset},
+    the errors seen."""
+    offs, errs = {}, {}
+    for pid in pids:
+        for p in parts:
+            b = record_batch([b"%s-%d-%d-%d" % (tag, pid, p, seq)], pid, 0,
+                             seq)
+            err, base = conn.produce_retry(topic, p, b)
+            if err != NONE:
+                errs[err] = errs.get(err, 0) + 1
+            offs[(pid, p)] = base
+    return offs, errs
+
+
+def retry_all(conn, topic, parts, pids, seq, tag, offs):
+    """The same batches again: how many were not answered with their
+    original offset."""
+    wrong = 0
+    for pid in pids:
+        for p in parts:
+            b = record_batch([b"%s-%d-%d-%d" % (tag, pid, p, seq)], pid, 0,
+                             seq)
+            err, base = conn.produce(topic, p, b)
+            if err != NONE or base != offs[(pid, p)]:
+                wrong += 1
+                if wrong <= 3:
+                    t.diag("retry of %d on %s-%d: error %d, offset %d, "
+                           "first written at %d" % (pid, topic, p, err,
+                                                    base, offs[(pid, p)]))
+    return wrong
+
+
+def hws(conn, topic, parts):
+    return [list_offset(conn, topic, p, False) for p in parts]
+
+
+def check_retries(conn, pids, offs_one, offs_ten, hw_one, hw_ten, what):
+    t.eq(retry_all(conn, "one", [0], pids, 1, b"o", offs_one), 0,
+         "%s: every one of 1,000 producers' retries on one partition is "
+         "answered with its original offset" % what)
+    t.eq(retry_all(conn, "ten", range(10), pids, 0, b"t", offs_ten), 0,
+         "%s: so is each of their 10,000 retries over 10 partitions" % what)
+    t.eq(hws(conn, "one", [0]) + hws(conn, "ten", range(10)),
+         hw_one + hw_ten, "%s: no high watermark moved" % what)
+
+
+def confluent_producers(bootstrap):
+    """50 idempotent producers in this process, 200 records each over the
+    10 partitions: (delivery errors, values sent)."""
+    errors, sent = [], []
+
+    def cb(err, msg):
+        if err is not None:
+            errors.append(err)
+
+    prods = [Producer({"bootstrap.servers": bootstrap,
+                       "enable.idempotence": True, "linger.ms": 5,
+                       "message.timeout.ms": 60000})
+             for _ in range(50)]
+    for i in range(200):
+        for k, pr in enumerate(prods):
+            v = b"ck-%d-%d" % (k, i)
+            pr.produce("ten", v, partition=(i + k) % 10, on_delivery=cb)
+            sent.append(v)
+        for pr in prods:
+            pr.poll(0)
+    for pr in prods:
+        pr.flush(60)
+    return errors, sent
+
+
+def read_topic(bootstrap, topic, parts, end):
+    """Every value of the partitions, up to their ends."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "many",
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in parts])
+    vals, done, deadline = [], set(), time.time() + 60
+    while len(done) < len(parts) and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == -191 and m.offset() >= end[m.partition()]:
+                done.add(m.partition())
+            continue
+        vals.append(m.value())
+    c.close()
+    return vals
+
+
+def main(tmp):
+    n = Node(tmp, props={"num.partitions": "1"})
+    n.start()
+    try:
+        t.ok(n.wait_running(), "node running")
+        create_topic(n.bootstrap, "one", 1, 1)
+        create_topic(n.bootstrap, "ten", 10, 1)
+        wait_state(n.bootstrap, "one", lambda l, r, i: l == 1)
+        for p in range(10):
+            wait_state(n.bootstrap, "ten", lambda l, r, i: l == 1, p=p)
+        conn = Conn(n.port)
+        t0 = time.time()
+        pids = init_pids(conn, N)
+        t.ok(pids is not None and len(set(pids)) == N,
+             "1,000 producer ids from InitProducerId")
+        _, errs0 = write_all(conn, "one", [0], pids, 0, b"o")
+        offs_one, errs1 = write_all(conn, "one", [0], pids, 1, b"o")
+        offs_ten, errs2 = write_all(conn, "ten", range(10), pids, 0, b"t")
+        t.eq((errs0, errs1, errs2), ({}, {}, {}),
+             "each producer's batches to one partition and to 10 written")
+        t.diag("1,000 ids, 12,000 batches in %.1f s" % (time.time() - t0))
+        hw_one, hw_ten = hws(conn, "one", [0]), hws(conn, "ten", range(10))
+        t.eq(hw_one + hw_ten, [2 * N] + [N] * 10,
+             "high watermarks: 2,000 on one, 1,000 on each of 10")
+        check_retries(conn, pids, offs_one, offs_ten, hw_one, hw_ten,
+                      "live")
+        dp = conn.describe_producers("one", [0])
+        listed = {pr[0]: pr for pr in dp[0][1]}
+        t.ok(dp[0][0] == NONE and set(pids) <= set(listed) and
+             all(listed[p][2] == 1 for p in pids),
+             "DescribeProducers lists all 1,000 (last sequence 1), not 24")
+
+        # 50 open transactions, then 1,000 other idempotent producers
+        txp = init_pids(conn, 50)
+        first = []
+        for i, pid in enumerate(txp):
+            err, base = conn.produce("one", 0, record_batch(
+                [b"x-%d" % i], pid, 0, 0, True))
+            first.append(base if err == NONE else -1)
+        t.ok(-1 not in first, "50 transactions opened on one partition")
+        lso = list_offset(conn, "one", 0, True)
+        t.eq(lso, first[0], "the last stable offset is the earliest open "
+             "transaction's first offset")
+        more = init_pids(conn, N)
+        _, errs = write_all(conn, "one", [0], more, 0, b"m")
+        t.eq(errs, {}, "1,000 more idempotent producers write beside them")
+        t.eq(list_offset(conn, "one", 0, True), first[0],
+             "the last stable offset stays at the earliest open one")
+        r = conn.write_txn_markers([(pid, 0, True, {"one": [0]}, 1)
+                                    for pid in txp[:40]])
+        t.eq(set(r.values()), {NONE}, "40 of them committed (markers)")
+        t.eq(list_offset(conn, "one", 0, True), first[40],
+             "the last stable offset moves to the earliest still open")
+        hw_one = hws(conn, "one", [0])
+        conn.close()
+
+        for how in ("clean stop", "SIGKILL"):
+            if how == "clean stop":
+                n.stop()
+            else:
+                n.kill()
+            n.start()
+            t.ok(n.wait_running(), "node running again after a %s" % how)
+            wait_state(n.bootstrap, "one", lambda l, r, i: l == 1)
+            conn = Conn(n.port)
+            check_retries(conn, pids, offs_one, offs_ten, hw_one, hw_ten,
+                          "after a " + how)
+            t.eq(list_offset(conn, "one", 0, True), first[40],
+                 "after a %s: the 10 open transactions hold the last "
+                 "stable offset" % how)
+            if how == "SIGKILL":
+                break
+            conn.close()
+        r = conn.write_txn_markers([(pid, 0, False, {"one": [0]}, 1)
+                                    for pid in txp[40:]])
+        t.eq(set(r.values()), {NONE}, "the last 10 aborted")
+        t.eq(list_offset(conn, "one", 0, True), hw_one[0] + 10,
+             "the last stable offset reaches the high watermark")
+
+        # real clients on the same 10 partitions
+        before = hws(conn, "ten", range(10))
+        errors, sent = confluent_producers(n.bootstrap)
+        t.eq(errors, [], "50 confluent-kafka idempotent producers: no "
+             "delivery error")
+        after = hws(conn, "ten", range(10))
+        t.eq(sum(after) - sum(before), len(sent),
+             "the 10 partitions grew by exactly the %d records sent"
+             % len(sent))
+        vals = [v for v in read_topic(n.bootstrap, "ten", range(10), after)
+                if v.startswith(b"ck-")]
+        t.ok(len(vals) == len(sent) and set(vals) == set(sent),
+             "the topic holds each of their records once (%d read)"
+             % len(vals))
+        conn.close()
+        t.eq(n.crashes(), [], "no worker crashed")
+    finally:
+        n.stop()
+
+
+with TempDir() as tmp:
+    main(tmp)
+t.done()
