@@ -12,7 +12,13 @@ shared-memory pool (shm.max.producers), so none is forgotten.
 - a clean stop and a SIGKILL keep the producers' state: retries are still
   duplicates, the open transactions still hold the last stable offset;
 - 50 confluent-kafka idempotent producers in one process writing to the
-  same 10 partitions see no error and each record is in the topic once.
+  same 10 partitions see no error and each record is in the topic once;
+- with a pool of 10 (shm.max.producers), 34 producers in open
+  transactions fill a partition: a new producer's batch is refused with
+  the retriable REQUEST_TIMED_OUT (logged with the partition, counted in
+  the metrics) until a transaction ends and its producer gives way, and
+  producers idle past producer.id.expiration.ms go while those in a
+  transaction stay.
 """
 import struct
 import time
@@ -247,6 +253,60 @@ def main(tmp):
         n.stop()
 
 
+def metric(n, name):
+    for line in n.ctl("metrics").stdout.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def small_pool(tmp):
+    n = Node(tmp, name="small", props={
+        "shm.max.producers": "10", "producer.id.expiration.ms": "3000",
+        "log.retention.check.interval.ms": "500"})
+    n.start()
+    try:
+        t.ok(n.wait_running(), "small pool: node running")
+        create_topic(n.bootstrap, "small", 1, 1)
+        wait_state(n.bootstrap, "small", lambda l, r, i: l == 1)
+        conn = Conn(n.port)
+        txp = init_pids(conn, 34)
+        first = [conn.produce_retry("small", 0, record_batch(
+            [b"x"], pid, 0, 0, True)) for pid in txp]
+        t.eq({e for e, _ in first}, {NONE},
+             "34 producers open transactions: 24 inline, 10 in the pool")
+        t.eq(metric(n, "runnel_producer_pool_entries_used"), 10,
+             "the metrics show the pool's 10 entries used")
+        late = init_pids(conn, 1)[0]
+        b = record_batch([b"late"], late, 0, 0)
+        err, _ = conn.produce("small", 0, b)
+        t.eq(err, 7, "a 35th producer's batch is refused with the "
+             "retriable REQUEST_TIMED_OUT: no open transaction is evicted")
+        t.eq(list_offset(conn, "small", 0, True), first[0][1],
+             "the last stable offset still at the earliest transaction")
+        t.ok("small-0: the node's producer pool (shm.max.producers) is "
+             "full" in n.logtext() and
+             metric(n, "runnel_producer_pool_exhausted_total") >= 1,
+             "the refusal is logged with the partition and counted")
+        r = conn.write_txn_markers([(txp[0], 0, True, {"small": [0]}, 1)])
+        t.eq(r, {(txp[0], "small", 0): NONE}, "one transaction committed")
+        err, _ = conn.produce("small", 0, b)
+        t.eq(err, NONE, "the retry is taken: the committed producer gave "
+             "way")
+        t.eq(list_offset(conn, "small", 0, True), first[1][1],
+             "the last stable offset moved to the next open transaction")
+        time.sleep(4.5)  # past producer.id.expiration.ms, and a retention pass
+        dp = conn.describe_producers("small", [0])
+        listed = {pr[0] for pr in dp[0][1]}
+        t.eq(listed, set(txp[1:]), "after producer.id.expiration.ms the "
+             "idle producer is gone, the 33 in a transaction stay")
+        conn.close()
+        t.eq(n.crashes(), [], "small pool: no worker crashed")
+    finally:
+        n.stop()
+
+
 with TempDir() as tmp:
     main(tmp)
+    small_pool(tmp)
 t.done()
