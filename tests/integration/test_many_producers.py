@@ -13,6 +13,7 @@ shared-memory pool (shm.max.producers), so none is forgotten.
   duplicates, the open transactions still hold the last stable offset;
 - 50 confluent-kafka idempotent producers in one process writing to the
   same 10 partitions see no error and each record is in the topic once;
+- deleting the topics returns all their producers' entries to the pool;
 - with a pool of 10 (shm.max.producers), 34 producers in open
   transactions fill a partition: a new producer's batch is refused with
   the retriable REQUEST_TIMED_OUT (logged with the partition, counted in
@@ -25,8 +26,8 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from rncluster import create_topic, wait_state
-from rntest import Node, Tap, TempDir
+from rncluster import admin, create_topic, wait_state
+from rntest import Node, Tap, TempDir, wait_for
 from rntxn import Conn, _str, record_batch
 
 t = Tap()
@@ -248,6 +249,18 @@ def main(tmp):
              "the topic holds each of their records once (%d read)"
              % len(vals))
         conn.close()
+
+        # a deleted topic's slots give their producers' entries back
+        used = metric(n, "runnel_producer_pool_entries_used")
+        t.ok(used >= 2 * N, "the pool holds the producers beyond each "
+             "partition's 24 (%d)" % used)
+        a = admin(n.bootstrap)
+        for f in a.delete_topics(["one", "ten"]).values():
+            f.result(30)
+        del a
+        t.ok(wait_for(lambda: metric(
+            n, "runnel_producer_pool_entries_used") == 0, 30),
+            "deleting the topics returns every entry to the pool")
         t.eq(n.crashes(), [], "no worker crashed")
     finally:
         n.stop()

@@ -221,6 +221,14 @@ locked_part(void *arg, int (*fn)(struct rn_log *log, void *fnarg),
 	return rn_part_locked(arg, fn, fnarg);
 }
 
+static int
+cmp_offset(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void
 clean_one(struct cleaner *c, struct cand *b)
 {
@@ -252,6 +260,7 @@ clean_one(struct cleaner *c, struct cand *b)
 		cap = *k + 64;
 		*k = rn_part_producer_last_batches(b->p, keep, cap);
 	}
+	qsort(keep, (size_t)b->prm.n_keep, sizeof(*keep), cmp_offset);
 	b->prm.keep_offsets = keep;
 	/* writing the cleaned files in its dir fails like any write */
 	rc = rn_part_io(b->p, cl_clean_log(&c->ctx, b->p->log, &b->r, &b->prm,
