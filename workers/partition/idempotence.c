@@ -266,6 +266,8 @@ entry_new(struct rn_idem_state *s, int64_t pid, int16_t epoch, int64_t now_ms,
 	if (lru == NULL)
 		return NULL;
 	s->evicted++;
+	if (lru->txn_first >= 0)
+		s->txn_gen++;
 	/* its place is reused: a box moves to pid's chain */
 	if (!inline_entry(s, lru)) {
 		uint32_t ref = unchain(s, lru);
@@ -375,6 +377,8 @@ record_marker(struct rn_idem_state *s, const struct rn_batch_header *h,
 	}
 	p->txn_first = -1;
 	p->last_used_ms = now_ms;
+	if (first >= 0)
+		s->txn_gen++;
 	return first;
 }
 
@@ -383,6 +387,7 @@ rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
     int64_t base_offset, int64_t now_ms)
 {
 	struct rn_idem_producer *p;
+	int64_t before;
 
 	if (h->producer_id < 0)
 		return -1;
@@ -390,6 +395,7 @@ rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
 		return record_marker(s, h, now_ms);
 	if ((p = entry(s, h->producer_id, h->producer_epoch, now_ms)) == NULL)
 		return -1;	/* no inline room and no pool: unreachable */
+	before = p->txn_first;
 	if (h->producer_epoch != p->epoch)
 		/* a new epoch: its sequences start over */
 		format_entry(p, p->pid, h->producer_epoch, now_ms);
@@ -402,6 +408,8 @@ rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
 	p->last_used_ms = now_ms;
 	if ((h->attributes & RN_BATCH_ATTR_TRANSACTIONAL) && p->txn_first < 0)
 		p->txn_first = base_offset;
+	if (p->txn_first != before)
+		s->txn_gen++;
 	return -1;
 }
 

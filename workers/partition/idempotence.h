@@ -53,7 +53,9 @@ struct rn_idem_state {
 	/* producers evicted (the pool full) and batches refused (every
 	 * producer here in a transaction) since the caller last logged */
 	uint32_t evicted, refused;
-	uint32_t pad;
+	/* bumped whenever a transaction here begins or ends (a batch, a
+	 * marker, an eviction): the first unstable offset may have moved */
+	uint32_t txn_gen;
 	int64_t logged_ms;
 };
 
