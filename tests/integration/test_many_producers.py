@@ -14,6 +14,10 @@ shared-memory pool (shm.max.producers), so none is forgotten.
 - 50 confluent-kafka idempotent producers in one process writing to the
   same 10 partitions see no error and each record is in the topic once;
 - deleting the topics returns all their producers' entries to the pool;
+- on three nodes, the followers keep the same state from what they
+  replicate: after the leader is killed, the new leader answers every
+  retry of 1,000 producers with its original offset, and 30 open
+  transactions hold its last stable offset;
 - with a pool of 10 (shm.max.producers), 34 producers in open
   transactions fill a partition: a new producer's batch is refused with
   the retriable REQUEST_TIMED_OUT (logged with the partition, counted in
@@ -21,13 +25,14 @@ shared-memory pool (shm.max.producers), so none is forgotten.
   producers idle past producer.id.expiration.ms go while those in a
   transaction stay.
 """
+import os
 import struct
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from rncluster import admin, create_topic, wait_state
-from rntest import Node, Tap, TempDir, wait_for
+from rntest import Cluster, Node, Tap, TempDir, wait_for
 from rntxn import Conn, _str, record_batch
 
 t = Tap()
@@ -319,7 +324,51 @@ def small_pool(tmp):
         n.stop()
 
 
+def three_nodes(tmp):
+    c = Cluster(os.path.join(tmp, "rf3"), 3, props={"replica.lag.time.max.ms": "3000",
+                               "min.insync.replicas": "2",
+                               "offsets.topic.replication.factor": "3"})
+    c.start()
+    try:
+        t.ok(c.wait_running(60), "three nodes running")
+        create_topic(c.bootstrap, "rep", 1, 3)
+        st = wait_state(c.bootstrap, "rep",
+                        lambda l, r, i: l > 0 and len(i) == 3)
+        t.ok(st, "rep has its three replicas in the ISR")
+        leader = st[0]
+        conn = Conn(c.node(leader).port)
+        txp = init_pids(conn, 30)
+        first = [conn.produce_retry("rep", 0, record_batch(
+            [b"x"], pid, 0, 0, True))[1] for pid in txp]
+        pids = init_pids(conn, N)
+        offs, errs = write_all(conn, "rep", [0], pids, 0, b"r")
+        t.eq(errs, {}, "RF=3: 30 open transactions, then 1,000 producers "
+             "write (acks=all)")
+        hw = list_offset(conn, "rep", 0, False)
+        conn.close()
+        c.node(leader).kill()
+        st = wait_state(c.bootstrap, "rep",
+                        lambda l, r, i: l > 0 and l != leader, 60)
+        t.ok(st, "a new leader took over")
+        conn = Conn(c.node(st[0]).port)
+        t.ok(wait_for(lambda: list_offset(conn, "rep", 0, False) == hw, 30),
+             "the new leader's high watermark covers everything")
+        t.eq(retry_all(conn, "rep", [0], pids, 0, b"r", offs), 0,
+             "the new leader answers every one of 1,000 retries with its "
+             "original offset")
+        t.eq(list_offset(conn, "rep", 0, False), hw,
+             "and its high watermark did not move")
+        t.eq(list_offset(conn, "rep", 0, True), first[0],
+             "the 30 open transactions hold its last stable offset")
+        conn.close()
+        t.eq(c.crashes(), [], "no worker crashed in the cluster")
+    finally:
+        for nd in c.nodes:
+            nd.stop()
+
+
 with TempDir() as tmp:
     main(tmp)
     small_pool(tmp)
+    three_nodes(tmp)
 t.done()
