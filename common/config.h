@@ -117,6 +117,8 @@ struct rn_config {
 	int64_t worker_heartbeat_timeout_ms;
 	int64_t shutdown_timeout_ms;
 	int shm_max_partitions;
+	/* idempotent-producer entries beyond the partition slots' own */
+	int shm_max_producers;
 	/* seed 000: create below the replication factor, over the observed
 	 * brokers, while live ones cover min.insync.replicas */
 	bool under_replicated_creation;

@@ -9,6 +9,7 @@
 #include "ipc/cquota.h"
 #include "ipc/mdimage.h"
 #include "ipc/metrics.h"
+#include "ipc/prodpool.h"
 #include "ipc/shm.h"
 #include "ipc/wakeset.h"
 
@@ -166,6 +167,7 @@ rn_shm_create(const struct rn_shm_params *p, struct rn_shm *shm)
 	shm->hdr->creator_pid = getpid();
 	shm->hdr->ring_bytes = p->ring_bytes;
 	shm->hdr->max_partitions = p->max_partitions;
+	shm->hdr->producer_pool = p->producer_pool;
 	memcpy(shm->hdr->regions, r, sizeof(r));
 	atomic_store(&shm->hdr->generation, 1);
 	/*
@@ -245,6 +247,12 @@ void *
 rn_shm_wakesets(const struct rn_shm *shm)
 {
 	return region(shm, RN_REGION_WAKESETS);
+}
+
+struct rn_prodpool *
+rn_shm_prodpool(const struct rn_shm *shm)
+{
+	return region(shm, RN_REGION_PRODPOOL);
 }
 
 struct rn_part_slot *

@@ -17,8 +17,10 @@
 #include "ipc/ring.h"
 #include "ipc/seqlock.h"
 
+struct rn_prodpool;
+
 #define RN_SHM_MAGIC 0x524e4e4c53484d31ULL /* "RNNLSHM1" */
-#define RN_SHM_LAYOUT_VERSION 10
+#define RN_SHM_LAYOUT_VERSION 11
 /* controller, 64 network, 64 fetchers, log cleaner, group coordinator */
 #define RN_SHM_MAX_WORKERS 131
 
@@ -50,6 +52,7 @@ struct rn_shm_params {
 	uint32_t n_workers;
 	uint32_t ring_bytes;     /* power of two */
 	uint32_t max_partitions;
+	uint32_t producer_pool;  /* pool entries (shm.max.producers), 0: none */
 };
 
 /*
@@ -83,6 +86,8 @@ struct rn_shm_params {
  *               network worker adds by CAS (ipc/cquota.c)
  *   wakesets    per network worker, the partition slots that changed
  *               since it last looked (ipc/wakeset.c)
+ *   prodpool    idempotent-producer entries beyond a partition slot's
+ *               inline ones, chained per slot (ipc/prodpool.c)
  */
 #define RN_SHM_REGIONS(R) \
 	R(HEADER, "header", rn_shm_header_size, NULL) \
@@ -96,7 +101,9 @@ struct rn_shm_params {
 	R(METRICS, "metrics", rn_metrics_shm_size, NULL) \
 	R(CONNLIMIT, "connection limits", rn_connlim_shm_size, NULL) \
 	R(CQUOTA, "client quotas", rn_cquota_shm_size, NULL) \
-	R(WAKESETS, "wake sets", rn_wakeset_shm_size, NULL)
+	R(WAKESETS, "wake sets", rn_wakeset_shm_size, NULL) \
+	R(PRODPOOL, "producer pool", rn_prodpool_shm_size, \
+	    rn_prodpool_shm_init)
 
 #define RN_SHM_REGION_ID(id, name, size, init) RN_REGION_##id,
 enum rn_region {
@@ -119,6 +126,8 @@ struct rn_shm_hdr {
 	int32_t creator_pid;
 	uint32_t ring_bytes;
 	uint32_t max_partitions;
+	uint32_t producer_pool;
+	uint32_t pad6;
 	/*
 	 * Controlled shutdown handshake: the supervisor sets 1 on SIGTERM,
 	 * the controller worker sets 2 once the active controller has moved
@@ -257,6 +266,8 @@ void *rn_shm_connlimit(const struct rn_shm *shm);
 /* The client-quota region's base (ipc/cquota.h). */
 void *rn_shm_cquota(const struct rn_shm *shm);
 void *rn_shm_wakesets(const struct rn_shm *shm);
+/* The producer pool's base (ipc/prodpool.h). */
+struct rn_prodpool *rn_shm_prodpool(const struct rn_shm *shm);
 struct rn_part_slot *rn_shm_partition(const struct rn_shm *shm, unsigned i);
 /* Note that slot i is in use (idempotent); whether it ever was. */
 void rn_shm_slot_mark(const struct rn_shm *shm, unsigned i);

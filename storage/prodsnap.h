@@ -23,8 +23,9 @@
 #define RN_PRODSNAP_VERSION 1
 #define RN_PRODSNAP_HEADER 10	/* version, crc, count */
 #define RN_PRODSNAP_ENTRY 46
-/* A file larger than this is taken as corrupt (about 22,800 producers). */
-#define RN_PRODSNAP_MAX_FILE (1 << 20)
+/* A file larger than this is taken as corrupt (about 1,450,000 producers;
+ * the default shm.max.producers pool holds 131,072). */
+#define RN_PRODSNAP_MAX_FILE (64 << 20)
 
 struct rn_prodsnap_entry {
 	int64_t producer_id;

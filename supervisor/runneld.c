@@ -178,6 +178,7 @@ setup_shared(void)
 	p.n_workers = sv.env.n_workers;
 	p.ring_bytes = (uint32_t)sv.cfg.shm_ring_bytes;
 	p.max_partitions = (uint32_t)sv.cfg.shm_max_partitions;
+	p.producer_pool = (uint32_t)sv.cfg.shm_max_producers;
 	sv.env.shm = &sv.shm;
 	sv.env.cfg = &sv.cfg;
 	if (sv.shm.hdr != NULL)

@@ -17,6 +17,7 @@
 #include "common/ctlproto.h"
 #include "ipc/mdimage.h"
 #include "ipc/metrics.h"
+#include "ipc/prodpool.h"
 #include "protocol/kmsg_gen.h"
 #include "supervisor/sv.h"
 #include "supervisor/sv_metrics.h"
@@ -34,7 +35,7 @@ enum fam {
 	F_RAFT_LEADER, F_RAFT_EPOCH, F_RAFT_HW, F_RAFT_COMMIT_AVG,
 	F_RAFT_COMMIT, F_RING_USED, F_RING_CAP, F_RING_DROPPED,
 	F_SHM_REGION, F_SHM_BACKED, F_SHM_SLOTS, F_MD_IMAGE_BYTES,
-	F_RLOCK_REPAIRS, F_COUNT
+	F_RLOCK_REPAIRS, F_PRODPOOL_USED, F_PRODPOOL_FULL, F_COUNT
 };
 
 const struct sv_met_family sv_met_families[] = {
@@ -132,6 +133,13 @@ const struct sv_met_family sv_met_families[] = {
 	[F_RLOCK_REPAIRS] = { "runnel_rlock_repairs_total", "counter",
 	    "Partition locks taken over from a holder that died, and "
 	    "repaired" },
+	[F_PRODPOOL_USED] = { "runnel_producer_pool_entries_used", "gauge",
+	    "Idempotent producers kept in the node's producer pool (beyond "
+	    "each partition's 24), of shm.max.producers" },
+	[F_PRODPOOL_FULL] = { "runnel_producer_pool_exhausted_total",
+	    "counter", "Times a partition found the producer pool empty "
+	    "for a new producer (then an idle one is evicted, or the batch "
+	    "refused)" },
 };
 const unsigned sv_met_n_families = F_COUNT;
 
@@ -638,6 +646,7 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 		rn_shm_ring_to_coord, rn_shm_ring_from_coord,
 	};
 	const struct rn_shm_hdr *h = sv->shm.hdr;
+	struct rn_prodpool *pp;
 	uint64_t used, repairs, slots, backed = 0;
 	struct stat st;
 	unsigned r, w;
@@ -649,6 +658,9 @@ collect_ipc(struct sv *sv, struct sv_metrics *m)
 	}
 	add_plain(m, F_RING_CAP, h->ring_bytes);
 	add_plain(m, F_RING_DROPPED, atomic_load(&h->ring_dropped_bytes));
+	pp = rn_shm_prodpool(&sv->shm);
+	add_plain(m, F_PRODPOOL_USED, (uint64_t)atomic_load(&pp->in_use));
+	add_plain(m, F_PRODPOOL_FULL, atomic_load(&pp->exhausted));
 	for (r = 0; r < RN_REGION_COUNT; r++)
 		add_str(m, F_SHM_REGION, "region", rn_shm_region_name(r),
 		    rn_shm_region_size(&sv->shm, r));

@@ -270,12 +270,14 @@ sv_takeover_adopt_shm(struct sv *sv, const struct rn_shm_params *p)
 	unsigned i;
 
 	if (h->n_workers != p->n_workers || h->ring_bytes != p->ring_bytes ||
-	    h->max_partitions != p->max_partitions)
-		give_up(1, "the segment has %u workers, %u-byte rings and %u "
-		    "partition slots, this configuration %u, %u and %u: "
-		    "restart the node to change them", h->n_workers,
-		    h->ring_bytes, h->max_partitions, p->n_workers,
-		    p->ring_bytes, p->max_partitions);
+	    h->max_partitions != p->max_partitions ||
+	    h->producer_pool != p->producer_pool)
+		give_up(1, "the segment has %u workers, %u-byte rings, %u "
+		    "partition slots and %u producer entries, this "
+		    "configuration %u, %u, %u and %u: restart the node to "
+		    "change them", h->n_workers, h->ring_bytes,
+		    h->max_partitions, h->producer_pool, p->n_workers,
+		    p->ring_bytes, p->max_partitions, p->producer_pool);
 	if (to.n_efd != (int)p->n_workers)
 		give_up(1, "%d wake-up eventfds passed for %u workers",
 		    to.n_efd, p->n_workers);

@@ -84,7 +84,7 @@ static void
 node_env(struct th_cluster *c, int i, int cfd)
 {
 	struct th_node *n = &c->node[i];
-	struct rn_shm_params sp = { 2, 1u << 16, 64 };
+	struct rn_shm_params sp = { 2, 1u << 16, 64, 0 };
 
 	if (rn_shm_create(&sp, &n->shm) != 0)
 		bail("shm");

@@ -294,7 +294,7 @@ test_validate(void)
 static void
 test_shm_publish(void)
 {
-	struct rn_shm_params sp = { 2, 4096, 64 };
+	struct rn_shm_params sp = { 2, 4096, 64, 0 };
 	struct ctl_local loc = { 1, 1, 7, 2, (const uint8_t (*)[16])dir_ids,
 	    64 };
 	struct rn_shm shm;

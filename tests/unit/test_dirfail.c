@@ -29,7 +29,7 @@ test_errors(void)
 static void
 test_flag(void)
 {
-	struct rn_shm_params sp = { 4, 1u << 12, 64 };
+	struct rn_shm_params sp = { 4, 1u << 12, 64, 0 };
 	struct rn_shm shm;
 	int rc;
 

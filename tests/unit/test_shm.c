@@ -108,9 +108,9 @@ check_timed_apis(void)
 int
 main(void)
 {
-	struct rn_shm_params small = { 1, 4096, 1 };
-	struct rn_shm_params big = { 7, 1u << 16, 1000 };
-	struct rn_shm_params bad = { 0, 4096, 1 };
+	struct rn_shm_params small = { 1, 4096, 1, 0 };
+	struct rn_shm_params big = { 7, 1u << 16, 1000, 100 };
+	struct rn_shm_params bad = { 0, 4096, 1, 0 };
 	struct rn_shm shm;
 
 	plan(36);

@@ -64,7 +64,7 @@ struct cl_params {
 	int64_t index_interval;
 	int64_t max_end;                /* the high watermark: never past it */
 	/* batches kept (empty if need be) for the idempotent producers */
-	const int64_t *keep_offsets;    /* their base offsets */
+	const int64_t *keep_offsets;    /* their base offsets, ascending */
 	int n_keep;
 };
 

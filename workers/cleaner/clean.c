@@ -223,12 +223,20 @@ build_map(struct cl_ctx *c, struct rn_log *log, const struct rn_log_seginfo *seg
 static bool
 keep_for_producer(const struct cl_params *p, const struct rn_batch_header *h)
 {
+	int lo = 0, hi = p->n_keep;
+
 	if (h->producer_id < 0)
 		return false;
-	for (int i = 0; i < p->n_keep; i++)
-		if (p->keep_offsets[i] == h->base_offset)
-			return true;
-	return false;
+	/* sorted: a partition may have thousands of producers */
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (p->keep_offsets[mid] < h->base_offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->n_keep && p->keep_offsets[lo] == h->base_offset;
 }
 
 static bool

@@ -221,11 +221,19 @@ locked_part(void *arg, int (*fn)(struct rn_log *log, void *fnarg),
 	return rn_part_locked(arg, fn, fnarg);
 }
 
+static int
+cmp_offset(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void
 clean_one(struct cleaner *c, struct cand *b)
 {
 	char topic[RN_TOPIC_MAX + 1];
-	int64_t keep[RN_IDEM_PRODUCERS];
+	int64_t few[RN_IDEM_PRODUCERS], *keep = few;
 	struct cl_lock lk = { locked_part, b->p };
 	struct cl_slot *s = &c->slots[b->mp->slot];
 	struct cl_result res;
@@ -237,6 +245,22 @@ clean_one(struct cleaner *c, struct cand *b)
 	/* each idempotent producer's last batch stays */
 	b->prm.n_keep = rn_part_producer_last_batches(b->p, keep,
 	    RN_IDEM_PRODUCERS);
+	/* more producers than a slot keeps inline: one allocation per
+	 * cleaning, with room for newcomers (short of memory: the few) */
+	for (int cap = RN_IDEM_PRODUCERS, *k = &b->prm.n_keep; *k > cap;) {
+		int64_t *more = malloc(((size_t)*k + 64) * sizeof(*more));
+
+		if (more == NULL) {
+			*k = cap;
+			break;
+		}
+		if (keep != few)
+			free(keep);
+		keep = more;
+		cap = *k + 64;
+		*k = rn_part_producer_last_batches(b->p, keep, cap);
+	}
+	qsort(keep, (size_t)b->prm.n_keep, sizeof(*keep), cmp_offset);
 	b->prm.keep_offsets = keep;
 	/* writing the cleaned files in its dir fails like any write */
 	rc = rn_part_io(b->p, cl_clean_log(&c->ctx, b->p->log, &b->r, &b->prm,
@@ -273,6 +297,9 @@ clean_one(struct cleaner *c, struct cand *b)
 		    strerror(rc < -4096 ? EINVAL : -rc));
 		s->retry_ms = b->prm.now_ms + RETRY_FAILED_MS;
 	}
+	if (keep != few)
+		free(keep);
+	b->prm.keep_offsets = NULL;
 }
 
 /* One round: the log most worth cleaning; false when there is none. */

@@ -31,7 +31,7 @@ describe_partition(struct net *n, struct conn *c, const struct rn_mdv_topic *t,
     int32_t index,
     struct rn_DescribeProducersResponse_PartitionResponse *pr)
 {
-	struct rn_part_producer got[RN_IDEM_PRODUCERS];
+	struct rn_part_producer few[RN_IDEM_PRODUCERS], *got = few;
 	const struct rn_mdv_partition *mp;
 	struct rn_part *p;
 	int16_t kerr = RN_KERR_NONE;
@@ -50,6 +50,15 @@ describe_partition(struct net *n, struct conn *c, const struct rn_mdv_topic *t,
 		return kerr;
 	if ((k = rn_part_producers(p, got, RN_IDEM_PRODUCERS)) < 0)
 		return RN_KERR_KAFKA_STORAGE_ERROR;
+	/* more than a slot keeps inline (the node's pool bounds them):
+	 * copied again into the request's arena, with room for newcomers */
+	for (int cap = RN_IDEM_PRODUCERS; k > cap;) {
+		cap = k + 64;
+		if ((got = net_array(c, cap, sizeof(*got))) == NULL)
+			return RN_KERR_UNKNOWN_SERVER_ERROR;
+		if ((k = rn_part_producers(p, got, cap)) < 0)
+			return RN_KERR_KAFKA_STORAGE_ERROR;
+	}
 	pr->active_producers = net_array(c, k, sizeof(*pr->active_producers));
 	if (pr->active_producers == NULL)
 		return RN_KERR_UNKNOWN_SERVER_ERROR;

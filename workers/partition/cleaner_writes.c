@@ -26,18 +26,16 @@ rn_part_locked(struct rn_part *p, int (*fn)(struct rn_log *log, void *arg),
 int
 rn_part_producer_last_batches(struct rn_part *p, int64_t *out, int cap)
 {
-	const struct rn_idem_state *st = &p->rt->idem;
+	struct rn_idem_iter it = RN_IDEM_ITER_INIT;
+	const struct rn_idem_producer *pr;
+	const struct rn_idem_batch *last;
 	int n = 0;
 
 	if (rn_part_lock(p) != 0)
 		return 0;
-	for (int i = 0; i < RN_IDEM_PRODUCERS && n < cap; i++) {
-		const struct rn_idem_producer *pr = &st->p[i];
-
-		if (pr->pid != 0 && pr->n > 0)
-			out[n++] = pr->b[(pr->next + RN_IDEM_BATCHES - 1) %
-			    RN_IDEM_BATCHES].base_offset;
-	}
+	while ((pr = rn_idem_next(&p->rt->idem, &it)) != NULL)
+		if ((last = rn_idem_newest(pr)) != NULL && n++ < cap)
+			out[n - 1] = last->base_offset;
 	rn_part_unlock(p);
 	return n;
 }

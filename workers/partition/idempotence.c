@@ -1,9 +1,11 @@
 #include "autoconf.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "ipc/prodpool.h"
 #include "protocol/kerrors.h"
 #include "workers/partition/idempotence.h"
 
@@ -15,15 +17,286 @@ last_seq(const struct rn_batch_header *h)
 	return (int32_t)(s > INT32_MAX ? s - INT32_MAX - 1 : s);
 }
 
-static const struct rn_idem_producer *
-find(const struct rn_idem_state *s, int64_t pid)
+static struct rn_prodpool *pool;	/* this process's mapping */
+static int64_t expiration_ms = RN_IDEM_EXPIRATION_MS;
+
+_Static_assert(sizeof(struct rn_idem_producer) <= RN_PRODPOOL_BODY,
+    "a producer entry must fit a pool box");
+
+void
+rn_idem_pool_attach(struct rn_prodpool *pp)
 {
+	pool = pp;
+}
+
+void
+rn_idem_set_expiration(int64_t ms)
+{
+	expiration_ms = ms > 0 ? ms : RN_IDEM_EXPIRATION_MS;
+}
+
+static struct rn_idem_producer *
+pooled(uint32_t ref)
+{
+	return rn_prodpool_body(pool, ref);
+}
+
+static unsigned
+bucket_of(int64_t pid)
+{
+	/* Fibonacci hashing: the ids of one node differ in the low bits */
+	return (unsigned)(((uint64_t)pid * 0x9e3779b97f4a7c15ULL) >> 58) %
+	    RN_IDEM_BUCKETS;
+}
+
+/* A chain longer than the pool is a torn one: it ends there. */
+static bool
+chain_sane(uint32_t steps)
+{
+	return pool != NULL && steps <= pool->capacity;
+}
+
+static struct rn_idem_producer *
+iter_next(const struct rn_idem_state *cs, struct rn_idem_iter *it)
+{
+	struct rn_idem_state *s = (struct rn_idem_state *)cs;
+	struct rn_idem_producer *q;
+
+	while (it->i < RN_IDEM_PRODUCERS)
+		if ((q = &s->p[it->i++])->pid != 0)
+			return q;
+	for (;;) {
+		while (it->ref == 0) {
+			if (it->b >= RN_IDEM_BUCKETS || pool == NULL)
+				return NULL;
+			it->ref = s->bucket[it->b++];
+		}
+		if (!chain_sane(++it->steps) || (q = pooled(it->ref)) == NULL)
+			return NULL;
+		it->ref = q->link;
+		if (q->pid != 0)
+			return q;
+	}
+}
+
+const struct rn_idem_producer *
+rn_idem_next(const struct rn_idem_state *s, struct rn_idem_iter *it)
+{
+	return iter_next(s, it);
+}
+
+size_t
+rn_idem_count(const struct rn_idem_state *s)
+{
+	struct rn_idem_iter it = RN_IDEM_ITER_INIT;
+	size_t n = 0;
+
+	while (iter_next(s, &it) != NULL)
+		n++;
+	return n;
+}
+
+const struct rn_idem_batch *
+rn_idem_newest(const struct rn_idem_producer *p)
+{
+	return p->n > 0 ? &p->b[(p->next + RN_IDEM_BATCHES - 1) %
+	    RN_IDEM_BATCHES] : NULL;
+}
+
+static struct rn_idem_producer *
+find_mut(const struct rn_idem_state *cs, int64_t pid)
+{
+	struct rn_idem_state *s = (struct rn_idem_state *)cs;
+	struct rn_idem_producer *q;
+	uint32_t ref, steps = 0;
 	int i;
 
 	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
 		if (s->p[i].pid == pid)
 			return &s->p[i];
+	if (pool == NULL)
+		return NULL;
+	for (ref = s->bucket[bucket_of(pid)]; ref != 0 && chain_sane(++steps);
+	    ref = q->link) {
+		if ((q = pooled(ref)) == NULL)
+			return NULL;
+		if (q->pid == pid)
+			return q;
+	}
 	return NULL;
+}
+
+static const struct rn_idem_producer *
+find(const struct rn_idem_state *s, int64_t pid)
+{
+	return find_mut(s, pid);
+}
+
+static bool
+inline_entry(const struct rn_idem_state *s, const struct rn_idem_producer *q)
+{
+	return q >= &s->p[0] && q < &s->p[RN_IDEM_PRODUCERS];
+}
+
+/* A pooled entry off its chain: its ref, 0 if no chain names it. */
+static uint32_t
+unchain(struct rn_idem_state *s, struct rn_idem_producer *q)
+{
+	uint32_t *at = &s->bucket[bucket_of(q->pid)], steps = 0, ref;
+	struct rn_idem_producer *r;
+
+	while ((ref = *at) != 0 && chain_sane(++steps) &&
+	    (r = pooled(ref)) != NULL) {
+		if (r == q) {
+			*at = q->link;
+			s->n_pooled--;
+			return ref;
+		}
+		at = &r->link;
+	}
+	return 0;
+}
+
+/* A pooled entry off its chain and back to the pool: off the chain
+ * first, so a death between leaks the box but never leaves a chain
+ * through a free one. */
+static void
+unlink_pooled(struct rn_idem_state *s, struct rn_idem_producer *q)
+{
+	uint32_t ref = unchain(s, q);
+
+	memset(q, 0, sizeof(*q));
+	if (ref != 0)
+		rn_prodpool_give(pool, ref);
+}
+
+static void
+forget(struct rn_idem_state *s, struct rn_idem_producer *q)
+{
+	if (inline_entry(s, q))
+		memset(q, 0, sizeof(*q));
+	else
+		unlink_pooled(s, q);
+}
+
+static void
+format_entry(struct rn_idem_producer *p, int64_t pid, int16_t epoch,
+    int64_t now_ms)
+{
+	uint32_t link = p->link;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->epoch = epoch;
+	p->txn_first = -1;
+	p->coord_epoch = -1;
+	p->last_used_ms = now_ms;
+	p->link = link;
+}
+
+/* A free inline entry, or a box from the pool on pid's chain. */
+static struct rn_idem_producer *
+take_free(struct rn_idem_state *s, int64_t pid, int16_t epoch, int64_t now_ms)
+{
+	struct rn_idem_producer *q;
+	uint32_t ref;
+	int i;
+
+	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
+		if (s->p[i].pid == 0) {
+			format_entry(&s->p[i], pid, epoch, now_ms);
+			return &s->p[i];
+		}
+	if (pool == NULL || (ref = rn_prodpool_take(pool)) == 0)
+		return NULL;
+	if ((q = pooled(ref)) == NULL)
+		return NULL;
+	q->link = s->bucket[bucket_of(pid)];
+	format_entry(q, pid, epoch, now_ms);
+	/* whole before the chain names it */
+	s->bucket[bucket_of(pid)] = ref;
+	s->n_pooled++;
+	return q;
+}
+
+int
+rn_idem_expire(struct rn_idem_state *s, int64_t now_ms)
+{
+	struct rn_idem_iter it = RN_IDEM_ITER_INIT;
+	struct rn_idem_producer *q;
+	int n = 0;
+
+	/* the iterator has already stepped past q when q goes */
+	while ((q = iter_next(s, &it)) != NULL)
+		if (q->txn_first < 0 && now_ms - q->last_used_ms >=
+		    expiration_ms) {
+			forget(s, q);
+			n++;
+		}
+	return n;
+}
+
+/*
+ * A new producer's entry: a free one, else (idle ones expired first) the
+ * least recently used without an open transaction gives way; with
+ * any_txn, even one with a transaction (the batch is already in the log:
+ * a follower's, a replay). NULL: no room.
+ */
+static struct rn_idem_producer *
+entry_new(struct rn_idem_state *s, int64_t pid, int16_t epoch, int64_t now_ms,
+    bool any_txn)
+{
+	struct rn_idem_iter it = RN_IDEM_ITER_INIT;
+	struct rn_idem_producer *q, *lru = NULL, *lru_any = NULL;
+
+	if ((q = take_free(s, pid, epoch, now_ms)) != NULL)
+		return q;
+	if (rn_idem_expire(s, now_ms) > 0 &&
+	    (q = take_free(s, pid, epoch, now_ms)) != NULL)
+		return q;
+	while ((q = iter_next(s, &it)) != NULL) {
+		if (lru_any == NULL || q->last_used_ms < lru_any->last_used_ms)
+			lru_any = q;
+		if (q->txn_first < 0 && (lru == NULL ||
+		    q->last_used_ms < lru->last_used_ms))
+			lru = q;
+	}
+	if (lru == NULL && any_txn)
+		lru = lru_any;
+	if (lru == NULL)
+		return NULL;
+	s->evicted++;
+	if (lru->txn_first >= 0)
+		s->txn_gen++;
+	/* its place is reused: a box moves to pid's chain */
+	if (!inline_entry(s, lru)) {
+		uint32_t ref = unchain(s, lru);
+
+		if (ref == 0)
+			return NULL;	/* a torn chain: not ours to use */
+		lru->link = s->bucket[bucket_of(pid)];
+		format_entry(lru, pid, epoch, now_ms);
+		s->bucket[bucket_of(pid)] = ref;
+		s->n_pooled++;
+		return lru;
+	}
+	lru->link = 0;
+	format_entry(lru, pid, epoch, now_ms);
+	return lru;
+}
+
+int
+rn_idem_admit(struct rn_idem_state *s, const struct rn_batch_header *h,
+    int64_t now_ms)
+{
+	if (h->producer_id < 0 || find(s, h->producer_id) != NULL)
+		return 0;
+	if (entry_new(s, h->producer_id, h->producer_epoch, now_ms, false) ==
+	    NULL) {
+		s->refused++;
+		return -RN_KERR_REQUEST_TIMED_OUT;
+	}
+	return 0;
 }
 
 int
@@ -72,40 +345,29 @@ rn_idem_check(const struct rn_idem_state *s, const struct rn_batch_header *h,
 	return -RN_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
 }
 
-/* The producer's entry, taken (the least recently used one without an
- * open transaction, else the least recently used) if it has none. */
+/* The producer's entry, made if it has none (for a batch already in
+ * the log: in the last resort a producer with a transaction gives way). */
 static struct rn_idem_producer *
-entry(struct rn_idem_state *s, int64_t pid, int16_t epoch)
+entry(struct rn_idem_state *s, int64_t pid, int16_t epoch, int64_t now_ms)
 {
-	struct rn_idem_producer *p = NULL, *oldest = NULL, *oldest_any = &s->p[0];
-	int i;
+	struct rn_idem_producer *p = find_mut(s, pid);
 
-	for (i = 0; i < RN_IDEM_PRODUCERS; i++) {
-		struct rn_idem_producer *q = &s->p[i];
-
-		if (q->pid == pid)
-			return q;
-		if (q->last_used_ms < oldest_any->last_used_ms)
-			oldest_any = q;
-		if ((q->pid == 0 || q->txn_first < 0) && (oldest == NULL ||
-		    q->last_used_ms < oldest->last_used_ms))
-			oldest = q;
-	}
-	p = oldest != NULL ? oldest : oldest_any;
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	p->epoch = epoch;
-	p->txn_first = -1;
-	p->coord_epoch = -1;
-	return p;
+	return p != NULL ? p : entry_new(s, pid, epoch, now_ms, true);
 }
 
 static int64_t
 record_marker(struct rn_idem_state *s, const struct rn_batch_header *h,
     int64_t now_ms)
 {
-	struct rn_idem_producer *p = entry(s, h->producer_id, h->producer_epoch);
-	int64_t first = p->txn_first;
+	struct rn_idem_producer *p = find_mut(s, h->producer_id);
+	int64_t first;
+
+	/* a marker of a producer not known here ends nothing: it gets an
+	 * entry only where one is free, never by evicting another */
+	if (p == NULL && (p = entry_new(s, h->producer_id, h->producer_epoch,
+	    now_ms, false)) == NULL)
+		return -1;
+	first = p->txn_first;
 
 	if (h->producer_epoch != p->epoch) {
 		/* a marker at a bumped epoch fences the older one's batches */
@@ -115,6 +377,8 @@ record_marker(struct rn_idem_state *s, const struct rn_batch_header *h,
 	}
 	p->txn_first = -1;
 	p->last_used_ms = now_ms;
+	if (first >= 0)
+		s->txn_gen++;
 	return first;
 }
 
@@ -123,22 +387,18 @@ rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
     int64_t base_offset, int64_t now_ms)
 {
 	struct rn_idem_producer *p;
+	int64_t before;
 
 	if (h->producer_id < 0)
 		return -1;
 	if (h->attributes & RN_BATCH_ATTR_CONTROL)
 		return record_marker(s, h, now_ms);
-	p = entry(s, h->producer_id, h->producer_epoch);
-	if (h->producer_epoch != p->epoch) {
+	if ((p = entry(s, h->producer_id, h->producer_epoch, now_ms)) == NULL)
+		return -1;	/* no inline room and no pool: unreachable */
+	before = p->txn_first;
+	if (h->producer_epoch != p->epoch)
 		/* a new epoch: its sequences start over */
-		int64_t pid = p->pid;
-
-		memset(p, 0, sizeof(*p));
-		p->pid = pid;
-		p->epoch = h->producer_epoch;
-		p->txn_first = -1;
-		p->coord_epoch = -1;
-	}
+		format_entry(p, p->pid, h->producer_epoch, now_ms);
 	p->b[p->next].first_seq = h->base_sequence;
 	p->b[p->next].last_seq = last_seq(h);
 	p->b[p->next].base_offset = base_offset;
@@ -148,6 +408,8 @@ rn_idem_record(struct rn_idem_state *s, const struct rn_batch_header *h,
 	p->last_used_ms = now_ms;
 	if ((h->attributes & RN_BATCH_ATTR_TRANSACTIONAL) && p->txn_first < 0)
 		p->txn_first = base_offset;
+	if (p->txn_first != before)
+		s->txn_gen++;
 	return -1;
 }
 
@@ -169,14 +431,14 @@ rn_idem_marker_check(const struct rn_idem_state *s, int64_t pid,
 int64_t
 rn_idem_first_unstable_but(const struct rn_idem_state *s, int64_t pid)
 {
+	struct rn_idem_iter it = RN_IDEM_ITER_INIT;
+	const struct rn_idem_producer *q;
 	int64_t first = -1;
-	int i;
 
-	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
-		if (s->p[i].pid != 0 && s->p[i].pid != pid &&
-		    s->p[i].txn_first >= 0 &&
-		    (first < 0 || s->p[i].txn_first < first))
-			first = s->p[i].txn_first;
+	while ((q = iter_next(s, &it)) != NULL)
+		if (q->pid != pid && q->txn_first >= 0 &&
+		    (first < 0 || q->txn_first < first))
+			first = q->txn_first;
 	return first;
 }
 
@@ -190,29 +452,42 @@ void
 rn_idem_set_coord_epoch(struct rn_idem_state *s, int64_t pid,
     int32_t coord_epoch)
 {
-	int i;
+	struct rn_idem_producer *q = find_mut(s, pid);
 
-	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
-		if (s->p[i].pid == pid)
-			s->p[i].coord_epoch = coord_epoch;
+	if (q != NULL)
+		q->coord_epoch = coord_epoch;
 }
 
 void
 rn_idem_set_txn(struct rn_idem_state *s, int64_t pid, int64_t first,
     int32_t coord_epoch)
 {
-	int i;
+	struct rn_idem_producer *q = find_mut(s, pid);
 
-	for (i = 0; i < RN_IDEM_PRODUCERS; i++)
-		if (s->p[i].pid == pid) {
-			s->p[i].txn_first = first;
-			s->p[i].coord_epoch = coord_epoch;
-		}
+	if (q != NULL) {
+		q->txn_first = first;
+		q->coord_epoch = coord_epoch;
+	}
 }
 
 void
 rn_idem_reset(struct rn_idem_state *s)
 {
+	uint32_t ref, next, steps = 0;
+	struct rn_idem_producer *q;
+	int b;
+
+	for (b = 0; b < RN_IDEM_BUCKETS && pool != NULL; b++)
+		for (ref = s->bucket[b]; ref != 0 && chain_sane(++steps);
+		    ref = next) {
+			if ((q = pooled(ref)) == NULL)
+				break;
+			next = q->link;
+			/* the chain head moves first: a death here leaks */
+			s->bucket[b] = next;
+			memset(q, 0, sizeof(*q));
+			rn_prodpool_give(pool, ref);
+		}
 	memset(s, 0, sizeof(*s));
 }
 

@@ -162,6 +162,10 @@ void rn_part_producers_load(struct rn_part *p, struct rn_part_prodload *out);
  * but the newest few. */
 void rn_part_snapshots_prune(struct rn_part *p, int64_t below, int64_t above);
 
+/* The table's evictions and refusals since the last line logged, at
+ * most once a minute, with the partition as subject (lock held). */
+void rn_part_producers_note(struct rn_part *p, int64_t now_ms);
+
 /* txn.c (lock held): first_unstable again from the producer table */
 void rn_part_txn_sync(struct rn_part_rt *rt);
 /* A fetched payload appended: its batches at or past from go to the

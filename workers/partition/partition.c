@@ -23,9 +23,15 @@ int
 rn_part_table_init(struct rn_part_table *t, const struct rn_shm *shm,
     const struct rn_config *cfg)
 {
+	const char *exp = rn_config_static(cfg, "producer.id.expiration.ms");
+
 	t->shm = shm;
 	t->cfg = cfg;
 	t->n = shm->hdr->max_partitions;
+	/* producers beyond a slot's own chain into the node's pool, each
+	 * kept until idle for producer.id.expiration.ms (Kafka's key) */
+	rn_idem_pool_attach(rn_shm_prodpool(shm));
+	rn_idem_set_expiration(exp != NULL ? strtoll(exp, NULL, 10) : 0);
 	t->hi = 0;
 	t->n_open = 0;
 	t->max_open = rn_part_handle_budget();
@@ -864,6 +870,10 @@ rn_part_release(const struct rn_shm *shm, int32_t slot, const uint8_t id[16],
 	    rt->partition == partition) {
 		memset(rt->topic_id.b, 0, sizeof(rt->topic_id.b));
 		rt->partition = -1;
+		/* its producers' pool entries go back for other slots */
+		rn_idem_pool_attach(rn_shm_prodpool(shm));
+		rn_idem_reset(&rt->idem);
+		atomic_store(&rt->first_unstable, -1);
 		if (offset > atomic_load(&rt->claim_offset))
 			atomic_store(&rt->claim_offset, offset);
 		atomic_fetch_add(&rt->incarnation, 1);

@@ -283,7 +283,8 @@ int rn_part_retention(struct rn_part *p, int64_t now_ms);
 /*
  * The log cleaner's part: fn runs with the log under the slot's lock (its
  * segment swap), and the last batch of each idempotent producer, which a
- * cleaning keeps (at most cap base offsets; RN_IDEM_PRODUCERS is enough).
+ * cleaning keeps: at most cap base offsets stored, how many there are
+ * returned (more than cap: ask again with room).
  */
 int rn_part_locked(struct rn_part *p, int (*fn)(struct rn_log *log, void *arg),
     void *arg);
@@ -291,8 +292,8 @@ int rn_part_producer_last_batches(struct rn_part *p, int64_t *out, int cap);
 
 /*
  * DescribeProducers (producers.c): the producers the slot's table holds,
- * copied under the lock, at most cap (RN_IDEM_PRODUCERS is enough); the
- * count, or -1 if the lock could not be taken.
+ * copied under the lock, at most cap; the count (more than cap: ask
+ * again with room), or -1 if the lock could not be taken.
  */
 struct rn_part_producer {
 	int64_t producer_id;

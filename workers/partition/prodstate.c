@@ -37,17 +37,18 @@ seq_delta(int32_t first, int32_t last)
 /*
  * The table as of offset `below`: each producer's newest batch starting
  * below it (a follower records a fetch's producers before the append that
- * rolled). Returns the entries written to out (RN_IDEM_PRODUCERS room).
+ * rolled). Returns the entries written to out (rn_idem_count room).
  */
 static size_t
 table_entries(const struct rn_idem_state *s, int64_t below,
-    struct rn_prodsnap_entry *out)
+    struct rn_prodsnap_entry *out, size_t cap)
 {
+	struct rn_idem_iter it = RN_IDEM_ITER_INIT;
+	const struct rn_idem_producer *p;
 	size_t n = 0;
-	int i, j;
+	int j;
 
-	for (i = 0; i < RN_IDEM_PRODUCERS; i++) {
-		const struct rn_idem_producer *p = &s->p[i];
+	while (n < cap && (p = rn_idem_next(s, &it)) != NULL) {
 		const struct rn_idem_batch *best = NULL;
 
 		if (p->pid <= 0)
@@ -76,17 +77,50 @@ table_entries(const struct rn_idem_state *s, int64_t below,
 int
 rn_part_snapshot_producers(struct rn_part *p, int64_t offset, int durable)
 {
-	struct rn_prodsnap_entry e[RN_IDEM_PRODUCERS];
-	size_t n = table_entries(&p->rt->idem, offset, e);
-	int rc = rn_prodsnap_write(rn_log_dirfd(p->log), offset, e, n, durable);
+	/* one allocation per snapshot (a roll, a clean stop), sized by the
+	 * table: inline producers and the slot's pooled ones */
+	size_t cap = rn_idem_count(&p->rt->idem), n;
+	struct rn_prodsnap_entry *e = malloc((cap > 0 ? cap : 1) * sizeof(*e));
 	char topic[RN_TOPIC_MAX + 1];
+	int rc;
 
+	if (e == NULL)
+		rc = -ENOMEM;
+	else {
+		n = table_entries(&p->rt->idem, offset, e, cap);
+		rc = rn_prodsnap_write(rn_log_dirfd(p->log), offset, e, n,
+		    durable);
+		free(e);
+	}
 	if (rc != 0)
 		rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log),
 		    topic), "%s: cannot write the producer snapshot at offset "
 		    "%lld: %s", rn_log_dir(p->log), (long long)offset,
 		    strerror(-rc));
 	return rc;
+}
+
+/* How often a partition's evictions and refusals make a log line. */
+#define NOTE_INTERVAL_MS 60000
+
+void
+rn_part_producers_note(struct rn_part *p, int64_t now_ms)
+{
+	struct rn_idem_state *s = &p->rt->idem;
+	char topic[RN_TOPIC_MAX + 1];
+
+	if ((s->evicted == 0 && s->refused == 0) ||
+	    (s->logged_ms != 0 && now_ms - s->logged_ms < NOTE_INTERVAL_MS) ||
+	    p->log == NULL)
+		return;
+	rn_log_about(LOG_WARNING, rn_logdir_subject(rn_log_dir(p->log), topic),
+	    "%s: the node's producer pool (shm.max.producers) is full: %u "
+	    "idle producer(s) evicted (a retry of theirs may be written "
+	    "twice), %u batch(es) of new producers refused (every producer "
+	    "here has an open transaction) since the last such line",
+	    rn_log_dir(p->log), s->evicted, s->refused);
+	s->evicted = s->refused = 0;
+	s->logged_ms = now_ms;
 }
 
 static int

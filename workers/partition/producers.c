@@ -12,25 +12,25 @@
 int
 rn_part_producers(struct rn_part *p, struct rn_part_producer *out, int cap)
 {
-	const struct rn_idem_state *st = &p->rt->idem;
+	struct rn_idem_iter it = RN_IDEM_ITER_INIT;
+	const struct rn_idem_producer *pr;
 	int n = 0;
 
 	if (rn_part_lock(p) != 0)
 		return -1;
-	for (int i = 0; i < RN_IDEM_PRODUCERS && n < cap; i++) {
-		const struct rn_idem_producer *pr = &st->p[i];
+	while ((pr = rn_idem_next(&p->rt->idem, &it)) != NULL) {
+		const struct rn_idem_batch *last = rn_idem_newest(pr);
 		struct rn_part_producer *o = &out[n];
 
-		if (pr->pid == 0)
+		/* counted past cap: the caller asks again with room */
+		if (n++ >= cap)
 			continue;
 		o->producer_id = pr->pid;
 		o->epoch = pr->epoch;
-		o->last_sequence = pr->n > 0 ? pr->b[(pr->next +
-		    RN_IDEM_BATCHES - 1) % RN_IDEM_BATCHES].last_seq : -1;
+		o->last_sequence = last != NULL ? last->last_seq : -1;
 		o->last_timestamp = pr->last_used_ms > 0 ? pr->last_used_ms : -1;
 		o->coordinator_epoch = pr->coord_epoch;
 		o->txn_start_offset = pr->txn_first;
-		n++;
 	}
 	rn_part_unlock(p);
 	return n;

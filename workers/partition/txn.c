@@ -191,6 +191,7 @@ void
 rn_part_producers_appended(struct rn_part *p, const uint8_t *buf, size_t len,
     int64_t from)
 {
+	uint32_t gen = p->rt->idem.txn_gen;
 	size_t off = 0;
 
 	while (len - off >= RN_BATCH_HEADER_SIZE) {
@@ -219,7 +220,11 @@ rn_part_producers_appended(struct rn_part *p, const uint8_t *buf, size_t len,
 		}
 		off += (size_t)h.batch_length + 12;
 	}
-	rn_part_txn_sync(p->rt);
+	/* a walk of every producer (thousands, with the pool): only when a
+	 * transaction began or ended */
+	if (p->rt->idem.txn_gen != gen)
+		rn_part_txn_sync(p->rt);
+	rn_part_producers_note(p, rn_wallclock_ms());
 }
 
 void

@@ -71,6 +71,14 @@ append_leader(struct rn_part *p, void *records, size_t len,
 	}
 	*dup = -1;
 	now = rn_wallclock_ms();
+	/* room for a new producer first: never at an open transaction's
+	 * cost (the pool full and every producer here in one: refused) */
+	idem = rn_idem_admit(&p->rt->idem, h, now);
+	rn_part_producers_note(p, now);
+	if (idem < 0) {
+		rn_part_unlock(p);
+		return (int16_t)-idem;
+	}
 	rc = rn_part_io(p, (coordinator ? rn_log_append_coordinator :
 	    rn_log_append)(p->log, records, len, leader_epoch,
 	    now, info), "appending as leader");
@@ -213,6 +221,9 @@ rn_part_retention(struct rn_part *p, int64_t now_ms)
 		return 0;
 	deleted = rn_part_io(p, rn_log_retention(p->log, now_ms),
 	    "deleting segments");
+	/* producers idle past producer.id.expiration.ms (none with an open
+	 * transaction) go, their pool entries with them */
+	(void)rn_idem_expire(&p->rt->idem, now_ms);
 	/* also the periodic check that the size kept up */
 	rn_part_size_sync(p);
 	rn_part_unlock(p);
