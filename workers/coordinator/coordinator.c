@@ -254,6 +254,12 @@ co_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 			    rn_mp_get_int(m, "commit", 0) != 0);
 		return 0;
 	}
+	if (type == RN_IPC_GROUP_REQUEST && rn_mp_get_int(m, "v", -1) ==
+	    RN_IPC_VERSION && rn_mp_get(m, "verify") != NULL) {
+		/* a transactional write's check (KIP-890) */
+		co_txn_verify_ring(co, slot, m);
+		return 0;
+	}
 	if (type != RN_IPC_GROUP_REQUEST || rn_mp_get_int(m, "v", -1) !=
 	    RN_IPC_VERSION || body == NULL || body->type != MSGPACK_OBJECT_BIN)
 		return -EBADMSG;

@@ -13,6 +13,7 @@
 #define RN_IDEMPOTENCE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "storage/batch.h"
@@ -36,7 +37,9 @@ struct rn_idem_producer {
 	/* its open transaction's first offset, -1: none (pid != 0 only) */
 	int64_t txn_first;
 	int32_t coord_epoch;	/* of its last marker, -1: none */
-	int32_t pad2;
+	/* markers written for it (wraps): a transactional write verified
+	 * with the coordinator is refused if one was written since */
+	uint32_t markers;
 };
 
 /* All of it is read and written under the partition lock. */
@@ -76,6 +79,14 @@ void rn_idem_set_coord_epoch(struct rn_idem_state *s, int64_t pid,
 /* A loaded snapshot's transaction of producer pid (known to the table). */
 void rn_idem_set_txn(struct rn_idem_state *s, int64_t pid, int64_t first,
     int32_t coord_epoch);
+/*
+ * KIP-890: does producer pid have a transaction open here at epoch (true:
+ * its transactional writes need no verification)? If not, *guard is what
+ * the append after a verification must still find: the producer's marker
+ * count, or -1 when the table has no entry for it.
+ */
+bool rn_idem_txn_open(const struct rn_idem_state *s, int64_t pid,
+    int16_t epoch, int64_t *guard);
 /* Forget everything (the log was truncated under the batches). */
 void rn_idem_reset(struct rn_idem_state *s);
 
