@@ -65,9 +65,9 @@ co_txn_verify_part(const struct co_txn *t, struct rn_kstr topic, int32_t p)
 	    tp_stored(t, topic, p) ? RN_KERR_NONE : RN_KERR_INVALID_TXN_STATE;
 }
 
-static void
-ring_reply(struct co *co, unsigned slot, uint64_t req, const int16_t *errs,
-    uint32_t n)
+void
+co_txn_verify_answer(struct co *co, unsigned slot, uint64_t req,
+    const int16_t *errs, uint32_t n)
 {
 	const struct rn_worker_env *env = co->w->env;
 	struct rn_ring *ring = rn_shm_ring_from_coord(env->shm, slot);
@@ -93,6 +93,25 @@ ring_reply(struct co *co, unsigned slot, uint64_t req, const int16_t *errs,
 	msgpack_sbuffer_destroy(&sb);
 }
 
+void
+co_txn_verify_answer_all(struct co *co, unsigned slot, uint64_t req,
+    int32_t n, int16_t err)
+{
+	int16_t *errs;
+	int32_t i;
+
+	rn_arena_reset(&co->arena);
+	rn_arena_set_limit(&co->arena, 4096 + (size_t)(n > 0 ? n : 0) * 32);
+	if ((errs = rn_arena_alloc(&co->arena, sizeof(*errs) *
+	    (size_t)(n > 0 ? n : 1))) == NULL) {
+		co_txn_verify_answer(co, slot, req, NULL, 0);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		errs[i] = err;
+	co_txn_verify_answer(co, slot, req, errs, (uint32_t)n);
+}
+
 /*
  * A network worker asks: {"req", "verify": transactional id, "pid",
  * "epoch", "parts": [topic, partition, ...]}; the answer is one error
@@ -106,7 +125,9 @@ co_txn_verify_ring(struct co *co, unsigned slot, const msgpack_object *m)
 	uint64_t req = (uint64_t)rn_mp_get_int(m, "req", 0);
 	struct rn_kstr tid = { NULL, -1 };
 	struct co_txn *t = NULL;
+	struct rn_kstr *topics;
 	int16_t err, *errs;
+	int32_t *pnums;
 	uint32_t i, n;
 
 	if (id == NULL || id->type != MSGPACK_OBJECT_STR || parts == NULL ||
@@ -114,44 +135,47 @@ co_txn_verify_ring(struct co *co, unsigned slot, const msgpack_object *m)
 	    parts->via.array.size > 2 * 100000) {
 		log_warnx("network worker slot %u: a malformed verification",
 		    slot);
-		ring_reply(co, slot, req, NULL, 0);
+		co_txn_verify_answer(co, slot, req, NULL, 0);
 		return;
 	}
 	n = parts->via.array.size / 2;
 	rn_arena_reset(&co->arena);
+	/* its own bound: the arena's is set per forwarded request */
+	rn_arena_set_limit(&co->arena, 4096 + (size_t)n * 32);
 	if ((errs = rn_arena_alloc(&co->arena, sizeof(*errs) *
+	    (size_t)(n ? n : 1))) == NULL || (topics = rn_arena_alloc(
+	    &co->arena, sizeof(*topics) * (size_t)(n ? n : 1))) == NULL ||
+	    (pnums = rn_arena_alloc(&co->arena, sizeof(*pnums) *
 	    (size_t)(n ? n : 1))) == NULL) {
-		ring_reply(co, slot, req, NULL, 0);
+		co_txn_verify_answer(co, slot, req, NULL, 0);
 		return;
 	}
 	tid.ptr = id->via.str.ptr;
 	tid.len = (int32_t)id->via.str.size;
 	err = co_txn_verify_txn(co, tid, rn_mp_get_int(m, "pid", -1),
 	    (int16_t)rn_mp_get_int(m, "epoch", -1), &t);
-	/*
-	 * Another node coordinates it: not asked there yet (a known gap, see
-	 * docs/ARCHITECTURE.md), so the write is taken as before KIP-890,
-	 * as Kafka does when the coordinator cannot verify (an old one).
-	 */
-	if (err == RN_KERR_NOT_COORDINATOR)
-		err = RN_KERR_NONE, t = NULL;
 	for (i = 0; i < n; i++) {
 		const msgpack_object *to = &parts->via.array.ptr[2 * i];
 		const msgpack_object *po = &parts->via.array.ptr[2 * i + 1];
-		struct rn_kstr topic = { NULL, -1 };
 
-		if (to->type == MSGPACK_OBJECT_STR) {
-			topic.ptr = to->via.str.ptr;
-			topic.len = (int32_t)to->via.str.size;
-		}
-		if (err != 0 || (t == NULL && err == 0))
-			errs[i] = err;
-		else
-			errs[i] = co_txn_verify_part(t, topic,
-			    po->type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
-			    (int32_t)po->via.u64 : -1);
+		topics[i].ptr = to->type == MSGPACK_OBJECT_STR ?
+		    to->via.str.ptr : "";
+		topics[i].len = to->type == MSGPACK_OBJECT_STR ?
+		    (int32_t)to->via.str.size : 0;
+		pnums[i] = po->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+		    po->via.u64 <= INT32_MAX ? (int32_t)po->via.u64 : -1;
+		errs[i] = err != 0 ? err : co_txn_verify_part(t, topics[i],
+		    pnums[i]);
 	}
-	ring_reply(co, slot, req, errs, n);
+	if (err == RN_KERR_NOT_COORDINATOR) {
+		/* another node coordinates it: asked there with v4 */
+		co_txn_verify_remote(co, slot, req, tid,
+		    rn_mp_get_int(m, "pid", -1),
+		    (int16_t)rn_mp_get_int(m, "epoch", -1), (int32_t)n, topics,
+		    pnums);
+		return;
+	}
+	co_txn_verify_answer(co, slot, req, errs, n);
 }
 
 /* AddPartitionsToTxn v4 VerifyOnly, one transaction's answer. */

@@ -192,11 +192,12 @@ produce_one(struct net *n, struct conn *c,
 		pr->error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 	else if (req->acks != 0 && req->acks != 1 && req->acks != -1)
 		pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
-	else if (verify && c->verr[k] != RN_KERR_NONE)
+	else if (verify && c->verr[k] != RN_KERR_NONE) {
 		/* its coordinator did not vouch for it (txn_verify.c) */
+		pr->base_offset = -1;
 		pr->error_code = net_verify_produce_error(c->verr[k],
 		    &pr->error_message);
-	else {
+	} else {
 		pr->error_code = produce_partition(n, t, pd, req->acks, pr,
 		    &need, verify ? c->vguard[k] : RN_PART_NO_GUARD);
 		if (pr->error_code == RN_KERR_NONE && req->acks == -1) {
