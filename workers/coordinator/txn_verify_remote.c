@@ -585,6 +585,14 @@ co_txn_verify_tick(struct co *co)
 		}
 		if (vc->in_flight || vc->n_wait == 0)
 			continue;
+		if (vc->state == VC_READY) {
+			uint8_t b;
+
+			/* closed by the peer while idle (its idle timeout):
+			 * connect again rather than fail the waiting asks */
+			if (recv(vc->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+				vconn_close(co, vc, NULL);
+		}
 		if (vc->fd < 0 && (rc = vconn_connect(co, vc)) != 0) {
 			vconn_close(co, vc, strerror(-rc));
 			continue;
