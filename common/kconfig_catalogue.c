@@ -1237,7 +1237,7 @@ const struct rn_kcfg rn_kcfg_broker[] = {
 	    0, "900000", "1", NULL,
 	    NULL, NULL },
 	{ "transaction.partition.verification.enable", RN_KCFG_BOOLEAN, RN_KCHK_NONE,
-	    RN_KCFG_DYNAMIC, "true", NULL, NULL,
+	    RN_KCFG_ACTS | RN_KCFG_DYNAMIC, "true", NULL, NULL,
 	    NULL, NULL },
 	{ "transaction.remove.expired.transaction.cleanup.interval.ms", RN_KCFG_INT, RN_KCHK_RANGE,
 	    0, "3600000", "1", NULL,

@@ -7,7 +7,7 @@
 #ifndef RN_MSGTYPES_H
 #define RN_MSGTYPES_H
 
-#define RN_IPC_VERSION 5
+#define RN_IPC_VERSION 6
 
 enum rn_ipc_type {
 	RN_IPC_PAD = 0,     /* reserved by the ring for wrap-around padding */
@@ -67,6 +67,13 @@ enum rn_ipc_type {
 	 * coordinator authorizes with them), "body": bin}.
 	 */
 	RN_IPC_GROUP_REQUEST = 8,
+	/*
+	 * Also on this ring, a partition leader's check of a transactional
+	 * write (KIP-890): {"v": int, "req": uint, "key": 24, "verify": str
+	 * (transactional id), "pid": int, "epoch": int, "parts": [topic str,
+	 * partition int, ...]}; answered by a GROUP_RESPONSE {"v", "req",
+	 * "verify": [error code a partition, in order]}.
+	 */
 	/*
 	 * group coordinator -> network worker, possibly much later (a join
 	 * waits for the rebalance, a commit for the ISR): {"v": int,

@@ -129,6 +129,117 @@ rn_AddOffsetsToTxnResponse_encode(struct rn_kwriter *w, int16_t version,
 }
 
 void
+rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic_init(struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->partitions = NULL;
+	o->partitions_count = 0;
+}
+
+static void
+dec_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->partitions = rn_kr_array(r, a, n, sizeof(*o->partitions), 4);
+		o->partitions_count = r->err ? 0 : n;
+		for (i = 0; i < o->partitions_count && !r->err; i++)
+			o->partitions[i] = rn_kr_int32(r);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->partitions_count, flex, true, false);
+		for (i = 0; i < o->partitions_count && !w->err; i++)
+			rn_kw_int32(w, o->partitions[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_init(struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *o)
+{
+	o->transactional_id.ptr = NULL;
+	o->transactional_id.len = 0;
+	o->producer_id = 0;
+	o->producer_epoch = 0;
+	o->verify_only = false;
+	o->topics = NULL;
+	o->topics_count = 0;
+}
+
+static void
+dec_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->transactional_id = rn_kr_string(r, flex, false);
+	o->producer_id = rn_kr_int64(r);
+	o->producer_epoch = rn_kr_int16(r);
+	o->verify_only = rn_kr_bool(r);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 3);
+		o->topics_count = r->err ? 0 : n;
+		for (i = 0; i < o->topics_count && !r->err; i++)
+			dec_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(r, v, a, &o->topics[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->transactional_id, flex, false);
+	rn_kw_int64(w, o->producer_id);
+	rn_kw_int16(w, o->producer_epoch);
+	rn_kw_bool(w, o->verify_only);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topics_count, flex, true, false);
+		for (i = 0; i < o->topics_count && !w->err; i++)
+			enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(w, v, &o->topics[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
 rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_init(struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o)
 {
 	o->name.ptr = NULL;
@@ -182,6 +293,8 @@ enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(struct rn_kwriter *w, i
 void
 rn_AddPartitionsToTxnRequest_init(struct rn_AddPartitionsToTxnRequest *o)
 {
+	o->transactions = NULL;
+	o->transactions_count = 0;
 	o->transactional_id.ptr = NULL;
 	o->transactional_id.len = 0;
 	o->producer_id = 0;
@@ -199,17 +312,49 @@ dec_rn_AddPartitionsToTxnRequest(struct rn_kreader *r, int16_t v, struct rn_aren
 	(void)flex;
 	(void)a;
 	(void)v;
-	o->transactional_id = rn_kr_string(r, flex, false);
-	o->producer_id = rn_kr_int64(r);
-	o->producer_epoch = rn_kr_int16(r);
-	{
-		int32_t n = rn_kr_len(r, flex, true, false);
-		int32_t i;
+	if (v >= 4) {
+		{
+			int32_t n = rn_kr_len(r, flex, true, false);
+			int32_t i;
 
-		o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
-		o->topics_count = r->err ? 0 : n;
-		for (i = 0; i < o->topics_count && !r->err; i++)
-			dec_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(r, v, a, &o->topics[i]);
+			o->transactions = rn_kr_array(r, a, n, sizeof(*o->transactions), 14);
+			o->transactions_count = r->err ? 0 : n;
+			for (i = 0; i < o->transactions_count && !r->err; i++)
+				dec_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(r, v, a, &o->transactions[i]);
+		}
+	} else {
+		o->transactions = NULL;
+		o->transactions_count = 0;
+	}
+	if (v <= 3) {
+		o->transactional_id = rn_kr_string(r, flex, false);
+	} else {
+		o->transactional_id.ptr = NULL;
+		o->transactional_id.len = 0;
+	}
+	if (v <= 3) {
+		o->producer_id = rn_kr_int64(r);
+	} else {
+		o->producer_id = 0;
+	}
+	if (v <= 3) {
+		o->producer_epoch = rn_kr_int16(r);
+	} else {
+		o->producer_epoch = 0;
+	}
+	if (v <= 3) {
+		{
+			int32_t n = rn_kr_len(r, flex, true, false);
+			int32_t i;
+
+			o->topics = rn_kr_array(r, a, n, sizeof(*o->topics), 2);
+			o->topics_count = r->err ? 0 : n;
+			for (i = 0; i < o->topics_count && !r->err; i++)
+				dec_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(r, v, a, &o->topics[i]);
+		}
+	} else {
+		o->topics = NULL;
+		o->topics_count = 0;
 	}
 	if (flex)
 		rn_kr_skip_tags(r);
@@ -223,15 +368,32 @@ enc_rn_AddPartitionsToTxnRequest(struct rn_kwriter *w, int16_t v, const struct r
 
 	(void)flex;
 	(void)v;
-	rn_kw_string(w, o->transactional_id, flex, false);
-	rn_kw_int64(w, o->producer_id);
-	rn_kw_int16(w, o->producer_epoch);
-	{
-		int32_t i;
+	if (v >= 4) {
+		{
+			int32_t i;
 
-		rn_kw_len(w, o->topics_count, flex, true, false);
-		for (i = 0; i < o->topics_count && !w->err; i++)
-			enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(w, v, &o->topics[i]);
+			rn_kw_len(w, o->transactions_count, flex, true, false);
+			for (i = 0; i < o->transactions_count && !w->err; i++)
+				enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(w, v, &o->transactions[i]);
+		}
+	}
+	if (v <= 3) {
+		rn_kw_string(w, o->transactional_id, flex, false);
+	}
+	if (v <= 3) {
+		rn_kw_int64(w, o->producer_id);
+	}
+	if (v <= 3) {
+		rn_kw_int16(w, o->producer_epoch);
+	}
+	if (v <= 3) {
+		{
+			int32_t i;
+
+			rn_kw_len(w, o->topics_count, flex, true, false);
+			for (i = 0; i < o->topics_count && !w->err; i++)
+				enc_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(w, v, &o->topics[i]);
+		}
 	}
 	if (flex)
 		rn_kw_u8(w, 0);    /* no tagged fields */
@@ -242,7 +404,7 @@ int
 rn_AddPartitionsToTxnRequest_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_AddPartitionsToTxnRequest *out)
 {
-	if (version < 0 || version > 3)
+	if (version < 0 || version > 4)
 		return RN_KE_VERSION;
 	if (r->err)
 		return r->err;
@@ -253,11 +415,148 @@ int
 rn_AddPartitionsToTxnRequest_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_AddPartitionsToTxnRequest *in)
 {
-	if (version < 0 || version > 3)
+	if (version < 0 || version > 4)
 		return RN_KE_VERSION;
 	if (w->err)
 		return w->err;
 	return enc_rn_AddPartitionsToTxnRequest(w, version, in);
+}
+
+void
+rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *o)
+{
+	o->partition_index = 0;
+	o->partition_error_code = 0;
+}
+
+static void
+dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->partition_index = rn_kr_int32(r);
+	o->partition_error_code = rn_kr_int16(r);
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_int32(w, o->partition_index);
+	rn_kw_int16(w, o->partition_error_code);
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *o)
+{
+	o->name.ptr = NULL;
+	o->name.len = 0;
+	o->results_by_partition = NULL;
+	o->results_by_partition_count = 0;
+}
+
+static void
+dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->name = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->results_by_partition = rn_kr_array(r, a, n, sizeof(*o->results_by_partition), 7);
+		o->results_by_partition_count = r->err ? 0 : n;
+		for (i = 0; i < o->results_by_partition_count && !r->err; i++)
+			dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(r, v, a, &o->results_by_partition[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->name, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->results_by_partition_count, flex, true, false);
+		for (i = 0; i < o->results_by_partition_count && !w->err; i++)
+			enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(w, v, &o->results_by_partition[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
+}
+
+void
+rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *o)
+{
+	o->transactional_id.ptr = NULL;
+	o->transactional_id.len = 0;
+	o->topic_results = NULL;
+	o->topic_results_count = 0;
+}
+
+static void
+dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(struct rn_kreader *r, int16_t v, struct rn_arena *a,
+    struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)a;
+	(void)v;
+	o->transactional_id = rn_kr_string(r, flex, false);
+	{
+		int32_t n = rn_kr_len(r, flex, true, false);
+		int32_t i;
+
+		o->topic_results = rn_kr_array(r, a, n, sizeof(*o->topic_results), 3);
+		o->topic_results_count = r->err ? 0 : n;
+		for (i = 0; i < o->topic_results_count && !r->err; i++)
+			dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(r, v, a, &o->topic_results[i]);
+	}
+	if (flex)
+		rn_kr_skip_tags(r);
+}
+
+static void
+enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(struct rn_kwriter *w, int16_t v, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *o)
+{
+	const bool flex = true;
+
+	(void)flex;
+	(void)v;
+	rn_kw_string(w, o->transactional_id, flex, false);
+	{
+		int32_t i;
+
+		rn_kw_len(w, o->topic_results_count, flex, true, false);
+		for (i = 0; i < o->topic_results_count && !w->err; i++)
+			enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(w, v, &o->topic_results[i]);
+	}
+	if (flex)
+		rn_kw_u8(w, 0);    /* no tagged fields */
 }
 
 void
@@ -350,6 +649,9 @@ void
 rn_AddPartitionsToTxnResponse_init(struct rn_AddPartitionsToTxnResponse *o)
 {
 	o->throttle_time_ms = 0;
+	o->error_code = 0;
+	o->results_by_transaction = NULL;
+	o->results_by_transaction_count = 0;
 	o->results = NULL;
 	o->results_count = 0;
 }
@@ -364,14 +666,38 @@ dec_rn_AddPartitionsToTxnResponse(struct rn_kreader *r, int16_t v, struct rn_are
 	(void)a;
 	(void)v;
 	o->throttle_time_ms = rn_kr_int32(r);
-	{
-		int32_t n = rn_kr_len(r, flex, true, false);
-		int32_t i;
+	if (v >= 4) {
+		o->error_code = rn_kr_int16(r);
+	} else {
+		o->error_code = 0;
+	}
+	if (v >= 4) {
+		{
+			int32_t n = rn_kr_len(r, flex, true, false);
+			int32_t i;
 
-		o->results = rn_kr_array(r, a, n, sizeof(*o->results), 2);
-		o->results_count = r->err ? 0 : n;
-		for (i = 0; i < o->results_count && !r->err; i++)
-			dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(r, v, a, &o->results[i]);
+			o->results_by_transaction = rn_kr_array(r, a, n, sizeof(*o->results_by_transaction), 3);
+			o->results_by_transaction_count = r->err ? 0 : n;
+			for (i = 0; i < o->results_by_transaction_count && !r->err; i++)
+				dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(r, v, a, &o->results_by_transaction[i]);
+		}
+	} else {
+		o->results_by_transaction = NULL;
+		o->results_by_transaction_count = 0;
+	}
+	if (v <= 3) {
+		{
+			int32_t n = rn_kr_len(r, flex, true, false);
+			int32_t i;
+
+			o->results = rn_kr_array(r, a, n, sizeof(*o->results), 2);
+			o->results_count = r->err ? 0 : n;
+			for (i = 0; i < o->results_count && !r->err; i++)
+				dec_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(r, v, a, &o->results[i]);
+		}
+	} else {
+		o->results = NULL;
+		o->results_count = 0;
 	}
 	if (flex)
 		rn_kr_skip_tags(r);
@@ -386,12 +712,26 @@ enc_rn_AddPartitionsToTxnResponse(struct rn_kwriter *w, int16_t v, const struct 
 	(void)flex;
 	(void)v;
 	rn_kw_int32(w, o->throttle_time_ms);
-	{
-		int32_t i;
+	if (v >= 4) {
+		rn_kw_int16(w, o->error_code);
+	}
+	if (v >= 4) {
+		{
+			int32_t i;
 
-		rn_kw_len(w, o->results_count, flex, true, false);
-		for (i = 0; i < o->results_count && !w->err; i++)
-			enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(w, v, &o->results[i]);
+			rn_kw_len(w, o->results_by_transaction_count, flex, true, false);
+			for (i = 0; i < o->results_by_transaction_count && !w->err; i++)
+				enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(w, v, &o->results_by_transaction[i]);
+		}
+	}
+	if (v <= 3) {
+		{
+			int32_t i;
+
+			rn_kw_len(w, o->results_count, flex, true, false);
+			for (i = 0; i < o->results_count && !w->err; i++)
+				enc_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(w, v, &o->results[i]);
+		}
 	}
 	if (flex)
 		rn_kw_u8(w, 0);    /* no tagged fields */
@@ -402,7 +742,7 @@ int
 rn_AddPartitionsToTxnResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_AddPartitionsToTxnResponse *out)
 {
-	if (version < 0 || version > 3)
+	if (version < 0 || version > 4)
 		return RN_KE_VERSION;
 	if (r->err)
 		return r->err;
@@ -413,7 +753,7 @@ int
 rn_AddPartitionsToTxnResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_AddPartitionsToTxnResponse *in)
 {
-	if (version < 0 || version > 3)
+	if (version < 0 || version > 4)
 		return RN_KE_VERSION;
 	if (w->err)
 		return w->err;
@@ -18521,7 +18861,7 @@ const struct rn_kapi rn_kapis[RN_KAPI_COUNT] = {
 	    vdec_InitProducerIdRequest, venc_InitProducerIdRequest, vdec_InitProducerIdResponse, venc_InitProducerIdResponse },
 	{ 23, 0, 4, 4, "OffsetForLeaderEpoch", sizeof(struct rn_OffsetForLeaderEpochRequest), sizeof(struct rn_OffsetForLeaderEpochResponse),
 	    vdec_OffsetForLeaderEpochRequest, venc_OffsetForLeaderEpochRequest, vdec_OffsetForLeaderEpochResponse, venc_OffsetForLeaderEpochResponse },
-	{ 24, 0, 3, 3, "AddPartitionsToTxn", sizeof(struct rn_AddPartitionsToTxnRequest), sizeof(struct rn_AddPartitionsToTxnResponse),
+	{ 24, 0, 4, 3, "AddPartitionsToTxn", sizeof(struct rn_AddPartitionsToTxnRequest), sizeof(struct rn_AddPartitionsToTxnResponse),
 	    vdec_AddPartitionsToTxnRequest, venc_AddPartitionsToTxnRequest, vdec_AddPartitionsToTxnResponse, venc_AddPartitionsToTxnResponse },
 	{ 25, 0, 3, 3, "AddOffsetsToTxn", sizeof(struct rn_AddOffsetsToTxnRequest), sizeof(struct rn_AddOffsetsToTxnResponse),
 	    vdec_AddOffsetsToTxnRequest, venc_AddOffsetsToTxnRequest, vdec_AddOffsetsToTxnResponse, venc_AddOffsetsToTxnResponse },

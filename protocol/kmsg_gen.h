@@ -19,7 +19,22 @@ struct rn_AddOffsetsToTxnResponse {
 	int16_t error_code;
 };
 
-/* AddPartitionsToTxnRequest (API key 24), versions 0-3, flexible 3+ */
+/* AddPartitionsToTxnRequest (API key 24), versions 0-4, flexible 3+ */
+struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic {
+	struct rn_kstr name;
+	int32_t *partitions;
+	int32_t partitions_count;
+};
+
+struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction {
+	struct rn_kstr transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	bool verify_only; /* default false */
+	struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *topics;
+	int32_t topics_count;
+};
+
 struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic {
 	struct rn_kstr name;
 	int32_t *partitions;
@@ -27,14 +42,33 @@ struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic {
 };
 
 struct rn_AddPartitionsToTxnRequest {
-	struct rn_kstr transactional_id;
-	int64_t producer_id;
-	int16_t producer_epoch;
-	struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *topics;
+	struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *transactions; /* v4 */
+	int32_t transactions_count;
+	struct rn_kstr transactional_id; /* v0-3 */
+	int64_t producer_id; /* v0-3 */
+	int16_t producer_epoch; /* v0-3 */
+	struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *topics; /* v0-3 */
 	int32_t topics_count;
 };
 
-/* AddPartitionsToTxnResponse (API key 24), versions 0-3, flexible 3+ */
+/* AddPartitionsToTxnResponse (API key 24), versions 0-4, flexible 3+ */
+struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult {
+	int32_t partition_index;
+	int16_t partition_error_code;
+};
+
+struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult {
+	struct rn_kstr name;
+	struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *results_by_partition;
+	int32_t results_by_partition_count;
+};
+
+struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult {
+	struct rn_kstr transactional_id;
+	struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *topic_results;
+	int32_t topic_results_count;
+};
+
 struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult {
 	int32_t partition_index;
 	int16_t partition_error_code;
@@ -48,7 +82,10 @@ struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult {
 
 struct rn_AddPartitionsToTxnResponse {
 	int32_t throttle_time_ms;
-	struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *results;
+	int16_t error_code; /* v4 */
+	struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *results_by_transaction; /* v4 */
+	int32_t results_by_transaction_count;
+	struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *results; /* v0-3 */
 	int32_t results_count;
 };
 
@@ -1957,12 +1994,17 @@ int rn_AddOffsetsToTxnResponse_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_AddOffsetsToTxnResponse *out);
 int rn_AddOffsetsToTxnResponse_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_AddOffsetsToTxnResponse *in);
+void rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic_init(struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *o);
+void rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_init(struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *o);
 void rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_init(struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o);
 void rn_AddPartitionsToTxnRequest_init(struct rn_AddPartitionsToTxnRequest *o);
 int rn_AddPartitionsToTxnRequest_decode(struct rn_kreader *r, int16_t version,
     struct rn_arena *arena, struct rn_AddPartitionsToTxnRequest *out);
 int rn_AddPartitionsToTxnRequest_encode(struct rn_kwriter *w, int16_t version,
     const struct rn_AddPartitionsToTxnRequest *in);
+void rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *o);
+void rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *o);
+void rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *o);
 void rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *o);
 void rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_init(struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult *o);
 void rn_AddPartitionsToTxnResponse_init(struct rn_AddPartitionsToTxnResponse *o);

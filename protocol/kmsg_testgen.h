@@ -11,11 +11,26 @@ static int tg_eq_rn_AddOffsetsToTxnRequest(const struct rn_AddOffsetsToTxnReques
 static void tg_fill_rn_AddOffsetsToTxnResponse(struct tg *t, int16_t v, struct rn_AddOffsetsToTxnResponse *o);
 static int tg_eq_rn_AddOffsetsToTxnResponse(const struct rn_AddOffsetsToTxnResponse *a, const struct rn_AddOffsetsToTxnResponse *b,
     int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *o);
+static int tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *a, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *o);
+static int tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *a, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *b,
+    int16_t v, const char *path);
 static void tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o);
 static int tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *a, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *b,
     int16_t v, const char *path);
 static void tg_fill_rn_AddPartitionsToTxnRequest(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest *o);
 static int tg_eq_rn_AddPartitionsToTxnRequest(const struct rn_AddPartitionsToTxnRequest *a, const struct rn_AddPartitionsToTxnRequest *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *o);
+static int tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *o);
+static int tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *b,
+    int16_t v, const char *path);
+static void tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *o);
+static int tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *b,
     int16_t v, const char *path);
 static void tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *o);
 static int tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult *b,
@@ -864,6 +879,79 @@ tg_eq_rn_AddOffsetsToTxnResponse(const struct rn_AddOffsetsToTxnResponse *a, con
 }
 
 static void
+tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *o)
+{
+	rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->partitions_count = tg_count(t, false);
+	o->partitions = o->partitions_count > 0 ? tg_alloc(t, o->partitions_count * sizeof(*o->partitions)) : NULL;
+	for (int i = 0; i < o->partitions_count; i++) {
+		o->partitions[i] = (int32_t)tg_rand(t);
+	}
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *a, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->partitions_count, b->partitions_count, path, "partitions_count"))
+		return 0;
+	for (int i = 0; i < a->partitions_count; i++)
+		if (!tg_eq_int((long long)a->partitions[i], (long long)b->partitions[i], path, "partitions"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *o)
+{
+	rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_init(o);
+	(void)t;
+	(void)v;
+	o->transactional_id = tg_str(t, false);
+	o->producer_id = (int64_t)tg_rand(t);
+	o->producer_epoch = (int16_t)tg_rand(t);
+	o->verify_only = tg_rand(t) & 1;
+	o->topics_count = tg_count(t, false);
+	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+	for (int i = 0; i < o->topics_count; i++) {
+		tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(t, v, &o->topics[i]);
+	}
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *a, const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+		return 0;
+	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+		return 0;
+	if (!tg_eq_int((long long)a->verify_only, (long long)b->verify_only, path, "verify_only"))
+		return 0;
+	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+		return 0;
+	for (int i = 0; i < a->topics_count; i++)
+		if (!tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTxnTopic(&a->topics[i], &b->topics[i], v, "topics"))
+			return 0;
+	return 1;
+}
+
+static void
 tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic *o)
 {
 	rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_init(o);
@@ -901,13 +989,28 @@ tg_fill_rn_AddPartitionsToTxnRequest(struct tg *t, int16_t v, struct rn_AddParti
 	rn_AddPartitionsToTxnRequest_init(o);
 	(void)t;
 	(void)v;
-	o->transactional_id = tg_str(t, false);
-	o->producer_id = (int64_t)tg_rand(t);
-	o->producer_epoch = (int16_t)tg_rand(t);
-	o->topics_count = tg_count(t, false);
-	o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
-	for (int i = 0; i < o->topics_count; i++) {
-		tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(t, v, &o->topics[i]);
+	if (v >= 4) {
+		o->transactions_count = tg_count(t, false);
+		o->transactions = o->transactions_count > 0 ? tg_alloc(t, o->transactions_count * sizeof(*o->transactions)) : NULL;
+		for (int i = 0; i < o->transactions_count; i++) {
+			tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(t, v, &o->transactions[i]);
+		}
+	}
+	if (v <= 3) {
+		o->transactional_id = tg_str(t, false);
+	}
+	if (v <= 3) {
+		o->producer_id = (int64_t)tg_rand(t);
+	}
+	if (v <= 3) {
+		o->producer_epoch = (int16_t)tg_rand(t);
+	}
+	if (v <= 3) {
+		o->topics_count = tg_count(t, false);
+		o->topics = o->topics_count > 0 ? tg_alloc(t, o->topics_count * sizeof(*o->topics)) : NULL;
+		for (int i = 0; i < o->topics_count; i++) {
+			tg_fill_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(t, v, &o->topics[i]);
+		}
 	}
 }
 
@@ -919,16 +1022,120 @@ tg_eq_rn_AddPartitionsToTxnRequest(const struct rn_AddPartitionsToTxnRequest *a,
 	(void)path;
 	(void)a;
 	(void)b;
+	if (v >= 4) {
+		if (!tg_eq_int(a->transactions_count, b->transactions_count, path, "transactions_count"))
+			return 0;
+		for (int i = 0; i < a->transactions_count; i++)
+			if (!tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(&a->transactions[i], &b->transactions[i], v, "transactions"))
+				return 0;
+	}
+	if (v <= 3) {
+		if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
+			return 0;
+	}
+	if (v <= 3) {
+		if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+			return 0;
+	}
+	if (v <= 3) {
+		if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
+			return 0;
+	}
+	if (v <= 3) {
+		if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
+			return 0;
+		for (int i = 0; i < a->topics_count; i++)
+			if (!tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(&a->topics[i], &b->topics[i], v, "topics"))
+				return 0;
+	}
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *o)
+{
+	rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult_init(o);
+	(void)t;
+	(void)v;
+	o->partition_index = (int32_t)tg_rand(t);
+	o->partition_error_code = (int16_t)tg_rand(t);
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_int((long long)a->partition_index, (long long)b->partition_index, path, "partition_index"))
+		return 0;
+	if (!tg_eq_int((long long)a->partition_error_code, (long long)b->partition_error_code, path, "partition_error_code"))
+		return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *o)
+{
+	rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult_init(o);
+	(void)t;
+	(void)v;
+	o->name = tg_str(t, false);
+	o->results_by_partition_count = tg_count(t, false);
+	o->results_by_partition = o->results_by_partition_count > 0 ? tg_alloc(t, o->results_by_partition_count * sizeof(*o->results_by_partition)) : NULL;
+	for (int i = 0; i < o->results_by_partition_count; i++) {
+		tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(t, v, &o->results_by_partition[i]);
+	}
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
+	if (!tg_eq_str(a->name, b->name, path, "name"))
+		return 0;
+	if (!tg_eq_int(a->results_by_partition_count, b->results_by_partition_count, path, "results_by_partition_count"))
+		return 0;
+	for (int i = 0; i < a->results_by_partition_count; i++)
+		if (!tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnPartitionResult(&a->results_by_partition[i], &b->results_by_partition[i], v, "results_by_partition"))
+			return 0;
+	return 1;
+}
+
+static void
+tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(struct tg *t, int16_t v, struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *o)
+{
+	rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_init(o);
+	(void)t;
+	(void)v;
+	o->transactional_id = tg_str(t, false);
+	o->topic_results_count = tg_count(t, false);
+	o->topic_results = o->topic_results_count > 0 ? tg_alloc(t, o->topic_results_count * sizeof(*o->topic_results)) : NULL;
+	for (int i = 0; i < o->topic_results_count; i++) {
+		tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(t, v, &o->topic_results[i]);
+	}
+}
+
+static int
+tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *a, const struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *b, int16_t v,
+    const char *path)
+{
+	(void)v;
+	(void)path;
+	(void)a;
+	(void)b;
 	if (!tg_eq_str(a->transactional_id, b->transactional_id, path, "transactional_id"))
 		return 0;
-	if (!tg_eq_int((long long)a->producer_id, (long long)b->producer_id, path, "producer_id"))
+	if (!tg_eq_int(a->topic_results_count, b->topic_results_count, path, "topic_results_count"))
 		return 0;
-	if (!tg_eq_int((long long)a->producer_epoch, (long long)b->producer_epoch, path, "producer_epoch"))
-		return 0;
-	if (!tg_eq_int(a->topics_count, b->topics_count, path, "topics_count"))
-		return 0;
-	for (int i = 0; i < a->topics_count; i++)
-		if (!tg_eq_rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(&a->topics[i], &b->topics[i], v, "topics"))
+	for (int i = 0; i < a->topic_results_count; i++)
+		if (!tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTxnTopicResult(&a->topic_results[i], &b->topic_results[i], v, "topic_results"))
 			return 0;
 	return 1;
 }
@@ -997,10 +1204,22 @@ tg_fill_rn_AddPartitionsToTxnResponse(struct tg *t, int16_t v, struct rn_AddPart
 	(void)t;
 	(void)v;
 	o->throttle_time_ms = (int32_t)tg_rand(t);
-	o->results_count = tg_count(t, false);
-	o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
-	for (int i = 0; i < o->results_count; i++) {
-		tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(t, v, &o->results[i]);
+	if (v >= 4) {
+		o->error_code = (int16_t)tg_rand(t);
+	}
+	if (v >= 4) {
+		o->results_by_transaction_count = tg_count(t, false);
+		o->results_by_transaction = o->results_by_transaction_count > 0 ? tg_alloc(t, o->results_by_transaction_count * sizeof(*o->results_by_transaction)) : NULL;
+		for (int i = 0; i < o->results_by_transaction_count; i++) {
+			tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(t, v, &o->results_by_transaction[i]);
+		}
+	}
+	if (v <= 3) {
+		o->results_count = tg_count(t, false);
+		o->results = o->results_count > 0 ? tg_alloc(t, o->results_count * sizeof(*o->results)) : NULL;
+		for (int i = 0; i < o->results_count; i++) {
+			tg_fill_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(t, v, &o->results[i]);
+		}
 	}
 }
 
@@ -1014,11 +1233,24 @@ tg_eq_rn_AddPartitionsToTxnResponse(const struct rn_AddPartitionsToTxnResponse *
 	(void)b;
 	if (!tg_eq_int((long long)a->throttle_time_ms, (long long)b->throttle_time_ms, path, "throttle_time_ms"))
 		return 0;
-	if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
-		return 0;
-	for (int i = 0; i < a->results_count; i++)
-		if (!tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(&a->results[i], &b->results[i], v, "results"))
+	if (v >= 4) {
+		if (!tg_eq_int((long long)a->error_code, (long long)b->error_code, path, "error_code"))
 			return 0;
+	}
+	if (v >= 4) {
+		if (!tg_eq_int(a->results_by_transaction_count, b->results_by_transaction_count, path, "results_by_transaction_count"))
+			return 0;
+		for (int i = 0; i < a->results_by_transaction_count; i++)
+			if (!tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(&a->results_by_transaction[i], &b->results_by_transaction[i], v, "results_by_transaction"))
+				return 0;
+	}
+	if (v <= 3) {
+		if (!tg_eq_int(a->results_count, b->results_count, path, "results_count"))
+			return 0;
+		for (int i = 0; i < a->results_count; i++)
+			if (!tg_eq_rn_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(&a->results[i], &b->results[i], v, "results"))
+				return 0;
+	}
 	return 1;
 }
 
@@ -11709,8 +11941,8 @@ tgv_eq_WriteTxnMarkersResponse(const void *a, const void *b, int16_t v)
 static const struct tg_msg tg_msgs[] = {
 	{ "AddOffsetsToTxnRequest", 25, true, 0, 3, sizeof(struct rn_AddOffsetsToTxnRequest), tgv_fill_AddOffsetsToTxnRequest, tgv_eq_AddOffsetsToTxnRequest },
 	{ "AddOffsetsToTxnResponse", 25, false, 0, 3, sizeof(struct rn_AddOffsetsToTxnResponse), tgv_fill_AddOffsetsToTxnResponse, tgv_eq_AddOffsetsToTxnResponse },
-	{ "AddPartitionsToTxnRequest", 24, true, 0, 3, sizeof(struct rn_AddPartitionsToTxnRequest), tgv_fill_AddPartitionsToTxnRequest, tgv_eq_AddPartitionsToTxnRequest },
-	{ "AddPartitionsToTxnResponse", 24, false, 0, 3, sizeof(struct rn_AddPartitionsToTxnResponse), tgv_fill_AddPartitionsToTxnResponse, tgv_eq_AddPartitionsToTxnResponse },
+	{ "AddPartitionsToTxnRequest", 24, true, 0, 4, sizeof(struct rn_AddPartitionsToTxnRequest), tgv_fill_AddPartitionsToTxnRequest, tgv_eq_AddPartitionsToTxnRequest },
+	{ "AddPartitionsToTxnResponse", 24, false, 0, 4, sizeof(struct rn_AddPartitionsToTxnResponse), tgv_fill_AddPartitionsToTxnResponse, tgv_eq_AddPartitionsToTxnResponse },
 	{ "AlterClientQuotasRequest", 49, true, 0, 1, sizeof(struct rn_AlterClientQuotasRequest), tgv_fill_AlterClientQuotasRequest, tgv_eq_AlterClientQuotasRequest },
 	{ "AlterClientQuotasResponse", 49, false, 0, 1, sizeof(struct rn_AlterClientQuotasResponse), tgv_fill_AlterClientQuotasResponse, tgv_eq_AlterClientQuotasResponse },
 	{ "AlterConfigsRequest", 33, true, 0, 2, sizeof(struct rn_AlterConfigsRequest), tgv_fill_AlterConfigsRequest, tgv_eq_AlterConfigsRequest },

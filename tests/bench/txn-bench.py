@@ -12,6 +12,9 @@ Two lines per broker, each from one confluent-kafka producer:
           transactions at that size)
 
     RUNNEL_BUILDDIR=./build tests/bench/txn-bench.py   (or: make bench-txn)
+
+BENCH_TXN_VERIFY=false runs runneld with
+transaction.partition.verification.enable=false (KIP-890's round trip off).
 """
 import os
 import sys
@@ -39,9 +42,11 @@ def pct(v, q):
 
 
 def start_runnel(tmp):
-    node = rntest.Node(tmp, props={
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1"})
+    props = {"transaction.state.log.replication.factor": "1",
+             "transaction.state.log.min.isr": "1"}
+    if os.environ.get("BENCH_TXN_VERIFY", "true") == "false":
+        props["transaction.partition.verification.enable"] = "false"
+    node = rntest.Node(tmp, props=props)
     node.start()
     node.wait_running(30)
     a = AdminClient({"bootstrap.servers": node.bootstrap})

@@ -121,9 +121,11 @@ def single_node(tmp):
         err, keys = conn.api_versions()
         t.eq(keys.get(27), (0, 1), "ApiVersions advertises WriteTxnMarkers 0-1")
         t.eq(keys.get(61), (0, 0), "ApiVersions advertises DescribeProducers 0")
-        t.ok(all(keys.get(k) == (0, 3) for k in (24, 25, 26, 28)),
+        t.ok(keys.get(24) == (0, 4) and
+             all(keys.get(k) == (0, 3) for k in (25, 26, 28)),
              "the transaction coordinator's APIs are advertised "
-             "(AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit 0-3)")
+             "(AddPartitionsToTxn 0-4, AddOffsetsToTxn, EndTxn, "
+             "TxnOffsetCommit 0-3)")
         pa, pb, open_at = scenario(conn, "txn")
         t.eq(open_at, 8, "A's second transaction begins after both markers")
         check_open(n.bootstrap, "txn", open_at, "one node")

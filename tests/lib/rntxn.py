@@ -2,7 +2,10 @@
 socket to a node, for what the installed clients do not offer: RecordBatch
 v2 with the transactional bit, InitProducerId v1 (no transactional id),
 Produce v8, WriteTxnMarkers v0, and the coordinator's ListTransactions v0
-and DescribeTransactions v0 (flexible versions)."""
+and DescribeTransactions v0 (flexible versions); and a transactional
+producer's own calls (InitProducerId with a transactional id,
+AddPartitionsToTxn v1, EndTxn v1, Produce with its transactional id) and
+the brokers' AddPartitionsToTxn v4 (KIP-890's VerifyOnly)."""
 import socket
 import struct
 import time
@@ -53,6 +56,19 @@ def _str(s):
         return struct.pack(">h", -1)
     b = s.encode()
     return struct.pack(">h", len(b)) + b
+
+
+def _uvarint(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def _cstr(s):
+    b = s.encode()
+    return _uvarint(len(b) + 1) + b
 
 
 class Conn:
@@ -153,9 +169,71 @@ class Conn:
         r.take(">i")
         return r.take(">h"), r.take(">q"), r.take(">h")
 
-    def produce(self, topic, partition, batch, acks=-1):
+    def init_txn_producer(self, txn_id, timeout_ms=60000):
+        """InitProducerId v1 for a transactional id: (error, pid, epoch)."""
+        r = self.call(22, 1, _str(txn_id) + struct.pack(">i", timeout_ms))
+        r.take(">i")
+        return r.take(">h"), r.take(">q"), r.take(">h")
+
+    def add_partitions(self, txn_id, pid, epoch, topics):
+        """AddPartitionsToTxn v1: {(topic, partition): error code}."""
+        body = _str(txn_id) + struct.pack(">qh", pid, epoch) + \
+            struct.pack(">i", len(topics))
+        for tp, parts in topics.items():
+            body += _str(tp) + struct.pack(">i", len(parts)) + \
+                b"".join(struct.pack(">i", p) for p in parts)
+        r = self.call(24, 1, body)
+        r.take(">i")
+        out = {}
+        for _ in range(r.take(">i")):
+            tp = r.string()
+            for _ in range(r.take(">i")):
+                p = r.take(">i")
+                out[(tp, p)] = r.take(">h")
+        return out
+
+    def add_partitions_v4(self, txns):
+        """AddPartitionsToTxn v4, the brokers' form: txns [(id, pid, epoch,
+        verify only, {topic: [partitions]})] -> (top-level error,
+        {id: {(topic, partition): error code}})."""
+        body = _uvarint(len(txns) + 1)
+        for tid, pid, epoch, verify, topics in txns:
+            body += _cstr(tid) + struct.pack(">qhb", pid, epoch,
+                                             1 if verify else 0)
+            body += _uvarint(len(topics) + 1)
+            for tp, parts in topics.items():
+                body += _cstr(tp) + _uvarint(len(parts) + 1) + \
+                    b"".join(struct.pack(">i", p) for p in parts) + b"\0"
+            body += b"\0"
+        body += b"\0"
+        r = self.call_flex(24, 4, body)
+        r.take(">i")
+        err = r.take(">h")
+        out = {}
+        for _ in range(r.count(True)):
+            tid = r.string(True)
+            res = {}
+            for _ in range(r.count(True)):
+                tp = r.string(True)
+                for _ in range(r.count(True)):
+                    p = r.take(">i")
+                    res[(tp, p)] = r.take(">h")
+                    r.tags(True)
+                r.tags(True)
+            r.tags(True)
+            out[tid] = res
+        return err, out
+
+    def end_txn(self, txn_id, pid, epoch, commit):
+        """EndTxn v1: error code."""
+        r = self.call(26, 1, _str(txn_id) + struct.pack(
+            ">qhb", pid, epoch, 1 if commit else 0))
+        r.take(">i")
+        return r.take(">h")
+
+    def produce(self, topic, partition, batch, acks=-1, txn_id=None):
         """(error, base offset) of one batch."""
-        body = _str(None) + struct.pack(">hi", acks, 30000) + \
+        body = _str(txn_id) + struct.pack(">hi", acks, 30000) + \
             struct.pack(">i", 1) + _str(topic) + struct.pack(">i", 1) + \
             struct.pack(">ii", partition, len(batch)) + batch
         r = self.call(0, 8, body)

@@ -31,7 +31,7 @@ main(void)
 	int64_t dup = -1, a, b;
 	int i;
 
-	plan(30);
+	plan(36);
 	h = batch(-1, -1, -1, 3);
 	is_int(rn_idem_check(&s, &h, &dup), RN_IDEM_APPEND,
 	    "a non-idempotent batch is always appended");
@@ -114,6 +114,33 @@ main(void)
 	is_int(rn_idem_first_unstable(&s), -1, "a marker at a bumped epoch ends 21's too");
 	is_int(rn_idem_marker_check(&s, 21, 0, 0), -RN_KERR_INVALID_PRODUCER_EPOCH,
 	    "and fences its old epoch");
+
+	/* KIP-890: whose transaction is open, and the guard of one that is not */
+	{
+		int64_t g = 99, g2 = 99;
+
+		ok(!rn_idem_txn_open(&s, 30, 0, &g) && g == -1,
+		    "a producer the table does not know: no transaction, guard -1");
+		h = batch(30, 0, 0, 1);
+		h.attributes = RN_BATCH_ATTR_TRANSACTIONAL;
+		rn_idem_record(&s, &h, 90, 6);
+		ok(rn_idem_txn_open(&s, 30, 0, &g), "its first transactional "
+		    "batch opens its transaction: no verification needed");
+		ok(!rn_idem_txn_open(&s, 30, 1, &g), "not at another epoch");
+		g = 99;
+		h = batch(30, 0, -1, 1);
+		h.attributes = RN_BATCH_ATTR_TRANSACTIONAL | RN_BATCH_ATTR_CONTROL;
+		rn_idem_record(&s, &h, 91, 7);
+		ok(!rn_idem_txn_open(&s, 30, 0, &g) && g == 1,
+		    "ended by a marker: the guard is its marker count, 1");
+		h = batch(30, 0, -1, 1);
+		h.attributes = RN_BATCH_ATTR_TRANSACTIONAL | RN_BATCH_ATTR_CONTROL;
+		rn_idem_record(&s, &h, 92, 8);
+		ok(!rn_idem_txn_open(&s, 30, 0, &g2) && g2 == g + 1,
+		    "another marker moves the guard");
+		ok(!rn_idem_txn_open(&s, 30, 0, &g) && g == g2,
+		    "and it stays while nothing is written");
+	}
 
 	a = rn_idem_new_producer_id(&counter, 3);
 	b = rn_idem_new_producer_id(&counter, 3);

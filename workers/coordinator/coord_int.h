@@ -444,6 +444,42 @@ void co_follow_topic(struct co *co, const char *name, uint8_t id[16],
 bool co_txn_load(struct co *co, int64_t until);
 struct co_txn *co_txn_find(struct co *co, struct rn_kstr id);
 
+int32_t co_txn_partition_of(struct co *co, struct rn_kstr id);
+/* 0, or the error a transactional id of partition p gets here now. */
+int16_t co_txn_part_error(struct co *co, int32_t p);
+
+/* txn_verify.c (KIP-890) */
+/* The error all of a verification's partitions get, or 0 with *tp. */
+int16_t co_txn_verify_txn(struct co *co, struct rn_kstr id, int64_t pid,
+    int16_t epoch, struct co_txn **tp);
+/* 0 if the partition is in t's stored partition set, else INVALID_TXN_STATE. */
+int16_t co_txn_verify_part(const struct co_txn *t, struct rn_kstr topic,
+    int32_t p);
+struct msgpack_object;
+/* A network worker's verification over the ring, answered there. */
+void co_txn_verify_ring(struct co *co, unsigned slot,
+    const struct msgpack_object *m);
+/* The answer to a network worker's verification (one error a partition). */
+void co_txn_verify_answer(struct co *co, unsigned slot, uint64_t req,
+    const int16_t *errs, uint32_t n);
+void co_txn_verify_answer_all(struct co *co, unsigned slot, uint64_t req,
+    int32_t n, int16_t err);
+/* One transaction of an AddPartitionsToTxn v4, answered as VerifyOnly. */
+void co_txn_verify_v4(struct co *co,
+    const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction *tx,
+    struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *o,
+    struct rn_arena *a);
+
+/* txn_verify_remote.c: verifications asked of the coordinating node */
+void co_txn_verify_remote(struct co *co, unsigned slot, uint64_t req,
+    struct rn_kstr tid, int64_t pid, int16_t epoch, int32_t n,
+    const struct rn_kstr *topics, const int32_t *parts);
+/* Send, read and answer what is due; the next time to look again. */
+int64_t co_txn_verify_tick(struct co *co);
+/* Its sockets, for the loop's wait. */
+int co_txn_verify_fds(int *fds, int max);
+void co_txn_verify_close(struct co *co);
+
 /* txn_log.c */
 /* Append a transaction's nxt state; 0 with *end, or an error code. */
 int16_t co_txn_log_write(struct co *co, struct co_txn *txn, int64_t *end);

@@ -254,6 +254,12 @@ co_handle(void *arg, pid_t sender, uint16_t type, const msgpack_object *m)
 			    rn_mp_get_int(m, "commit", 0) != 0);
 		return 0;
 	}
+	if (type == RN_IPC_GROUP_REQUEST && rn_mp_get_int(m, "v", -1) ==
+	    RN_IPC_VERSION && rn_mp_get(m, "verify") != NULL) {
+		/* a transactional write's check (KIP-890) */
+		co_txn_verify_ring(co, slot, m);
+		return 0;
+	}
 	if (type != RN_IPC_GROUP_REQUEST || rn_mp_get_int(m, "v", -1) !=
 	    RN_IPC_VERSION || body == NULL || body->type != MSGPACK_OBJECT_BIN)
 		return -EBADMSG;
@@ -531,6 +537,13 @@ rn_coordinator_main(struct rn_worker *w)
 			if (s < next)
 				next = s;
 		}
+		{
+			/* KIP-890 verifications asked of other nodes */
+			int64_t s = co_txn_verify_tick(&co);
+
+			if (s < next)
+				next = s;
+		}
 		/* what those wrote may be replicated already (one node, or
 		 * fast followers): settled now, not a poll later */
 		if (co.writes != NULL) {
@@ -552,10 +565,12 @@ rn_coordinator_main(struct rn_worker *w)
 			timeout = CO_WAIT_MS;
 		{
 			/* marker answers wake the loop as they come */
-			int fds[RN_WORKER_WAIT_FDS];
+			int fds[RN_WORKER_WAIT_FDS], nf;
 
-			rn_worker_wait_fds(w, timeout, fds,
-			    co_txn_markers_fds(&co, fds, RN_WORKER_WAIT_FDS));
+			nf = co_txn_markers_fds(&co, fds, RN_WORKER_WAIT_FDS);
+			nf += co_txn_verify_fds(fds + nf,
+			    RN_WORKER_WAIT_FDS - nf);
+			rn_worker_wait_fds(w, timeout, fds, nf);
 		}
 		co_sleeping(&co, false);
 		rn_ring_consumer_sleeping(rn_shm_ring_from_ctl(w->env->shm,
@@ -564,6 +579,7 @@ rn_coordinator_main(struct rn_worker *w)
 	log_info("group coordinator stopping: %u groups, %u transactional ids",
 	    co.n_groups, co.n_txns);
 	co_txn_markers_close(&co);
+	co_txn_verify_close(&co);
 	rn_part_table_close(&co.parts);
 	return RN_WORKER_EXIT_OK;
 }

@@ -522,6 +522,98 @@ txn_begin(struct co *co, struct co_req *r, struct co_txn *t)
 	return txn_store(co, t, r);
 }
 
+int32_t
+co_txn_partition_of(struct co *co, struct rn_kstr id)
+{
+	return txn_partition_of(co, id);
+}
+
+int16_t
+co_txn_part_error(struct co *co, int32_t p)
+{
+	return txn_part_error(co, p);
+}
+
+/*
+ * v4, the brokers' form: several transactions, each verified (nothing
+ * changes) or added. An addition not stored yet is answered
+ * CONCURRENT_TRANSACTIONS while it is written; the sender asks again and
+ * then finds it (one reply a request, not one a transaction's write).
+ */
+static int
+add_partitions_v4(struct co *co, struct co_req *r)
+{
+	const struct rn_AddPartitionsToTxnRequest *req = r->req;
+	struct rn_AddPartitionsToTxnResponse resp;
+	int32_t i, j, k;
+
+	rn_AddPartitionsToTxnResponse_init(&resp);
+	if (!co_authorized_cluster(co, r, RN_ACL_OP_CLUSTER_ACTION)) {
+		resp.error_code = RN_KERR_CLUSTER_AUTHORIZATION_FAILED;
+		return co_reply(co, &r->pend, &resp) < 0 ? -EIO : 0;
+	}
+	resp.results_by_transaction_count = req->transactions_count;
+	resp.results_by_transaction = rn_arena_alloc(&co->arena,
+	    sizeof(*resp.results_by_transaction) *
+	    (size_t)(req->transactions_count > 0 ? req->transactions_count :
+	    1));
+	if (resp.results_by_transaction == NULL)
+		return -ENOMEM;
+	for (i = 0; i < req->transactions_count; i++) {
+		const struct rn_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction
+		    *tx = &req->transactions[i];
+		struct rn_AddPartitionsToTxnResponse_AddPartitionsToTxnResult *o =
+		    &resp.results_by_transaction[i];
+		struct co_txn *t;
+		int16_t err;
+
+		co_txn_verify_v4(co, tx, o, &co->arena);
+		if (tx->verify_only)
+			continue;
+		/* an addition: as v3 would check it, then stored */
+		err = txn_check(co, r, tx->transactional_id, tx->producer_id,
+		    tx->producer_epoch, 2, &t);
+		for (j = 0; err == 0 && j < tx->topics_count; j++) {
+			const struct rn_mdv_topic *mt = rn_mdview_topic(
+			    &co->view, tx->topics[j].name.ptr,
+			    tx->topics[j].name.len > 0 ?
+			    (size_t)tx->topics[j].name.len : 0);
+
+			for (k = 0; k < tx->topics[j].partitions_count; k++)
+				if (mt == NULL || tx->topics[j].partitions[k] <
+				    0 || tx->topics[j].partitions[k] >=
+				    mt->n_parts)
+					err = RN_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+		}
+		if (err == 0) {
+			bool all = t->cur.state == RN_TXN_ONGOING;
+
+			for (j = 0; j < tx->topics_count; j++)
+				for (k = 0; k < tx->topics[j].partitions_count;
+				    k++) {
+					all = all && tp_has(t,
+					    tx->topics[j].name,
+					    tx->topics[j].partitions[k]);
+					tp_add(t, tx->topics[j].name,
+					    tx->topics[j].partitions[k]);
+				}
+			if (all)
+				continue;	/* verified as present above */
+			if (t->n_tps > CO_MAX_TXN_PARTS) {
+				tps_truncate(t, t->n_tps_stored);
+				err = RN_KERR_INVALID_REQUEST;
+			} else if ((err = txn_begin(co, NULL, t)) == 0)
+				err = RN_KERR_CONCURRENT_TRANSACTIONS;
+		}
+		for (j = 0; j < o->topic_results_count; j++)
+			for (k = 0; k < o->topic_results[j].
+			    results_by_partition_count; k++)
+				o->topic_results[j].results_by_partition[k].
+				    partition_error_code = err;
+	}
+	return co_reply(co, &r->pend, &resp) < 0 ? -EIO : 0;
+}
+
 int
 co_add_partitions_to_txn(struct co *co, struct co_req *r)
 {
@@ -530,6 +622,9 @@ co_add_partitions_to_txn(struct co *co, struct co_req *r)
 	int16_t err, *errs;
 	int32_t i, j, k = 0, total = 0, added = 0;
 	bool bad = false;
+
+	if (r->pend.ver >= 4)
+		return add_partitions_v4(co, r);
 
 	for (i = 0; i < req->topics_count; i++)
 		total += req->topics[i].partitions_count;

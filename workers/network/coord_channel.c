@@ -37,8 +37,8 @@ coord_slot(const struct net *n)
 	return rn_worker_slot_of(n->w->env, RN_ROLE_W_COORDINATOR, 0);
 }
 
-static int
-coord_send(struct net *n, const void *buf, size_t len)
+int
+net_coord_send(struct net *n, const void *buf, size_t len)
 {
 	const struct rn_worker_env *env = n->w->env;
 	struct rn_ring *r = rn_shm_ring_to_coord(env->shm, n->w->slot);
@@ -86,7 +86,7 @@ net_group_forward(struct net *n, struct conn *c)
 	snprintf(host, sizeof(host), "/%.*s", (int)hl, c->peer);
 	if ((rc = net_forward_pack(n, c, host, &sb)) != 0)
 		return rc;
-	rc = coord_send(n, sb.data, sb.size);
+	rc = net_coord_send(n, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
 	if (rc != 0)
 		return rc;
@@ -122,7 +122,7 @@ net_coord_txn_marker(struct net *n, int32_t partition, int64_t pid,
 	msgpack_pack_int64(&pk, pid);
 	rn_mp_pack_str(&pk, "commit");
 	msgpack_pack_int(&pk, commit ? 1 : 0);
-	if (coord_send(n, sb.data, sb.size) != 0)
+	if (net_coord_send(n, sb.data, sb.size) != 0)
 		rn_log_about(LOG_WARNING, rn_subj_part(RN_OFFSETS_TOPIC,
 		    partition), "cannot tell the group coordinator of a "
 		    "transaction marker on %s-%d", RN_OFFSETS_TOPIC, partition);
@@ -136,6 +136,10 @@ coord_channel_handle(void *arg, pid_t sender, uint16_t type,
 	(void)sender;
 	if (type != RN_IPC_GROUP_RESPONSE)
 		return -EBADMSG;
+	if (rn_mp_get(m, "verify") != NULL) {
+		net_verify_reply(arg, m);
+		return 0;
+	}
 	net_forwarded_reply(arg, CONN_WAIT_COORDINATOR, m,
 	    "the group coordinator");
 	return 0;
@@ -166,7 +170,8 @@ net_coord_drain(struct net *n)
 	if (n->coord_pid != 0 && pid != n->coord_pid)
 		for (c = n->conns; c != NULL; c = nc) {
 			nc = c->next_all;
-			if (c->wait == CONN_WAIT_COORDINATOR)
+			if (c->wait == CONN_WAIT_COORDINATOR ||
+			    c->wait == CONN_WAIT_VERIFY)
 				net_conn_close(n, c, "group coordinator "
 				    "restarted");
 		}

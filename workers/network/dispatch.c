@@ -54,7 +54,7 @@ static const struct {
 	{ RN_KAPI_DELETE_GROUPS, 0, 2, net_group_forward },
 	{ RN_KAPI_OFFSET_DELETE, 0, 0, net_group_forward },
 	/* transactions: the coordinator worker holds them beside the groups */
-	{ RN_KAPI_ADD_PARTITIONS_TO_TXN, 0, 3, net_group_forward },
+	{ RN_KAPI_ADD_PARTITIONS_TO_TXN, 0, 4, net_group_forward },
 	{ RN_KAPI_ADD_OFFSETS_TO_TXN, 0, 3, net_group_forward },
 	{ RN_KAPI_END_TXN, 0, 3, net_group_forward },
 	{ RN_KAPI_TXN_OFFSET_COMMIT, 0, 3, net_group_forward },

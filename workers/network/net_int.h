@@ -53,6 +53,8 @@ enum conn_wait {
 	CONN_WAIT_CONTROLLER,    /* an admin request forwarded to the controller */
 	CONN_WAIT_ACKS,          /* an acks=all produce waiting for the ISR */
 	CONN_WAIT_COORDINATOR,   /* a group request forwarded to the coordinator */
+	CONN_WAIT_VERIFY,        /* a transactional produce waiting for its
+				  * coordinator's verification (KIP-890) */
 	CONN_WAIT_AUTH_FAILED,   /* a failed login's answer held back
 				  * connection.failed.authentication.delay.ms */
 };
@@ -150,6 +152,15 @@ struct conn {
 	void *resp;              /* a response being completed (acks=all) */
 	struct produce_wait *pw;
 	int n_pw;
+	/* a transactional produce's verification (txn_verify.c), by flat
+	 * partition index: the guard of each partition verified
+	 * (RN_PART_NO_GUARD: not) and the coordinator's verdict */
+	int64_t *vguard;
+	int16_t *verr;
+	int n_verify;
+	int64_t vpid;
+	int16_t vepoch;
+	bool verified;           /* handled again after the verdicts came */
 	/* a parked fetch's partitions and offsets, and the image it was
 	 * built on: a wake-up looks at these before building again */
 	struct net_watch *watch;
@@ -476,6 +487,16 @@ int net_find_coordinator(struct net *n, struct conn *c);
 void net_coord_txn_marker(struct net *n, int32_t partition, int64_t pid,
     bool commit);
 int net_group_forward(struct net *n, struct conn *c);
+/* Queue a message to this node's coordinator worker and wake it. */
+int net_coord_send(struct net *n, const void *buf, size_t len);
+
+/* txn_verify.c: KIP-890's verification of transactional writes */
+/* Parked for a verification (true), or nothing to verify. */
+bool net_produce_verify_start(struct net *n, struct conn *c);
+void net_verify_reply(struct net *n, const struct msgpack_object *m);
+void net_verify_timeout(struct net *n, struct conn *c);
+/* A coordinator's verdict as a Produce answers it; *msg set with it. */
+int16_t net_verify_produce_error(int16_t err, struct rn_kstr *msg);
 int net_coord_drain(struct net *n);
 bool net_coord_pump(struct net *n);
 

@@ -234,6 +234,8 @@ net_deadlines(struct net *n, int64_t now)
 				net_produce_recheck(n, c, true);
 			else if (c->wait == CONN_WAIT_COORDINATOR)
 				net_conn_close(n, c, "group coordinator timeout");
+			else if (c->wait == CONN_WAIT_VERIFY)
+				net_verify_timeout(n, c);
 			else {
 				log_warnx("%s: no answer from the controller "
 				    "in time: closing", c->peer);

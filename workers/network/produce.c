@@ -27,7 +27,8 @@ net_min_isr(struct net *n, const struct rn_mdv_topic *t)
 static int16_t
 produce_partition(struct net *n, const struct rn_mdv_topic *t,
     struct rn_ProduceRequest_PartitionProduceData *pd, int16_t acks,
-    struct rn_ProduceResponse_PartitionProduceResponse *out, int64_t *need)
+    struct rn_ProduceResponse_PartitionProduceResponse *out, int64_t *need,
+    int64_t guard)
 {
 	const struct rn_mdv_partition *mp;
 	struct rn_append_info info;
@@ -64,14 +65,17 @@ produce_partition(struct net *n, const struct rn_mdv_topic *t,
 	}
 	rn_batch_parse_header(pd->records.ptr, &h);
 	/* the records slice points into our own read buffer: writable */
-	kerr = rn_part_append_leader(p, (void *)pd->records.ptr,
-	    (size_t)pd->records.len, &h, mp->leader_epoch, &info, &dup);
+	kerr = rn_part_append_verified(p, (void *)pd->records.ptr,
+	    (size_t)pd->records.len, &h, mp->leader_epoch, &info, &dup, guard);
 	if (kerr == RN_KERR_KAFKA_STORAGE_ERROR && rn_part_stale(p) &&
 	    (p = rn_part_get(&n->parts, &n->view, t, mp, &kerr)) != NULL)
 		/* the log moved to another dir under it: once more there */
-		kerr = rn_part_append_leader(p, (void *)pd->records.ptr,
+		kerr = rn_part_append_verified(p, (void *)pd->records.ptr,
 		    (size_t)pd->records.len, &h, mp->leader_epoch, &info,
-		    &dup);
+		    &dup, guard);
+	if (kerr == RN_KERR_INVALID_TXN_STATE && guard != RN_PART_NO_GUARD)
+		out->error_message = rn_kstr_c("the transaction ended while "
+		    "the write was being verified");
 	if (kerr != RN_KERR_NONE)
 		return kerr;
 	if (dup >= 0) {
@@ -171,10 +175,12 @@ produce_one(struct net *n, struct conn *c,
     struct rn_ProduceRequest_TopicProduceData *td,
     const struct rn_mdv_topic *t,
     struct rn_ProduceRequest_PartitionProduceData *pd,
-    struct rn_ProduceResponse_PartitionProduceResponse *pr, bool allowed)
+    struct rn_ProduceResponse_PartitionProduceResponse *pr, bool allowed,
+    int k)
 {
 	const struct rn_ProduceRequest *req = c->req;
 	int64_t need = -1;
+	bool verify = k < c->n_verify;
 
 	rn_ProduceResponse_PartitionProduceResponse_init(pr);
 	if (!allowed) {
@@ -186,9 +192,14 @@ produce_one(struct net *n, struct conn *c,
 		pr->error_code = RN_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 	else if (req->acks != 0 && req->acks != 1 && req->acks != -1)
 		pr->error_code = RN_KERR_INVALID_REQUIRED_ACKS;
-	else {
+	else if (verify && c->verr[k] != RN_KERR_NONE) {
+		/* its coordinator did not vouch for it (txn_verify.c) */
+		pr->base_offset = -1;
+		pr->error_code = net_verify_produce_error(c->verr[k],
+		    &pr->error_message);
+	} else {
 		pr->error_code = produce_partition(n, t, pd, req->acks, pr,
-		    &need);
+		    &need, verify ? c->vguard[k] : RN_PART_NO_GUARD);
 		if (pr->error_code == RN_KERR_NONE && req->acks == -1) {
 			struct produce_wait *w = &c->pw[c->n_pw++];
 
@@ -209,8 +220,12 @@ net_produce(struct net *n, struct conn *c)
 	struct rn_ProduceRequest *req = c->req;
 	struct rn_ProduceResponse r;
 	bool failed = false;
-	int i, j, total = 0;
+	int i, j, k = 0, total = 0;
 
+	/* transactional writes its coordinator must vouch for first */
+	if (!c->verified && net_produce_verify_start(n, c))
+		return 0;
+	c->verified = false;
 	rn_ProduceResponse_init(&r);
 	r.throttle_time_ms = net_quota_record(n, c, RN_CQ_PRODUCE,
 	    (int64_t)c->frame_len + 4);
@@ -245,7 +260,7 @@ net_produce(struct net *n, struct conn *c)
 			    &tr->partition_responses[j];
 
 			produce_one(n, c, td, t, &td->partition_data[j], pr,
-			    allowed);
+			    allowed, k++);
 			if (pr->error_code != RN_KERR_NONE)
 				failed = true;
 		}

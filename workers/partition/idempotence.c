@@ -376,6 +376,7 @@ record_marker(struct rn_idem_state *s, const struct rn_batch_header *h,
 		p->epoch = h->producer_epoch;
 	}
 	p->txn_first = -1;
+	p->markers++;
 	p->last_used_ms = now_ms;
 	if (first >= 0)
 		s->txn_gen++;
@@ -468,6 +469,18 @@ rn_idem_set_txn(struct rn_idem_state *s, int64_t pid, int64_t first,
 		q->txn_first = first;
 		q->coord_epoch = coord_epoch;
 	}
+}
+
+bool
+rn_idem_txn_open(const struct rn_idem_state *s, int64_t pid, int16_t epoch,
+    int64_t *guard)
+{
+	const struct rn_idem_producer *p = find(s, pid);
+
+	if (p != NULL && p->txn_first >= 0 && p->epoch == epoch)
+		return true;
+	*guard = p != NULL ? (int64_t)p->markers : -1;
+	return false;
 }
 
 void

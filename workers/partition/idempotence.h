@@ -13,6 +13,7 @@
 #define RN_IDEMPOTENCE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,7 +38,10 @@ struct rn_idem_producer {
 	int16_t epoch;
 	uint16_t n;               /* batches remembered */
 	uint16_t next;            /* ring position of the next one */
-	uint16_t pad;
+	/* markers written for it (wraps): a transactional write verified
+	 * with the coordinator is refused if one was written since (65,536
+	 * markers of one producer within a verification's 30 s cannot be) */
+	uint16_t markers;
 	struct rn_idem_batch b[RN_IDEM_BATCHES];
 	/* its open transaction's first offset, -1: none (pid != 0 only) */
 	int64_t txn_first;
@@ -108,6 +112,14 @@ void rn_idem_set_coord_epoch(struct rn_idem_state *s, int64_t pid,
 /* A loaded snapshot's transaction of producer pid (known to the table). */
 void rn_idem_set_txn(struct rn_idem_state *s, int64_t pid, int64_t first,
     int32_t coord_epoch);
+/*
+ * KIP-890: does producer pid have a transaction open here at epoch (true:
+ * its transactional writes need no verification)? If not, *guard is what
+ * the append after a verification must still find: the producer's marker
+ * count, or -1 when the table has no entry for it.
+ */
+bool rn_idem_txn_open(const struct rn_idem_state *s, int64_t pid,
+    int16_t epoch, int64_t *guard);
 /* Forget everything (the log was truncated under the batches, the slot
  * changes hands): its pooled entries go back to the pool. */
 void rn_idem_reset(struct rn_idem_state *s);

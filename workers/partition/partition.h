@@ -208,6 +208,18 @@ rn_part_hw(const struct rn_part *p)
 int16_t rn_part_append_leader(struct rn_part *p, void *records, size_t len,
     const struct rn_batch_header *h, int32_t leader_epoch,
     struct rn_append_info *info, int64_t *dup);
+/*
+ * KIP-890. rn_part_txn_open: 1 if producer pid has a transaction open
+ * here at epoch, else 0 with the guard a verified append must still find
+ * (or -EIO). rn_part_append_verified: rn_part_append_leader after a
+ * verification, refused with INVALID_TXN_STATE if the guard moved.
+ */
+#define RN_PART_NO_GUARD INT64_MIN
+int rn_part_txn_open(struct rn_part *p, int64_t pid, int16_t epoch,
+    int64_t *guard);
+int16_t rn_part_append_verified(struct rn_part *p, void *records, size_t len,
+    const struct rn_batch_header *h, int32_t leader_epoch,
+    struct rn_append_info *info, int64_t *dup, int64_t guard);
 /* The same for the group coordinator's transactional offsets (a producer's
  * batch without a sequence). */
 int16_t rn_part_append_coordinator(struct rn_part *p, void *records,

@@ -32,7 +32,8 @@ rn_part_rolled(struct rn_part *p)
 
 static int16_t append_leader(struct rn_part *p, void *records, size_t len,
     const struct rn_batch_header *h, int32_t leader_epoch,
-    struct rn_append_info *info, int64_t *dup, bool coordinator);
+    struct rn_append_info *info, int64_t *dup, bool coordinator,
+    int64_t guard);
 
 int16_t
 rn_part_append_leader(struct rn_part *p, void *records, size_t len,
@@ -40,7 +41,29 @@ rn_part_append_leader(struct rn_part *p, void *records, size_t len,
     struct rn_append_info *info, int64_t *dup)
 {
 	return append_leader(p, records, len, h, leader_epoch, info, dup,
-	    false);
+	    false, RN_PART_NO_GUARD);
+}
+
+int16_t
+rn_part_append_verified(struct rn_part *p, void *records, size_t len,
+    const struct rn_batch_header *h, int32_t leader_epoch,
+    struct rn_append_info *info, int64_t *dup, int64_t guard)
+{
+	return append_leader(p, records, len, h, leader_epoch, info, dup,
+	    false, guard);
+}
+
+int
+rn_part_txn_open(struct rn_part *p, int64_t pid, int16_t epoch,
+    int64_t *guard)
+{
+	bool open;
+
+	if (rn_part_lock(p) != 0)
+		return -EIO;
+	open = rn_idem_txn_open(&p->rt->idem, pid, epoch, guard);
+	rn_part_unlock(p);
+	return open ? 1 : 0;
 }
 
 int16_t
@@ -49,20 +72,31 @@ rn_part_append_coordinator(struct rn_part *p, void *records, size_t len,
     struct rn_append_info *info, int64_t *dup)
 {
 	return append_leader(p, records, len, h, leader_epoch, info, dup,
-	    true);
+	    true, RN_PART_NO_GUARD);
 }
 
 static int16_t
 append_leader(struct rn_part *p, void *records, size_t len,
     const struct rn_batch_header *h, int32_t leader_epoch,
-    struct rn_append_info *info, int64_t *dup, bool coordinator)
+    struct rn_append_info *info, int64_t *dup, bool coordinator,
+    int64_t guard)
 {
-	int64_t now;
+	int64_t now, cur;
 	int rc, idem;
 
 	*dup = -1;
 	if (rn_part_lock(p) != 0)
 		return RN_KERR_KAFKA_STORAGE_ERROR;
+	/*
+	 * Verified with the coordinator before: a marker for the producer
+	 * written since ended the transaction the verification saw, and
+	 * this write would open one nobody ends (KIP-890's guard).
+	 */
+	if (guard != RN_PART_NO_GUARD && !rn_idem_txn_open(&p->rt->idem,
+	    h->producer_id, h->producer_epoch, &cur) && cur != guard) {
+		rn_part_unlock(p);
+		return RN_KERR_INVALID_TXN_STATE;
+	}
 	idem = rn_idem_check(&p->rt->idem, h, dup);
 	if (idem == RN_IDEM_DUPLICATE || idem < 0) {
 		/* a retry of what is already written, or refused */
