@@ -23,7 +23,7 @@ rn_ensure_packages() {
 }
 
 # librdkafka's own test suite from Debian's source package, for
-# tests/integration/test_librdkafka_suite.py: fetched (as root) and its
+# tests/integration/test_librdkafka_*.py: fetched (as root) and its
 # test-runner built once into /var/cache/runnel-tests. Not root: says how.
 rn_ensure_librdkafka_tests() {
 	if [ "$(id -u)" -ne 0 ]; then

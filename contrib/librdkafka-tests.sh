@@ -1,7 +1,8 @@
 #!/bin/sh
 # librdkafka's own test suite (tests/ of Debian's librdkafka source
 # package, the version installed here) for tests/integration/
-# test_librdkafka_suite.py, which runs some of its tests against runneld.
+# test_librdkafka_*.py (tests/lib/rdksuite.py), which run some of its
+# tests against runneld.
 #
 #   contrib/librdkafka-tests.sh fetch   as root: add a deb-src entry for
 #                                       Debian's archive, apt-get source the

@@ -1,28 +1,23 @@
-"""librdkafka's own transaction tests, unmodified, against three runneld
-nodes: 0103 (the transactional producer: misuse, commit and abort with
-and without compression, consume-transform-produce, fencing, DeleteRecords
-under an open transaction, empty transactions, the isolation levels'
-watermarks; its broker-less half 0103_transactions_local runs too), 0129
-(a fetch of aborted records alone) and 0098 (a read_committed and a
-read_uncommitted consumer over transactions committed, aborted, mixed
-with non-transactional records, across partitions, left open).
+"""librdkafka's own tests, unmodified, against three runneld nodes: what
+tests/integration/test_librdkafka_*.py share.
 
 The test-runner is built from the tests/ of Debian's librdkafka source
 package, the version installed here (contrib/librdkafka-tests.sh: fetch
 as root, then build once per version into a cache outside the tree). No
 source there is a failure saying how to fetch it, never a skip.
 
-0098 writes half of its data with a Java program of librdkafka's
-(java/TransactionProducerCli.java, on Kafka's Java client, which Debian
-does not ship). The runner starts it as java/run-class.sh from its working
-directory after "make -s java": runnel runs it from a directory whose
-java/ and Makefile are tests/librdkafka's, where run-class.sh hands the
-same command line to a stand-in in Python (confluent-kafka, so the
-"Java" half of 0098 is written by librdkafka too, not by the Java
-client). librdkafka's test sources are not patched.
+The runner runs in a scratch directory holding test.conf (the nodes'
+bootstrap.servers) and tests/librdkafka's runner.mk as its Makefile and
+java/ as its java/: librdkafka starts its Java helpers with "make -s
+java" and java/run-class.sh from there (test_run_java() in test.c), and
+runnel's run-class.sh answers 0098's TransactionProducerCli with a Python
+stand-in (tests/librdkafka/transaction_producer_cli.py, confluent-kafka)
+since Kafka's Java client is not in Debian. librdkafka's test sources are
+not patched.
 
 One TAP line per librdkafka test and per sub-test it reports (a sub-test
-that started and never passed is a failure), the runner's tail in the
+that started and never passed is a failure; 0098's cases, which are not
+SUB_TEST()s, by their "Test N" lines), the runner's tail in the
 diagnostics of a failure."""
 import os
 import re
@@ -37,8 +32,9 @@ SRCDIR = os.environ.get("RUNNEL_SRCDIR",
                         os.path.join(os.path.dirname(__file__), "..", ".."))
 TOOL = os.path.join(SRCDIR, "contrib", "librdkafka-tests.sh")
 STANDIN = os.path.join(SRCDIR, "tests", "librdkafka")
-# each librdkafka test with the most it may take here, seconds
-SUITE = (("0103", 240), ("0129", 90), ("0098", 240))
+# the most one librdkafka test may take here, seconds (make check's
+# limit for the whole test is 600)
+LIMIT = 480
 # the Kafka version librdkafka's tests are to assume of the broker
 # (features gated on it); runnel serves the APIs of Kafka 3.x
 KAFKA_VERSION = "3.1.0"
@@ -123,6 +119,8 @@ def results(lines):
                      "SKIPPED": "SKIP"}[end.group(2)]
             tests[test] = state
             out.append((test, state, ""))
+    if case:
+        out.append(("%s: %s" % case, "FAIL", "did not finish"))
     for test, names in open_subs.items():
         for name in names:
             out.append(("%s: %s" % (test, name), "FAIL", "did not finish"))
@@ -174,12 +172,16 @@ def run_one(runner_dir, d, num, limit):
                 "librdkafka test %s: runner exit %s, %d test(s), %.1f s" %
                 (num, rc, len(mains), took)):
         t.diag("runner output (%s), last lines:" % log)
-        for line in lines[-60:]:
+        # less the main thread's "1 test(s) running" each second
+        said = [l for l in lines if not re.search(r"test\(s\) running", l)]
+        for line in said[-80:]:
             t.diag(ANSI.sub("", line))
     return took
 
 
-def main():
+def main(num):
+    """Run librdkafka's tests whose number is num (TESTS=num) on three
+    fresh nodes, with TAP lines for them; exits."""
     runner_dir = build_runner()
     if runner_dir is None:
         t.done()
@@ -195,14 +197,8 @@ def main():
         try:
             if not t.ok(c.wait_running(60), "three nodes running"):
                 t.done()
-            d = run_dir(tmp, c.bootstrap)
-            for num, limit in SUITE:
-                run_one(runner_dir, d, num, limit)
+            run_one(runner_dir, run_dir(tmp, c.bootstrap), num, LIMIT)
             t.eq(c.crashes(), [], "no worker crashed")
         finally:
             c.kill()
     t.done()
-
-
-if __name__ == "__main__":
-    main()
