@@ -15,7 +15,9 @@
 # librdkafka-VERSION/src is the unpacked source, librdkafka-VERSION/build a
 # copy built with the test-runner in build/tests. When the cache is not
 # writable (not root), the build goes under ~/.cache/runnel-tests instead.
-# RDK_JOBS sets the build's make -j (default 1).
+# RDK_JOBS sets the build's make -j (default 1). The build applies
+# tests/librdkafka/patches/*.patch, upstream librdkafka fixes whose headers
+# say why.
 set -eu
 
 cache=${RUNNEL_TEST_CACHE:-/var/cache/runnel-tests}
@@ -28,7 +30,10 @@ src=$top/src
 # what the build is made with: a change rebuilds it. No TLS or SASL: the
 # tests run over PLAINTEXT, and without them the build takes less.
 configure_flags="--disable-ssl --disable-gssapi --disable-sasl"
-stamp_text="librdkafka $version; configure $configure_flags; test-runner"
+# upstream fixes applied to the build, each explained in its header
+patches=$(cd "$(dirname "$0")/.." && pwd)/tests/librdkafka/patches
+stamp_text="librdkafka $version; configure $configure_flags; test-runner;
+patches $(cat "$patches"/*.patch 2>/dev/null | cksum)"
 
 fetch() {
 	if [ "$(id -u)" -ne 0 ]; then
@@ -90,6 +95,13 @@ build() {
 		cp -a "$src" "$out"
 		log=$out/.runnel-build.log
 		start=$(date +%s)
+		for p in "$patches"/*.patch; do
+			[ -f "$p" ] || continue
+			patch -d "$out" -p1 -s <"$p" || {
+				echo "$0 build: $p does not apply" >&2
+				exit 1
+			}
+		done
 		if ! (cd "$out" && ./configure $configure_flags &&
 			make -j"${RDK_JOBS:-1}" libs &&
 			make -j"${RDK_JOBS:-1}" -C tests test-runner) >"$log" 2>&1; then
