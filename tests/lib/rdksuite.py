@@ -28,8 +28,8 @@ import time
 from rntest import Cluster, Tap, TempDir
 
 t = Tap()
-SRCDIR = os.environ.get("RUNNEL_SRCDIR",
-                        os.path.join(os.path.dirname(__file__), "..", ".."))
+SRCDIR = os.path.normpath(os.environ.get(
+    "RUNNEL_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")))
 TOOL = os.path.join(SRCDIR, "contrib", "librdkafka-tests.sh")
 STANDIN = os.path.join(SRCDIR, "tests", "librdkafka")
 # the most one librdkafka test may take here, seconds (make check's
