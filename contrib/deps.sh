@@ -21,3 +21,18 @@ rn_ensure_packages() {
 		return 1
 	fi
 }
+
+# librdkafka's own test suite from Debian's source package, for
+# tests/integration/test_librdkafka_*.py: fetched (as root) and its
+# test-runner built once into /var/cache/runnel-tests. Not root: says how.
+rn_ensure_librdkafka_tests() {
+	if [ "$(id -u)" -ne 0 ]; then
+		[ -f "/var/cache/runnel-tests/librdkafka-$(dpkg-query -W \
+			-f='${Version}' librdkafka1 2>/dev/null)/src/tests/test.c" ] ||
+			echo "librdkafka's test sources are missing; as root run:" \
+				"sh $1/contrib/librdkafka-tests.sh fetch" >&2
+		return 0
+	fi
+	sh "$1/contrib/librdkafka-tests.sh" fetch &&
+		RDK_JOBS=$(nproc) sh "$1/contrib/librdkafka-tests.sh" build >/dev/null
+}

@@ -5,7 +5,8 @@
 # UndefinedBehaviorSanitizer, where any sanitizer report is a failure.
 # After the first pass, make check-systemd in the same build: the
 # installed unit under a real systemd (tests/systemd/check-systemd.py).
-# Installs missing Debian packages when run as root. The last line is
+# Installs missing Debian packages when run as root, and fetches and builds
+# librdkafka's own test suite (contrib/librdkafka-tests.sh). The last line is
 # "N passed, N failed", counted from the TAP results of both passes.
 #
 #   tests/run-all.sh                   both passes
@@ -14,6 +15,9 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/contrib/deps.sh"
 rn_ensure_packages "$top/contrib/debian-packages" || exit 1
+# librdkafka's test suite: fetched and built here, before make check's
+# per-test time limit starts (a failure here fails that test, later)
+rn_ensure_librdkafka_tests "$top"
 cd "$top" && autoreconf -fi || exit 1
 
 total_passed=0

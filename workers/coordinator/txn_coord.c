@@ -730,16 +730,14 @@ co_end_txn(struct co *co, struct co_req *r)
 	struct co_txn *t;
 	int16_t err;
 
+	/* While the previous end's markers go out (Prepare*), either end
+	 * is CONCURRENT_TRANSACTIONS, as Kafka answers it (its pending
+	 * transition is checked before the state): librdkafka sends
+	 * EndTxn(abort) right after a commit when its AddPartitionsToTxn met
+	 * those markers, and INVALID_TXN_STATE would be fatal to it. */
 	err = txn_check(co, r, req->transactional_id, req->producer_id,
 	    req->producer_epoch, 2, &t);
-	if (err == RN_KERR_CONCURRENT_TRANSACTIONS && !t->writing) {
-		/* a retry of an end in progress, or the other end */
-		bool same = t->cur.state == (commit ? RN_TXN_PREPARE_COMMIT :
-		    RN_TXN_PREPARE_ABORT);
-
-		err = same ? RN_KERR_CONCURRENT_TRANSACTIONS :
-		    RN_KERR_INVALID_TXN_STATE;
-	} else if (err == 0) {
+	if (err == 0) {
 		switch (t->cur.state) {
 		case RN_TXN_ONGOING:
 			t->nxt = t->cur;
