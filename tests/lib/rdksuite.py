@@ -38,6 +38,14 @@ LIMIT = 480
 # the Kafka version librdkafka's tests are to assume of the broker
 # (features gated on it); runnel serves the APIs of Kafka 3.x
 KAFKA_VERSION = "3.1.0"
+# Tests librdkafka 2.0.2 itself fails now and then, run a second time when
+# the first run failed within RETRY_WITHIN seconds: 0098's in-process
+# producer can abort a transaction before its partition's
+# AddPartitionsToTxn is answered (librdkafka issue 4849, fixed upstream
+# after 2.0.2), about one run in eight here. A runnel fault that fails
+# both runs still fails the test, and the first run's tail is printed.
+RETRY_ONCE = ("0098",)
+RETRY_WITHIN = 240
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SAY = re.compile(r"^\[(\S+)\s*/\s*[0-9.]+s\] (.*)$")
 
@@ -55,10 +63,10 @@ def build_runner():
     return r.stdout.strip().splitlines()[-1]
 
 
-def run_dir(tmp, bootstrap):
+def run_dir(tmp, bootstrap, name):
     """The runner's working directory: test.conf, the stand-in's java/
     and a Makefile whose java target builds nothing."""
-    d = os.path.join(tmp, "rdk")
+    d = os.path.join(tmp, name)
     os.makedirs(d)
     with open(os.path.join(d, "test.conf"), "w") as f:
         f.write("bootstrap.servers=%s\n" % bootstrap)
@@ -128,6 +136,8 @@ def results(lines):
 
 
 def run_one(runner_dir, d, num, limit):
+    """One run of the runner: (passed, report), report() printing its TAP
+    lines (and the runner's tail when it failed)."""
     env = dict(os.environ)
     env.update({
         "TESTS": num,
@@ -155,28 +165,31 @@ def run_one(runner_dir, d, num, limit):
     with open(log, "rb") as f:
         lines = f.read().decode("utf-8", "replace").splitlines()
     found, tests = results(lines)
-    bad = False
-    for name, state, detail in found:
-        ok = state == "PASS"
-        bad |= not ok
-        t.ok(ok, "librdkafka %s%s%s" % (name, "" if ok else " " + state,
-                                        " (%s)" % detail if detail else ""))
-    if num == "0098":
-        # its "Java" producer really ran, as the stand-in
-        n = sum("TransactionProducerCli (python): command:" in l
-                for l in lines)
-        t.ok(n > 0, "0098's TransactionProducerCli commands ran in the "
-             "Python stand-in (%d)" % n)
+    bad = any(state != "PASS" for _, state, _ in found)
     mains = [n for n in tests if n.startswith(num)]
-    if not t.ok(rc == 0 and mains and not bad,
-                "librdkafka test %s: runner exit %s, %d test(s), %.1f s" %
-                (num, rc, len(mains), took)):
-        t.diag("runner output (%s), last lines:" % log)
-        # less the main thread's "1 test(s) running" each second
-        said = [l for l in lines if not re.search(r"test\(s\) running", l)]
-        for line in said[-80:]:
-            t.diag(ANSI.sub("", line))
-    return took
+    passed = rc == 0 and bool(mains) and not bad
+    # less the main thread's "1 test(s) running" each second
+    tail = [ANSI.sub("", l) for l in lines
+            if not re.search(r"test\(s\) running", l)][-80:]
+
+    def report():
+        for name, state, detail in found:
+            ok = state == "PASS"
+            t.ok(ok, "librdkafka %s%s%s" % (
+                name, "" if ok else " " + state,
+                " (%s)" % detail if detail else ""))
+        if num == "0098":
+            # its "Java" producer really ran, as the stand-in
+            n = sum("TransactionProducerCli (python): command:" in l
+                    for l in lines)
+            t.ok(n > 0, "0098's TransactionProducerCli commands ran in the "
+                 "Python stand-in (%d)" % n)
+        if not t.ok(passed, "librdkafka test %s: runner exit %s, %d "
+                    "test(s), %.1f s" % (num, rc, len(mains), took)):
+            t.diag("runner output (%s), last lines:" % log)
+            for line in tail:
+                t.diag(line)
+    return passed, took, tail, report
 
 
 def main(num):
@@ -197,7 +210,19 @@ def main(num):
         try:
             if not t.ok(c.wait_running(60), "three nodes running"):
                 t.done()
-            run_one(runner_dir, run_dir(tmp, c.bootstrap), num, LIMIT)
+            passed, took, tail, report = run_one(
+                runner_dir, run_dir(tmp, c.bootstrap, "rdk"), num, LIMIT)
+            if not passed and num in RETRY_ONCE and took < RETRY_WITHIN:
+                # librdkafka 2.0.2's own race (RETRY_ONCE): said, then
+                # run again on the same nodes; a second failure fails
+                t.diag("librdkafka test %s failed once (%.0f s); running "
+                       "it again. The first run's last lines:" % (num, took))
+                for line in tail[-30:]:
+                    t.diag(line)
+                passed, took, tail, report = run_one(
+                    runner_dir, run_dir(tmp, c.bootstrap, "rdk-again"), num,
+                    LIMIT - took)
+            report()
             t.eq(c.crashes(), [], "no worker crashed")
         finally:
             c.kill()
