@@ -429,6 +429,37 @@ rn_secc_read(struct rn_secc *s, void *buf, size_t cap)
 	return s->state == S_DONE ? plain_read(s, buf, cap) : -1;
 }
 
+ssize_t
+rn_secc_recv_now(int fd, struct rn_secc *sec, void *buf, size_t len,
+    int (*flush)(void *), void *arg)
+{
+	uint8_t raw[16384];
+	ssize_t n, k;
+
+	for (;;) {
+		if (sec == NULL) {
+			k = recv(fd, buf, len, MSG_DONTWAIT);
+			if (k == 0)
+				return -ENOTCONN;
+			if (k < 0)
+				return errno == EAGAIN || errno == EINTR ? 0 :
+				    -errno;
+			return k;
+		}
+		if ((n = rn_secc_read(sec, buf, len)) != 0)
+			return n < 0 ? -ENOTCONN : n;
+		k = recv(fd, raw, sizeof(raw), MSG_DONTWAIT);
+		if (k == 0)
+			return -ENOTCONN;
+		if (k < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		if (rn_secc_feed(sec, raw, (size_t)k) != 0)
+			return -ENOMEM;
+		if (rn_secc_wants_send(sec) && flush(arg) != 0)
+			return -EPIPE;
+	}
+}
+
 bool
 rn_secc_readable(const struct rn_secc *s)
 {

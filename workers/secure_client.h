@@ -89,6 +89,14 @@ int rn_secc_write(struct rn_secc *s, const void *buf, size_t len);
 ssize_t rn_secc_read(struct rn_secc *s, void *buf, size_t cap);
 /* Whether plaintext is ready to read without more input. */
 bool rn_secc_readable(const struct rn_secc *s);
+/*
+ * Bytes of a connection that may carry TLS (sec NULL: plain), as they
+ * are there now, never waiting: > 0 read, 0 none yet, -ENOTCONN at the
+ * peer's close or a TLS error, -errno. flush(arg) sends what TLS has to
+ * send meanwhile (its own records: key updates, alerts).
+ */
+ssize_t rn_secc_recv_now(int fd, struct rn_secc *sec, void *buf, size_t len,
+    int (*flush)(void *), void *arg);
 
 /* The handshake on a connected blocking fd, within timeout_ms. 0, or -1
  * with rn_secc_error set. */

@@ -139,35 +139,18 @@ sec_flush(struct co_mconn *mc)
 }
 
 /* Bytes of the answer as they are there now; never waits. */
+static int
+sec_flush_any(void *arg)
+{
+	return sec_flush(arg);
+}
+
 static ssize_t
 mconn_read(void *arg, void *buf, size_t len)
 {
 	struct co_mconn *mc = arg;
-	uint8_t raw[16384];
-	ssize_t n, k;
 
-	for (;;) {
-		if (mc->sec == NULL) {
-			k = recv(mc->fd, buf, len, MSG_DONTWAIT);
-			if (k == 0)
-				return -ENOTCONN;
-			if (k < 0)
-				return errno == EAGAIN || errno == EINTR ? 0 :
-				    -errno;
-			return k;
-		}
-		if ((n = rn_secc_read(mc->sec, buf, len)) != 0)
-			return n < 0 ? -ENOTCONN : n;
-		k = recv(mc->fd, raw, sizeof(raw), MSG_DONTWAIT);
-		if (k == 0)
-			return -ENOTCONN;
-		if (k < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		if (rn_secc_feed(mc->sec, raw, (size_t)k) != 0)
-			return -ENOMEM;
-		if (rn_secc_wants_send(mc->sec) && sec_flush(mc) != 0)
-			return -EPIPE;
-	}
+	return rn_secc_recv_now(mc->fd, mc->sec, buf, len, sec_flush_any, mc);
 }
 
 static bool

@@ -240,35 +240,18 @@ vconn_flush(struct co_vconn *vc)
 }
 
 /* Bytes as they are there now; never waits. */
+static int
+vconn_flush_any(void *arg)
+{
+	return vconn_flush(arg);
+}
+
 static ssize_t
 vconn_read(void *arg, void *buf, size_t len)
 {
 	struct co_vconn *vc = arg;
-	uint8_t raw[16384];
-	ssize_t n, k;
 
-	for (;;) {
-		if (vc->sec == NULL) {
-			k = recv(vc->fd, buf, len, MSG_DONTWAIT);
-			if (k == 0)
-				return -ENOTCONN;
-			if (k < 0)
-				return errno == EAGAIN || errno == EINTR ? 0 :
-				    -errno;
-			return k;
-		}
-		if ((n = rn_secc_read(vc->sec, buf, len)) != 0)
-			return n < 0 ? -ENOTCONN : n;
-		k = recv(vc->fd, raw, sizeof(raw), MSG_DONTWAIT);
-		if (k == 0)
-			return -ENOTCONN;
-		if (k < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		if (rn_secc_feed(vc->sec, raw, (size_t)k) != 0)
-			return -ENOMEM;
-		if (rn_secc_wants_send(vc->sec) && vconn_flush(vc) != 0)
-			return -EPIPE;
-	}
+	return rn_secc_recv_now(vc->fd, vc->sec, buf, len, vconn_flush_any, vc);
 }
 
 /* Connecting and logging in, as far as it goes now: 1 when ready. */
