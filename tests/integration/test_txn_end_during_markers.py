@@ -1,17 +1,19 @@
 """EndTxn while the previous transaction's markers are still going out:
 three nodes, a transactional id driven over a plain socket (the
-coordinator's node), a partition on RF 3. Each round adds the partition,
-commits (EndTxn answered once PrepareCommit is stored) and at once sends
-EndTxn(abort) for a next transaction: Kafka answers CONCURRENT_TRANSACTIONS
-while a transition is pending (the markers, then CompleteCommit), never
-INVALID_TXN_STATE, which librdkafka treats as fatal (librdkafka's test 0098
-"rapid abort / committing" met it). Once the markers are written the
+coordinator's node), its partition on one other node. The partition is
+added, that node killed, the transaction committed (EndTxn answered once
+PrepareCommit is stored; its markers cannot be written), and EndTxn sent
+again, abort and commit: Kafka answers CONCURRENT_TRANSACTIONS while a
+transition is pending, never INVALID_TXN_STATE, which librdkafka treats
+as fatal (librdkafka's test 0098 "rapid abort / committing" met it). Once the markers are written the
 abort is INVALID_TXN_STATE (nothing to abort) and a commit retried is
 answered NONE, as Kafka does."""
 import struct
 import time
 
-from rncluster import create_topic
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from rncluster import wait_state
 from rntest import Cluster, Tap, TempDir, wait_for
 from rntxn import Conn, _str
 
@@ -55,33 +57,42 @@ def main():
         cl.start()
         try:
             t.ok(cl.wait_running(60), "three nodes running")
-            create_topic(cl.bootstrap, "out", 1, 3)
             any_conn = Conn(cl.nodes[0].port)
             coord = wait_for(lambda: (lambda e, n: n if e == 0 else None)(
                 *any_conn.find_coordinator(TXN)), 30, 0.2)
             any_conn.close()
+            # "out" lives on one node only, not the coordinator's: while
+            # that node is down the commit's markers cannot be written,
+            # so the transaction stays in PrepareCommit as long as the
+            # test needs (a race of a millisecond otherwise)
+            far = next(n for n in cl.nodes if n.node_id != coord)
+            admin = AdminClient({"bootstrap.servers": cl.bootstrap})
+            admin.create_topics([NewTopic(
+                "out", num_partitions=1,
+                replica_assignment=[[far.node_id]])])["out"].result(30)
+            wait_state(cl.bootstrap, "out", lambda l, r, i: l == far.node_id)
             c = Conn(cl.node(coord).port)
             pid, epoch = init_pid(c)
+            t.eq(add_partition(c, pid, epoch, "out"), 0,
+                 "AddPartitionsToTxn of out-0 (on node %d)" % far.node_id)
+            far.kill()
+            t.eq(end_txn(c, pid, epoch, 1), 0, "with node %d down, "
+                 "EndTxn(commit) is answered once PrepareCommit is stored"
+                 % far.node_id)
             answers = []
-            for _ in range(10):
-                err = CONCURRENT
-                while err == CONCURRENT:  # the last round's markers
-                    err = add_partition(c, pid, epoch, "out")
-                    if err == CONCURRENT:
-                        time.sleep(0.01)
-                if err != 0:
-                    t.ok(False, "AddPartitionsToTxn answered %d" % err)
-                    break
-                if end_txn(c, pid, epoch, 1) != 0:
-                    t.ok(False, "EndTxn(commit) failed")
-                    break
+            for _ in range(5):
                 answers.append(end_txn(c, pid, epoch, 0))
-            t.eq([a for a in answers if a != CONCURRENT], [],
-                 "EndTxn(abort) right after a commit, its markers going "
-                 "out: CONCURRENT_TRANSACTIONS each time (%d rounds)" %
-                 len(answers))
-            # once the markers are written: Kafka's answers to a late end
-            wait_for(lambda: end_txn(c, pid, epoch, 0) != CONCURRENT, 30, 0.05)
+                time.sleep(0.2)
+            t.eq(answers, [CONCURRENT] * 5,
+                 "EndTxn(abort) while the commit's markers cannot go out: "
+                 "CONCURRENT_TRANSACTIONS each time, never INVALID_TXN_STATE")
+            t.eq(end_txn(c, pid, epoch, 1), CONCURRENT,
+                 "EndTxn(commit) retried meanwhile: CONCURRENT_TRANSACTIONS")
+            far.start()
+            t.ok(far.wait_running(60), "node %d back" % far.node_id)
+            # the markers written: Kafka's answers to a late end
+            t.ok(wait_for(lambda: end_txn(c, pid, epoch, 0) != CONCURRENT,
+                          60, 0.1), "the markers went out once it was back")
             t.eq(end_txn(c, pid, epoch, 0), INVALID_TXN_STATE,
                  "EndTxn(abort) after CompleteCommit: INVALID_TXN_STATE")
             t.eq(end_txn(c, pid, epoch, 1), 0,

@@ -243,18 +243,23 @@ def cluster(tmp):
         check_open(c.bootstrap, "rtxn", open_at, "RF=3")
         old = c.node(leader)
         old.kill()
-        st = wait_state(c.bootstrap, "rtxn", lambda l, r, i: l > 0 and l != leader, 60)
+        # the clients from here on bootstrap from the live nodes: with
+        # the dead one in its list librdkafka 2.0.2's
+        # query_watermark_offsets() was seen to wait on it for good,
+        # past its own timeout
+        live = ",".join(nd.bootstrap for nd in c.nodes if nd is not old)
+        st = wait_state(live, "rtxn", lambda l, r, i: l > 0 and l != leader, 60)
         t.ok(st, "a new leader took over")
         new = st[0]
-        t.ok(wait_for(lambda: latest(c.bootstrap, "rtxn", False) == 10, 30),
+        t.ok(wait_for(lambda: latest(live, "rtxn", False) == 10, 30),
              "the new leader's high watermark covers everything")
-        check_open(c.bootstrap, "rtxn", open_at, "new leader")
+        check_open(live, "rtxn", open_at, "new leader")
         conn = Conn(port_of(c, new))
         t.eq(conn.write_txn_markers([(pa, 0, True, {"rtxn": [0]}, 7)]),
              {(pa, "rtxn", 0): NONE}, "the new leader commits A's transaction")
         conn.close()
-        t.eq(latest(c.bootstrap, "rtxn", True), 11, "new leader: LSO = high watermark")
-        t.eq(consume(c.bootstrap, "rtxn", "read_committed"), COMMITTED_DONE,
+        t.eq(latest(live, "rtxn", True), 11, "new leader: LSO = high watermark")
+        t.eq(consume(live, "rtxn", "read_committed"), COMMITTED_DONE,
              "new leader: read_committed sees the committed records only")
         t.eq(c.crashes(), [], "no worker crashed in the cluster")
     finally:
