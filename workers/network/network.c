@@ -435,9 +435,9 @@ net_flush_housekeeping(struct net *n, int64_t now, int64_t until_us)
 /*
  * The storage duty (RN_DUTY_STORAGE): retention, the background flush,
  * the ISR lag check, the high-watermark and recovery-point checkpoints
- * for every local partition. The supervisor gives it to one worker, so
- * two never race for the same deletions. True while a retention or
- * flush pass still has work for the next turn.
+ * for every local partition, each a pass that shares DUTY_STEP_US of the
+ * turn. The supervisor gives it to one worker, so two never race for the
+ * same deletions. True while a pass still has work for the next turn.
  */
 static bool
 net_housekeeping(struct net *n, int64_t now)
@@ -454,10 +454,10 @@ net_housekeeping(struct net *n, int64_t now)
 		n->next_isr_check_ms = now + 1000;
 		n->isr_active = true;
 	}
-	if (n->isr_active)
-		more |= n->isr_active = net_isr_housekeeping(n, &n->isr_pass,
-		    until);
-
+	if (n->isr_active) {
+		n->isr_active = net_isr_housekeeping(n, &n->isr_pass, until);
+		more |= n->isr_active;
+	}
 	if (now >= n->next_hw_checkpoint_ms) {
 		/* Kafka's replica.high.watermark.checkpoint.interval.ms: 5 s */
 		n->next_hw_checkpoint_ms = now + 5000;
