@@ -225,6 +225,7 @@ fuzz() {
 		    "$srcdir/workers/controller/quotas.c" \
 		    "$srcdir/ipc/mdimage.c" "$srcdir/ipc/mdimage_write.c" \
 		    "$srcdir/ipc/shm.c" "$srcdir/ipc/wakeset.c" "$srcdir/ipc/ring.c" \
+		    "$srcdir/ipc/prodpool.c" \
 		    "$srcdir/ipc/metrics.c" "$srcdir/ipc/connlimit.c" \
 		    "$srcdir/ipc/cquota.c" \
 		    "$srcdir/common/acl.c" "$srcdir/common/scram.c" \

@@ -73,8 +73,12 @@ def main():
             wait_state(cl.bootstrap, "out", lambda l, r, i: l == far.node_id)
             c = Conn(cl.node(coord).port)
             pid, epoch = init_pid(c)
-            t.eq(add_partition(c, pid, epoch, "out"), 0,
-                 "AddPartitionsToTxn of out-0 (on node %d)" % far.node_id)
+            # the coordinator's own image may not hold the new topic yet:
+            # UNKNOWN_TOPIC_OR_PARTITION, which a producer retries
+            added = wait_for(lambda: add_partition(c, pid, epoch, "out") == 0,
+                             30, 0.1)
+            t.ok(added, "AddPartitionsToTxn of out-0 (on node %d)" %
+                 far.node_id)
             far.kill()
             t.eq(end_txn(c, pid, epoch, 1), 0, "with node %d down, "
                  "EndTxn(commit) is answered once PrepareCommit is stored"
