@@ -114,6 +114,22 @@ class Conn:
         r.tags(True)
         return r
 
+    def list_offsets(self, topic, partition, committed):
+        """ListOffsets v2 for the latest offset with an isolation level
+        (read_committed: the last stable offset): (error, offset)."""
+        body = struct.pack(">ib", -1, 1 if committed else 0) + \
+            struct.pack(">i", 1) + _str(topic) + \
+            struct.pack(">iiq", 1, partition, -1)
+        r = self.call(2, 2, body)
+        r.take(">i")  # throttle
+        r.take(">i")  # topics
+        r.string()
+        r.take(">i")  # partitions
+        r.take(">i")  # partition index
+        err = r.take(">h")
+        r.take(">q")  # timestamp
+        return err, r.take(">q")
+
     def find_coordinator(self, key, key_type=1):
         """FindCoordinator v1 (key_type 1: a transactional id):
         (error, node id)."""
