@@ -129,89 +129,18 @@ rn_part_ckpt_rp_value(const struct rn_part_rt *rt)
 	    atomic_load(&rt->log.recovery_point) : -1;
 }
 
-/*
- * One checkpoint file per online log dir: value(slot) of every local
- * partition there; one without a value keeps the file's old entry when
- * keep_old (its log untouched since), else is left out.
- */
-static int
-ckpt_write_all(struct rn_part_table *t, const struct rn_mdview *v,
-    const char *file, int64_t (*value)(const struct rn_part_rt *),
-    bool keep_old, const char *what)
-{
-	struct rn_tp_offset *e;
-	size_t max = 0;
-	int d, i, j, rc = 0;
-
-	for (i = 0; i < v->n_topics; i++)
-		max += (size_t)v->topics[i].n_parts;
-	if (max > t->n)
-		max = t->n;
-	if ((e = calloc(max ? max : 1, sizeof(*e))) == NULL)
-		return -ENOMEM;
-	for (d = 0; d < t->cfg->n_log_dirs; d++) {
-		struct rn_tp_offset *old = NULL;
-		size_t n = 0, n_old = 0;
-		char path[1100];
-		int wrc;
-
-		if (rn_dirfail_offline(t->shm, d))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", t->cfg->log_dirs[d], file);
-		if (keep_old &&
-		    rn_offset_checkpoint_read(path, &old, &n_old) == 0)
-			qsort(old, n_old, sizeof(*old), rn_part_ckpt_cmp);
-		for (i = 0; i < v->n_topics; i++) {
-			const struct rn_mdv_topic *tp = &v->topics[i];
-
-			for (j = 0; j < tp->n_parts && n < max; j++) {
-				const struct rn_mdv_partition *mp = &tp->parts[j];
-				struct rn_part_rt *rt =
-				    rn_part_slot_held(t, tp, mp);
-				int64_t off = rt != NULL ? value(rt) : -1;
-
-				if (mp->slot < 0 || mp->dir == RN_MDV_DIR_LOST)
-					continue;
-				if (off < 0 && keep_old && (rt == NULL ||
-				    rn_part_ckpt_dir(rt, mp) == d))
-					off = rn_part_ckpt_lookup(old, n_old,
-					    tp->name, mp->p);
-				else if (rt == NULL || rn_part_ckpt_dir(rt, mp) != d)
-					continue;
-				if (off < 0)
-					continue;
-				strlcpy(e[n].topic, tp->name, sizeof(e[n].topic));
-				e[n].partition = mp->p;
-				e[n].offset = off;
-				n++;
-			}
-		}
-		free(old);
-		if (n > 0 && (wrc = rn_offset_checkpoint_write(path, e, n)) != 0) {
-			log_warnx("cannot write %s: %s", path, strerror(-wrc));
-			(void)rn_dirfail_check(t->shm, d, t->cfg->log_dirs[d],
-			    wrc, what);
-			rc = wrc;
-		}
-	}
-	free(e);
-	return rc;
-}
-
+/* The clean stop's checkpoints: the storage duty's pass (ckpt_pass.c)
+ * run to its end here, its files read and written inline. */
 int
 rn_part_checkpoint_hw(struct rn_part_table *t, const struct rn_mdview *v)
 {
-	return ckpt_write_all(t, v, RN_REPLICATION_CHECKPOINT,
-	    rn_part_ckpt_hw_value, false,
-	    "writing the high-watermark checkpoint");
+	return rn_ckpt_pass_run(t, v, RN_CKPT_HW);
 }
 
 int
 rn_part_checkpoint_recovery(struct rn_part_table *t, const struct rn_mdview *v)
 {
-	return ckpt_write_all(t, v, RN_RECOVERY_POINT_CHECKPOINT,
-	    rn_part_ckpt_rp_value, true,
-	    "writing the recovery-point checkpoint");
+	return rn_ckpt_pass_run(t, v, RN_CKPT_RECOVERY);
 }
 
 void

@@ -10,7 +10,7 @@
  * files (tmp, fsync, rename, fsync of the dir); for the recovery points
  * the same thread first reads the old files, whose entries a log not open
  * in this start keeps. The loop looks at the thread's work once a turn.
- * The synchronous writers (checkpoints.c) stay for the clean stop.
+ * The clean stop runs the same pass to its end inline (rn_ckpt_pass_run).
  */
 #include "autoconf.h"
 
@@ -50,6 +50,7 @@ struct ckpt_dir {
 struct rn_ckpt_pass {
 	enum rn_ckpt_kind kind;
 	enum ckpt_state state;
+	bool inline_jobs;          /* the clean stop: no thread */
 	pthread_t thread;
 	atomic_bool thread_done;
 	int topic, part;           /* the gathering's place in the image */
@@ -132,8 +133,8 @@ static bool
 ckpt_spawn(struct rn_ckpt_pass *c, void *(*job)(void *))
 {
 	atomic_store(&c->thread_done, false);
-	if (pthread_create(&c->thread, NULL, job, c) != 0) {
-		job(c);	/* no thread to be had: do it here, once */
+	if (c->inline_jobs || pthread_create(&c->thread, NULL, job, c) != 0) {
+		job(c);	/* here, once: asked to, or no thread to be had */
 		return false;
 	}
 	return true;
@@ -380,4 +381,27 @@ rn_ckpt_pass_free(struct rn_ckpt_pass *c)
 	for (i = 0; i < RN_CONFIG_MAX_LOGDIRS; i++)
 		free(c->d[i].p);
 	free(c);
+}
+
+int
+rn_ckpt_pass_run(struct rn_part_table *t, const struct rn_mdview *v,
+    enum rn_ckpt_kind kind)
+{
+	struct rn_ckpt_pass *c = rn_ckpt_pass_new(kind);
+	int i, rc = 0;
+
+	if (c == NULL)
+		return -ENOMEM;
+	c->inline_jobs = true;
+	if (!rn_ckpt_pass_start(c, t, v)) {
+		rn_ckpt_pass_free(c);
+		return -ENOMEM;
+	}
+	while (rn_ckpt_pass_step(c, t, v, INT64_MAX))
+		;
+	for (i = 0; i < c->n_dirs; i++)
+		if (c->d[i].write && c->d[i].rc != 0)
+			rc = c->d[i].rc;
+	rn_ckpt_pass_free(c);
+	return rc;
 }

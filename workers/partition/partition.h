@@ -385,6 +385,10 @@ bool rn_ckpt_pass_step(struct rn_ckpt_pass *c, const struct rn_part_table *t,
     const struct rn_mdview *v, int64_t deadline_us);
 /* Waits for a write in flight. */
 void rn_ckpt_pass_free(struct rn_ckpt_pass *c);
+/* A whole pass at once, inline (the clean stop): 0 or a failed write's
+ * -errno (its dir taken offline as the periodic pass does). */
+int rn_ckpt_pass_run(struct rn_part_table *t, const struct rn_mdview *v,
+    enum rn_ckpt_kind kind);
 
 /* Where a pass over the image's partitions is. */
 struct rn_part_pass {
