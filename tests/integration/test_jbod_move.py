@@ -137,7 +137,7 @@ class Load:
                       "auto.offset.reset": "error",
                       "reconnect.backoff.max.ms": 500})
         c.assign([TopicPartition(TOPIC, 0, self.start_offset)])
-        while not self.stop.is_set() or len(self.seen) < len(self.acked):
+        while not self.caught_up():
             for m in c.consume(1000, 0.2):
                 if m.error():
                     if m.error().code() != -191:  # _PARTITION_EOF
@@ -148,6 +148,13 @@ class Load:
             if self.stop.is_set() and time.monotonic() > self.deadline:
                 break
         c.close()
+
+    def caught_up(self):
+        # done once the producer has stopped and flushed (its last
+        # acknowledgements come during the flush) and every record it had
+        # acknowledged was read
+        return (self.stop.is_set() and not self.tp.is_alive() and
+                set(self.acked) <= self.seen)
 
     def finish(self, grace=60):
         self.deadline = time.monotonic() + grace * W
@@ -297,7 +304,8 @@ with TempDir() as tmp:
         t.eq(load.errors[:3] + load.cerrors[:3], [],
              "the producer and the consumer saw no error (%d records acknowledged, "
              "%d consumed)" % (len(load.acked), len(load.seen)))
-        t.ok(set(load.acked) <= load.seen, "the consumer got every acknowledged record")
+        t.ok(set(load.acked) <= load.seen, "the consumer got every acknowledged record "
+             "(%d missing)" % len(set(load.acked) - load.seen))
         fill_ok, counts, contiguous, leo = read_all(n, nfill)
         lost, dup = check_records(loads, counts)
         t.ok(fill_ok and contiguous, "a full read: the %d fill records in order, offsets "
