@@ -592,7 +592,7 @@ net_fetch(struct net *n, struct conn *c)
 			return rc;
 		if (err != RN_KERR_NONE)
 			return fetch_session_error(n, c, err);
-		if (rc == 1 && (rc = net_fsess_effective(n, c)) != 0)
+		if (rc == 1 && (rc = net_fsess_effective(n, c, true)) != 0)
 			return rc;
 		req = c->req;
 	}
@@ -615,7 +615,7 @@ net_fetch_recheck(struct net *n, struct conn *c, bool timed_out)
 		/* partitions of the session may have become pending */
 		if (!timed_out && !net_fsess_woken(c))
 			return;
-		rc = net_fsess_effective(n, c);
+		rc = net_fsess_effective(n, c, false);
 	} else if (!timed_out && fetch_still_waits(n, c)) {
 		return;
 	}
@@ -828,8 +828,12 @@ net_delete_records(struct net *n, struct conn *c)
 				continue;
 			}
 			pr->error_code = rn_part_delete_records(p, target, &low);
-			if (pr->error_code == RN_KERR_NONE)
+			if (pr->error_code == RN_KERR_NONE) {
 				pr->low_watermark = low;
+				/* fetch sessions hear of the new log start */
+				rn_part_wake_parked(p, n->net_efds,
+				    n->w->index);
+			}
 		}
 	}
 	return net_respond(n, c, &r);

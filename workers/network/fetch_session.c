@@ -66,7 +66,8 @@ struct net_fsess {
 	int32_t replica_id;
 	bool by_id;		/* v13+: topics by id */
 	bool all;		/* look at every partition in the next answer */
-	bool full;		/* the answer being built lists every one */
+	bool full;		/* the answer being built looks at every one */
+	bool fresh;		/* a new session: its first answer lists all */
 	bool woken;		/* a partition became pending since the build */
 	uint64_t view_version;
 	int64_t full_at_ms;	/* the next full look */
@@ -458,7 +459,7 @@ sess_open(struct net *n, struct conn *c, const struct rn_FetchRequest *req)
 			}
 	s->id = new_id(n);
 	s->epoch = 1;
-	s->all = true;
+	s->all = s->fresh = true;
 	s->next = n->fsess;
 	n->fsess = s;
 	n->n_fsess++;
@@ -580,10 +581,15 @@ slot_now(struct net *n, const struct net_fsess *s, const struct fsess_part *sp)
  * c->req becomes the request this answer is built from: every partition
  * of the session after a new image or when a full look is due, else the
  * named and the pending ones. Built again at each wake-up of a parked
- * fetch, in the connection's arena after the decoded request.
+ * fetch (first false), in the connection's arena after the decoded
+ * request. Only a request's first build notes a follower's positions
+ * (fetch.c): the timed full look counts only when it is one, or a stream
+ * of new images looked at by parked rebuilds would keep putting it off,
+ * and the caught-up times of partitions the follower does not name would
+ * age until their ISRs shrink.
  */
 int
-net_fsess_effective(struct net *n, struct conn *c)
+net_fsess_effective(struct net *n, struct conn *c, bool first)
 {
 	struct net_fsess *s = c->fsess;
 	const struct rn_FetchRequest *orig = c->fsess_req;
@@ -598,10 +604,11 @@ net_fsess_effective(struct net *n, struct conn *c)
 		s->full = true;
 		s->all = false;
 		s->view_version = n->view.version;
+	}
+	if (s->full && first)
 		s->full_at_ms = rn_wallclock_ms() + (n->cfg->
 		    replica_lag_time_max_ms / 4 < FULL_PASS_MS ?
 		    n->cfg->replica_lag_time_max_ms / 4 : FULL_PASS_MS);
-	}
 	s->woken = false;
 	if (s->full)
 		for (k = 0; k < s->n_parts; k++)
@@ -669,10 +676,11 @@ worth_telling(const struct fsess_part *sp,
 }
 
 /*
- * The answer is going out: an incremental one keeps only the partitions
- * worth telling (records, errors, offsets the session was not told), and
- * what each was told is noted. unsent[k]: the k-th had records left
- * behind (the byte budget): it stays pending.
+ * The answer is going out: but for a new session's first, it keeps only
+ * the partitions worth telling (records, errors, offsets the session was
+ * not told), a full look's too, and what each was told is noted.
+ * unsent[k]: the k-th had records left behind (the byte budget): it
+ * stays pending.
  */
 void
 net_fsess_answered(struct conn *c, struct rn_FetchResponse *r,
@@ -700,7 +708,7 @@ net_fsess_answered(struct conn *c, struct rn_FetchResponse *r,
 				todo_add(s, s->eidx[k]);
 				sp->pending = true;
 			}
-			if (!s->full && !worth_telling(sp, pd))
+			if (!s->fresh && !worth_telling(sp, pd))
 				continue;
 			sp->told_hw = pd->high_watermark;
 			sp->told_lso = pd->last_stable_offset;
@@ -717,7 +725,7 @@ net_fsess_answered(struct conn *c, struct rn_FetchResponse *r,
 			s->todo[s->n_todo++] = s->eidx[k];
 	r->responses_count = kt;
 	r->session_id = s->id;
-	s->full = false;
+	s->full = s->fresh = false;
 }
 
 /*

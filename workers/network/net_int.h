@@ -477,7 +477,7 @@ bool net_fetch_watches(const struct conn *c, const uint64_t *changed);
 
 /* fetch_session.c: KIP-227 incremental fetch sessions */
 int net_fsess_begin(struct net *n, struct conn *c, int16_t *err);
-int net_fsess_effective(struct net *n, struct conn *c);
+int net_fsess_effective(struct net *n, struct conn *c, bool first);
 void net_fsess_answered(struct conn *c, struct rn_FetchResponse *r,
     const uint8_t *unsent);
 void net_fsess_marks(struct net *n, uint32_t nw);

@@ -403,6 +403,8 @@ net_retention_step(struct net *n, int64_t deadline_us)
 		    (p = rn_part_get(&n->parts, v, t, mp, &kerr)) == NULL)
 			continue;
 		deleted = rn_part_retention(p, rn_wallclock_ms());
+		if (deleted > 0)	/* fetch sessions hear of the new log start */
+			rn_part_wake_parked(p, n->net_efds, n->w->index);
 		if (deleted > 0)
 			rn_log_about(LOG_INFO, rn_subj_part(t->name, mp->p),
 			    "%s-%d: retention deleted %d segments", t->name,
