@@ -73,7 +73,7 @@ class Session:
         self.pos = {q: 0 for q in PARTS}
 
     def open(self):
-        r = self.c.fetch(self.ver, 0, 0, [(q, 0) for q in PARTS])
+        r = self.c.fetch(self.ver, 0, 0, self.named(PARTS))
         self.id, self.epoch = r.session_id, 1
         self.took(r)
         return r
@@ -214,6 +214,17 @@ def errors(node, topic, tid, s, other_ids):
     t.ok(took < 2.0, "%s: ... %.2f s after the request was sent (0.5 s of it "
          "before the produce), well under MaxWaitMs 5000" % (v, took))
 
+    # a log start offset moved by DeleteRecords is something to say too
+    err, low = s.c.delete_records(0, s.pos[0] - 1)
+    r = s.next()
+    t.ok(err == 0 and low == s.pos[0] - 1 and r.error == 0 and
+         r.session_id == s.id != 0 and sorted(r.parts) == [0] and
+         r.parts[0].log_start == low and not r.parts[0].values(),
+         "%s: DeleteRecords to offset %d on partition 0: it comes back alone, "
+         "no records, log start offset %d (DeleteRecords error %d; %r)"
+         % (v, s.pos[0] - 1, s.pos[0] - 1, err,
+            {q: (x.log_start, x.batches()) for q, x in r.parts.items()}))
+
     # 5, closing: epoch -1 closes and answers in full without a session
     r = s.c.fetch(s.ver, s.id, -1, s.named(PARTS))
     t.ok(r.error == 0 and r.session_id == 0 and sorted(r.parts) == list(PARTS),
@@ -226,6 +237,7 @@ def errors(node, topic, tid, s, other_ids):
 
     # (id, epoch 0): the old session closed, a new one made
     a = Session(s.c, s.ver)
+    a.pos = dict(s.pos)
     a.open()
     r = s.c.fetch(s.ver, a.id, 0, a.named(PARTS))
     t.ok(r.error == 0 and r.session_id not in (0, a.id),

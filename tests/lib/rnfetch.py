@@ -173,6 +173,19 @@ class Conn:
             out[name] = bytes(tid)
         return out
 
+    def delete_records(self, partition, offset):
+        """DeleteRecords v1 on this Conn's topic: (error, low watermark)."""
+        body = struct.pack(">i", 1) + _str(self.topic) + \
+            struct.pack(">iiqi", 1, partition, offset, 10000)
+        r = self._recv(self._send(21, 1, body, False), False)
+        r.take(">i")  # throttle
+        r.take(">i")  # topics
+        r.string()
+        r.take(">i")  # partitions
+        r.take(">i")
+        low = r.take(">q")
+        return r.take(">h"), low
+
     def send_fetch(self, ver, session_id, epoch, parts=(), forgotten=(),
                    max_wait_ms=0, min_bytes=0, part_max_bytes=1 << 20):
         """Send Fetch v11 or v13; parts [(partition, fetch offset)] of this
