@@ -20,6 +20,8 @@ Fetch v11 (topics by name) and v13 (topics by id):
   at RF=3 correct: every acks=all record acknowledged, no ISR shrinking
   while idle, a stopped follower leaving and rejoining every ISR, every
   record read back once and in order."""
+import re
+import subprocess
 import time
 import traceback
 
@@ -367,7 +369,17 @@ def replication(tmp):
                % (n, secs, n / secs if secs else 0))
 
         marks = {m.node_id: len(m.logtext()) for m in c.nodes}
-        time.sleep(3 * LAG_MS / 1000.0)
+        time.sleep(1)  # the last acks' fetches
+        rates = idle_fetch_rates(c, 3 * LAG_MS / 1000.0 - 1)
+        # a sessionless follower names each of the ~NBIG/3 partitions its
+        # leader leads in every fetch: 33 bytes each in v12/v13, at least
+        # one fetch a second; an incremental fetch of an idle session
+        # names none
+        full = NBIG // 3 * 33
+        t.ok(all(r < full / 10 for r in rates.values()),
+             "idle followers fetch with sessions: each leader receives under "
+             "%d bytes/s (a tenth of one sessionless fetch a second per "
+             "follower): %s" % (full // 10, {k: int(v) for k, v in rates.items()}))
         bad = not_full(isr_state(c.bootstrap, [BIG]), [BIG], NBIG)
         t.ok(not bad, "idle for 3 x replica.lag.time.max.ms: every ISR still full "
              "(%d short: %s)" % (len(bad), bad[:3]))
@@ -404,6 +416,37 @@ def replication(tmp):
     finally:
         c.kill()
         CRASHES.extend(c.crashes())
+
+
+def inbound(port):
+    """{peer: bytes received} of the established connections to a
+    listener port, from the kernel's TCP counters (ss -ti)."""
+    r = subprocess.run(["ss", "-tinH", "state", "established",
+                        "( sport = :%d )" % port],
+                       capture_output=True, text=True, timeout=10)
+    out, peer = {}, None
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*\d+\s+\d+\s+\S+\s+(\S+)", line)
+        if m:
+            peer = m.group(1)
+            continue
+        m = re.search(r"bytes_received:(\d+)", line)
+        if peer and m:
+            out[peer] = int(m.group(1))
+    return out
+
+
+def idle_fetch_rates(c, secs):
+    """Bytes per second each node's Kafka listener received over secs of
+    idleness, from the connections open throughout (the followers')."""
+    before = {m.node_id: inbound(m.port) for m in c.nodes}
+    time.sleep(secs)
+    rates = {}
+    for m in c.nodes:
+        after = inbound(m.port)
+        rates[m.node_id] = sum(after[k] - v for k, v in before[m.node_id].items()
+                               if k in after) / secs
+    return rates
 
 
 class _Since:
