@@ -122,7 +122,7 @@ def basics(node, topic, tid, ver):
     # the client names the partitions whose position moved, as Kafka's
     # FetchSessionHandler does; nothing is new, so nothing comes back
     r = s.next(s.named(PARTS), max_wait_ms=WAIT_MS, min_bytes=1)
-    t.ok(r.error == 0 and r.session_id == s.id and not r.parts,
+    t.ok(r.error == 0 and r.session_id == s.id != 0 and not r.parts,
          "%s incremental (epoch 1), nothing new: no partitions, same SessionId (%r)"
          % (v, r))
     t.ok(WAIT_MS * 0.8 / 1000 <= r.elapsed <= WAIT_MS / 1000 + 0.7,
@@ -131,7 +131,7 @@ def basics(node, topic, tid, ver):
 
     new = topic.produce(1, 3)
     r = s.next(max_wait_ms=2000, min_bytes=1)
-    t.ok(r.error == 0 and r.session_id == s.id and sorted(r.parts) == [1],
+    t.ok(r.error == 0 and r.session_id == s.id != 0 and sorted(r.parts) == [1],
          "%s incremental naming nothing after 3 records to partition 1: only "
          "partition 1 comes back (%r)" % (v, r))
     b = r.parts[1].batches() if 1 in r.parts else []
@@ -143,12 +143,13 @@ def basics(node, topic, tid, ver):
     # partition 1 moved on (a new FetchOffset), partition 0 named again at
     # its end: neither has anything to say
     r = s.next(s.named((0, 1)), max_wait_ms=WAIT_MS, min_bytes=1)
-    t.ok(r.error == 0 and not r.parts,
+    t.ok(r.error == 0 and r.session_id == s.id != 0 and not r.parts,
          "%s incremental naming partitions 0 and 1 at their ends: neither "
          "comes back (%r)" % (v, r))
     new = topic.produce(0, 2)
     r = s.next(max_wait_ms=2000, min_bytes=1)
-    t.ok(r.error == 0 and sorted(r.parts) == [0] and got(r, 0) == new,
+    t.ok(r.error == 0 and r.session_id == s.id != 0 and sorted(r.parts) == [0]
+         and got(r, 0) == new,
          "%s: after 2 records to partition 0 it comes back alone with them (%r)"
          % (v, r))
     return s
