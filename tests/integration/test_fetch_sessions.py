@@ -1,5 +1,6 @@
 """Incremental fetch sessions (KIP-227), as Kafka defines them, over raw
-Fetch v11 (topics by name) and v13 (topics by id):
+Fetch v11 (classic, topics by name) and v13 (flexible, topics by id), and
+a session opened with v12 (flexible, by name):
 - (id 0, epoch 0) opens a session: a SessionId != 0 and every partition
   asked for, with its records and high watermark;
 - an incremental fetch (id, epoch 1, 2, ...) answers only the session's
@@ -269,6 +270,15 @@ def single(tmp):
         r = s11.next(epoch=s11.epoch + 1)
         t.ok(r.error == BAD_EPOCH and not r.parts,
              "Fetch v11: a skipped epoch is INVALID_FETCH_SESSION_EPOCH (%r)" % r)
+        s12 = Session(Conn(n.port, TOPIC), 12)
+        r = s12.open()
+        r2 = s12.next(s12.named(PARTS))
+        t.ok(r.error == 0 and r.session_id != 0 and
+             {q: got(r, q) for q in PARTS} == {q: topic.all(q) for q in PARTS}
+             and r2.error == 0 and r2.session_id == r.session_id and not r2.parts,
+             "Fetch v12 (flexible, topics by name): a session opens with every "
+             "record and its next epoch answers nothing new (%r, %r)" % (r, r2))
+        s12.c.close()
         s13 = basics(n, topic, tid, 13)
         errors(n, topic, tid, s13, {s11.id})
         r = s11.next()
