@@ -81,6 +81,8 @@ static const struct cfg_key cfg_keys[] = {
 	    NULL },
 	{ "num.replica.fetchers", T_INT, F(num_replica_fetchers), 0, 1, 64,
 	    NULL },
+	{ "max.incremental.fetch.session.cache.slots", T_INT,
+	    F(fetch_session_slots), 0, 0, INT32_MAX, NULL },
 	{ "socket.request.max.bytes", T_LONG, F(socket_request_max_bytes), 0,
 	    1024, INT32_MAX, NULL },
 	{ "message.max.bytes", T_LONG, F(message_max_bytes), 0, 0, INT32_MAX,
@@ -171,6 +173,7 @@ config_defaults(struct rn_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->node_id = -1;
 	cfg->num_network_threads = 3;
+	cfg->fetch_session_slots = 1000;
 	cfg->num_replica_fetchers = 1;
 	cfg->log_cleaner_workers = 1;
 	cfg->socket_request_max_bytes = 104857600;

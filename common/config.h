@@ -75,6 +75,7 @@ struct rn_config {
 	char broker_rack[RN_CONFIG_NAME_MAX];
 
 	int num_network_threads;
+	int fetch_session_slots;   /* max.incremental.fetch.session.cache.slots */
 	int num_replica_fetchers;
 	int log_cleaner_workers; /* log.cleaner.enable and .threads: 0 or 1 */
 	int64_t socket_request_max_bytes;

@@ -664,7 +664,7 @@ const struct rn_kcfg rn_kcfg_broker[] = {
 	    RN_KCFG_ACTS | RN_KCFG_DYNAMIC, "", NULL, NULL,
 	    NULL, NULL },
 	{ "max.incremental.fetch.session.cache.slots", RN_KCFG_INT, RN_KCHK_RANGE,
-	    0, "1000", "0", NULL,
+	    RN_KCFG_ACTS, "1000", "0", NULL,
 	    NULL, NULL },
 	{ "max.request.partition.size.limit", RN_KCFG_INT, RN_KCHK_RANGE,
 	    0, "2000", "1", NULL,

@@ -746,7 +746,8 @@ ACT_BROKER = {
   "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy",
   "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
   "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
-  "leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+  "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+  "max.incremental.fetch.session.cache.slots"}
 
 SSL_RECONF = {"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
   "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",

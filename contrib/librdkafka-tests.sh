@@ -15,9 +15,8 @@
 # librdkafka-VERSION/src is the unpacked source, librdkafka-VERSION/build a
 # copy built with the test-runner in build/tests. When the cache is not
 # writable (not root), the build goes under ~/.cache/runnel-tests instead.
-# RDK_JOBS sets the build's make -j (default 1). The build applies
-# tests/librdkafka/patches/*.patch, upstream librdkafka fixes whose headers
-# say why.
+# RDK_JOBS sets the build's make -j (default 1). The library is built as
+# Debian ships it; one test source is edited (keep_0098_topics below).
 set -eu
 
 cache=${RUNNEL_TEST_CACHE:-/var/cache/runnel-tests}
@@ -30,10 +29,8 @@ src=$top/src
 # what the build is made with: a change rebuilds it. No TLS or SASL: the
 # tests run over PLAINTEXT, and without them the build takes less.
 configure_flags="--disable-ssl --disable-gssapi --disable-sasl"
-# upstream fixes applied to the build, each explained in its header
-patches=$(cd "$(dirname "$0")/.." && pwd)/tests/librdkafka/patches
 stamp_text="librdkafka $version; configure $configure_flags; test-runner;
-patches $(cat "$patches"/*.patch 2>/dev/null | cksum)"
+0098 keeps its topics"
 
 fetch() {
 	if [ "$(id -u)" -ne 0 ]; then
@@ -75,6 +72,23 @@ EOF
 	echo "librdkafka $version source in $src"
 }
 
+# 0098 deletes each case's topic through its consumer and then closes and
+# destroys that consumer. librdkafka 2.0.2's close() or rd_kafka_destroy()
+# can hang forever once an assigned partition's topic is gone (its fetch
+# queue keeps the partition alive; fixed in librdkafka 2.1.0 and 2.6.0),
+# which hung about one run of 0098 in three here. The deletions are only
+# cleanup (every case makes a topic of its own, and the nodes go with the
+# test), so the runner is built without them.
+keep_0098_topics() {
+	f=$1/tests/0098-consumer-txn.cpp
+	n=$(grep -c '^ *Test::delete_topic(c, topic_name.c_str());$' "$f") || n=0
+	if [ "$n" -eq 0 ]; then
+		echo "$0 build: no topic deletion found in $f" >&2
+		exit 1
+	fi
+	sed -i 's|^\( *\)Test::delete_topic(c, topic_name.c_str());$|\1/* the topic is kept: contrib/librdkafka-tests.sh */|' "$f"
+}
+
 build() {
 	if [ ! -f "$src/tests/test.c" ]; then
 		echo "librdkafka's source ($version) is not in $src;" \
@@ -95,13 +109,7 @@ build() {
 		cp -a "$src" "$out"
 		log=$out/.runnel-build.log
 		start=$(date +%s)
-		for p in "$patches"/*.patch; do
-			[ -f "$p" ] || continue
-			patch -d "$out" -p1 -s <"$p" || {
-				echo "$0 build: $p does not apply" >&2
-				exit 1
-			}
-		done
+		keep_0098_topics "$out"
 		if ! (cd "$out" && ./configure $configure_flags &&
 			make -j"${RDK_JOBS:-1}" libs &&
 			make -j"${RDK_JOBS:-1}" -C tests test-runner) >"$log" 2>&1; then

@@ -90,9 +90,10 @@ struct rn_met_worker {
 	/* the controller's: the metadata quorum as its raft sees it
 	 * (leader -1: none known) */
 	_Atomic int64_t raft_leader, raft_epoch, raft_hw;
-	/* a network worker's: client connections open now */
+	/* a network worker's: client connections open now, and its
+	 * incremental fetch sessions and the partitions they hold */
 	_Atomic int64_t connections;
-	uint64_t pad[2];
+	_Atomic uint64_t fetch_sessions, fetch_session_parts;
 	struct rn_met_hist stages[RN_STAGE_COUNT];
 	/* the controller's: raft_apply -> its entry applied */
 	struct rn_met_hist raft_commit;

@@ -35,7 +35,8 @@ enum fam {
 	F_RAFT_LEADER, F_RAFT_EPOCH, F_RAFT_HW, F_RAFT_COMMIT_AVG,
 	F_RAFT_COMMIT, F_RING_USED, F_RING_CAP, F_RING_DROPPED,
 	F_SHM_REGION, F_SHM_BACKED, F_SHM_SLOTS, F_MD_IMAGE_BYTES,
-	F_RLOCK_REPAIRS, F_PRODPOOL_USED, F_PRODPOOL_FULL, F_COUNT
+	F_RLOCK_REPAIRS, F_PRODPOOL_USED, F_PRODPOOL_FULL, F_FS_SESSIONS,
+	F_FS_PARTS, F_COUNT
 };
 
 const struct sv_met_family sv_met_families[] = {
@@ -97,6 +98,12 @@ const struct sv_met_family sv_met_families[] = {
 	[F_MAX_LAG] = { "kafka_server_replicafetchermanager_maxlag", "gauge",
 	    "Largest lag in records behind the leader's high watermark among "
 	    "the replicas this broker follows, as of their last fetches" },
+	[F_FS_SESSIONS] = {
+	    "kafka_server_fetchsessioncache_numincrementalfetchsessions",
+	    "gauge", "Incremental fetch sessions open on this broker" },
+	[F_FS_PARTS] = {
+	    "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+	    "gauge", "Partitions held by the incremental fetch sessions" },
 	[F_DIR_MISMATCH] = {
 	    "kafka_server_replicamanager_nummismatchingreplicatologdirassignments",
 	    "gauge", "Replicas whose recorded log dir is not where this "
@@ -565,7 +572,7 @@ static void
 collect_gauges(struct sv *sv, struct sv_metrics *m)
 {
 	const struct rn_met_worker *w;
-	uint64_t lag = 0, avg_us;
+	uint64_t lag = 0, avg_us, sessions = 0, sess_parts = 0;
 	unsigned i;
 	int s;
 
@@ -574,8 +581,14 @@ collect_gauges(struct sv *sv, struct sv_metrics *m)
 			w = rn_metrics_worker(&sv->shm, sv->children[i].slot);
 			if (rn_met_get(&w->fetch_max_lag) > lag)
 				lag = rn_met_get(&w->fetch_max_lag);
+		} else if (sv->children[i].role == RN_ROLE_W_NETWORK) {
+			w = rn_metrics_worker(&sv->shm, sv->children[i].slot);
+			sessions += rn_met_get(&w->fetch_sessions);
+			sess_parts += rn_met_get(&w->fetch_session_parts);
 		}
 	add_str(m, F_MAX_LAG, "clientid", "Replica", lag);
+	add_plain(m, F_FS_SESSIONS, sessions);
+	add_plain(m, F_FS_PARTS, sess_parts);
 	add_plain(m, F_DIR_MISMATCH, atomic_load(&sv->shm.hdr->dir_mismatches));
 	if ((s = role_slot(sv, RN_ROLE_W_CONTROLLER)) < 0)
 		return;

@@ -30,6 +30,7 @@
 #include "protocol/kmsg_gen.h"
 #include "storage/batch.h"
 #include "workers/fetcher/fetcher.h"
+#include "workers/fetcher/fetcher_int.h"
 #include "workers/fetcher/mover.h"
 #include "workers/partition/dirfail.h"
 #include "workers/partition/partition.h"
@@ -42,68 +43,8 @@
 #define FETCH_MAX_WAIT_MS 500
 #define COLLECT_RETRY_MS 1000     /* a followed log that could not be opened */
 #define COLLECT_IDLE_MS 30000     /* the list built again from the image */
-#define FETCH_MAX_BYTES (16 * 1024 * 1024)
-#define PARTITION_MAX_BYTES (1024 * 1024)
 #define IO_TIMEOUT_MS 10000
 #define LOGIN_TIMEOUT_MS 5000     /* TLS handshake and SASL login */
-/* a response's bytes per partition besides its records and topic name:
- * index, error, three offsets, aborted-transaction and records lengths,
- * preferred replica (42 in v11), with room to spare */
-#define RESP_PART_BYTES 64
-
-/* Process-local state of one follower replica this fetcher serves. */
-struct fpart {
-	const struct rn_mdv_topic *t;
-	const struct rn_mdv_partition *mp;
-	struct rn_part *p;
-	int32_t synced_epoch;   /* leader epoch whose divergence was checked */
-	uint8_t id[16];         /* topic id the state above is for */
-	int32_t leader;         /* as of the last round (mp may be stale) */
-	uint64_t round;         /* t and mp are valid only in this round */
-	int64_t lag;            /* records below the leader's high watermark
-	                         * after its last fetch response */
-	bool throttled;         /* under the follower replication quota */
-	bool listed;            /* seen while the list is rebuilt */
-};
-
-struct leader {
-	int32_t id;
-	int fd;
-	struct rn_secc *sec;    /* TLS and/or SASL session; NULL: PLAINTEXT */
-	int64_t sec_logged_ms;  /* last login failure logged */
-	bool in_flight;
-	int16_t api_key;        /* of the request in flight */
-	int32_t corr;
-	int64_t sent_ms;
-	struct rn_kframebuf in; /* the response being read */
-	size_t resp_max;        /* largest answer the request in flight allows */
-	struct rn_arena arena;
-	struct fpart **parts;   /* in the request in flight (own allocation:
-	                         * the arena is reset for the response) */
-	int n_parts, cap_parts;
-};
-
-struct fetcher {
-	struct rn_worker *w;
-	const struct rn_config *cfg;
-	struct rn_mdview view;
-	struct rn_part_table parts;
-	uint64_t view_version;
-	struct fpart *fp;       /* indexed by slot */
-	struct leader **leaders; /* one per broker we follow; as many as the
-	                          * image has brokers */
-	int n_leaders, cap_leaders;
-	struct pollfd *pfd;     /* cap_leaders of each, for poll() */
-	struct leader **polled;
-	int32_t next_corr;
-	uint64_t round;         /* bumped every time the image is read */
-	int unopened;           /* followed replicas whose log could not be
-	                         * opened since the last full collect */
-	bool id_moved;          /* a slot changed topic id in this round */
-	struct rn_replquota quota; /* follower.replication.throttled.rate */
-	struct rn_mover mover;  /* moves between this node's log dirs */
-	bool lag_moved;         /* a response came: the max lag is due */
-};
 
 static bool
 is_replica(const struct rn_mdv_partition *mp, int32_t id)
@@ -130,6 +71,8 @@ leader_close(struct leader *l, const char *why)
 	l->fd = -1;
 	l->in_flight = false;
 	l->in.len = 0;
+	/* the leader's session ended with the connection */
+	fsn_reset(l);
 }
 
 static struct leader *
@@ -330,6 +273,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 			    "%lld: restarted the replica there", fp->t->name,
 			    fp->mp->p, (long long)pd->log_start_offset);
 		fp->synced_epoch = -1; /* ahead of the leader: check divergence */
+		fp->dirty = true;
 		return;
 	case RN_KERR_NOT_LEADER_OR_FOLLOWER:
 	case RN_KERR_FENCED_LEADER_EPOCH:
@@ -345,6 +289,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 		return;
 	}
 	if (pd->records.len > 0) {
+		fp->dirty = true; /* the leader is told where it stands */
 		if (fp->throttled)
 			rn_replquota_charge(&f->quota, (size_t)pd->records.len);
 		rc = rn_part_append_follower(p, pd->records.ptr,
@@ -444,6 +389,8 @@ handle_fetch_response(struct fetcher *f, struct leader *l,
 		leader_close(l, "malformed fetch response");
 		return;
 	}
+	if (!fsn_answered(l, &resp))
+		return;
 	if (resp.error_code != RN_KERR_NONE)
 		rn_log_about(LOG_WARNING, rn_subj_broker(l->id), "fetch from "
 		    "leader %d: %s", l->id, rn_kerr_name(resp.error_code));
@@ -455,6 +402,11 @@ handle_fetch_response(struct fetcher *f, struct leader *l,
 			struct fpart *fp = response_part(f, l, &pos,
 			    tr->topic_id.b, tr->topic,
 			    tr->partitions[j].partition_index);
+
+			/* a session's answer also holds members not named */
+			if (fp == NULL)
+				fp = fsn_member(f, l, tr->topic_id.b,
+				    tr->partitions[j].partition_index);
 
 			if (fp != NULL)
 				apply_partition(f, fp, &tr->partitions[j]);
@@ -483,6 +435,7 @@ epoch_apply(struct fetcher *f, struct fpart *fp,
 		    fp->t->name, fp->mp->p, (long long)from, (long long)cut,
 		    fp->mp->leader_epoch);
 	fp->synced_epoch = fp->mp->leader_epoch;
+	fp->dirty = true;
 }
 
 static void
@@ -601,12 +554,13 @@ kick_epochs(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
  * quota's allowance shared among them); 0: leave them out.
  */
 static int32_t
-throttled_share(struct fetcher *f, struct fpart **mine, int n)
+throttled_share(struct fetcher *f, struct fpart **mine, int n, int *throttled)
 {
 	int i, k = 0;
 
 	for (i = 0; i < n; i++)
 		k += mine[i]->throttled;
+	*throttled = k;
 	if (k == 0)
 		return PARTITION_MAX_BYTES;
 	return rn_replquota_allowance(&f->quota, PARTITION_MAX_BYTES) / k;
@@ -619,7 +573,9 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	struct rn_FetchRequest_FetchTopic *t = NULL;
 	struct rn_FetchRequest_FetchPartition *pp;
 	struct rn_arena *a = &l->arena;
-	int32_t share = throttled_share(f, mine, n);
+	int throttled;
+	int32_t share = throttled_share(f, mine, n, &throttled);
+	enum fsn_mode mode;
 	int i, k = 0;
 
 	rn_FetchRequest_init(&req);
@@ -627,17 +583,19 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	req.max_wait_ms = FETCH_MAX_WAIT_MS;
 	req.min_bytes = 1;
 	req.max_bytes = FETCH_MAX_BYTES;
-	req.session_id = 0;
-	req.session_epoch = -1;
+	mode = fsn_begin(f, l, &req, throttled > 0);
 	req.topics = rn_arena_alloc(a, sizeof(*req.topics) * (size_t)n);
 	pp = rn_arena_alloc(a, sizeof(*pp) * (size_t)n);
 	if (req.topics == NULL || pp == NULL)
 		return;
+	f->kicks++;
 	for (i = 0; i < n; i++) {
 		struct fpart *fp = mine[i];
 
 		if (fp->throttled && share <= 0)
 			continue; /* over the quota: not this time */
+		if (mode == FSN_INCREMENTAL && !fsn_wanted(f, l, fp))
+			continue; /* the leader has it as it is */
 		if (t == NULL || l->parts[l->n_parts - 1]->t != fp->t) {
 			t = &req.topics[req.topics_count++];
 			rn_FetchRequest_FetchTopic_init(t);
@@ -655,11 +613,23 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 		    PARTITION_MAX_BYTES;
 		t->partitions_count++;
 		l->parts[l->n_parts++] = fp;
+		if (fsn_sent(f, l, mode, fp, &pp[k]) != 0) {
+			leader_close(l, "out of memory");
+			return;
+		}
 		k++;
 	}
-	if (k == 0)
+	/* an incremental fetch naming nothing still waits for news */
+	if (mode == FSN_INCREMENTAL) {
+		if (fsn_forget(f, l, &req, a) != 0) {
+			leader_close(l, "out of memory");
+			return;
+		}
+	} else if (k == 0) {
 		return;
-	l->resp_max = response_bound(l->parts, l->n_parts, true);
+	}
+	l->resp_max = mode == FSN_INCREMENTAL ? fsn_resp_bound(l) :
+	    response_bound(l->parts, l->n_parts, true);
 	if (send_request(f, l, RN_KAPI_FETCH, FETCH_VERSION, &req) != 0)
 		leader_close(l, "send failed");
 }
@@ -752,6 +722,7 @@ collect_one(struct fetcher *f, const struct rn_mdv_topic *t,
 		memcpy(fp->id, t->id, 16);
 		fp->leader = -1;
 		fp->lag = 0;
+		fp->sess_gen = 0;
 	}
 	/* fp->mp may point into an image freed since */
 	if (fp->leader != mp->leader)
@@ -937,6 +908,7 @@ fetcher_free(struct fetcher *f, struct fpart **mine)
 
 	for (i = 0; i < f->n_leaders; i++) {
 		leader_close(f->leaders[i], NULL);
+		fsn_free(f->leaders[i]);
 		free(f->leaders[i]->parts);
 		rn_kfb_free(&f->leaders[i]->in);
 		rn_arena_free(&f->leaders[i]->arena);

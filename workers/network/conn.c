@@ -180,6 +180,7 @@ net_conn_close(struct net *n, struct conn *c, const char *why)
 		return;
 	epoll_ctl(n->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	net_tls_free(c);
+	net_fsess_free(n, c);
 	close(c->fd);
 	c->fd = -1;
 	net_connlim_release(n, &c->lim);

@@ -81,6 +81,10 @@ struct fetch_state {
 	bool error;
 	struct net_watch *touched; /* partitions to watch if parked */
 	int n_touched;
+	/* a session's answer: the entry being built, and those with
+	 * records left behind (fetch_session.c keeps them pending) */
+	int entry;
+	uint8_t *unsent;
 	struct rn_arena *arena;    /* the connection's: copied small reads */
 };
 
@@ -327,6 +331,9 @@ fetch_partition(struct net *n, struct conn *c, struct fetch_state *fs,
 		fetch_throttled(n, fs, t, mp, fp, pd, budget);
 	else
 		fetch_read(n, fs, t, mp, fp, pd, limit, budget);
+	if (fs->unsent != NULL && pd->records.len == 0 &&
+	    pd->error_code == RN_KERR_NONE)
+		fs->unsent[fs->entry] = 1;
 	if (req->replica_id < 0 && req->isolation_level == 1 &&
 	    pd->records.len > 0)
 		fetch_aborted(fs, p, fp->fetch_offset, limit, pd);
@@ -361,6 +368,11 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs, bool first)
 	fs->r.responses = net_array(c, req->topics_count, sizeof(*fs->r.responses));
 	if (!fs->slices || !fs->slice_parts || !fs->touched || !fs->r.responses)
 		return -ENOMEM;
+	if (c->fsess_on && (fs->unsent = rn_arena_alloc(&c->arena,
+	    (size_t)(total ? total : 1))) == NULL)
+		return -ENOMEM;
+	if (fs->unsent != NULL)
+		memset(fs->unsent, 0, (size_t)(total ? total : 1));
 
 	for (i = 0; i < req->topics_count; i++) {
 		const struct rn_FetchRequest_FetchTopic *ft = &req->topics[i];
@@ -380,9 +392,10 @@ fetch_build(struct net *n, struct conn *c, struct fetch_state *fs, bool first)
 			return -ENOMEM;
 		if (!fetch_allowed(n, c, t, ft)) {
 			fetch_refuse(fs, ft, tr);
+			fs->entry += ft->partitions_count;
 			continue;
 		}
-		for (j = 0; j < ft->partitions_count; j++)
+		for (j = 0; j < ft->partitions_count; j++, fs->entry++)
 			fetch_partition(n, c, fs, t, &ft->partitions[j],
 			    &tr->partitions[j], first, now, &budget);
 	}
@@ -401,8 +414,10 @@ fetch_respond(struct net *n, struct conn *c, struct fetch_state *fs)
 		free(fs->slice_parts);
 		return -ENOMEM;
 	}
-	/* sessionless: session id 0 tells the client no session exists */
+	/* session id 0 tells the client no session exists */
 	fs->r.session_id = 0;
+	if (c->fsess_on)
+		net_fsess_answered(c, &fs->r, fs->unsent);
 	if (((const struct rn_FetchRequest *)c->req)->replica_id < 0)
 		fs->r.throttle_time_ms = net_quota_record(n, c, RN_CQ_FETCH,
 		    fs->bytes);
@@ -509,6 +524,10 @@ fetch_run(struct net *n, struct conn *c, bool may_park, bool first,
 		free(fs.slice_parts);
 		return rc;
 	}
+	/* a session's partitions keep this worker's bit whether it parks
+	 * or not: their appends mark them pending (fetch_session.c) */
+	if (c->fsess_on)
+		fetch_watch(n, &fs);
 	if (may_park && !fs.error && fs.bytes < req->min_bytes &&
 	    req->max_wait_ms > 0) {
 		fetch_release(&fs);
@@ -541,13 +560,42 @@ fetch_run(struct net *n, struct conn *c, bool may_park, bool first,
 	return fetch_respond(n, c, &fs);
 }
 
+/* A session error: the top-level code alone (Kafka's answer). */
+static int
+fetch_session_error(struct net *n, struct conn *c, int16_t err)
+{
+	struct rn_FetchResponse r;
+	struct net_out *o;
+	size_t mark;
+
+	rn_FetchResponse_init(&r);
+	r.error_code = err;
+	if ((o = net_out_begin(c, &mark)) == NULL)
+		return -ENOMEM;
+	rn_FetchResponse_encode(&o->w, c->hdr.api_version, &r);
+	net_out_finish(n, c, o, mark);
+	return 0;
+}
+
 int
 net_fetch(struct net *n, struct conn *c)
 {
 	const struct rn_FetchRequest *req = c->req;
 	bool parked;
+	int16_t err;
 	int rc;
 
+	c->fsess_on = false;
+	if (c->hdr.api_version >= 7 &&
+	    (req->session_id != 0 || req->session_epoch != -1)) {
+		if ((rc = net_fsess_begin(n, c, &err)) < 0)
+			return rc;
+		if (err != RN_KERR_NONE)
+			return fetch_session_error(n, c, err);
+		if (rc == 1 && (rc = net_fsess_effective(n, c)) != 0)
+			return rc;
+		req = c->req;
+	}
 	if ((rc = fetch_run(n, c, true, true, &parked)) != 0)
 		return rc;
 	if (parked) {
@@ -560,12 +608,20 @@ net_fetch(struct net *n, struct conn *c)
 void
 net_fetch_recheck(struct net *n, struct conn *c, bool timed_out)
 {
-	bool parked;
-	int rc;
+	bool parked = false;
+	int rc = 0;
 
-	if (!timed_out && fetch_still_waits(n, c))
+	if (c->fsess_on) {
+		/* partitions of the session may have become pending */
+		if (!timed_out && !net_fsess_woken(c))
+			return;
+		rc = net_fsess_effective(n, c);
+	} else if (!timed_out && fetch_still_waits(n, c)) {
 		return;
-	if ((rc = fetch_run(n, c, !timed_out, false, &parked)) != 0) {
+	}
+	if (rc == 0)
+		rc = fetch_run(n, c, !timed_out, false, &parked);
+	if (rc != 0) {
 		log_warnx("Fetch v%d from %s: cannot answer a parked fetch "
 		    "(%s): closing", c->hdr.api_version, c->peer,
 		    strerror(-rc));

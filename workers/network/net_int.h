@@ -96,6 +96,7 @@ struct net_connlim_ticket {
 	uint8_t addr[16];
 };
 struct net_scram;
+struct net_fsess;
 
 struct conn {
 	int fd;
@@ -166,6 +167,13 @@ struct conn {
 	struct net_watch *watch;
 	int n_watch, watch_cap;
 	uint64_t watch_version;
+	/* its incremental fetch session (fetch_session.c), whether the
+	 * fetch being answered uses it, the request as decoded and the
+	 * arena after it (the answer's own request is built there) */
+	struct net_fsess *fsess;
+	bool fsess_on;
+	const struct rn_FetchRequest *fsess_req;
+	struct rn_arena_mark fsess_mark;
 	/* the stage histograms' times of the request being handled (us):
 	 * frame complete, handled, parked (0: not); ready_us 0: not timed.
 	 * met_api: its API's histogram index, -1: none; met_queued: its
@@ -252,6 +260,10 @@ struct net {
 	struct rn_wakeset wake;
 	uint64_t *changed;
 	uint32_t *changed_words;
+	/* the incremental fetch sessions of its connections */
+	struct net_fsess *fsess;
+	unsigned n_fsess;
+	uint64_t fsess_parts;    /* partitions they hold */
 	int64_t now_ms;
 	/* every connection is looked at for its deadlines (network.c) only
 	 * when one may be due, not each turn of the loop: a flood of idle
@@ -463,6 +475,17 @@ void net_fetch_recheck(struct net *n, struct conn *c, bool timed_out);
 /* Does c's parked fetch watch a slot set in changed (or keep no watch)? */
 bool net_fetch_watches(const struct conn *c, const uint64_t *changed);
 
+/* fetch_session.c: KIP-227 incremental fetch sessions */
+int net_fsess_begin(struct net *n, struct conn *c, int16_t *err);
+int net_fsess_effective(struct net *n, struct conn *c);
+void net_fsess_answered(struct conn *c, struct rn_FetchResponse *r,
+    const uint8_t *unsent);
+void net_fsess_marks(struct net *n, uint32_t nw);
+void net_fsess_all(struct net *n);
+bool net_fsess_woken(const struct conn *c);
+bool net_fsess_full(const struct conn *c);
+void net_fsess_free(struct net *n, struct conn *c);
+
 /* produce.c: acks=all waits */
 void net_produce_recheck(struct net *n, struct conn *c, bool timed_out);
 
@@ -563,6 +586,7 @@ void net_count_out(struct net *n, const struct rn_part *p, size_t bytes);
 void net_count_request(struct net *n, int16_t api_key);
 void net_count_isr(struct net *n);
 void net_count_conns(struct net *n);
+void net_count_fsess(struct net *n);
 /* One sample of us microseconds in this worker's histogram of stage. */
 void net_stage(struct net *n, enum rn_met_stage stage, int64_t us);
 /* A timed request's RequestMetrics stages, from its times (us; park 0:

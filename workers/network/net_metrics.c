@@ -126,6 +126,16 @@ net_count_isr(struct net *n)
 
 _Static_assert(RN_KAPI_MAX_KEY < RN_MET_MAX_API, "a counter per API key");
 
+/* Kafka's FetchSessionCache gauges, this worker's share. */
+void
+net_count_fsess(struct net *n)
+{
+	atomic_store_explicit(&self(n)->fetch_sessions, n->n_fsess,
+	    memory_order_relaxed);
+	atomic_store_explicit(&self(n)->fetch_session_parts, n->fsess_parts,
+	    memory_order_relaxed);
+}
+
 /* The connections this worker has open, for runnelctl status and top. */
 void
 net_count_conns(struct net *n)

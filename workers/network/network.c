@@ -263,12 +263,17 @@ net_wakeup(struct net *n, bool all)
 	bool any = false;
 	uint32_t nw = 0, i;
 
-	if (!all)
+	if (!all) {
 		nw = rn_wakeset_take(&n->wake, n->changed, n->changed_words);
+		net_fsess_marks(n, nw);
+	} else {
+		net_fsess_all(n);
+	}
 	for (c = n->parked; c != NULL; c = nc) {
 		nc = c->next_parked;
 		if (c->wait == CONN_WAIT_FETCH) {
-			if (all || (nw > 0 && net_fetch_watches(c, n->changed)))
+			if (all || (c->fsess_on ? net_fsess_woken(c) :
+			    nw > 0 && net_fetch_watches(c, n->changed)))
 				net_fetch_recheck(n, c, false);
 			any = any || c->wait == CONN_WAIT_FETCH;
 		} else if (c->wait == CONN_WAIT_ACKS) {
@@ -278,7 +283,8 @@ net_wakeup(struct net *n, bool all)
 	}
 	for (i = 0; i < nw; i++)
 		n->changed[n->changed_words[i]] = 0;
-	if (!any)
+	/* a fetch session's partitions keep their bits between fetches */
+	if (!any && n->fsess == NULL)
 		rn_part_clear_waiters(&n->parts, n->w->index);
 }
 
@@ -328,6 +334,7 @@ net_setup(struct net *n, struct rn_worker *w)
 	    (n->rp_ckpt = rn_ckpt_pass_new(RN_CKPT_RECOVERY)) == NULL)
 		return -ENOMEM;
 	n->parts.worker = w;
+	net_count_fsess(n);	/* a restarted worker's sessions are gone */
 	n->dispatch = net_dispatch;
 	n->auth_fail_delay_ms = cfg_ms(env->cfg,
 	    "connection.failed.authentication.delay.ms", 100);
