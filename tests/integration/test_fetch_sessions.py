@@ -67,29 +67,59 @@ class Topic:
 
 
 class Session:
-    """A client's side of one session: its id, the next epoch, and the
-    position of each partition (the next offset it wants)."""
+    """A client's side of one session, as Kafka's FetchSessionHandler keeps
+    it: the id, the next epoch, the partitions in the session, each one's
+    position (the next offset wanted) and the offset the session was last
+    given for it. Each incremental fetch names the partitions whose
+    position moved since (the broker keeps the offset it was given, it
+    does not follow the records it sent), besides any named on purpose."""
 
     def __init__(self, conn, ver):
         self.c, self.ver = conn, ver
         self.id, self.epoch = 0, 0
         self.pos = {q: 0 for q in PARTS}
+        self.given, self.members = {}, set()
 
     def open(self):
         r = self.c.fetch(self.ver, 0, 0, self.named(PARTS))
         self.id, self.epoch = r.session_id, 1
+        self.given, self.members = dict(self.pos), set(PARTS)
         self.took(r)
+        return r
+
+    def moved(self):
+        return [q for q in sorted(self.members) if self.pos[q] != self.given[q]]
+
+    def send(self, parts=(), forgotten=(), max_wait_ms=0, min_bytes=0,
+             epoch=None):
+        """An incremental fetch naming the moved partitions and parts
+        [(partition, offset)]; what recv takes."""
+        named = dict(self.named(self.moved()))
+        named.update(parts)
+        named = sorted(named.items())
+        sent = self.c.send_fetch(self.ver, self.id,
+                                 self.epoch if epoch is None else epoch,
+                                 named, forgotten, max_wait_ms, min_bytes)
+        return sent, named, forgotten, epoch is None
+
+    def recv(self, sending):
+        sent, named, forgotten, ours = sending
+        r = self.c.recv_fetch(sent)
+        if ours and r.error == 0:
+            self.epoch += 1
+            for q, off in named:
+                self.given[q] = off
+                self.members.add(q)
+            self.members -= set(forgotten)
+            self.took(r)
         return r
 
     def next(self, parts=(), forgotten=(), max_wait_ms=0, min_bytes=0,
              epoch=None):
-        """An incremental fetch naming parts [(partition, offset)]."""
-        r = self.c.fetch(self.ver, self.id,
-                         self.epoch if epoch is None else epoch, parts,
-                         forgotten, max_wait_ms, min_bytes)
-        if epoch is None and r.error == 0:
-            self.epoch += 1
-            self.took(r)
+        t0 = time.monotonic()
+        r = self.recv(self.send(parts, forgotten, max_wait_ms, min_bytes,
+                                epoch))
+        r.elapsed = time.monotonic() - t0
         return r
 
     def took(self, r):
@@ -120,9 +150,8 @@ def basics(node, topic, tid, ver):
          {q: len(topic.values[q]) for q in PARTS},
          "%s: ... and each partition's high watermark" % v)
 
-    # the client names the partitions whose position moved, as Kafka's
-    # FetchSessionHandler does; nothing is new, so nothing comes back
-    r = s.next(s.named(PARTS), max_wait_ms=WAIT_MS, min_bytes=1)
+    # it names the 3 partitions at their new positions; nothing is new
+    r = s.next(max_wait_ms=WAIT_MS, min_bytes=1)
     t.ok(r.error == 0 and r.session_id == s.id != 0 and not r.parts,
          "%s incremental (epoch 1), nothing new: no partitions, same SessionId (%r)"
          % (v, r))
@@ -167,7 +196,8 @@ def errors(node, topic, tid, s, other_ids):
     t.ok(r.error == 0 and r.session_id == s.id != 0,
          "%s: the session still answers its right epoch afterwards (%r)" % (v, r))
 
-    unknown = next(x for x in range(s.id ^ 0x2b3c4d, s.id ^ 0x2b3c4d + 100)
+    base = s.id ^ 0x2b3c4d
+    unknown = next(x for x in range(base, base + 100)
                    if x > 0 and x not in other_ids and x != s.id)
     r = s.c.fetch(s.ver, unknown, 1)
     t.ok(r.error == NOT_FOUND and not r.parts and r.session_id == 0,
@@ -200,16 +230,14 @@ def errors(node, topic, tid, s, other_ids):
          "records (%r)" % (v, r))
 
     # 7: a parked long poll answered by a produce to a partition it did not name
-    sent = s.c.send_fetch(s.ver, s.id, s.epoch, (), (), 5000, 1)
+    s.next()  # partition 2's new position given
+    sending = s.send(max_wait_ms=5000, min_bytes=1)
     t0 = time.monotonic()
     time.sleep(0.5)
     parked = not s.c.ready(0)
     new0 = topic.produce(0, 1)
-    r = s.c.recv_fetch(sent)
+    r = s.recv(sending)
     took = time.monotonic() - t0
-    if r.error == 0:
-        s.epoch += 1
-        s.took(r)
     t.ok(parked, "%s: an incremental fetch with MaxWaitMs 5000, MinBytes 1 and "
          "nothing new is parked" % v)
     t.ok(r.error == 0 and sorted(r.parts) == [0] and got(r, 0) == new0,
@@ -218,7 +246,9 @@ def errors(node, topic, tid, s, other_ids):
     t.ok(took < 2.0, "%s: ... %.2f s after the request was sent (0.5 s of it "
          "before the produce), well under MaxWaitMs 5000" % (v, took))
 
-    # a log start offset moved by DeleteRecords is something to say too
+    # a log start offset moved by DeleteRecords is something to say too,
+    # in the next answer (Kafka looks at every session partition each time)
+    s.next()  # partition 0's new position given
     err, low = s.c.delete_records(0, s.pos[0] - 1)
     r = s.next()
     t.ok(err == 0 and low == s.pos[0] - 1 and r.error == 0 and
@@ -228,6 +258,16 @@ def errors(node, topic, tid, s, other_ids):
          "no records, log start offset %d (DeleteRecords error %d; %r)"
          % (v, s.pos[0] - 1, s.pos[0] - 1, err,
             {q: (x.log_start, x.batches()) for q, x in r.parts.items()}))
+
+    # an idle session stays silent however long it lasts: an answer holds
+    # what changed, whatever the broker looked at to find it
+    s.next()
+    rs = [s.next(max_wait_ms=500, min_bytes=1) for _ in range(5)]
+    t.ok(all(x.error == 0 and x.session_id == s.id != 0 and not x.parts
+             for x in rs),
+         "%s: an idle session's 5 incremental fetches over 2.5 s (MaxWaitMs 500) "
+         "get no partitions (partitions in each: %s)"
+         % (v, [sorted(x.parts) for x in rs]))
 
     # 5, closing: epoch -1 closes and answers in full without a session
     r = s.c.fetch(s.ver, s.id, -1, s.named(PARTS))
@@ -372,12 +412,20 @@ def replication(tmp):
         t.ok(secs is not None, "a %d-partition topic at RF=3 with every replica "
              "in the ISR (%s)" % (NBIG, "%.1f s" % secs if secs is not None
                                   else "%d short: %s" % (len(bad), bad[:3])))
+        marks = {m.node_id: len(m.logtext()) for m in c.nodes}
         n, errs, secs = produce_all(c.bootstrap, [BIG], NBIG, PER, tag=b"r")
         t.ok(n == NBIG * PER and not errs,
              "acks=all: %d records to every partition acknowledged (%d of %d; "
              "errors %s)" % (PER, n, NBIG * PER, errs[:3]))
         t.diag("acks=all produce: %d records in %.1f s, %.0f records/s"
                % (n, secs, n / secs if secs else 0))
+        # the followers kept up while every partition took writes: an ISR
+        # shrink here fails the waiting acks=all requests, and the
+        # producer's retries of them write their records twice
+        shrinks = [l for m in c.nodes for l in
+                   isr_shrinks(_Since(m, marks[m.node_id]))]
+        t.ok(not shrinks, "no leader asked to shrink an ISR while the records "
+             "were produced (%d asked, e.g. %s)" % (len(shrinks), shrinks[:2]))
 
         marks = {m.node_id: len(m.logtext()) for m in c.nodes}
         time.sleep(1)  # the last acks' fetches
