@@ -254,8 +254,9 @@ def errors(node, topic, tid, s, other_ids):
     t.ok(err == 0 and low == s.pos[0] - 1 and r.error == 0 and
          r.session_id == s.id != 0 and sorted(r.parts) == [0] and
          r.parts[0].log_start == low and not r.parts[0].values(),
-         "%s: DeleteRecords to offset %d on partition 0: it comes back alone, "
-         "no records, log start offset %d (DeleteRecords error %d; %r)"
+         "%s: DeleteRecords to offset %d on partition 0: the very next "
+         "incremental fetch has it alone, no records, log start offset %d "
+         "(DeleteRecords error %d; %r)"
          % (v, s.pos[0] - 1, s.pos[0] - 1, err,
             {q: (x.log_start, x.batches()) for q, x in r.parts.items()}))
 
@@ -413,15 +414,18 @@ def replication(tmp):
              "in the ISR (%s)" % (NBIG, "%.1f s" % secs if secs is not None
                                   else "%d short: %s" % (len(bad), bad[:3])))
         marks = {m.node_id: len(m.logtext()) for m in c.nodes}
-        n, errs, secs = produce_all(c.bootstrap, [BIG], NBIG, PER, tag=b"r")
+        # idempotent: a retried request cannot write its records twice, so
+        # every duplicate or gap read back is the brokers'
+        n, errs, secs = produce_all(c.bootstrap, [BIG], NBIG, PER, tag=b"r",
+                                    extra={"enable.idempotence": True})
         t.ok(n == NBIG * PER and not errs,
              "acks=all: %d records to every partition acknowledged (%d of %d; "
              "errors %s)" % (PER, n, NBIG * PER, errs[:3]))
         t.diag("acks=all produce: %d records in %.1f s, %.0f records/s"
                % (n, secs, n / secs if secs else 0))
         # the followers kept up while every partition took writes: an ISR
-        # shrink here fails the waiting acks=all requests, and the
-        # producer's retries of them write their records twice
+        # shrink here fails acks=all requests waiting on it (a producer
+        # without idempotence then writes their records twice)
         shrinks = [l for m in c.nodes for l in
                    isr_shrinks(_Since(m, marks[m.node_id]))]
         t.ok(not shrinks, "no leader asked to shrink an ISR while the records "
