@@ -21,6 +21,7 @@ a session opened with v12 (flexible, by name):
   at RF=3 correct: every acks=all record acknowledged, no ISR shrinking
   while idle, a stopped follower leaving and rejoining every ISR, every
   record read back once and in order."""
+import json
 import re
 import subprocess
 import time
@@ -439,6 +440,14 @@ def replication(tmp):
         # one fetch a second; an incremental fetch of an idle session
         # names none
         full = NBIG // 3 * 33
+        # each leader holds a session for each of the two followers, with
+        # the ~NBIG/3 partitions it leads in each
+        gauges = {m.node_id: session_gauges(m) for m in c.nodes}
+        t.ok(all(g is not None and g[0] >= 2 and g[1] >= 2 * (NBIG // 3 - 50)
+                 for g in gauges.values()),
+             "every node's FetchSessionCache gauges show the two followers' "
+             "sessions with the partitions it leads ((sessions, partitions) "
+             "by node: %s)" % gauges)
         t.ok(all(r < full / 10 for r in rates.values()),
              "idle followers fetch with sessions: each leader receives under "
              "%d bytes/s (a tenth of one sessionless fetch a second per "
@@ -497,6 +506,21 @@ def inbound(port):
         if peer and m:
             out[peer] = int(m.group(1))
     return out
+
+
+def session_gauges(node):
+    """(sessions, partitions cached) of Kafka's FetchSessionCache gauges
+    from runnelctl metrics --json, summed over the node's workers."""
+    r = node.ctl("metrics", "--json")
+    if r.returncode != 0:
+        return None
+    out = [0, 0]
+    for m in json.loads(r.stdout):
+        for i, name in enumerate(("numincrementalfetchsessions",
+                                  "numincrementalfetchpartitionscached")):
+            if m["name"] == "kafka_server_fetchsessioncache_" + name:
+                out[i] += m["value"]
+    return tuple(out)
 
 
 def idle_fetch_rates(c, secs):

@@ -1,7 +1,8 @@
 """Raw Fetch requests with KIP-227 session fields, for the tests of
-incremental fetch sessions: Fetch v11 (classic, topics by name) and v13
-(flexible, topics by id), their responses decoded into partitions and the
-records of uncompressed v2 batches, and the topic ids of Metadata v12.
+incremental fetch sessions: Fetch v11 (classic, topics by name), v12
+(flexible, by name) and v13 (flexible, topics by id), their responses
+decoded into partitions and the records of uncompressed v2 batches; the
+topic ids of Metadata v12; DeleteRecords v1.
 The installed clients hide the session id and epoch, so these speak the
 wire themselves: one socket per Conn, requests sent and answered apart so
 that a test can produce while a long poll is parked."""
