@@ -303,3 +303,15 @@ rn_tcp_connect_timed(const char *host, uint16_t port, int timeout_ms)
 	freeaddrinfo(res);
 	return fd;
 }
+
+uint64_t
+rn_hash64(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ULL;
+	return h;
+}

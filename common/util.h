@@ -13,6 +13,9 @@ int64_t rn_now_us(void);      /* CLOCK_MONOTONIC */
 int64_t rn_now_ns(void);      /* CLOCK_MONOTONIC */
 int64_t rn_wallclock_ms(void); /* CLOCK_REALTIME, for timestamps users see */
 
+/* FNV-1a over bytes, for in-memory hash tables (not stable on disk). */
+uint64_t rn_hash64(const void *p, size_t len);
+
 int rn_set_nonblock(int fd);
 int rn_set_cloexec(int fd, int on);
 /* Loop over short writes and EINTR; -errno on failure. */

@@ -132,7 +132,11 @@ with TempDir() as tmp:
             co = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "tail",
                            "enable.auto.commit": False})
             co.assign([TopicPartition("rep", 0, nfill)])
-            while not stop.is_set() or len(seen) < len(acked):
+            # done once the producer has flushed (acknowledgements come
+            # during the flush too) and every record it had acknowledged
+            # was read
+            while not (stop.is_set() and not th[0].is_alive() and
+                       set(acked) <= seen):
                 for m in co.consume(1000, 0.2):
                     if m.error():
                         cerrors.append(str(m.error()))
@@ -193,7 +197,8 @@ with TempDir() as tmp:
             x.join(180)
         t.eq(errors[:3] + cerrors[:3], [], "no client error (%d records acknowledged)"
              % len(acked))
-        t.ok(set(acked) <= seen, "the consumer got every acknowledged record")
+        t.ok(set(acked) <= seen, "the consumer got every acknowledged record "
+             "(%d missing)" % len(set(acked) - seen))
         t.ok(wait_for(lambda: len(set(sizes(c.bootstrap, "rep", "rep-0"))) == 1,
                       30 * W, 0.5), "the three replicas are the same size")
         co = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "all",

@@ -244,8 +244,11 @@ fsn_member(struct fetcher *f, struct leader *l, const uint8_t *topic_id,
 	    (mp = rn_mdview_partition(t, partition)) == NULL || mp->slot < 0)
 		return NULL;
 	fp = &f->fp[mp->slot];
+	/* followed this round (its t and mp are current), from l, in the
+	 * session, and still this partition */
 	if (fp->round != f->round || fp->sess_gen != l->sess.gen ||
-	    fp->leader != l->id || fp->mp != mp)
+	    fp->leader != l->id || memcmp(fp->id, topic_id, 16) != 0 ||
+	    fp->mp->p != partition)
 		return NULL;
 	return fp;
 }

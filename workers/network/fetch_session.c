@@ -98,13 +98,7 @@ mix(uint64_t h)
 static uint64_t
 bytes_hash(const void *p, size_t len)
 {
-	const uint8_t *b = p;
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ b[i]) * 1099511628211ULL;
-	return mix(h);
+	return mix(rn_hash64(p, len));
 }
 
 static uint64_t
