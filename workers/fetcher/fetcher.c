@@ -45,6 +45,7 @@
 #define COLLECT_IDLE_MS 30000     /* the list built again from the image */
 #define IO_TIMEOUT_MS 10000
 #define LOGIN_TIMEOUT_MS 5000     /* TLS handshake and SASL login */
+#define LAG_PUBLISH_MS 500
 
 static bool
 is_replica(const struct rn_mdv_partition *mp, int32_t id)
@@ -250,7 +251,7 @@ fp_slot(struct fetcher *f, struct fpart *fp)
 }
 
 static void
-apply_partition(struct fetcher *f, struct fpart *fp,
+apply_partition(struct fetcher *f, struct leader *l, struct fpart *fp,
     const struct rn_FetchResponse_PartitionData *pd)
 {
 	struct rn_part *p = pd->records.len > 0 ||
@@ -273,7 +274,8 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 			    "%lld: restarted the replica there", fp->t->name,
 			    fp->mp->p, (long long)pd->log_start_offset);
 		fp->synced_epoch = -1; /* ahead of the leader: check divergence */
-		fp->dirty = true;
+		f->epoch_gen++;
+		fsn_moved(l, fp);
 		return;
 	case RN_KERR_NOT_LEADER_OR_FOLLOWER:
 	case RN_KERR_FENCED_LEADER_EPOCH:
@@ -289,7 +291,7 @@ apply_partition(struct fetcher *f, struct fpart *fp,
 		return;
 	}
 	if (pd->records.len > 0) {
-		fp->dirty = true; /* the leader is told where it stands */
+		fsn_moved(l, fp); /* the leader is told where it stands */
 		if (fp->throttled)
 			rn_replquota_charge(&f->quota, (size_t)pd->records.len);
 		rc = rn_part_append_follower(p, pd->records.ptr,
@@ -409,14 +411,14 @@ handle_fetch_response(struct fetcher *f, struct leader *l,
 				    tr->partitions[j].partition_index);
 
 			if (fp != NULL)
-				apply_partition(f, fp, &tr->partitions[j]);
+				apply_partition(f, l, fp, &tr->partitions[j]);
 		}
 	}
 }
 
 /* Cut a divergent tail where our history and the leader's part. */
 static void
-epoch_apply(struct fetcher *f, struct fpart *fp,
+epoch_apply(struct fetcher *f, struct leader *l, struct fpart *fp,
     const struct rn_OffsetForLeaderEpochResponse_EpochEndOffset *e)
 {
 	int32_t our_epoch;
@@ -435,7 +437,7 @@ epoch_apply(struct fetcher *f, struct fpart *fp,
 		    fp->t->name, fp->mp->p, (long long)from, (long long)cut,
 		    fp->mp->leader_epoch);
 	fp->synced_epoch = fp->mp->leader_epoch;
-	fp->dirty = true;
+	fsn_moved(l, fp);
 }
 
 static void
@@ -461,7 +463,7 @@ handle_epoch_response(struct fetcher *f, struct leader *l,
 			    resp.topics[i].topic, e->partition);
 
 			if (fp != NULL && e->error_code == RN_KERR_NONE)
-				epoch_apply(f, fp, e);
+				epoch_apply(f, l, fp, e);
 		}
 }
 
@@ -506,6 +508,9 @@ kick_epochs(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	struct rn_arena *a = &l->arena;
 	int i;
 
+	/* nothing new since the last look found every epoch synced */
+	if (l->epochs_ok_gen == f->epoch_gen)
+		return false;
 	rn_OffsetForLeaderEpochRequest_init(&req);
 	req.replica_id = f->cfg->node_id;
 	req.topics = rn_arena_alloc(a, sizeof(*req.topics) * (size_t)n);
@@ -540,8 +545,10 @@ kick_epochs(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 		t->partitions_count++;
 		l->parts[l->n_parts++] = fp;
 	}
-	if (req.topics_count == 0)
+	if (req.topics_count == 0) {
+		l->epochs_ok_gen = f->epoch_gen;
 		return false;
+	}
 	l->resp_max = response_bound(l->parts, l->n_parts, false);
 	if (send_request(f, l, RN_KAPI_OFFSET_FOR_LEADER_EPOCH,
 	    OFFSETS_VERSION, &req) != 0)
@@ -554,13 +561,19 @@ kick_epochs(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
  * quota's allowance shared among them); 0: leave them out.
  */
 static int32_t
-throttled_share(struct fetcher *f, struct fpart **mine, int n, int *throttled)
+throttled_share(struct fetcher *f, struct leader *l, struct fpart **mine,
+    int n, int *throttled)
 {
 	int i, k = 0;
 
-	for (i = 0; i < n; i++)
-		k += mine[i]->throttled;
-	*throttled = k;
+	/* who is throttled changes only with the list */
+	if (l->thr_gen != f->mine_gen) {
+		for (i = 0; i < n; i++)
+			k += mine[i]->throttled;
+		l->n_throttled = k;
+		l->thr_gen = f->mine_gen;
+	}
+	k = *throttled = l->n_throttled;
 	if (k == 0)
 		return PARTITION_MAX_BYTES;
 	return rn_replquota_allowance(&f->quota, PARTITION_MAX_BYTES) / k;
@@ -574,7 +587,8 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	struct rn_FetchRequest_FetchPartition *pp;
 	struct rn_arena *a = &l->arena;
 	int throttled;
-	int32_t share = throttled_share(f, mine, n, &throttled);
+	int32_t share = throttled_share(f, l, mine, n, &throttled);
+	struct fpart **cand;
 	enum fsn_mode mode;
 	int i, k = 0;
 
@@ -584,13 +598,14 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	req.min_bytes = 1;
 	req.max_bytes = FETCH_MAX_BYTES;
 	mode = fsn_begin(f, l, &req, throttled > 0);
-	req.topics = rn_arena_alloc(a, sizeof(*req.topics) * (size_t)n);
-	pp = rn_arena_alloc(a, sizeof(*pp) * (size_t)n);
+	cand = fsn_candidates(f, l, mode, mine, &n);
+	req.topics = rn_arena_alloc(a, sizeof(*req.topics) * (size_t)(n ? n : 1));
+	pp = rn_arena_alloc(a, sizeof(*pp) * (size_t)(n ? n : 1));
 	if (req.topics == NULL || pp == NULL)
 		return;
 	f->kicks++;
 	for (i = 0; i < n; i++) {
-		struct fpart *fp = mine[i];
+		struct fpart *fp = cand[i];
 
 		if (fp->throttled && share <= 0)
 			continue; /* over the quota: not this time */
@@ -630,6 +645,7 @@ kick_fetch(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 	}
 	l->resp_max = mode == FSN_INCREMENTAL ? fsn_resp_bound(l) :
 	    response_bound(l->parts, l->n_parts, true);
+	fsn_kicked(l);
 	if (send_request(f, l, RN_KAPI_FETCH, FETCH_VERSION, &req) != 0)
 		leader_close(l, "send failed");
 }
@@ -918,6 +934,7 @@ fetcher_free(struct fetcher *f, struct fpart **mine)
 	free(f->pfd);
 	free(f->polled);
 	free(f->fp);
+	free(f->runs);
 	free(mine);
 	rn_mover_free(&f->mover);
 	rn_part_table_close(&f->parts);
@@ -940,14 +957,35 @@ fetcher_kick(struct fetcher *f, struct fpart **mine, int n_mine)
 {
 	int i, j;
 
-	for (i = 0; i < n_mine; i = j) {
-		struct leader *l = leader_get(f, mine[i]->leader);
+	/* mine is sorted by leader: its runs are found again only when it
+	 * changes, not at every turn (a walk over every replica) */
+	if (f->runs_gen != f->mine_gen) {
+		f->n_runs = 0;
+		for (i = 0; i < n_mine; i = j) {
+			j = i;
+			while (j < n_mine && mine[j]->leader == mine[i]->leader)
+				j++;
+			if (f->n_runs == f->cap_runs) {
+				int cap = f->cap_runs ? 2 * f->cap_runs : 8;
+				void *nr = realloc(f->runs, sizeof(*f->runs) *
+				    (size_t)cap);
 
-		j = i;
-		while (j < n_mine && mine[j]->leader == mine[i]->leader)
-			j++;
+				if (nr == NULL)
+					return;	/* looked for again next turn */
+				f->runs = nr;
+				f->cap_runs = cap;
+			}
+			f->runs[f->n_runs++] = (struct leader_run){
+				mine[i]->leader, i, j - i };
+		}
+		f->runs_gen = f->mine_gen;
+	}
+	for (i = 0; i < f->n_runs; i++) {
+		struct leader *l = leader_get(f, f->runs[i].leader);
+
 		if (l != NULL)
-			leader_kick(f, l, mine + i, j - i);
+			leader_kick(f, l, mine + f->runs[i].start,
+			    f->runs[i].count);
 	}
 }
 
@@ -961,7 +999,7 @@ rn_fetcher_main(struct rn_worker *w)
 	int64_t next_collect_ms = 0;
 	uint32_t offline = 0;
 	struct rn_met_worker *met = rn_metrics_worker(w->env->shm, w->slot);
-	bool changed, whole, busy;
+	bool changed, whole, busy, relisted = false;
 	int64_t t0;
 	int n_mine = 0;
 
@@ -1017,6 +1055,13 @@ rn_fetcher_main(struct rn_worker *w)
 			 */
 			next_collect_ms = rn_now_ms() + (f.unopened > 0 ?
 			    COLLECT_RETRY_MS : COLLECT_IDLE_MS);
+			relisted = true;
+		}
+		if (changed || whole || relisted) {
+			/* what each leader's fetch cached of the list is stale */
+			f.mine_gen++;
+			f.epoch_gen++;
+			relisted = false;
 		}
 		if (changed)
 			rn_met_observe(&met->stages[RN_STAGE_METADATA],
@@ -1039,8 +1084,12 @@ rn_fetcher_main(struct rn_worker *w)
 		busy = rn_mover_turn(&f.mover, &f.parts, &f.view);
 		fetcher_kick(&f, mine, n_mine);
 		poll_leaders(&f, in, busy);
-		if (f.lag_moved || changed)
+		/* a gauge: twice a second is enough, and it walks the list */
+		if ((f.lag_moved && rn_now_ms() >= f.lag_published_ms +
+		    LAG_PUBLISH_MS) || changed) {
 			publish_max_lag(&f, mine, n_mine, met);
+			f.lag_published_ms = rn_now_ms();
+		}
 	}
 	fetcher_free(&f, mine);
 	return RN_WORKER_EXIT_OK;

@@ -49,6 +49,21 @@ struct fsession {
 	int64_t max_batch;      /* members' largest max.message.bytes */
 	struct fsession_member *members;
 	int n_members, cap_members;
+	/* the replicas whose position moved since the last fetch (their
+	 * dirty flag set): an incremental fetch looks at these alone while
+	 * the list it was built from is the one last looked at whole */
+	struct fpart **dirty;
+	int n_dirty, cap_dirty;
+	bool dirty_lost;        /* one could not be listed: look at all */
+	uint64_t looked_gen;    /* the fetcher's mine_gen at the last whole look */
+	bool whole;             /* this fetch looks at every replica */
+	bool check_start;       /* and compares their log starts */
+};
+
+/* The replicas of one leader in the fetcher's sorted list. */
+struct leader_run {
+	int32_t leader;
+	int start, count;
 };
 
 /* Process-local state of one follower replica this fetcher serves. */
@@ -90,6 +105,9 @@ struct leader {
 	                         * the arena is reset for the response) */
 	int n_parts, cap_parts;
 	struct fsession sess;   /* the incremental fetch session (session.c) */
+	uint64_t epochs_ok_gen; /* epoch_gen at which no epoch needed a check */
+	uint64_t thr_gen;       /* mine_gen at which n_throttled was counted */
+	int n_throttled;
 };
 
 struct fetcher {
@@ -114,13 +132,27 @@ struct fetcher {
 	bool lag_moved;         /* a response came: the max lag is due */
 	uint64_t sess_gens;     /* the last session generation handed out */
 	uint64_t kicks;         /* the last request stamp handed out */
+	/* bumped when the list of followed replicas or the image changes
+	 * (mine_gen), and also when a replica's epoch must be checked again
+	 * (epoch_gen): per-leader caches of a look over the list hold
+	 * until then */
+	uint64_t mine_gen, epoch_gen;
+	int64_t lag_published_ms;
+	/* the list's runs of one leader each, as of runs_gen */
+	struct leader_run *runs;
+	int n_runs, cap_runs;
+	uint64_t runs_gen;
 };
 
 /* session.c */
 enum fsn_mode { FSN_NONE, FSN_OPEN, FSN_INCREMENTAL };
 enum fsn_mode fsn_begin(struct fetcher *f, struct leader *l,
     struct rn_FetchRequest *req, bool throttled);
+struct fpart **fsn_candidates(struct fetcher *f, struct leader *l,
+    enum fsn_mode mode, struct fpart **mine, int *n);
 bool fsn_wanted(struct fetcher *f, struct leader *l, struct fpart *fp);
+void fsn_moved(struct leader *l, struct fpart *fp);
+void fsn_kicked(struct leader *l);
 int fsn_sent(struct fetcher *f, struct leader *l, enum fsn_mode mode,
     struct fpart *fp, const struct rn_FetchRequest_FetchPartition *pp);
 int fsn_forget(struct fetcher *f, struct leader *l, struct rn_FetchRequest *req,

@@ -42,7 +42,81 @@ void
 fsn_free(struct leader *l)
 {
 	free(l->sess.members);
+	free(l->sess.dirty);
 	memset(&l->sess, 0, sizeof(l->sess));
+}
+
+/* fp's log end moved (records, a truncation, a restart): the next fetch
+ * to its leader names it. */
+void
+fsn_moved(struct leader *l, struct fpart *fp)
+{
+	struct fsession *s = &l->sess;
+
+	if (fp->dirty)
+		return;
+	fp->dirty = true;
+	if (s->n_dirty == s->cap_dirty) {
+		int cap = s->cap_dirty ? 2 * s->cap_dirty : 64;
+		void *nd = realloc(s->dirty, sizeof(*s->dirty) * (size_t)cap);
+
+		if (nd == NULL) {
+			s->dirty_lost = true;
+			return;
+		}
+		s->dirty = nd;
+		s->cap_dirty = cap;
+	}
+	s->dirty[s->n_dirty++] = fp;
+}
+
+/* The fetch went out with every dirty replica in it. */
+void
+fsn_kicked(struct leader *l)
+{
+	l->sess.n_dirty = 0;
+	l->sess.dirty_lost = false;
+}
+
+static int
+dirty_cmp(const void *x, const void *y)
+{
+	const struct fpart *a = *(struct fpart *const *)x;
+	const struct fpart *b = *(struct fpart *const *)y;
+
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return (a->mp->p > b->mp->p) - (a->mp->p < b->mp->p);
+}
+
+/*
+ * The replicas the next fetch to l looks at: all that follow l (mine, n)
+ * unless it is incremental and nothing but positions moved since its
+ * last whole look: then only the dirty ones, by topic. A whole look
+ * comes after the list or the image changed, and every START_CHECK_MS
+ * (log starts move with our retention alone).
+ */
+struct fpart **
+fsn_candidates(struct fetcher *f, struct leader *l, enum fsn_mode mode,
+    struct fpart **mine, int *n)
+{
+	struct fsession *s = &l->sess;
+	int64_t now = rn_now_ms();
+
+	s->check_start = mode == FSN_INCREMENTAL && now >= s->check_ms;
+	s->whole = mode != FSN_INCREMENTAL || s->check_start ||
+	    s->dirty_lost || s->looked_gen != f->mine_gen;
+	if (s->whole) {
+		s->looked_gen = f->mine_gen;
+		if (s->check_start)
+			s->check_ms = now + START_CHECK_MS;
+		return mine;
+	}
+	if (s->n_dirty > 1)
+		qsort(s->dirty, (size_t)s->n_dirty, sizeof(*s->dirty),
+		    dirty_cmp);
+	*n = s->n_dirty;
+	return s->dirty;
 }
 
 /*
@@ -71,6 +145,7 @@ fsn_begin(struct fetcher *f, struct leader *l, struct rn_FetchRequest *req,
 		s->opening = true;
 		s->max_batch = 0;
 		s->check_ms = rn_now_ms() + START_CHECK_MS;
+		s->looked_gen = 0;
 		req->session_epoch = 0;
 		return FSN_OPEN;
 	}
@@ -88,9 +163,7 @@ fsn_wanted(struct fetcher *f, struct leader *l, struct fpart *fp)
 	if (fp->sess_gen != l->sess.gen || fp->dirty ||
 	    fp->sent_epoch != fp->mp->leader_epoch)
 		return true;
-	/* its log start moves only with our retention: looked at now
-	 * and then, not each round */
-	return rn_now_ms() >= l->sess.check_ms &&
+	return l->sess.check_start &&
 	    rn_part_log_start(fp->p) != fp->sent_start;
 }
 
@@ -157,8 +230,9 @@ fsn_forget(struct fetcher *f, struct leader *l, struct rn_FetchRequest *req,
 	int32_t *pv;
 	int i, kept = 0, gone = 0;
 
-	if (l->sess.check_ms <= rn_now_ms())
-		l->sess.check_ms = rn_now_ms() + START_CHECK_MS;
+	/* members leave only with the list, which a whole look follows */
+	if (!s->whole)
+		return 0;
 	for (i = 0; i < s->n_members; i++)
 		gone += !member_kept(f, l, &s->members[i]);
 	if (gone == 0)
