@@ -588,6 +588,10 @@ net_fetch(struct net *n, struct conn *c)
 	c->fsess_on = false;
 	if (c->hdr.api_version >= 7 &&
 	    (req->session_id != 0 || req->session_epoch != -1)) {
+		/* marks not yet taken (another worker's DeleteRecords that
+		 * the client saw answered) count for this answer */
+		if (c->fsess != NULL)
+			net_wakeup(n, false);
 		if ((rc = net_fsess_begin(n, c, &err)) < 0)
 			return rc;
 		if (err != RN_KERR_NONE)

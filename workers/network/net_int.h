@@ -475,6 +475,10 @@ void net_fetch_recheck(struct net *n, struct conn *c, bool timed_out);
 /* Does c's parked fetch watch a slot set in changed (or keep no watch)? */
 bool net_fetch_watches(const struct conn *c, const uint64_t *changed);
 
+/* network.c: parked requests look again; the wake set taken first
+ * unless all (a new image: every one) */
+void net_wakeup(struct net *n, bool all);
+
 /* fetch_session.c: KIP-227 incremental fetch sessions */
 int net_fsess_begin(struct net *n, struct conn *c, int16_t *err);
 int net_fsess_effective(struct net *n, struct conn *c, bool first);

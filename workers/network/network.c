@@ -256,7 +256,7 @@ net_deadlines(struct net *n, int64_t now)
  * wake-up, the fetches watching a slot marked changed for this worker
  * (an append or a high watermark there), and the acks=all produces.
  */
-static void
+void
 net_wakeup(struct net *n, bool all)
 {
 	struct conn *c, *nc;
