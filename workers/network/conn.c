@@ -79,6 +79,10 @@ conn_epoll(struct net *n, struct conn *c)
 	if (c->ssl != NULL && !c->tls_done)
 		ev.events = EPOLLRDHUP | (net_tls_wants_write(c) ? EPOLLOUT :
 		    EPOLLIN);
+	/* a syscall per request otherwise */
+	if (ev.events == c->ep_events)
+		return;
+	c->ep_events = ev.events;
 	ev.data.ptr = c;
 	epoll_ctl(n->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
@@ -149,6 +153,7 @@ net_conn_new(struct net *n, int fd, int listener,
 	}
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN | EPOLLRDHUP;
+	c->ep_events = ev.events;
 	ev.data.ptr = c;
 	if (epoll_ctl(n->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
 		net_tls_free(c);

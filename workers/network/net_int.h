@@ -102,6 +102,7 @@ struct conn {
 	int fd;
 	uint64_t id;
 	struct conn *next_all, *prev_all;
+	uint32_t ep_events;      /* what epoll watches for it now */
 	/* on n->parked while a request waits (wait != CONN_IDLE) */
 	struct conn *next_parked, *prev_parked;
 	char peer[64];
