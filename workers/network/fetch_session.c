@@ -434,7 +434,15 @@ new_id(const struct net *n)
 	}
 }
 
-/* Every partition of the request into a new session (epoch 0). */
+/* More than the node could lead: a session that big is refused. */
+static uint32_t
+sess_max_parts(const struct net *n)
+{
+	return 2 * n->parts.n + 1024;
+}
+
+/* Every partition of the request into a new session (epoch 0): 1, or 0
+ * when it would be too big (answered in full without one), or -errno. */
 static int
 sess_open(struct net *n, struct conn *c, const struct rn_FetchRequest *req)
 {
@@ -451,12 +459,17 @@ sess_open(struct net *n, struct conn *c, const struct rn_FetchRequest *req)
 		return -ENOMEM;
 	}
 	for (i = 0; i < req->topics_count; i++)
-		for (j = 0; j < req->topics[i].partitions_count; j++)
+		for (j = 0; j < req->topics[i].partitions_count; j++) {
 			if (part_update(s, &req->topics[i],
 			    &req->topics[i].partitions[j]) != 0) {
 				sess_free(s);
 				return -ENOMEM;
 			}
+			if (s->n_parts > sess_max_parts(n)) {
+				sess_free(s);
+				return 0; /* answered in full, without one */
+			}
+		}
 	s->id = new_id(n);
 	s->epoch = 1;
 	s->all = s->fresh = true;
@@ -466,7 +479,7 @@ sess_open(struct net *n, struct conn *c, const struct rn_FetchRequest *req)
 	n->fsess_parts += s->n_parts;
 	net_count_fsess(n);
 	c->fsess = s;
-	return 0;
+	return 1;
 }
 
 /*
@@ -501,7 +514,7 @@ net_fsess_begin(struct net *n, struct conn *c, int16_t *err)
 			net_fsess_free(n, c);
 		if (n->n_fsess >= sess_cap(n))
 			return 0;	/* answered in full, without one */
-		if ((rc = sess_open(n, c, req)) != 0)
+		if ((rc = sess_open(n, c, req)) <= 0)
 			return rc;
 		c->fsess_on = true;
 		return 1;
@@ -537,7 +550,7 @@ net_fsess_begin(struct net *n, struct conn *c, int16_t *err)
 		return rc;
 	/* a session never holds more than the node could lead: beyond
 	 * that it ends, and its client starts again with a full one */
-	if (s->n_parts > 2 * n->parts.n + 1024) {
+	if (s->n_parts > sess_max_parts(n)) {
 		net_fsess_free(n, c);
 		*err = RN_KERR_FETCH_SESSION_ID_NOT_FOUND;
 		return 0;
