@@ -12,27 +12,12 @@ import struct
 import uuid
 
 from rnwire import Reader
+from rnwire import compact_string as _cstr
+from rnwire import string as _str
+from rnwire import uvarint as _uv
 
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71
-
-
-def _str(s):
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
-
-
-def _uv(v):
-    out = b""
-    while v >= 0x80:
-        out += bytes([(v & 0x7F) | 0x80])
-        v >>= 7
-    return out + bytes([v])
-
-
-def _cstr(s):
-    b = s.encode()
-    return _uv(len(b) + 1) + b
 
 
 def _zigzag(r):

@@ -10,6 +10,7 @@ import subprocess
 
 from rntest import BUILDDIR
 from rnwire import Reader
+from rnwire import uvarint as _uvarint
 
 
 def two_log_dirs(cluster):
@@ -38,14 +39,6 @@ def describe_json(bootstrap, topic, timeout=30):
 def _str(s, flex):
     b = s.encode()
     return (_uvarint(len(b) + 1) if flex else struct.pack(">h", len(b))) + b
-
-
-def _uvarint(v):
-    out = b""
-    while v >= 0x80:
-        out += bytes([(v & 0x7F) | 0x80])
-        v >>= 7
-    return out + bytes([v])
 
 
 def _arr(items, flex):

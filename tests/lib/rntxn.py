@@ -13,6 +13,9 @@ import time
 from kafka.record.util import calc_crc32c
 
 from rnwire import Reader
+from rnwire import compact_string as _cstr
+from rnwire import string as _str
+from rnwire import uvarint as _uvarint
 
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
@@ -49,26 +52,6 @@ def record_batch(values, pid=-1, epoch=-1, seq=-1, transactional=False,
     head = struct.pack(">ibI", -1, 2, crc)  # leader epoch, magic, crc
     batch = head + after_crc
     return struct.pack(">qi", 0, len(batch)) + batch
-
-
-def _str(s):
-    if s is None:
-        return struct.pack(">h", -1)
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
-
-
-def _uvarint(v):
-    out = b""
-    while v >= 0x80:
-        out += bytes([(v & 0x7F) | 0x80])
-        v >>= 7
-    return out + bytes([v])
-
-
-def _cstr(s):
-    b = s.encode()
-    return _uvarint(len(b) + 1) + b
 
 
 class Conn:

@@ -1,6 +1,30 @@
-"""Reading Kafka wire values out of a response body, for the test
-libraries that speak an API no installed client offers."""
+"""Kafka wire values for the test libraries that speak an API no
+installed client offers: written into a request body (the functions),
+read out of a response body (Reader)."""
 import struct
+
+
+def uvarint(v):
+    """An unsigned varint."""
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def string(s):
+    """A classic string (int16 length); None is the null string."""
+    if s is None:
+        return struct.pack(">h", -1)
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def compact_string(s):
+    """A flexible version's string (uvarint length + 1)."""
+    b = s.encode()
+    return uvarint(len(b) + 1) + b
 
 
 class Reader:

@@ -80,11 +80,12 @@ struct fpart {
 	bool throttled;         /* under the follower replication quota */
 	bool listed;            /* seen while the list is rebuilt */
 	/* its place in a leader's fetch session (session.c): the session
-	 * generation it was last sent in, what was sent, whether its log
-	 * end moved since, and the request being built that lists it */
+	 * generation it was last sent in, the log start and leader epoch
+	 * sent, whether its log end moved since, and the request being
+	 * built that lists it */
 	uint64_t sess_gen;
-	int64_t sent_offset, sent_start;
-	int32_t sent_epoch, sent_max;
+	int64_t sent_start;
+	int32_t sent_epoch;
 	bool dirty;
 	uint64_t kick;
 };

@@ -178,10 +178,8 @@ fsn_sent(struct fetcher *f, struct leader *l, enum fsn_mode mode,
 	fp->dirty = false;
 	if (mode == FSN_NONE)
 		return 0;
-	fp->sent_offset = pp->fetch_offset;
 	fp->sent_start = pp->log_start_offset;
 	fp->sent_epoch = pp->current_leader_epoch;
-	fp->sent_max = pp->partition_max_bytes;
 	if (fp->sess_gen == s->gen)
 		return 0;
 	if (s->n_members == s->cap_members) {
