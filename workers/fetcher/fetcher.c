@@ -669,9 +669,11 @@ leader_kick(struct fetcher *f, struct leader *l, struct fpart **mine, int n)
 		l->cap_parts = n;
 	}
 	l->n_parts = 0;
-	/* a request's structs grow with the partitions it names, no more */
+	/* a request's structs grow with the partitions it names or forgets
+	 * (a session's members that left), no more */
 	rn_arena_reset(&l->arena);
-	rn_arena_set_limit(&l->arena, 4096 + (size_t)n * REQ_ENTRY_BYTES);
+	rn_arena_set_limit(&l->arena, 4096 + (size_t)(n + l->sess.n_members) *
+	    REQ_ENTRY_BYTES);
 	if (!kick_epochs(f, l, mine, n)) {
 		l->n_parts = 0;
 		kick_fetch(f, l, mine, n);
