@@ -762,11 +762,16 @@ net_fsess_marks(struct net *n, uint32_t nw)
 				int64_t pi = slot_find(s, slot);
 
 				bits &= bits - 1;
-				if (pi >= 0 && !s->parts[pi].pending) {
+				if (pi < 0)
+					continue;
+				if (!s->parts[pi].pending) {
 					todo_add(s, (uint32_t)pi);
 					s->parts[pi].pending = true;
-					s->woken = true;
 				}
+				/* already pending too: a parked fetch rebuilt
+				 * after a high watermark alone kept it so, and
+				 * the records that follow must wake it */
+				s->woken = true;
 			}
 		}
 }
