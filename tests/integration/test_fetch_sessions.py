@@ -265,6 +265,28 @@ def errors(node, topic, tid, s, other_ids):
          % (v, s.pos[0] - 1, s.pos[0] - 1, err,
             {q: (x.log_start, x.batches()) for q, x in r.parts.items()}))
 
+    # a parked fetch looked at again for a log start alone (nothing to
+    # send: it stays parked, the partition pending) still wakes for the
+    # records that follow; it waited out MaxWaitMs once
+    s.next()
+    sending = s.send(max_wait_ms=5000, min_bytes=1)
+    t0 = time.monotonic()
+    time.sleep(0.3)
+    other = Conn(node.port, TOPIC, tid)
+    err, low = other.delete_records(0, s.pos[0])
+    other.close()
+    time.sleep(0.3)
+    parked = not s.c.ready(0)
+    new0 = topic.produce(0, 1)
+    r = s.recv(sending)
+    took = time.monotonic() - t0
+    t.ok(err == 0 and parked and r.error == 0 and 0 in r.parts and
+         got(r, 0) == new0 and took < 2.5,
+         "%s: a parked fetch that a DeleteRecords (error %d) looked at again "
+         "stays parked (%s), then a record produced to partition 0 comes back "
+         "in it %.2f s after the request (0.6 s of it before the produce), "
+         "well under MaxWaitMs 5000" % (v, err, parked, took))
+
     # an idle session stays silent however long it lasts: an answer holds
     # what changed, whatever the broker looked at to find it
     s.next()
