@@ -462,7 +462,10 @@ fetch_keep_watch(struct net *n, struct conn *c, const struct fetch_state *fs)
 		c->watch = w;
 		c->watch_cap = fs->n_touched;
 	}
-	memcpy(c->watch, fs->touched, sizeof(*c->watch) * (size_t)fs->n_touched);
+	/* a session fetch may look at nothing (none named, none pending) */
+	if (fs->n_touched > 0)
+		memcpy(c->watch, fs->touched,
+		    sizeof(*c->watch) * (size_t)fs->n_touched);
 	c->n_watch = fs->n_touched;
 	c->watch_version = n->view.version;
 }
