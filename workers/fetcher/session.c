@@ -257,8 +257,10 @@ fsn_forget(struct fetcher *f, struct leader *l, struct rn_FetchRequest *req,
 		pv[req->forgotten_topics_data_count - 1] = m->partition;
 		ft->partitions = &pv[req->forgotten_topics_data_count - 1];
 		ft->partitions_count = 1;
-		if (m->fp->sess_gen == s->gen && memcmp(m->fp->id, m->id,
-		    16) == 0 && m->fp->mp->p == m->partition)
+		/* out of the list, the slot's entry is out of the session
+		 * (its mp may point into a freed image: not read); one still
+		 * listed stays, as the member it is now */
+		if (m->fp->kick != f->kicks && m->fp->sess_gen == s->gen)
 			m->fp->sess_gen = 0;
 	}
 	s->n_members = kept;
