@@ -842,8 +842,8 @@ collect_changes(struct fetcher *f, struct fpart **mine, int *n_mine, int max)
 }
 
 /* By leader, then topic (image order), then partition. */
-static int
-mine_cmp(const void *x, const void *y)
+int
+fpart_cmp(const void *x, const void *y)
 {
 	const struct fpart *a = *(struct fpart *const *)x;
 	const struct fpart *b = *(struct fpart *const *)y;
@@ -1040,7 +1040,7 @@ rn_fetcher_main(struct rn_worker *w)
 		if (changed && !whole && rn_now_ms() < next_collect_ms) {
 			if (collect_changes(&f, mine, &n_mine, max))
 				qsort(mine, (size_t)n_mine, sizeof(*mine),
-				    mine_cmp);
+				    fpart_cmp);
 			if (f.unopened > 0 && next_collect_ms > rn_now_ms() +
 			    COLLECT_RETRY_MS)
 				next_collect_ms = rn_now_ms() + COLLECT_RETRY_MS;
@@ -1049,7 +1049,7 @@ rn_fetcher_main(struct rn_worker *w)
 			f.id_moved = false;
 			f.unopened = 0;
 			n_mine = collect(&f, mine, max);
-			qsort(mine, (size_t)n_mine, sizeof(*mine), mine_cmp);
+			qsort(mine, (size_t)n_mine, sizeof(*mine), fpart_cmp);
 			/*
 			 * Deltas keep the list current: it is built again a
 			 * second later only to retry logs that could not be

@@ -145,6 +145,9 @@ struct fetcher {
 	uint64_t runs_gen;
 };
 
+/* fetcher.c: by leader, then topic, then partition (qsort) */
+int fpart_cmp(const void *x, const void *y);
+
 /* session.c */
 enum fsn_mode { FSN_NONE, FSN_OPEN, FSN_INCREMENTAL };
 enum fsn_mode fsn_begin(struct fetcher *f, struct leader *l,

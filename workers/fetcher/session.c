@@ -78,17 +78,6 @@ fsn_kicked(struct leader *l)
 	l->sess.dirty_lost = false;
 }
 
-static int
-dirty_cmp(const void *x, const void *y)
-{
-	const struct fpart *a = *(struct fpart *const *)x;
-	const struct fpart *b = *(struct fpart *const *)y;
-
-	if (a->t != b->t)
-		return a->t < b->t ? -1 : 1;
-	return (a->mp->p > b->mp->p) - (a->mp->p < b->mp->p);
-}
-
 /*
  * The replicas the next fetch to l looks at: all that follow l (mine, n)
  * unless it is incremental and nothing but positions moved since its
@@ -114,7 +103,7 @@ fsn_candidates(struct fetcher *f, struct leader *l, enum fsn_mode mode,
 	}
 	if (s->n_dirty > 1)
 		qsort(s->dirty, (size_t)s->n_dirty, sizeof(*s->dirty),
-		    dirty_cmp);
+		    fpart_cmp);
 	*n = s->n_dirty;
 	return s->dirty;
 }

@@ -71,7 +71,6 @@ struct net_fsess {
 	bool woken;		/* a partition became pending since the build */
 	uint64_t view_version;
 	int64_t full_at_ms;	/* the next full look */
-	struct conn *c;
 	struct net_fsess *next;
 	struct fsess_topic *topics;
 	uint32_t n_topics, cap_topics;
@@ -83,8 +82,8 @@ struct net_fsess {
 	uint32_t tcap, pcap, scap;
 	uint32_t *eidx;		/* the answer's parts, in its order */
 	uint32_t n_eidx;
-	uint32_t *todo;		/* the named and pending parts, once each */
-	uint32_t n_todo;
+	uint32_t *due;		/* the named and pending parts, once each */
+	uint32_t n_due;
 };
 
 static uint64_t
@@ -256,10 +255,10 @@ topic_add(struct net_fsess *s, const uint8_t *id, struct rn_kstr name)
 
 /* Part i is named or pending: on the list of those, once. */
 static void
-todo_add(struct net_fsess *s, uint32_t i)
+due_add(struct net_fsess *s, uint32_t i)
 {
 	if (!s->parts[i].named && !s->parts[i].pending)
-		s->todo[s->n_todo++] = i;
+		s->due[s->n_due++] = i;
 }
 
 /* The request's view of one partition, into the session. */
@@ -277,14 +276,14 @@ part_update(struct net_fsess *s, const struct rn_FetchRequest_FetchTopic *ft,
 			uint32_t cap = s->cap_parts ? 2 * s->cap_parts : 64;
 			void *np = realloc(s->parts, cap * sizeof(*s->parts));
 			void *ne = realloc(s->eidx, cap * sizeof(*s->eidx));
-			void *nt = realloc(s->todo, cap * sizeof(*s->todo));
+			void *nt = realloc(s->due, cap * sizeof(*s->due));
 
 			if (np != NULL)
 				s->parts = np;
 			if (ne != NULL)
 				s->eidx = ne;
 			if (nt != NULL)
-				s->todo = nt;
+				s->due = nt;
 			if (np == NULL || ne == NULL || nt == NULL)
 				return -ENOMEM;
 			s->cap_parts = cap;
@@ -311,7 +310,7 @@ part_update(struct net_fsess *s, const struct rn_FetchRequest_FetchTopic *ft,
 	sp->max_bytes = fp->partition_max_bytes;
 	sp->leader_epoch = fp->current_leader_epoch;
 	sp->last_fetched_epoch = fp->last_fetched_epoch;
-	todo_add(s, (uint32_t)pi);
+	due_add(s, (uint32_t)pi);
 	sp->named = true;
 	return 0;
 }
@@ -357,11 +356,11 @@ compact(struct net_fsess *s)
 		tmap[i] = nt++;
 	}
 	s->n_topics = nt;
-	s->n_todo = 0;
+	s->n_due = 0;
 	for (i = 0; i < s->n_parts; i++) {
 		s->parts[i].topic = tmap[s->parts[i].topic];
 		if (s->parts[i].named || s->parts[i].pending)
-			s->todo[s->n_todo++] = i;
+			s->due[s->n_due++] = i;
 	}
 	free(tmap);
 	s->n_dead = 0;
@@ -381,7 +380,7 @@ sess_free(struct net_fsess *s)
 	free(s->phash);
 	free(s->shash);
 	free(s->eidx);
-	free(s->todo);
+	free(s->due);
 	free(s);
 }
 
@@ -453,7 +452,6 @@ sess_open(struct net *n, struct conn *c, const struct rn_FetchRequest *req)
 		return -ENOMEM;
 	s->by_id = c->hdr.api_version >= 13;
 	s->replica_id = req->replica_id;
-	s->c = c;
 	if (rehash(s) != 0) {
 		sess_free(s);
 		return -ENOMEM;
@@ -627,8 +625,8 @@ net_fsess_effective(struct net *n, struct conn *c, bool first)
 		for (k = 0; k < s->n_parts; k++)
 			s->eidx[k] = k;
 	else
-		for (k = 0; k < s->n_todo; k++)
-			s->eidx[k] = s->todo[k];
+		for (k = 0; k < s->n_due; k++)
+			s->eidx[k] = s->due[k];
 	s->n_eidx = k;
 	/* by topic: one entry a topic in the answer */
 	cmp_parts = s->parts;
@@ -703,7 +701,7 @@ net_fsess_answered(struct conn *c, struct rn_FetchResponse *r,
 	int32_t i, j, kt = 0;
 	uint32_t k = 0;
 
-	s->n_todo = 0;
+	s->n_due = 0;
 	for (i = 0; i < r->responses_count; i++) {
 		struct rn_FetchResponse_FetchableTopicResponse *tr =
 		    &r->responses[i];
@@ -718,7 +716,7 @@ net_fsess_answered(struct conn *c, struct rn_FetchResponse *r,
 			sp->named = sp->pending = false;
 			if (unsent != NULL && unsent[k]) {
 				/* records left behind: the next answer */
-				todo_add(s, s->eidx[k]);
+				due_add(s, s->eidx[k]);
 				sp->pending = true;
 			}
 			if (!s->fresh && !worth_telling(sp, pd))
@@ -735,7 +733,7 @@ net_fsess_answered(struct conn *c, struct rn_FetchResponse *r,
 	/* (the answer mirrors the request: none is left over) */
 	for (; k < s->n_eidx; k++)
 		if (s->parts[s->eidx[k]].named || s->parts[s->eidx[k]].pending)
-			s->todo[s->n_todo++] = s->eidx[k];
+			s->due[s->n_due++] = s->eidx[k];
 	r->responses_count = kt;
 	r->session_id = s->id;
 	s->full = s->fresh = false;
@@ -765,7 +763,7 @@ net_fsess_marks(struct net *n, uint32_t nw)
 				if (pi < 0)
 					continue;
 				if (!s->parts[pi].pending) {
-					todo_add(s, (uint32_t)pi);
+					due_add(s, (uint32_t)pi);
 					s->parts[pi].pending = true;
 				}
 				/* already pending too: a parked fetch rebuilt
