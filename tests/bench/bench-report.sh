@@ -71,6 +71,10 @@ plot throughput-raw.png "runnel, raw load generator: throughput over time" \
     "$d/rawp1.runnel.tput|1:3|raw produce 1 KiB, acks=1" \
     "$d/rawpall.runnel.tput|1:3|raw produce 1 KiB, acks=all" \
     "$d/rawf.runnel.tput|1:3|raw fetch"
+plot throughput-sustained.png "sustained 1 KiB ingest: throughput over time" \
+    "seconds" "MB/s" "" \
+    "$d/sustpc.tput|1:3|page cache, one writer, no broker (1 s windows)" \
+    "$d/sust1k.runnel.tput|1:3|runnel, librdkafka acks=1 (0.5 s windows)"
 for name in p1ka1 p1kaall p100a1 call; do
 	set --
 	for f in "$d/$name".*.tput; do

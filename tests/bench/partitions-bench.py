@@ -18,7 +18,10 @@ Figures:
             one producer: on the big node spread over 1,000 of its
             partitions, on the small one over a second 10-partition
             topic, so the difference is what the partitions cost, not
-            what the load costs
+            what the load costs. The two nodes run side by side and
+            their windows alternate, BENCH_PART_ROUNDS (5) of each: the
+            change is the median of the rounds' differences, so a minute
+            when the machine is busy moves both sides alike
 
     RUNNEL_BUILDDIR=./build tests/bench/partitions-bench.py
     (or: make bench-partitions)
@@ -42,6 +45,7 @@ import rntest  # noqa: E402
 TOPICS = int(os.environ.get("BENCH_PART_TOPICS", "1000"))
 RATE = int(os.environ.get("BENCH_PART_RATE", "2000"))
 SECS = int(os.environ.get("BENCH_PART_SECS", "10"))
+ROUNDS = int(os.environ.get("BENCH_PART_ROUNDS", "5"))
 PERF = os.path.join(rntest.BUILDDIR, "runnel-perf")
 
 
@@ -65,61 +69,68 @@ def create(node, names, parts):
             f.result(timeout=300)
 
 
-def background(node, stop, targets):
-    """1,000 records every 0.1 s, one to each of targets (topic, partition)
-    taken in turn."""
-    p = Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 50})
-    n = len(targets)
-    while not stop.is_set():
-        for i in range(1000):
-            t, part = targets[i % n]
-            p.produce(t, b"b" * 100, partition=part)
-        p.poll(0)
-        time.sleep(0.1)
-    p.flush(30)
+class Side:
+    """One node under its background load, with a consumer of "hot" that
+    keeps each record's latency while a window is open."""
 
+    def __init__(self, node, label, targets):
+        self.node, self.label, self.targets = node, label, targets
+        self.stop = threading.Event()
+        self.window = None      # the open window's fetch latencies
+        self.rounds = []        # (produce p99, fetch p99) per window
+        self.threads = [threading.Thread(target=self.background),
+                        threading.Thread(target=self.fetch_latency)]
+        for th in self.threads:
+            th.start()
 
-def fetch_latency(node, stop, out):
-    c = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "lat",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-    c.assign([TopicPartition("hot", i, -1) for i in range(10)])
-    while not stop.is_set():
-        # one at a time: consume(n, t) waits for n records or t
-        m = c.poll(0.1)
-        if m is not None and m.error() is None:
-            out.append(time.time() * 1000 - m.timestamp()[1])
-    c.close()
+    def background(self):
+        """1,000 records every 0.1 s, one to each of targets (topic,
+        partition) taken in turn."""
+        p = Producer({"bootstrap.servers": self.node.bootstrap, "linger.ms": 50})
+        n = len(self.targets)
+        while not self.stop.is_set():
+            for i in range(1000):
+                t, part = self.targets[i % n]
+                p.produce(t, b"b" * 100, partition=part)
+            p.poll(0)
+            time.sleep(0.1)
+        p.flush(30)
 
+    def fetch_latency(self):
+        c = Consumer({"bootstrap.servers": self.node.bootstrap, "group.id": "lat",
+                      "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+        c.assign([TopicPartition("hot", i, -1) for i in range(10)])
+        while not self.stop.is_set():
+            # one at a time: consume(n, t) waits for n records or t
+            m = c.poll(0.1)
+            w = self.window
+            if m is not None and m.error() is None and w is not None:
+                w.append(time.time() * 1000 - m.timestamp()[1])
+        c.close()
 
-def measure(node, label, targets):
-    stop = threading.Event()
-    fetched = []
-    threads = [threading.Thread(target=fetch_latency,
-                                args=(node, stop, fetched)),
-               threading.Thread(target=background,
-                                args=(node, stop, targets))]
-    for th in threads:
-        th.start()
-    # the busy partitions' logs are made on their first records (Kafka
-    # makes them with the topic): measured after that
-    time.sleep(8)
-    r = subprocess.run([PERF, "producer", "--bootstrap-server", node.bootstrap,
-                        "--topic", "hot", "--num-records", str(RATE * SECS),
-                        "--record-size", "100", "--acks", "1",
-                        "--linger-ms", "5", "--throughput", str(RATE),
-                        "--print-json"], capture_output=True, text=True,
-                       timeout=SECS * 10 + 60)
-    time.sleep(1)
-    stop.set()
-    for th in threads:
-        th.join()
-    js = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
-    j = js[-1] if js else {}
-    say("  %-28s produce p50 %6.2f p99 %6.2f ms | fetch p50 %6.2f p99 %6.2f ms "
-        "(%d fetched)" % (label, j.get("p50_ms", float("nan")),
-                          j.get("p99_ms", float("nan")), pct(fetched, 0.5),
-                          pct(fetched, 0.99), len(fetched)))
-    return j.get("p99_ms"), pct(fetched, 0.99)
+    def measure(self):
+        """One window: SECS s of produce to "hot" at RATE records/s."""
+        self.window = fetched = []
+        r = subprocess.run([PERF, "producer", "--bootstrap-server", self.node.bootstrap,
+                            "--topic", "hot", "--num-records", str(RATE * SECS),
+                            "--record-size", "100", "--acks", "1",
+                            "--linger-ms", "5", "--throughput", str(RATE),
+                            "--print-json"], capture_output=True, text=True,
+                           timeout=SECS * 10 + 60)
+        time.sleep(0.5)
+        self.window = None
+        js = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        j = js[-1] if js else {}
+        self.rounds.append((j.get("p99_ms", float("nan")), pct(fetched, 0.99)))
+        say("  %-30s produce p50 %6.2f p99 %6.2f ms | fetch p50 %6.2f p99 %6.2f ms "
+            "(%d fetched)" % (self.label, j.get("p50_ms", float("nan")),
+                              self.rounds[-1][0], pct(fetched, 0.5),
+                              self.rounds[-1][1], len(fetched)))
+
+    def close(self):
+        self.stop.set()
+        for th in self.threads:
+            th.join()
 
 
 def run(tmp):
@@ -127,14 +138,6 @@ def run(tmp):
     total = TOPICS * 100
     say("partitions-bench: one node, %d topics x 100 = %d partitions, RF=1"
         % (TOPICS, total))
-    small = rntest.Node(tmp, node_id=1, name="small")
-    small.start()
-    small.wait_running()
-    create(small, ["hot", "bg"], 10)
-    base = measure(small, "10 partitions (+10 busy):",
-                   [("bg", p) for p in range(10)])
-    small.stop()
-
     big = rntest.Node(tmp, node_id=1, name="big")
     big.start()
     big.wait_running()
@@ -154,16 +157,41 @@ def run(tmp):
         % (time.time() - t0, r.returncode,
            sum(1 for l in r.stdout.splitlines() if "partition " in l)))
     create(big, ["hot"], 10)
-    scaled = measure(big, "%d partitions, 1,000 busy:" % (total + 10),
-                     [("t%05d" % t, p) for t in range(10) for p in range(100)])
+
+    # the small node runs beside the big one; their windows alternate, so
+    # both see the machine as it is at that minute
+    small = rntest.Node(tmp, node_id=1, name="small")
+    small.start()
+    small.wait_running()
+    create(small, ["hot", "bg"], 10)
+    sides = [Side(small, "10 partitions (+10 busy):", [("bg", p) for p in range(10)]),
+             Side(big, "%d partitions, 1,000 busy:" % (total + 10),
+                  [("t%05d" % t, p) for t in range(10) for p in range(100)])]
+    # the busy partitions' logs are made on their first records (Kafka
+    # makes them with the topic): measured after that
+    time.sleep(8)
+    try:
+        for i in range(ROUNDS):
+            say("  round %d of %d" % (i + 1, ROUNDS))
+            for side in sides:
+                side.measure()
+    finally:
+        for side in sides:
+            side.close()
     rss2 = big.rss_kib()
     say("  memory     RSS %.0f MiB before, %.0f MiB with the topics, %.0f MiB "
         "with 1,000 partitions written: %.2f KiB per partition"
         % (rss0 / 1024, rss1 / 1024, rss2 / 1024, (rss2 - rss0) / total))
-    if base[0] and scaled[0]:
-        say("  p99 change produce %+.2f ms, fetch %+.2f ms (target: within 2 ms)"
-            % (scaled[0] - base[0], scaled[1] - base[1]))
-    say("  crashes    %s" % (big.crashes() or "none"))
+    base, scaled = sides[0].rounds, sides[1].rounds
+    for k, what in ((0, "produce"), (1, "fetch")):
+        diffs = [b[k] - a[k] for a, b in zip(base, scaled)]
+        say("  p99 %-7s median of %d windows: %.2f ms with 10 partitions, %.2f ms "
+            "with %d; median change %+.2f ms (rounds: %s; target: within 2 ms)"
+            % (what, len(diffs), pct([a[k] for a in base], 0.5),
+               pct([b[k] for b in scaled], 0.5), total + 10, pct(diffs, 0.5),
+               " ".join("%+.2f" % d for d in diffs)))
+    say("  crashes    %s" % (big.crashes() or small.crashes() or "none"))
+    small.stop()
     big.stop()
 
 

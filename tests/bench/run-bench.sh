@@ -48,7 +48,11 @@
 #   BENCH_CLUSTER=1      the three-node cluster bench instead
 #   BENCH_FAILOVER_WAIT  seconds to keep writing after the kill (30)
 #   BENCH_RAW_RECORDS    records per raw produce run (BENCH_RAW_MB x 1024)
+#   BENCH_RAW_ROUNDS     rounds of the raw acks=1 run beside its limits (3)
 #   BENCH_REPORT_DIR     the report directory (<build dir>/bench-report)
+#   BENCH_SUSTAINED_GB   GB of the sustained 1 KiB run and its page-cache
+#                        twin (10; 0 skips them)
+#   BENCH_ONLY           raw or sustained: only that section
 #   BENCH_KEEP=1         keep the work dir (logs of every run)
 set -u
 
@@ -569,7 +573,7 @@ start_peers() {
 			sleep 1
 		done
 		ok=1
-		for t in b100 b1k bsync braw1 brawall; do
+		for t in b100 b1k bsync braw1 brawall bsust; do
 			"$topics" --bootstrap-server "127.0.0.1:$rn_port" --create \
 			    --topic "$t" --partitions 1 --replication-factor 1 \
 			    --if-not-exists --timeout-ms 5000 >>"$work/topics.log" 2>&1 ||
@@ -762,12 +766,238 @@ rawp1|raw produce 1 KiB, acks=1|rawp|raw-producer --topic braw1 --record-size 10
 rawpall|raw produce 1 KiB, acks=all|rawp|raw-producer --topic brawall --record-size 1024 --num-records $NRAW --acks all --connections 1 --inflight 5
 rawf|raw fetch of rawp1's records|rawf|raw-consumer --topic braw1
 "
-	# nothing dirty and 3 s idle, as before the ingest figure
-	sync
-	sleep 3
-	run_cases runnel "$raw_cases"
+	# The acks=1 run beside its two limits, in turn, BENCH_RAW_ROUNDS (3)
+	# times: dd into a file that stays, loopback TCP into a file that
+	# stays, the broker. Each starts from the same state (nothing dirty,
+	# 3 s idle) and takes memory the page cache has not used lately; on
+	# this VM that memory's speed drifts by 10x over minutes (the host
+	# takes freed pages back), so the ratios are taken round by round.
+	rounds=${BENCH_RAW_ROUNDS:-3}
+	i=1
+	while [ "$i" -le "$rounds" ]; do
+		settle
+		t0=$(now_ms)
+		dd if=/dev/zero of="$work/round.dd" bs=1M count="$RAW_MB" 2>>"$work/raw.log"
+		mibps "$RAW_MB" "$t0" "$(now_ms)" >"$work/rawr$i.dd"
+		settle
+		"$work/tcprate" "$RAW_MB" "$work/round.ingest" \
+		    >"$work/rawr$i.ingest" 2>>"$work/raw.log"
+		settle
+		run_cases runnel "$(echo "$raw_cases" | grep '^rawp1|')"
+		for f in "$work"/rawp1.runnel*; do
+			cp "$f" "$work/rawr$i${f#"$work"/rawp1}"
+		done
+		rm -f "$work/round.dd" "$work/round.ingest"
+		i=$((i + 1))
+	done
+	settle
+	run_cases runnel "$(echo "$raw_cases" | grep -v '^rawp1|')"
 	table "runnel's ceiling: raw load generator (pre-encoded requests, no client library), one partition" \
 	    runnel "$raw_cases"
+	raw_rounds_table "$rounds" | tee -a "$report/table.txt"
+}
+
+# settle: nothing dirty, then 3 s idle
+settle() {
+	sync
+	sleep 3
+}
+
+# raw_rounds_table ROUNDS: each round's three rates and the broker's ratios
+raw_rounds_table() {
+	/usr/bin/python3 - "$work" "$1" <<'EOF'
+import json, os, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+
+def num(path):
+    try:
+        return float(open(path).read().strip())
+    except (OSError, ValueError):
+        return None
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else None
+
+print()
+print("raw produce 1 KiB, acks=1, round by round beside its limits (same state before each)")
+cols = "%-7s %14s %18s %14s %12s %12s"
+hdr = cols % ("round", "dd MB/s", "TCP->file MB/s", "runnel MB/s", "of dd", "of TCP->file")
+print(hdr)
+print("-" * len(hdr))
+of_dd, of_ingest = [], []
+for i in range(1, rounds + 1):
+    dd, ing = num("%s/rawr%d.dd" % (work, i)), num("%s/rawr%d.ingest" % (work, i))
+    try:
+        rn = json.loads(open("%s/rawr%d.runnel" % (work, i)).read())["mb_per_sec"]
+    except (OSError, ValueError, KeyError):
+        rn = None
+    a = rn / dd if rn and dd else None
+    b = rn / ing if rn and ing else None
+    if a:
+        of_dd.append(a)
+    if b:
+        of_ingest.append(b)
+    f = lambda v, s: "-" if v is None else format(v, s)
+    print(cols % (i, f(dd, ".0f"), f(ing, ".0f"), f(rn, ".0f"), f(a, ".2f"), f(b, ".2f")))
+if of_dd:
+    print(cols % ("median", "", "", "", "%.2f" % median(of_dd),
+                  "-" if not of_ingest else "%.2f" % median(of_ingest)))
+print("dd: 1 MiB writes into a new file that stays until the round ends; TCP->file: "
+      "loopback TCP, the receiver writing what it reads into such a file (a broker's "
+      "work without the broker).")
+EOF
+}
+
+# ---- sustained 1 KiB ingest, BENCH_SUSTAINED_GB (10) GB ----
+
+# sustained_bench: the page cache's own rate for that volume (one writer,
+# 1 MiB writes, no broker: past the dirty limit it is the device's
+# writeback rate), then runnel taking the same volume of 1 KiB records
+# from librdkafka with acks=1; both as rates over 1 s windows for the plot
+sustained_bench() {
+	[ "$have_rn" = 1 ] || return 0
+	gb=${BENCH_SUSTAINED_GB:-10}
+	[ "$gb" != 0 ] || return 0
+	mib=$((gb * 1024))
+	cat >"$work/filerate.c" <<'EOF'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK (1 << 20)
+
+static double
+now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* filerate MIB FILE: write MIB MiB into FILE; a line a second, "interval
+ * SECONDS RECORDS/S MB/S" (1 KiB records, as the bench's runs), then the
+ * whole run's MiB/s */
+int
+main(int argc, char **argv)
+{
+	long mib = argc > 2 ? atol(argv[1]) : 0, i, win = 0;
+	int fd = argc > 2 ? open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+	char *buf = malloc(CHUNK);
+	double t0, tw, t;
+
+	if (fd < 0 || buf == NULL || mib <= 0)
+		return 1;
+	for (i = 0; i < CHUNK; i++)
+		buf[i] = (char)(i * 7);
+	t0 = tw = now_s();
+	for (i = 0; i < mib; i++) {
+		for (size_t off = 0; off < CHUNK;) {
+			ssize_t n = write(fd, buf + off, CHUNK - off);
+			if (n <= 0)
+				return 1;
+			off += (size_t)n;
+		}
+		win++;
+		if ((t = now_s()) - tw >= 1.0) {
+			printf("interval %.3f %.1f %.1f\n", t - t0,
+			    win * 1024 / (t - tw), win / (t - tw));
+			fflush(stdout);
+			tw = t;
+			win = 0;
+		}
+	}
+	printf("%.1f\n", mib / (now_s() - t0));
+	return 0;
+}
+EOF
+	gcc -O2 -o "$work/filerate" "$work/filerate.c" 2>>"$work/raw.log" || {
+		note "sustained: filerate did not build (see $work/raw.log); not measured"
+		return 0
+	}
+	note "sustained: $gb GB into the page cache, then into runnel (1 KiB, acks=1)"
+	sync
+	sleep 3
+	"$work/filerate" "$mib" "$work/sustained.bin" >"$work/sustpc.out" 2>>"$work/raw.log"
+	tail -1 "$work/sustpc.out" >"$work/raw.sustained"
+	rm -f "$work/sustained.bin"
+	sync
+	sleep 3
+	run runnel sust1k $P --topic bsust --record-size 1024 \
+	    --num-records $((mib * 1024)) --acks 1
+	sustained_table "$gb" | tee -a "$report/table.txt"
+}
+
+# sustained_table GB: the two rates, their ratio, the mock's 1 KiB rate of
+# this run, and how each held up over time (1 s windows, by thirds)
+sustained_table() {
+	/usr/bin/python3 - "$work" "$1" <<'EOF'
+import json, os, re, sys
+work, gb = sys.argv[1], sys.argv[2]
+
+def windows(path, pat):
+    out = []
+    try:
+        for line in open(path):
+            m = re.search(pat, line)
+            if m:
+                out.append(float(m.group(1)))
+    except OSError:
+        pass
+    return out
+
+def thirds(w):
+    if len(w) < 3:
+        return "-"
+    k = len(w) // 3
+    avg = [sum(p) / len(p) for p in (w[:k], w[k:2 * k], w[2 * k:])]
+    return "/".join("%.0f" % a for a in avg)
+
+def load(name):
+    try:
+        return json.loads(open(os.path.join(work, name)).read().strip() or "null")
+    except (OSError, ValueError):
+        return None
+
+pc = windows(os.path.join(work, "sustpc.out"), r"^interval \S+ \S+ (\S+)")
+try:
+    pc_rate = float(open(os.path.join(work, "raw.sustained")).read())
+except (OSError, ValueError):
+    pc_rate = None
+rn = load("sust1k.runnel")
+rn_w = windows(os.path.join(work, "sust1k.runnel.err"),
+               r" records, [0-9.]+ records/s \(([0-9.]+) MB/s")
+mock = load("p1ka1.mock")
+print()
+print("sustained 1 KiB ingest: %s GB (windows: page cache 1 s, runnel 0.5 s)" % gb)
+cols = "%-44s %9s %-18s %-22s %s"
+hdr = cols % ("run", "MB/s", "by thirds (MB/s)", "ratios", "min/max window (MB/s)")
+print(hdr)
+print("-" * len(hdr))
+if pc_rate:
+    print(cols % ("page cache: one writer, 1 MiB writes", "%.0f" % pc_rate, thirds(pc),
+                  "", "%.0f/%.0f" % (min(pc), max(pc)) if pc else "-"))
+if rn:
+    r = rn["mb_per_sec"]
+    ratios = []
+    if pc_rate:
+        ratios.append("%.2f of page cache" % (r / pc_rate))
+    if mock and mock.get("mb_per_sec"):
+        ratios.append("%.2fx mock" % (r / mock["mb_per_sec"]))
+    print(cols % ("runnel: runnel-perf (librdkafka), acks=1", "%.0f" % r, thirds(rn_w),
+                  ", ".join(ratios), "%.0f/%.0f" % (min(rn_w), max(rn_w)) if rn_w else "-"))
+else:
+    print("runnel: did not run (see sust1k.runnel.err)")
+if mock and mock.get("mb_per_sec"):
+    print(cols % ("mock: its 1 KiB acks=1 run above (in memory)",
+                  "%.0f" % mock["mb_per_sec"], "", "", ""))
+print("Past the kernel's dirty limit (vm.dirty_ratio of memory) a writer of "
+      "the page cache is held to the device's writeback rate: the page cache line "
+      "is what this machine allows for the volume; thirds show any collapse over time.")
+EOF
 }
 
 # ---- single node beside the peers ----
@@ -797,6 +1027,18 @@ sall|sync sends, acks=all|sync|producer --sync --topic bsync --record-size 100 -
 c30k|consume 30k x 100 B (fits the mock)|cons|consumer --topic b100 --num-records 30000
 call|consume $N x 100 B|cons|consumer --topic b100 --num-records $N
 "
+# BENCH_ONLY=raw or sustained: that section alone (sustained with the
+# mock's 1 KiB run it is compared with)
+case ${BENCH_ONLY:-} in
+raw)
+	raw_bench
+	exit 0 ;;
+sustained)
+	[ "$have_mock" = 1 ] && run mock p1ka1 $P --topic b1k --record-size 1024 \
+	    --num-records "$NK" --acks 1
+	sustained_bench
+	exit 0 ;;
+esac
 peer_list=""
 [ "$have_mock" = 1 ] && peer_list="$peer_list mock"
 [ "$have_rn" = 1 ] && peer_list="$peer_list runnel"
@@ -847,6 +1089,7 @@ for name in lat1 latall; do
 done
 table "single node: runnel vs peers, same client, same machine" "$peer_list" "$cases"
 raw_bench
+sustained_bench
 # the log cleaner's rate, on its own node
 RUNNEL_BUILDDIR=$builddir PYTHONPATH=$top/tests/lib /usr/bin/python3 \
     "$top/tests/bench/cleaner-bench.py" 2>/dev/null ||
