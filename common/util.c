@@ -304,11 +304,21 @@ rn_tcp_connect_timed(const char *host, uint16_t port, int timeout_ms)
 	return fd;
 }
 
-uint64_t
-rn_hash64(const void *p, size_t len)
+uint32_t
+rn_hash32_more(uint32_t h, const void *p, size_t len)
 {
 	const uint8_t *b = p;
-	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+uint64_t
+rn_hash64_more(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
 	size_t i;
 
 	for (i = 0; i < len; i++)

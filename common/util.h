@@ -13,8 +13,15 @@ int64_t rn_now_us(void);      /* CLOCK_MONOTONIC */
 int64_t rn_now_ns(void);      /* CLOCK_MONOTONIC */
 int64_t rn_wallclock_ms(void); /* CLOCK_REALTIME, for timestamps users see */
 
-/* FNV-1a over bytes, for in-memory hash tables (not stable on disk). */
-uint64_t rn_hash64(const void *p, size_t len);
+/* FNV-1a over bytes, for in-memory and shared-memory hash tables (never
+ * stored on disk). The _more forms go on from an earlier hash, so a key
+ * of several parts hashes without being copied together. */
+#define RN_FNV32_SEED 2166136261u
+#define RN_FNV64_SEED 14695981039346656037ULL
+uint32_t rn_hash32_more(uint32_t h, const void *p, size_t len);
+uint64_t rn_hash64_more(uint64_t h, const void *p, size_t len);
+#define rn_hash32(p, len) rn_hash32_more(RN_FNV32_SEED, (p), (len))
+#define rn_hash64(p, len) rn_hash64_more(RN_FNV64_SEED, (p), (len))
 
 int rn_set_nonblock(int fd);
 int rn_set_cloexec(int fd, int on);

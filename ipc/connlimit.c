@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "common/util.h"
 #include "ipc/connlimit.h"
 #include "ipc/shm.h"
 
@@ -61,12 +62,7 @@ rn_connlim_slice_reset(const struct rn_shm *shm, unsigned slot)
 static unsigned
 ip_hash(const uint8_t addr[16])
 {
-	uint32_t h = 2166136261u;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		h = (h ^ addr[i]) * 16777619u;
-	return h % RN_CONNLIM_IPS;
+	return rn_hash32(addr, 16) % RN_CONNLIM_IPS;
 }
 
 int

@@ -254,18 +254,6 @@ rn_mdview_free(struct rn_mdview *v)
 
 /* ---- reader: parsing ------------------------------------------------ */
 
-static uint32_t
-hash_bytes(const void *b, size_t n)
-{
-	const uint8_t *p = b;
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
-}
-
 static int64_t
 mp_i64(const msgpack_object *map, const char *key, int64_t dflt)
 {
@@ -482,11 +470,11 @@ build_hashes(struct mdv_priv *p, const struct rn_mdv_topic *topics, int n)
 	memset(p->topic_by_id, 0xff, sizeof(int32_t) * size);
 	p->hmask = size - 1;
 	for (k = 0; k < n; k++) {
-		i = hash_bytes(topics[k].name, topics[k].name_len) & p->hmask;
+		i = rn_hash32(topics[k].name, topics[k].name_len) & p->hmask;
 		while (p->topic_by_name[i] >= 0)
 			i = (i + 1) & p->hmask;
 		p->topic_by_name[i] = k;
-		i = hash_bytes(topics[k].id, 16) & p->hmask;
+		i = rn_hash32(topics[k].id, 16) & p->hmask;
 		while (p->topic_by_id[i] >= 0)
 			i = (i + 1) & p->hmask;
 		p->topic_by_id[i] = k;
@@ -1001,7 +989,7 @@ rn_mdview_topic(const struct rn_mdview *v, const char *name, size_t len)
 
 	if (p == NULL)
 		return NULL;
-	for (i = hash_bytes(name, len) & p->hmask; p->topic_by_name[i] >= 0;
+	for (i = rn_hash32(name, len) & p->hmask; p->topic_by_name[i] >= 0;
 	    i = (i + 1) & p->hmask) {
 		const struct rn_mdv_topic *t = &v->topics[p->topic_by_name[i]];
 
@@ -1019,7 +1007,7 @@ rn_mdview_topic_by_id(const struct rn_mdview *v, const uint8_t id[16])
 
 	if (p == NULL)
 		return NULL;
-	for (i = hash_bytes(id, 16) & p->hmask; p->topic_by_id[i] >= 0;
+	for (i = rn_hash32(id, 16) & p->hmask; p->topic_by_id[i] >= 0;
 	    i = (i + 1) & p->hmask) {
 		const struct rn_mdv_topic *t = &v->topics[p->topic_by_id[i]];
 

@@ -18,11 +18,7 @@
 static unsigned
 bucket_of(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u;
-
-	while (n-- > 0)
-		h = (h ^ (uint8_t)*s++) * 16777619u;
-	return h % CO_BUCKETS;
+	return rn_hash32(s, n) % CO_BUCKETS;
 }
 
 bool

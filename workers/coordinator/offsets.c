@@ -20,11 +20,9 @@
 static uint32_t
 offset_hash(struct rn_kstr topic, int32_t p)
 {
-	uint32_t h = 2166136261u ^ (uint32_t)p;
-	int32_t i;
+	uint32_t h = rn_hash32_more(RN_FNV32_SEED ^ (uint32_t)p, topic.ptr,
+	    topic.len > 0 ? (size_t)topic.len : 0);
 
-	for (i = 0; i < topic.len; i++)
-		h = (h ^ (uint8_t)topic.ptr[i]) * 16777619u;
 	return h ^ (h >> 15);
 }
 

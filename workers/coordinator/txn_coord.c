@@ -25,12 +25,7 @@
 static unsigned
 bucket_of(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
-	return h % CO_BUCKETS;
+	return rn_hash32(s, n) % CO_BUCKETS;
 }
 
 struct co_txn *

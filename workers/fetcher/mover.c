@@ -39,12 +39,7 @@
 static uint32_t
 part_hash(const uint8_t id[16], int32_t p)
 {
-	uint32_t h = 2166136261u;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		h = (h ^ id[i]) * 16777619u;
-	return (h ^ (uint32_t)p) * 16777619u;
+	return rn_hash32_more(rn_hash32(id, 16), &p, sizeof(p));
 }
 
 bool

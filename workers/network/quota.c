@@ -31,16 +31,6 @@ names(int8_t kind, const char *want, const char *have, size_t len)
 	    memcmp(want, have, len) == 0);
 }
 
-static uint64_t
-fnv(uint64_t h, const void *p, size_t len)
-{
-	const uint8_t *b = p;
-
-	while (len-- > 0)
-		h = (h ^ *b++) * 1099511628211ULL;
-	return h;
-}
-
 int32_t
 net_quota_record(struct net *n, struct conn *c, int key, int64_t bytes)
 {
@@ -78,12 +68,12 @@ net_quota_record(struct net *n, struct conn *c, int key, int64_t bytes)
 	if (q == NULL)
 		return 0;
 	/* the sensor Kafka would keep: the tags of the matched level */
-	h = fnv(14695981039346656037ULL, &key, sizeof(key));
+	h = rn_hash64(&key, sizeof(key));
 	if (q->ukind != RN_CQ_NONE)
-		h = fnv(h, user, ulen + 0);
-	h = fnv(h, "\001", 1);
+		h = rn_hash64_more(h, user, ulen);
+	h = rn_hash64_more(h, "\001", 1);
 	if (q->ckind != RN_CQ_NONE)
-		h = fnv(h, client, clen);
+		h = rn_hash64_more(h, client, clen);
 	if (h == 0)
 		h = 1;
 	now = rn_now_ms();
