@@ -555,6 +555,7 @@ start_peers() {
 	    --override node.id=1 \
 	    --override process.roles=broker,controller \
 	    --override "log.dirs=$work/runnel/data" \
+	    --override log.segment.delete.delay.ms=1000 \
 	    --override "control.socket.path=$work/runnel/ctl.sock" \
 	    --override "listeners=PLAINTEXT://127.0.0.1:$rn_port,CONTROLLER://127.0.0.1:$rn_ctl" \
 	    --override "advertised.listeners=PLAINTEXT://127.0.0.1:$rn_port" \
@@ -573,7 +574,7 @@ start_peers() {
 			sleep 1
 		done
 		ok=1
-		for t in b100 b1k bsync braw1 brawall bsust; do
+		for t in b100 b1k bsync brawall bsust; do
 			"$topics" --bootstrap-server "127.0.0.1:$rn_port" --create \
 			    --topic "$t" --partitions 1 --replication-factor 1 \
 			    --if-not-exists --timeout-ms 5000 >>"$work/topics.log" 2>&1 ||
@@ -761,34 +762,57 @@ EOF
 # rate (loopback TCP into a kept file) and loopback TCP of this run
 raw_bench() {
 	[ "$have_rn" = 1 ] || return 0
-	raw_cases="
-rawp1|raw produce 1 KiB, acks=1|rawp|raw-producer --topic braw1 --record-size 1024 --num-records $NRAW --acks 1 --connections 1 --inflight 5
-rawpall|raw produce 1 KiB, acks=all|rawp|raw-producer --topic brawall --record-size 1024 --num-records $NRAW --acks all --connections 1 --inflight 5
-rawf|raw fetch of rawp1's records|rawf|raw-consumer --topic braw1
-"
-	# The acks=1 run beside its two limits, in turn, BENCH_RAW_ROUNDS (3)
-	# times: dd into a file that stays, loopback TCP into a file that
-	# stays, the broker. Each starts from the same state (nothing dirty,
-	# 3 s idle) and takes memory the page cache has not used lately; on
-	# this VM that memory's speed drifts by 10x over minutes (the host
-	# takes freed pages back), so the ratios are taken round by round.
 	rounds=${BENCH_RAW_ROUNDS:-3}
+	raw_cases="
+rawp1|raw produce 1 KiB, acks=1|rawp|raw-producer --topic brawr$rounds --record-size 1024 --num-records $NRAW --acks 1 --connections 1 --inflight 5
+rawpall|raw produce 1 KiB, acks=all|rawp|raw-producer --topic brawall --record-size 1024 --num-records $NRAW --acks all --connections 1 --inflight 5
+rawf|raw fetch of rawp1's records|rawf|raw-consumer --topic brawr$rounds
+"
+	# The acks=1 run beside its two limits, BENCH_RAW_ROUNDS (3) rounds:
+	# dd into a file, loopback TCP into a file, the broker into a topic
+	# of its own, each from the same state (nothing dirty, 3 s idle),
+	# each writer's data kept until the round ends, and the order turned
+	# by one each round. On this VM a writer's rate depends on how much
+	# it and those before it keep in memory (past a few GiB each new page
+	# costs the host a fault: 3 GB/s falls to 100 MB/s, dd included), so
+	# the first writer of a round has the advantage; the turn shares it.
 	i=1
 	while [ "$i" -le "$rounds" ]; do
-		settle
-		t0=$(now_ms)
-		dd if=/dev/zero of="$work/round.dd" bs=1M count="$RAW_MB" 2>>"$work/raw.log"
-		mibps "$RAW_MB" "$t0" "$(now_ms)" >"$work/rawr$i.dd"
-		settle
-		"$work/tcprate" "$RAW_MB" "$work/round.ingest" \
-		    >"$work/rawr$i.ingest" 2>>"$work/raw.log"
-		settle
-		run_cases runnel "$(echo "$raw_cases" | grep '^rawp1|')"
-		for f in "$work"/rawp1.runnel*; do
-			cp "$f" "$work/rawr$i${f#"$work"/rawp1}"
+		"$topics" --bootstrap-server "127.0.0.1:$rn_port" --create \
+		    --topic "brawr$i" --partitions 1 --replication-factor 1 \
+		    --if-not-exists --timeout-ms 5000 >>"$work/topics.log" 2>&1
+		case $((i % 3)) in
+		1) order="dd tcp rn" ;;
+		2) order="rn dd tcp" ;;
+		0) order="tcp rn dd" ;;
+		esac
+		for w in $order; do
+			settle
+			case $w in
+			dd)
+				t0=$(now_ms)
+				dd if=/dev/zero of="$work/round.dd" bs=1M \
+				    count="$RAW_MB" 2>>"$work/raw.log"
+				mibps "$RAW_MB" "$t0" "$(now_ms)" >"$work/rawr$i.dd" ;;
+			tcp)
+				"$work/tcprate" "$RAW_MB" "$work/round.ingest" \
+				    >"$work/rawr$i.ingest" 2>>"$work/raw.log" ;;
+			rn)
+				run runnel "rawr$i" raw-producer --topic "brawr$i" \
+				    --record-size 1024 --num-records "$NRAW" --acks 1 \
+				    --connections 1 --inflight 5 ;;
+			esac
 		done
+		echo "$order" >"$work/rawr$i.order"
 		rm -f "$work/round.dd" "$work/round.ingest"
+		# the last round's topic stays: rawp1's line and the fetch
+		[ "$i" -eq "$rounds" ] || "$topics" --bootstrap-server \
+		    "127.0.0.1:$rn_port" --delete --topic "brawr$i" \
+		    --timeout-ms 5000 >>"$work/topics.log" 2>&1
 		i=$((i + 1))
+	done
+	for f in "$work/rawr$rounds".runnel*; do
+		cp "$f" "$work/rawp1${f#"$work/rawr$rounds"}"
 	done
 	settle
 	run_cases runnel "$(echo "$raw_cases" | grep -v '^rawp1|')"
@@ -821,8 +845,8 @@ def median(v):
 
 print()
 print("raw produce 1 KiB, acks=1, round by round beside its limits (same state before each)")
-cols = "%-7s %14s %18s %14s %12s %12s"
-hdr = cols % ("round", "dd MB/s", "TCP->file MB/s", "runnel MB/s", "of dd", "of TCP->file")
+cols = "%-7s %-12s %9s %15s %12s %7s %13s"
+hdr = cols % ("round", "order", "dd MB/s", "TCP->file MB/s", "runnel MB/s", "of dd", "of TCP->file")
 print(hdr)
 print("-" * len(hdr))
 of_dd, of_ingest = [], []
@@ -839,13 +863,17 @@ for i in range(1, rounds + 1):
     if b:
         of_ingest.append(b)
     f = lambda v, s: "-" if v is None else format(v, s)
-    print(cols % (i, f(dd, ".0f"), f(ing, ".0f"), f(rn, ".0f"), f(a, ".2f"), f(b, ".2f")))
+    try:
+        order = open("%s/rawr%d.order" % (work, i)).read().strip().replace("rn", "runnel")
+    except OSError:
+        order = "-"
+    print(cols % (i, order, f(dd, ".0f"), f(ing, ".0f"), f(rn, ".0f"), f(a, ".2f"), f(b, ".2f")))
 if of_dd:
-    print(cols % ("median", "", "", "", "%.2f" % median(of_dd),
+    print(cols % ("median", "", "", "", "", "%.2f" % median(of_dd),
                   "-" if not of_ingest else "%.2f" % median(of_ingest)))
-print("dd: 1 MiB writes into a new file that stays until the round ends; TCP->file: "
-      "loopback TCP, the receiver writing what it reads into such a file (a broker's "
-      "work without the broker).")
+print("dd: 1 MiB writes into a new file; TCP->file: loopback TCP, the receiver "
+      "writing what it reads into a new file (a broker's work without the broker); "
+      "runnel: a new topic. Each keeps its data until the round ends.")
 EOF
 }
 
