@@ -956,6 +956,7 @@ EOF
 	sleep 3
 	run runnel sust1k $P --topic bsust --record-size 1024 \
 	    --num-records $((mib * 1024)) --acks 1
+	mkdir -p "$report"
 	sustained_table "$gb" | tee -a "$report/table.txt"
 }
 
@@ -1022,9 +1023,10 @@ else:
 if mock and mock.get("mb_per_sec"):
     print(cols % ("mock: its 1 KiB acks=1 run above (in memory)",
                   "%.0f" % mock["mb_per_sec"], "", "", ""))
-print("Past the kernel's dirty limit (vm.dirty_ratio of memory) a writer of "
-      "the page cache is held to the device's writeback rate: the page cache line "
-      "is what this machine allows for the volume; thirds show any collapse over time.")
+print("Once the memory the page cache may fill is full of dirty data (vm.dirty_ratio, "
+      "or less where the VM pages memory out), a writer runs at the device's writeback "
+      "rate: the page cache line is what this machine allows for the volume, and its "
+      "thirds show the same fall as the broker's when the fall is the machine's.")
 EOF
 }
 
